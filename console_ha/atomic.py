@@ -1,0 +1,72 @@
+"""Atomic, private file writes: a temporary file in the same directory, fsync, then os.replace."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+# Threads of this process queue on a threading lock; other processes on an flock of a sibling file.
+# Readers need neither: os.replace shows them the old file or the new one.
+_locks: dict[Path, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def path_lock(path: Path) -> Iterator[None]:
+    """Serialise read-modify-write cycles on `path` across threads and processes."""
+    key = Path(path).absolute()
+    with _locks_guard:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        key.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(key.parent / f".{key.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+def ensure_dir(path: Path, mode: int) -> None:
+    """Create `path` (and parents) if missing, and set its mode."""
+    path.mkdir(parents=True, exist_ok=True, mode=mode)
+    os.chmod(path, mode)
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Write `data` to `path` so a reader sees the old or the new file, never a part of one."""
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # The rename is durable only once the directory entry is on disk.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

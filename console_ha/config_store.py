@@ -1,0 +1,261 @@
+"""The Home Assistant capability configuration file: defaults, validation, fresh reads, atomic writes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .atomic import atomic_write, ensure_dir, path_lock
+from .datadir import DataDir
+from .errors import ConfigInvalid, InvalidConfig
+
+log = logging.getLogger(__name__)
+
+ENTITY_ID_RE = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
+MAX_ENTITY_ID_LENGTH = 255
+MAX_ALLOWLIST = 2000
+MAX_BASE_URL_LENGTH = 2048
+ABSENT_REVISION = "absent"
+
+MAX_NAME_LENGTH = 200
+
+FIELDS = ("enabled", "base_url", "allowlisted_entities", "entity_names", "ca_bundle")
+
+
+@dataclass(frozen=True)
+class HomeAssistantConfig:
+    """What `capabilities/home-assistant.json` holds. Never the token."""
+
+    enabled: bool = False
+    base_url: str = ""
+    allowlisted_entities: tuple[str, ...] = field(default_factory=tuple)
+    # Documented extra keys. `entity_names`: friendly names the picker saw for allowlisted entities,
+    # so a confirmation card can name an entity without asking Home Assistant before approval.
+    entity_names: Mapping[str, str] = field(default_factory=dict)
+    # `ca_bundle`: a PEM file of the household's own CA, for https Home Assistant.
+    ca_bundle: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's JSON object; extra keys only when set, so the default file is the contract's."""
+        data = asdict(self)
+        data["allowlisted_entities"] = list(self.allowlisted_entities)
+        data["entity_names"] = {k: v for k, v in self.entity_names.items() if k in self.allowlisted_entities}
+        for extra in ("entity_names", "ca_bundle"):
+            if not data[extra]:
+                del data[extra]
+        return data
+
+    def display_name(self, entity_id: str) -> str:
+        """The entity's friendly name when the picker saw one, else its object id in words."""
+        name = self.entity_names.get(entity_id)
+        if name:
+            return name
+        return entity_id.partition(".")[2].replace("_", " ").strip().capitalize() or entity_id
+
+
+@dataclass(frozen=True)
+class StoredConfig:
+    """A configuration as read, with the revision a writer must name to replace it."""
+
+    config: HomeAssistantConfig
+    revision: str
+
+
+def normalise_base_url(value: object) -> str:
+    """Check a base URL (http/https, host, no credentials, query or fragment) and normalise it."""
+    if not isinstance(value, str):
+        raise InvalidConfig("The Home Assistant URL must be text.", field="base_url")
+    text = value.strip()
+    if text == "":
+        return ""
+    if len(text) > MAX_BASE_URL_LENGTH or any(ord(c) < 0x21 for c in text):
+        raise InvalidConfig("The Home Assistant URL is not a valid URL.", field="base_url")
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as err:
+        raise InvalidConfig("The Home Assistant URL is not a valid URL.", field="base_url") from err
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InvalidConfig("The Home Assistant URL must start with http:// or https://.", field="base_url")
+    if not parts.hostname:
+        raise InvalidConfig("The Home Assistant URL needs a host name or address.", field="base_url")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise InvalidConfig(
+            "The Home Assistant URL must not contain a user name or password; "
+            "the access token is entered separately.",
+            field="base_url",
+        )
+    if parts.query or parts.fragment or text.endswith(("?", "#")):
+        raise InvalidConfig("The Home Assistant URL must not have a query or fragment.", field="base_url")
+    path = parts.path.rstrip("/")
+    while path.endswith("/api"):
+        path = path[: -len("/api")].rstrip("/")
+    host = parts.hostname
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((parts.scheme.lower(), netloc, path, "", ""))
+
+
+def normalise_allowlist(value: object) -> tuple[str, ...]:
+    """Check every entity id's shape and drop duplicates, keeping first-seen order."""
+    if not isinstance(value, (list, tuple)):
+        raise InvalidConfig("The allowlist must be a list of entity ids.", field="allowlisted_entities")
+    if len(value) > MAX_ALLOWLIST:
+        raise InvalidConfig(
+            f"The allowlist may hold at most {MAX_ALLOWLIST} entities.", field="allowlisted_entities"
+        )
+    seen: dict[str, None] = {}
+    for item in value:
+        if not is_entity_id(item):
+            raise InvalidConfig(
+                "Each allowlisted entity must look like domain.object_id "
+                "(lower-case letters, digits and underscores).",
+                field="allowlisted_entities",
+            )
+        seen.setdefault(item, None)
+    return tuple(seen)
+
+
+def is_entity_id(value: object) -> bool:
+    """True for a well-formed `domain.object_id`."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_ENTITY_ID_LENGTH
+        and ENTITY_ID_RE.fullmatch(value) is not None
+    )
+
+
+def _check_enabled(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidConfig("`enabled` must be true or false.", field="enabled")
+    return value
+
+
+def _check_entity_names(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise InvalidConfig("Entity names must be an object of entity id to name.", field="entity_names")
+    if len(value) > MAX_ALLOWLIST:
+        raise InvalidConfig(f"At most {MAX_ALLOWLIST} entity names.", field="entity_names")
+    names: dict[str, str] = {}
+    for key, name in value.items():
+        if not is_entity_id(key) or not isinstance(name, str):
+            raise InvalidConfig("Entity names must map entity ids to text.", field="entity_names")
+        cleaned = " ".join(name.split())[:MAX_NAME_LENGTH]
+        if cleaned:
+            names[key] = cleaned
+    return names
+
+
+def _check_ca_bundle(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidConfig("The CA bundle must be a file path.", field="ca_bundle")
+    text = value.strip()
+    if text and not Path(text).is_absolute():
+        raise InvalidConfig("The CA bundle must be an absolute file path.", field="ca_bundle")
+    return text
+
+
+_CHECKS = {
+    "enabled": _check_enabled,
+    "base_url": normalise_base_url,
+    "allowlisted_entities": normalise_allowlist,
+    "entity_names": _check_entity_names,
+    "ca_bundle": _check_ca_bundle,
+}
+
+
+def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
+    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field."""
+    unknown = sorted(set(changes) - set(FIELDS))
+    if unknown:
+        raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+    checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
+    return replace(current, **checked)
+
+
+def parse_config(raw: bytes) -> HomeAssistantConfig:
+    """Parse the file's bytes; ConfigInvalid says what is wrong, with the field where there is one."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ConfigInvalid(f"The configuration file is not valid JSON ({err.__class__.__name__}).") from err
+    if not isinstance(data, dict):
+        raise ConfigInvalid("The configuration file must hold a JSON object.")
+    known = {key: value for key, value in data.items() if key in FIELDS}
+    try:
+        return apply_changes(HomeAssistantConfig(), known)
+    except InvalidConfig as err:
+        raise ConfigInvalid(
+            f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")
+        ) from err
+
+
+def _revision(raw: bytes | None) -> str:
+    return ABSENT_REVISION if raw is None else hashlib.sha256(raw).hexdigest()[:16]
+
+
+class ConfigStore:
+    """Reads `home-assistant.json` fresh on every call and writes it atomically under a lock."""
+
+    def __init__(self, data_dir: DataDir) -> None:
+        self._dd = data_dir
+
+    @property
+    def path(self) -> Path:
+        return self._dd.ha_config
+
+    def _read_raw(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise ConfigInvalid(f"The configuration file cannot be read ({err.strerror}).") from err
+
+    def read(self) -> StoredConfig:
+        """The current configuration and its revision; the default when the file is absent."""
+        raw = self._read_raw()
+        config = HomeAssistantConfig() if raw is None else parse_config(raw)
+        return StoredConfig(config, _revision(raw))
+
+    def load(self) -> HomeAssistantConfig:
+        """The current configuration (ConfigInvalid when the file on disk is broken)."""
+        return self.read().config
+
+    def update(self, changes: Mapping[str, Any], *, expected_revision: str | None = None) -> StoredConfig:
+        """Validate and apply `changes`; with `expected_revision`, refuse if the file changed since."""
+        with path_lock(self.path):
+            current = self.read()
+            if expected_revision is not None and expected_revision != current.revision:
+                raise InvalidConfig(
+                    "The settings were changed elsewhere since this page loaded. "
+                    "Reload to see them; nothing was saved.",
+                    code="CONFIG_STALE",
+                )
+            new = apply_changes(current.config, changes)
+            return self._write(new)
+
+    def reset(self) -> StoredConfig:
+        """Move a broken file aside (kept, never deleted) and start again from the default."""
+        with path_lock(self.path):
+            raw = self._read_raw()
+            if raw is not None:
+                aside = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%dT%H%M%S')}")
+                self.path.replace(aside)
+                log.warning("moved the configuration file aside to %s", aside)
+            return self._write(HomeAssistantConfig())
+
+    def _write(self, config: HomeAssistantConfig) -> StoredConfig:
+        ensure_dir(self._dd.capabilities, 0o700)
+        raw = (json.dumps(config.to_json(), indent=2) + "\n").encode("utf-8")
+        atomic_write(self.path, raw, mode=0o600)
+        return StoredConfig(config, _revision(raw))
