@@ -1,0 +1,94 @@
+"""The capability audit log: what happened to each invocation, never what was asked for or seen."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .atomic import ensure_dir
+from .datadir import DataDir
+
+log = logging.getLogger(__name__)
+
+# The outcomes an invocation can have, in the order they can happen.
+EVENTS = (
+    "proposed",
+    "rejected",
+    "confirmation_requested",
+    "approved",
+    "denied",
+    "expired",
+    "executed",
+    "failed",
+)
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One line of audit.jsonl. Deliberately has no field for arguments, entity ids, states or tokens."""
+
+    time: str
+    event: str
+    capability: str
+    classification: str
+    stage: int
+    invocation: str
+    code: str | None = None
+    duration_ms: int | None = None
+
+
+def _now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class AuditLog:
+    """Appends one JSON line per outcome; each line goes out in a single write so lines never interleave."""
+
+    def __init__(self, data_dir: DataDir) -> None:
+        self._dd = data_dir
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self._dd.audit_log
+
+    def record(self, event: str, *, capability: str, classification: str, stage: int, invocation: str,
+               code: str | None = None, duration_ms: int | None = None) -> AuditEvent:
+        """Append an event; a failure to write is logged, never raised into the invocation."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown audit event {event!r}")
+        entry = AuditEvent(_now_iso(), event, capability, classification, stage, invocation, code, duration_ms)
+        line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))
+        data = (line + "\n").encode("utf-8")
+        try:
+            with self._lock:
+                ensure_dir(self._dd.capabilities, 0o700)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+        except OSError as err:
+            log.error("could not write the audit log: %s", err.strerror)
+        return entry
+
+    def events(self) -> Iterator[dict]:
+        """Every event in the log, oldest first; unreadable lines are skipped."""
+        try:
+            handle = self.path.open("r", encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return
+        with handle:
+            for line in handle:
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(event, dict):
+                    yield event

@@ -1,0 +1,115 @@
+"""What the two capabilities do once approved: read Home Assistant and narrow what comes back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .config_store import HomeAssistantConfig
+from .errors import HABadResponse, HATimeout
+from .ha_client import HomeAssistantClient
+from .history import fetch_history
+from .registry import GET_HISTORY, LIST_ENTITIES
+
+# Home Assistant's own bodies may be far larger than a result; they are capped separately.
+MAX_STATES_BYTES = 64 * 1024 * 1024
+MAX_STATE_BYTES = 1024 * 1024
+MAX_HISTORY_BYTES = 512 * 1024 * 1024
+PERIOD_LENGTHS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
+UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
+
+
+class Deadline:
+    """One time budget shared by every request an invocation makes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left; HATimeout when none are."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise HATimeout(f"Home Assistant did not answer within {self.seconds:g} seconds.")
+        return left
+
+
+def iso(moment: datetime) -> str:
+    """UTC ISO 8601 with a Z, as every timestamp in a result is written."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def narrow_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a conversation needs from one Home Assistant state; no raw attributes."""
+    entity_id = state["entity_id"]
+    attributes = state.get("attributes")
+    if not isinstance(attributes, Mapping):
+        attributes = {}
+    value = str(state.get("state", ""))
+    return {
+        "entity_id": entity_id,
+        "friendly_name": _text(attributes.get("friendly_name")) or entity_id,
+        "domain": entity_id.partition(".")[0],
+        "state": value,
+        "unit_of_measurement": _text(attributes.get("unit_of_measurement")),
+        "last_changed": _text(state.get("last_changed")),
+        "unavailable": value in UNAVAILABLE_STATES,
+    }
+
+
+def list_entities(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+                  deadline: Deadline, now: datetime) -> dict[str, Any]:
+    """The current state of every allowlisted entity, and which allowlisted ones Home Assistant lacks."""
+    wanted = set(config.allowlisted_entities)
+    states = client.states(timeout=deadline.remaining(), max_bytes=MAX_STATES_BYTES)
+    found: dict[str, dict[str, Any]] = {}
+    for state in states:
+        entity_id = state.get("entity_id")
+        if entity_id in wanted:
+            found[entity_id] = narrow_state(state)
+    return {
+        "entities": [found[e] for e in config.allowlisted_entities if e in found],
+        "missing_entities": [e for e in config.allowlisted_entities if e not in found],
+        "retrieved_at": iso(now),
+    }
+
+
+def get_history(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+                deadline: Deadline, now: datetime) -> dict[str, Any]:
+    """Up to 50 changes of one allowlisted entity over the period, with totals and a summary."""
+    entity_id = arguments["entity_id"]
+    period = arguments["period"]
+    # The entity's own state gives its name and unit, and a 404 for an entity Home Assistant lacks.
+    state = client.state(entity_id, timeout=deadline.remaining())
+    if state.get("entity_id") != entity_id:
+        raise HABadResponse("Home Assistant answered for a different entity.")
+    current = narrow_state(state)
+    end = now
+    start = end - PERIOD_LENGTHS[period]
+    digest = fetch_history(
+        client,
+        entity_id,
+        start=start,
+        end=end,
+        timeout=deadline.remaining(),
+        max_bytes=MAX_HISTORY_BYTES,
+        unit=current["unit_of_measurement"],
+    )
+    return {
+        "entity_id": entity_id,
+        "friendly_name": current["friendly_name"],
+        "period": period,
+        "start": iso(start),
+        "end": iso(end),
+        **digest.to_result(),
+        "retrieved_at": iso(now),
+    }
+
+
+EXECUTE = {LIST_ENTITIES: list_entities, GET_HISTORY: get_history}

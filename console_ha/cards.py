@@ -1,0 +1,76 @@
+"""Plain-language confirmation card copy: what will be read, and where the request goes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from .config_store import HomeAssistantConfig
+from .registry import GET_HISTORY, LIST_ENTITIES
+
+PERIOD_WORDS = {"hour": "the past hour", "day": "the past day", "week": "the past week"}
+APPROVE_LABEL = "Allow this once"
+DENY_LABEL = "Don't allow"
+
+
+@dataclass(frozen=True)
+class Card:
+    """What the Console shows before a capability runs."""
+
+    title: str
+    body: str
+    approve_label: str = APPROVE_LABEL
+    deny_label: str = DENY_LABEL
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def host_of(base_url: str) -> str:
+    """The host (and port) a household recognises, without scheme or path."""
+    parts = urlsplit(base_url)
+    return parts.netloc or base_url
+
+
+def _leaves_device(config: HomeAssistantConfig) -> str:
+    return f"This request leaves this device for Home Assistant at {host_of(config.base_url)}."
+
+
+def _list_entities_card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+    count = len(config.allowlisted_entities)
+    names = [config.display_name(e) for e in config.allowlisted_entities[:3]]
+    devices = "device" if count == 1 else "devices"
+    example = ""
+    if names:
+        more = ", and others" if count > len(names) else ""
+        example = f" ({', '.join(names)}{more})"
+    return Card(
+        title="Read your Home Assistant devices?",
+        body=(
+            f"The assistant wants to read the current state of the {count} {devices} you allowed"
+            f"{example}. {_leaves_device(config)}"
+        ),
+    )
+
+
+def _get_history_card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+    entity_id = arguments["entity_id"]
+    name = config.display_name(entity_id)
+    period = PERIOD_WORDS[arguments["period"]]
+    return Card(
+        title=f"Read the history of {name}?",
+        body=(
+            f"The assistant wants to read how {name} ({entity_id}) changed over {period}. "
+            f"{_leaves_device(config)}"
+        ),
+    )
+
+
+_CARDS = {LIST_ENTITIES: _list_entities_card, GET_HISTORY: _get_history_card}
+
+
+def card_for(capability: str, config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+    """The card for one validated invocation of a registered capability."""
+    return _CARDS[capability](config, arguments)

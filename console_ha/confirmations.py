@@ -1,0 +1,128 @@
+"""Pending confirmations: single-use tokens bound to a conversation, a capability and its arguments."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import CapabilityError
+
+CONFIRMATION_TTL_SECONDS = 300
+MAX_PENDING = 1000
+
+
+def canonical_arguments(arguments: Mapping[str, Any]) -> str:
+    """The one spelling of an argument object that a token is bound to."""
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+@dataclass(frozen=True)
+class PendingConfirmation:
+    """One invocation waiting for the household's answer."""
+
+    token: str
+    conversation_id: str
+    capability: str
+    canonical_arguments: str
+    invocation_id: str
+    issued_at: float
+    expires_at: float
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return json.loads(self.canonical_arguments)
+
+
+class ConfirmationInvalid(CapabilityError):
+    """The token is unknown, used, expired or of another conversation (stage 4)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__("CONFIRMATION_INVALID", message, stage=4, reason=reason)
+
+
+class ConfirmationStore:
+    """In memory, as RFC-0018 accepts: a restart invalidates every pending token."""
+
+    def __init__(self, *, ttl: float = CONFIRMATION_TTL_SECONDS, clock: Callable[[], float] = time.time,
+                 max_pending: int = MAX_PENDING) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._max_pending = max_pending
+        self._pending: dict[str, PendingConfirmation] = {}
+        self._lock = threading.Lock()
+
+    def issue(self, conversation_id: str, capability: str, arguments: Mapping[str, Any],
+              invocation_id: str) -> PendingConfirmation:
+        """Create a token for exactly this conversation, capability and arguments."""
+        now = self._clock()
+        pending = PendingConfirmation(
+            token=secrets.token_urlsafe(24),
+            conversation_id=conversation_id,
+            capability=capability,
+            canonical_arguments=canonical_arguments(arguments),
+            invocation_id=invocation_id,
+            issued_at=now,
+            expires_at=now + self._ttl,
+        )
+        with self._lock:
+            if len(self._pending) >= self._max_pending:
+                # The oldest pending card is the least likely to be answered.
+                oldest = min(self._pending.values(), key=lambda p: p.issued_at)
+                del self._pending[oldest.token]
+            self._pending[pending.token] = pending
+        return pending
+
+    def consume(self, token: object, conversation_id: str) -> PendingConfirmation:
+        """Take the token once; ConfirmationInvalid if unknown, used, expired or foreign."""
+        if not isinstance(token, str) or not token:
+            raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
+        now = self._clock()
+        with self._lock:
+            pending = self._find(token)
+            if pending is None:
+                raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
+            if pending.conversation_id != conversation_id:
+                # A foreign conversation cannot answer, nor burn, another conversation's card.
+                raise ConfirmationInvalid("foreign", "That confirmation belongs to another conversation.")
+            del self._pending[pending.token]
+        if now >= pending.expires_at:
+            raise ExpiredConfirmation(pending)
+        return pending
+
+    def expire(self) -> list[PendingConfirmation]:
+        """Remove and return every pending confirmation past its expiry."""
+        with self._lock:
+            return self._drop_expired(self._clock())
+
+    def pending_count(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def _find(self, token: str) -> PendingConfirmation | None:
+        # Tokens are compared in constant time; there are few pending at once.
+        if not token.isascii():
+            return None
+        for candidate, pending in self._pending.items():
+            if hmac.compare_digest(candidate, token):
+                return pending
+        return None
+
+    def _drop_expired(self, now: float) -> list[PendingConfirmation]:
+        expired = [p for p in self._pending.values() if now >= p.expires_at]
+        for pending in expired:
+            del self._pending[pending.token]
+        return expired
+
+
+class ExpiredConfirmation(ConfirmationInvalid):
+    """A token answered after its five minutes; carries the pending entry for the audit log."""
+
+    def __init__(self, pending: PendingConfirmation) -> None:
+        super().__init__("expired", "That confirmation has expired. Ask again.")
+        self.pending = pending

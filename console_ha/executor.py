@@ -1,0 +1,246 @@
+"""The six-stage capability executor: resolve, validate, policy, confirm, execute, shape."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .audit import AuditLog
+from .capabilities import EXECUTE, Deadline, iso
+from .cards import Card, card_for
+from .config_store import ConfigStore, HomeAssistantConfig, is_entity_id
+from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
+from .datadir import DataDir
+from .errors import CapabilityError, ConfigInvalid, ConsoleHaError
+from .ha_client import HomeAssistantClient
+from .registry import GET_HISTORY, PERIODS, REGISTRY, Capability
+from .secret_store import Secret, TokenStore
+
+log = logging.getLogger(__name__)
+
+ClientFactory = Callable[[str, Secret, str | None], HomeAssistantClient]
+
+
+def _default_client(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
+    return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
+
+
+@dataclass
+class Turn:
+    """How many times each capability has been proposed past policy in one conversation turn."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """An invocation paused at stage 4, waiting for the household."""
+
+    token: str
+    capability: str
+    arguments: dict[str, Any]
+    card: Card
+    expires_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's `pending_confirmation` object."""
+        return {
+            "token": self.token,
+            "capability": self.capability,
+            "arguments": self.arguments,
+            "card": self.card.to_dict(),
+            "expires_at": self.expires_at,
+        }
+
+
+def refuse(stage: int, code: str, message: str) -> CapabilityError:
+    """A refusal raised at `stage` with its contract code."""
+    return CapabilityError(code, message, stage=stage)
+
+
+# --- stage 1 ---------------------------------------------------------------------------------
+
+def resolve(name: object) -> Capability:
+    """Stage 1: the registered capability of that name."""
+    capability = REGISTRY.get(name) if isinstance(name, str) else None
+    if capability is None:
+        raise refuse(1, "UNKNOWN_CAPABILITY", "There is no such capability.")
+    return capability
+
+
+# --- stage 2 ---------------------------------------------------------------------------------
+
+def validate(capability: Capability, arguments: object) -> dict[str, Any]:
+    """Stage 2: the arguments' shape, with no knowledge of configuration or allowlist."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise refuse(2, "INVALID_ARGUMENTS", "Arguments must be an object.")
+    expected = set(capability.arguments_schema.get("properties", {}))
+    unexpected = sorted(str(k) for k in arguments if k not in expected)
+    if unexpected:
+        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected[0][:64]}.")
+    if capability.name != GET_HISTORY:
+        return {}
+    entity_id = arguments.get("entity_id")
+    period = arguments.get("period")
+    if not is_entity_id(entity_id):
+        raise refuse(2, "INVALID_ARGUMENTS", "entity_id must look like domain.object_id, such as sensor.kitchen.")
+    if period not in PERIODS:
+        raise refuse(2, "INVALID_ARGUMENTS", "period must be one of hour, day or week.")
+    return {"entity_id": entity_id, "period": period}
+
+
+# --- stage 3 ---------------------------------------------------------------------------------
+
+def check_policy(capability: Capability, arguments: Mapping[str, Any], config: HomeAssistantConfig,
+                 has_token: bool) -> None:
+    """Stage 3: opt-in, configuration and allowlist, all against server-held state."""
+    if not config.enabled:
+        raise refuse(3, "CAPABILITY_DISABLED", "The household has not turned on Home Assistant reading.")
+    if not config.base_url or not has_token:
+        raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "Home Assistant is turned on but not set up yet.")
+    entity_id = arguments.get("entity_id")
+    if entity_id is not None and entity_id not in config.allowlisted_entities:
+        # The same words whether or not the entity exists: a refusal must not reveal the inventory.
+        raise refuse(3, "ENTITY_NOT_ALLOWLISTED", "That entity is not one the household allowed the assistant to read.")
+
+
+def check_turn_limit(capability: Capability, turn: Turn) -> None:
+    """Stage 3: at most `max_invocations_per_turn` proposals of a capability in one turn."""
+    if turn.counts[capability.name] >= capability.bounds.max_invocations_per_turn:
+        raise refuse(3, "INVOCATION_LIMIT_EXCEEDED", "This capability was already used in this turn.")
+    turn.counts[capability.name] += 1
+
+
+# --- stage 6 ---------------------------------------------------------------------------------
+
+def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
+    """Stage 6: the result as JSON the model may see, within the byte bound."""
+    size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > capability.bounds.max_result_bytes:
+        raise refuse(6, "RESULT_TOO_LARGE",
+                     f"The result ({size} bytes) is larger than the {capability.bounds.max_result_bytes}-byte limit.")
+    return dict(result)
+
+
+class Executor:
+    """Runs capability invocations through the six stages; needs no web server."""
+
+    def __init__(self, data_dir: DataDir, *, confirmations: ConfirmationStore | None = None,
+                 audit: AuditLog | None = None, client_factory: ClientFactory = _default_client,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config_store = ConfigStore(data_dir)
+        self.token_store = TokenStore(data_dir)
+        self.confirmations = confirmations or ConfirmationStore(clock=clock)
+        self.audit = audit or AuditLog(data_dir)
+        self._client_factory = client_factory
+        self._clock = clock
+
+    def propose(self, name: object, arguments: object, *, conversation_id: str,
+                turn: Turn | None = None) -> Proposal:
+        """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation."""
+        self.sweep_expired()
+        invocation = secrets.token_hex(8)
+        label = name if isinstance(name, str) and name in REGISTRY else "unknown"
+        self._audit("proposed", label, 1, invocation)
+        try:
+            capability = resolve(name)
+            canonical = validate(capability, arguments)
+            config = self._load_config()
+            check_policy(capability, canonical, config, self.token_store.exists())
+            check_turn_limit(capability, turn or Turn())
+        except CapabilityError as err:
+            self._audit("rejected", label, err.stage, invocation, err.code)
+            raise
+        pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation)
+        self._audit("confirmation_requested", capability.name, 4, invocation)
+        return Proposal(
+            token=pending.token,
+            capability=capability.name,
+            arguments=canonical,
+            card=card_for(capability.name, config, canonical),
+            expires_at=iso(datetime.fromtimestamp(pending.expires_at, timezone.utc)),
+        )
+
+    def answer(self, token: object, *, approve: bool, conversation_id: str) -> dict[str, Any]:
+        """Stages 4-6: take the household's answer; run and shape the read when approved."""
+        self.sweep_expired()
+        try:
+            pending = self.confirmations.consume(token, conversation_id)
+        except ExpiredConfirmation as err:
+            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code)
+            raise
+        capability = REGISTRY[pending.capability]
+        if not approve:
+            self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED")
+            raise refuse(4, "CONFIRMATION_DENIED", "The household did not allow this read.")
+        self._audit("approved", capability.name, 4, pending.invocation_id)
+        return self._run(capability, pending)
+
+    def sweep_expired(self) -> None:
+        """Audit and forget confirmations nobody answered in time."""
+        for pending in self.confirmations.expire():
+            self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID")
+
+    def _run(self, capability: Capability, pending: PendingConfirmation) -> dict[str, Any]:
+        arguments = pending.arguments
+        started = time.monotonic()
+        stage = 3
+        try:
+            # The household may have changed the settings while the card was open: check again.
+            config = self._load_config()
+            token = self.token_store.read()
+            check_policy(capability, arguments, config, token is not None)
+            assert token is not None
+            stage = 5
+            client = self._client_factory(config.base_url, token, config.ca_bundle or None)
+            deadline = Deadline(capability.bounds.timeout_seconds)
+            now = datetime.fromtimestamp(self._clock(), timezone.utc)
+            raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
+            stage = 6
+            result = shape(capability, raw)
+        except CapabilityError as err:
+            event = "rejected" if err.stage == 3 else "failed"
+            self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,
+                        _elapsed_ms(started))
+            raise
+        except Exception:
+            # A bug must not leak a traceback (or anything in it) to the model or the household.
+            log.exception("capability %s failed unexpectedly at stage %d", capability.name, stage)
+            self._audit("failed", capability.name, stage, pending.invocation_id, "INTERNAL_ERROR",
+                        _elapsed_ms(started))
+            raise CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=stage) from None
+        self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started))
+        return result
+
+    def _load_config(self) -> HomeAssistantConfig:
+        try:
+            return self.config_store.load()
+        except ConfigInvalid as err:
+            raise CapabilityError(err.code, "The Home Assistant settings file is damaged; "
+                                  "the household can repair it on the settings page.", stage=3) from None
+
+    def _audit(self, event: str, capability: str, stage: int, invocation: str, code: str | None = None,
+               duration_ms: int | None = None) -> None:
+        classification = REGISTRY[capability].classification if capability in REGISTRY else None
+        self.audit.record(
+            event,
+            capability=capability,
+            classification="/".join(classification.to_dict().values()) if classification else "unknown",
+            stage=stage,
+            invocation=invocation,
+            code=code,
+            duration_ms=duration_ms,
+        )
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install everything the tests need, then run them: the project's venv, Debian's Chromium for the
+# browser tests, and Home Assistant's own venv for the real-instance suite. Extra args go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "Installing Debian's Chromium for the browser tests..."
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+bash scripts/install-ha.sh
+
+exec .venv/bin/python -m pytest "$@"

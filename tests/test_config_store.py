@@ -1,0 +1,181 @@
+"""The configuration file: defaults, validation, fresh reads, atomic and concurrent writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+
+from console_ha.config_store import ConfigStore, HomeAssistantConfig, normalise_base_url
+from console_ha.errors import ConfigInvalid, InvalidConfig
+
+
+@pytest.fixture
+def store(data_dir) -> ConfigStore:
+    return ConfigStore(data_dir)
+
+
+def test_absent_file_reads_as_the_contract_default(store):
+    assert store.load() == HomeAssistantConfig()
+    assert HomeAssistantConfig().to_json() == {"enabled": False, "base_url": "", "allowlisted_entities": []}
+    assert not store.path.exists()
+
+
+def test_file_is_read_fresh_on_every_call(store):
+    store.update({"enabled": True})
+    assert store.load().enabled is True
+    store.path.write_text(json.dumps({"enabled": False, "base_url": "", "allowlisted_entities": []}))
+    assert store.load().enabled is False
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("http://homeassistant.local:8123", "http://homeassistant.local:8123"),
+        ("http://homeassistant.local:8123/", "http://homeassistant.local:8123"),
+        ("http://homeassistant.local:8123/api", "http://homeassistant.local:8123"),
+        ("http://homeassistant.local:8123/api/", "http://homeassistant.local:8123"),
+        ("HTTPS://HA.Example:443/ha/api/", "https://ha.example:443/ha"),
+        ("  http://192.168.1.10:8123  ", "http://192.168.1.10:8123"),
+        ("http://[::1]:8123/", "http://[::1]:8123"),
+        ("", ""),
+    ],
+)
+def test_base_url_is_normalised(given, expected):
+    assert normalise_base_url(given) == expected
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "homeassistant.local:8123",
+        "ftp://ha.local",
+        "http://",
+        "http://user:pass@ha.local:8123",
+        "http://token@ha.local",
+        "http://ha.local:8123/?x=1",
+        "http://ha.local:8123/#top",
+        "http://ha.local:99999",
+        "http://ha local",
+        "javascript:alert(1)",
+        42,
+        None,
+    ],
+)
+def test_bad_base_url_is_refused_with_its_field(store, bad):
+    with pytest.raises(InvalidConfig) as caught:
+        store.update({"base_url": bad})
+    assert caught.value.code == "INVALID_CONFIG"
+    assert caught.value.detail["field"] == "base_url"
+    assert not store.path.exists(), "nothing is written when input is invalid"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"enabled": "yes"}, "enabled"),
+        ({"enabled": 1}, "enabled"),
+        ({"allowlisted_entities": "sensor.x"}, "allowlisted_entities"),
+        ({"allowlisted_entities": ["Sensor.Kitchen"]}, "allowlisted_entities"),
+        ({"allowlisted_entities": ["sensor"]}, "allowlisted_entities"),
+        ({"allowlisted_entities": ["sensor.kitchen", 3]}, "allowlisted_entities"),
+        ({"allowlisted_entities": ["sensor.a.b"]}, "allowlisted_entities"),
+        ({"entity_names": ["x"]}, "entity_names"),
+        ({"ca_bundle": "relative/ca.pem"}, "ca_bundle"),
+        ({"access_token": "abc"}, "access_token"),
+        ({"surprise": True}, "surprise"),
+    ],
+)
+def test_invalid_changes_name_their_field_and_write_nothing(store, changes, field):
+    store.update({"enabled": True, "allowlisted_entities": ["sensor.kitchen"]})
+    before = store.path.read_bytes()
+    with pytest.raises(InvalidConfig) as caught:
+        store.update(changes)
+    assert caught.value.detail["field"] == field
+    assert store.path.read_bytes() == before
+
+
+def test_duplicates_are_dropped_keeping_order(store):
+    saved = store.update({"allowlisted_entities": ["sensor.b", "sensor.a", "sensor.b"]})
+    assert saved.config.allowlisted_entities == ("sensor.b", "sensor.a")
+
+
+def test_written_file_is_private_and_holds_no_token(store):
+    store.update({"enabled": True, "base_url": "http://ha.local:8123", "allowlisted_entities": ["light.hall"]})
+    assert os.stat(store.path).st_mode & 0o777 == 0o600
+    assert json.loads(store.path.read_text()) == {
+        "enabled": True,
+        "base_url": "http://ha.local:8123",
+        "allowlisted_entities": ["light.hall"],
+    }
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{not json", b"[]", b'"text"', b"\xff\xfe", b'{"enabled": "yes"}',
+     b'{"allowlisted_entities": ["BAD"]}', b""],
+)
+def test_broken_file_is_config_invalid_and_never_replaced(store, content):
+    store.path.parent.mkdir(parents=True)
+    store.path.write_bytes(content)
+    with pytest.raises(ConfigInvalid) as caught:
+        store.load()
+    assert caught.value.code == "CONFIG_INVALID"
+    with pytest.raises(ConfigInvalid):
+        store.update({"enabled": True})
+    assert store.path.read_bytes() == content
+
+
+def test_reset_moves_a_broken_file_aside(store):
+    store.path.parent.mkdir(parents=True)
+    store.path.write_bytes(b"{broken")
+    store.reset()
+    assert store.load() == HomeAssistantConfig()
+    kept = [p for p in store.path.parent.iterdir() if p.name.startswith("home-assistant.json.broken-")]
+    assert len(kept) == 1 and kept[0].read_bytes() == b"{broken"
+
+
+def test_extra_keys_in_the_file_are_tolerated(store):
+    store.path.parent.mkdir(parents=True)
+    store.path.write_text(json.dumps({"enabled": True, "base_url": "", "allowlisted_entities": [], "note": "x"}))
+    assert store.load().enabled is True
+
+
+def test_stale_revision_is_refused(store):
+    first = store.update({"enabled": True})
+    store.update({"allowlisted_entities": ["sensor.a"]})
+    with pytest.raises(InvalidConfig) as caught:
+        store.update({"enabled": False}, expected_revision=first.revision)
+    assert caught.value.code == "CONFIG_STALE"
+    assert store.load().enabled is True
+
+
+def test_concurrent_writers_never_corrupt_the_file(store):
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(25):
+                store.update({"allowlisted_entities": [f"sensor.w{n}_{i}"] * 3})
+                store.load()
+        except BaseException as err:  # noqa: BLE001 - collected and asserted below
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(store.load().allowlisted_entities) == 1
+    leftovers = [p.name for p in store.path.parent.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_display_name_prefers_the_picked_friendly_name():
+    config = HomeAssistantConfig(allowlisted_entities=("sensor.living_room_temperature",),
+                                 entity_names={"sensor.living_room_temperature": "Living Room"})
+    assert config.display_name("sensor.living_room_temperature") == "Living Room"
+    assert config.display_name("light.hall_ceiling") == "Hall ceiling"

@@ -1,0 +1,53 @@
+"""The access token: stored apart, private, atomic, removable, never shown."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from console_ha.errors import InvalidConfig
+from console_ha.secret_store import Secret, TokenStore, check_token
+
+TOKEN = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.c2VjcmV0LXRva2VuLXZhbHVl.sig_nature-123"
+
+
+def test_token_is_written_private_in_a_private_directory(data_dir):
+    store = TokenStore(data_dir)
+    store.write(check_token(TOKEN))
+    assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(store.path.parent).st_mode) == 0o700
+    assert store.read() == Secret(TOKEN)
+
+
+def test_token_can_be_removed(data_dir):
+    store = TokenStore(data_dir)
+    store.write(check_token(TOKEN))
+    store.remove()
+    store.remove()
+    assert store.read() is None and not store.exists()
+
+
+def test_secret_never_shows_itself():
+    secret = Secret(TOKEN)
+    for text in (repr(secret), str(secret), f"{secret}", repr([secret]), repr({"t": secret})):
+        assert TOKEN not in text
+    assert secret.reveal() == TOKEN
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "two words", "tab\there", "é" * 10, "x" * 5000, None, 12])
+def test_malformed_token_is_refused_without_echoing_it(bad):
+    with pytest.raises(InvalidConfig) as caught:
+        check_token(bad)
+    assert caught.value.detail["field"] == "access_token"
+    if isinstance(bad, str) and bad.strip():
+        assert bad not in str(caught.value) and bad not in repr(caught.value)
+
+
+def test_token_never_lands_in_the_config_file(data_dir):
+    from console_ha.config_store import ConfigStore
+
+    TokenStore(data_dir).write(check_token(TOKEN))
+    ConfigStore(data_dir).update({"enabled": True, "base_url": "http://ha.local:8123"})
+    assert TOKEN not in ConfigStore(data_dir).path.read_text()
