@@ -69,8 +69,12 @@ class AuditLog:
         try:
             with self._lock:
                 ensure_dir(self._dd.capabilities, 0o700)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
                 try:
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        # A line cut short by a crash stays alone on its line, not glued to this one.
+                        data = b"\n" + data
                     os.write(fd, data)
                 finally:
                     os.close(fd)

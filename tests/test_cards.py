@@ -1,0 +1,40 @@
+"""Confirmation card copy says, in plain words, what will be read and where the request goes."""
+
+from __future__ import annotations
+
+from console_ha.cards import card_for
+from console_ha.config_store import HomeAssistantConfig
+from console_ha.registry import GET_HISTORY, LIST_ENTITIES
+
+CONFIG = HomeAssistantConfig(
+    enabled=True,
+    base_url="http://homeassistant.local:8123",
+    allowlisted_entities=("sensor.living_room_temperature", "binary_sensor.front_door", "light.hall", "switch.fan"),
+    entity_names={"sensor.living_room_temperature": "Living Room Temperature", "binary_sensor.front_door": "Front Door"},
+)
+
+
+def test_history_card_names_the_entity_the_period_and_the_host():
+    card = card_for(GET_HISTORY, CONFIG, {"entity_id": "sensor.living_room_temperature", "period": "week"})
+    assert card.title == "Read the history of Living Room Temperature?"
+    assert "past week" in card.body
+    assert "leaves this device" in card.body and "homeassistant.local:8123" in card.body
+    assert card.approve_label and card.deny_label
+
+
+def test_history_card_without_a_known_name_uses_the_object_id_in_words():
+    card = card_for(GET_HISTORY, CONFIG, {"entity_id": "light.hall", "period": "hour"})
+    assert "Hall" in card.title and "past hour" in card.body
+
+
+def test_list_card_counts_the_allowed_devices_and_gives_examples():
+    card = card_for(LIST_ENTITIES, CONFIG, {})
+    assert "4 devices" in card.body
+    assert "Living Room Temperature" in card.body and "and others" in card.body
+    assert "homeassistant.local:8123" in card.body
+
+
+def test_list_card_with_one_device():
+    config = HomeAssistantConfig(enabled=True, base_url="http://ha:8123", allowlisted_entities=("light.hall",))
+    card = card_for(LIST_ENTITIES, config, {})
+    assert "1 device you allowed (Hall)" in card.body
