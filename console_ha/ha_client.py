@@ -1,0 +1,410 @@
+"""The Home Assistant REST client: GET only, bearer token, whole-call deadlines, byte caps, verified TLS."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import math
+import re
+import ssl
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, BinaryIO, cast
+from urllib.parse import quote, unquote
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+
+from .config_store import is_entity_id, normalise_base_url
+from .errors import (
+    HABadResponse,
+    HANotFound,
+    HATimeout,
+    HATLSError,
+    HAUnauthorized,
+    HAUnreachable,
+    HomeAssistantError,
+    InvalidConfig,
+)
+from .secret_store import Secret
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONFIG_MAX_BYTES = 1024 * 1024
+DEFAULT_STATE_MAX_BYTES = 256 * 1024
+READ_CHUNK_BYTES = 64 * 1024
+
+# The only parts of the REST API this client reads. An allowlist rather than a list of what to refuse:
+# the service-call API (and anything added to HA later) is out of reach without being named here.
+READ_ONLY_API_SECTIONS = frozenset({"", "config", "states", "history"})
+
+# What a Home Assistant token can hold (check_token's rule); anything else could break the header.
+_TOKEN_RE = re.compile(r"[\x21-\x7e]{1,4096}")
+_PATH_RE = re.compile(r"/api/[A-Za-z0-9._~:%@+,=-]*(?:/[A-Za-z0-9._~:%@+,=-]+)*")
+
+
+class _VerifiedAdapter(HTTPAdapter):
+    """An adapter that always verifies certificates, with the trust the household chose."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
+        self._ssl_context = ssl_context
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
+        if self._ssl_context is not None:
+            pool_kwargs["ssl_context"] = self._ssl_context
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        # Whatever `verify` a caller or session says, certificates are required...
+        super().cert_verify(conn, url, True, cert)
+        # ...against our context's trust (system store, or only the household's bundle), not certifi's.
+        conn.ca_certs = None
+        conn.ca_cert_dir = None
+
+
+class _BodyReader(io.RawIOBase):
+    """A file-like view of a response body that stops at the byte cap and at the call's deadline."""
+
+    def __init__(self, response: requests.Response, *, deadline: float, timeout: float, max_bytes: int) -> None:
+        super().__init__()
+        self._response = response
+        self._deadline = deadline
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+        self._pending = memoryview(b"")
+        self._received = 0
+        self._done = False
+
+    @property
+    def bytes_received(self) -> int:
+        """How many body bytes have been read so far."""
+        return self._received
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._pending:
+            chunk = self._next_chunk()
+            if chunk is None:
+                return 0
+            self._pending = memoryview(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def readall(self) -> bytes:
+        parts = [bytes(self._pending)]
+        self._pending = memoryview(b"")
+        while (chunk := self._next_chunk()) is not None:
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def _next_chunk(self) -> bytes | None:
+        """The next piece of the body, or None at its end; raises when over the deadline or the cap."""
+        if self._done:
+            return None
+        failure: HomeAssistantError | None = None
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise _timeout_error(self._timeout)
+        # A socket read waits at most the time left, and read1 returns whatever one read brings:
+        # iter_content would wait to fill its chunk, so a trickling body could outlast the deadline.
+        _set_socket_timeout(self._response, remaining)
+        chunk = b""
+        try:
+            chunk = self._response.raw.read1(READ_CHUNK_BYTES, decode_content=True)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as err:
+            if _is_timeout(err) or time.monotonic() >= self._deadline - 0.01:
+                failure = _timeout_error(self._timeout)
+            else:
+                failure = HABadResponse("Home Assistant stopped in the middle of its answer.", reason="incomplete")
+        if failure is not None:
+            # Raised outside the except block: the requests exception (which holds the request and
+            # its Authorization header) is neither chained nor kept as context.
+            raise failure
+        if not chunk:
+            self._done = True
+            return None
+        self._received += len(chunk)
+        if self._received > self._max_bytes:
+            raise _too_large(self._max_bytes)
+        if time.monotonic() > self._deadline:
+            raise _timeout_error(self._timeout)
+        return chunk
+
+
+class HomeAssistantClient:
+    """Reads Home Assistant's REST API. It can send GET and nothing else."""
+
+    def __init__(self, base_url: str, token: Secret, *, ca_bundle: str | None = None,
+                 session: requests.Session | None = None) -> None:
+        normalised = normalise_base_url(base_url)
+        if not normalised:
+            raise InvalidConfig("The Home Assistant URL is not set.", field="base_url")
+        if not isinstance(token, Secret):
+            raise TypeError("token must be a Secret")
+        self._base_url = normalised
+        self._token = token
+        self._tls_problem: str | None = None
+        ssl_context: ssl.SSLContext | None = None
+        try:
+            # The system trust store by default; only the household's own CA when a bundle is set.
+            ssl_context = ssl.create_default_context(cafile=ca_bundle or None)
+        except (OSError, ssl.SSLError, ValueError):
+            self._tls_problem = "The CA certificate file for Home Assistant could not be read."
+        self._owns_session = session is None
+        if session is None:
+            session = requests.Session()
+            # No proxy from the environment sees the token, and no ~/.netrc replaces it.
+            session.trust_env = False
+        self._session = session
+        # Mounted for this base URL only, so a shared session keeps its other adapters.
+        self._session.mount(self._base_url + "/", _VerifiedAdapter(ssl_context))
+
+    def __repr__(self) -> str:
+        return f"HomeAssistantClient(base_url={self._base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The normalised base URL, without a trailing slash or /api."""
+        return self._base_url
+
+    def close(self) -> None:
+        """Close pooled connections, unless the session was lent to this client by its caller."""
+        if self._owns_session:
+            self._session.close()
+
+    def __enter__(self) -> HomeAssistantClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the public reads ----------------------------------------------------------------------
+
+    def get_json(self, path: str, *, params: Mapping[str, str] | None = None, timeout: float,
+                 max_bytes: int) -> Any:
+        """GET `path` and parse its JSON body, all within `timeout` seconds and `max_bytes` bytes."""
+        with self._request(path, params=params, timeout=timeout, max_bytes=max_bytes) as body:
+            raw = body.readall()
+        failure: HABadResponse | None = None
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            failure = HABadResponse("Home Assistant's answer could not be read as JSON.", reason="invalid_json")
+        raise failure
+
+    @contextmanager
+    def stream(self, path: str, *, params: Mapping[str, str] | None = None, timeout: float,
+               max_bytes: int) -> Iterator[BinaryIO]:
+        """GET `path` and yield its body as a binary file that honours the deadline and byte cap."""
+        with self._request(path, params=params, timeout=timeout, max_bytes=max_bytes) as body:
+            yield cast(BinaryIO, body)
+
+    def config(self, *, timeout: float, max_bytes: int = DEFAULT_CONFIG_MAX_BYTES) -> dict[str, Any]:
+        """GET /api/config: version, location name, time zone and so on."""
+        data = self.get_json("/api/config", timeout=timeout, max_bytes=max_bytes)
+        if not isinstance(data, dict) or not isinstance(data.get("version", ""), str):
+            raise _wrong_shape()
+        return data
+
+    def states(self, *, timeout: float, max_bytes: int) -> list[dict[str, Any]]:
+        """GET /api/states: every entity's current state."""
+        data = self.get_json("/api/states", timeout=timeout, max_bytes=max_bytes)
+        if not isinstance(data, list) or not all(_is_state(item) for item in data):
+            raise _wrong_shape()
+        return data
+
+    def state(self, entity_id: str, *, timeout: float, max_bytes: int = DEFAULT_STATE_MAX_BYTES) -> dict[str, Any]:
+        """GET /api/states/<entity_id>: one entity's current state."""
+        if not is_entity_id(entity_id):
+            raise ValueError("entity_id must look like domain.object_id")
+        missing = False
+        try:
+            data = self.get_json(f"/api/states/{entity_id}", timeout=timeout, max_bytes=max_bytes)
+        except HANotFound:
+            missing = True
+        if missing:
+            raise HANotFound(f"Home Assistant has no entity {entity_id}; it may have been removed or renamed.",
+                             entity_id=entity_id)
+        if not _is_state(data) or data["entity_id"] != entity_id:
+            raise _wrong_shape()
+        return data
+
+    # --- the one place a request is made -----------------------------------------------------
+
+    @contextmanager
+    def _request(self, path: str, *, params: Mapping[str, str] | None, timeout: float,
+                 max_bytes: int) -> Iterator[_BodyReader]:
+        """Send one GET and yield its capped, deadline-bound body; every failure is an HA* error."""
+        url = self._url(path)
+        _check_params(params)
+        if not (isinstance(timeout, (int, float)) and math.isfinite(timeout)):
+            raise ValueError("timeout must be a number of seconds")
+        if timeout <= 0:
+            # A budget shared by several calls can run out before this one starts.
+            raise HATimeout("Home Assistant did not answer in the time allowed.")
+        if not (isinstance(max_bytes, int) and max_bytes > 0):
+            raise ValueError("max_bytes must be a positive integer")
+        if self._tls_problem and self._base_url.startswith("https:"):
+            raise HATLSError(self._tls_problem, reason="ca_bundle")
+        token = self._token.reveal()
+        if not _TOKEN_RE.fullmatch(token):
+            raise HAUnauthorized("The stored access token has characters a Home Assistant token never has; "
+                                 "paste it again.", reason="malformed_token")
+        started = time.monotonic()
+        deadline = started + timeout
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json",
+            # HA spends far longer compressing than loopback or a LAN spends carrying the bytes.
+            "Accept-Encoding": "identity",
+            "User-Agent": "console-ha",
+        }
+        failure: HomeAssistantError | None = None
+        response: requests.Response | None = None
+        try:
+            response = self._session.get(
+                url,
+                params=params,
+                headers=headers,
+                # `total` makes connect plus waiting for the headers share one budget.
+                timeout=urllib3.Timeout(total=timeout, connect=timeout, read=timeout),
+                stream=True,
+                allow_redirects=False,  # a redirect could carry the token elsewhere
+                verify=True,
+            )
+        except requests.exceptions.SSLError:
+            failure = HATLSError(
+                "The secure connection to Home Assistant failed: its certificate is not trusted or does not "
+                "match the address. Add your Home Assistant's CA certificate, or use its http:// address.",
+                reason="certificate",
+            )
+        except requests.exceptions.Timeout:
+            failure = _timeout_error(timeout)
+        except requests.exceptions.ConnectionError as err:
+            failure = (_timeout_error(timeout) if _is_timeout(err) or time.monotonic() >= deadline
+                       else self._unreachable())
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, ValueError):
+            failure = self._unreachable()
+        if failure is not None:
+            log.info("GET %s failed after %.0f ms: %s", path, (time.monotonic() - started) * 1000, failure.code)
+            raise failure  # outside the except block: nothing that holds the header is chained
+        assert response is not None
+        try:
+            failure = _status_error(response.status_code)
+            if failure is None:
+                declared = response.headers.get("Content-Length", "")
+                if declared.isdigit() and int(declared) > max_bytes:
+                    failure = _too_large(max_bytes)
+            if failure is not None:
+                log.info("GET %s answered %s: %s", path, response.status_code, failure.code)
+                raise failure
+            body = _BodyReader(response, deadline=deadline, timeout=timeout, max_bytes=max_bytes)
+            yield body
+            log.debug("GET %s: %s, %d bytes in %.0f ms", path, response.status_code, body.bytes_received,
+                      (time.monotonic() - started) * 1000)
+        finally:
+            response.close()
+
+    def _url(self, path: str) -> str:
+        """The absolute URL of a read-only API path; anything else is a programming error."""
+        if not isinstance(path, str) or not _PATH_RE.fullmatch(path):
+            raise ValueError("path must be an /api/ path relative to the base URL")
+        decoded = unquote(path)
+        segments = decoded.split("/")
+        if ".." in segments or "." in segments or "//" in decoded or any(ord(c) < 0x21 for c in decoded):
+            raise ValueError("path must be an /api/ path relative to the base URL")
+        if segments[2].lower() not in READ_ONLY_API_SECTIONS:
+            raise ValueError("this client only reads config, states and history")
+        return self._base_url + quote(decoded, safe="/:")
+
+    def _unreachable(self) -> HAUnreachable:
+        return HAUnreachable(
+            f"Home Assistant could not be reached at {self._base_url}. "
+            "Check that it is running and that the address is right."
+        )
+
+
+def _check_params(params: Mapping[str, str] | None) -> None:
+    if params is None:
+        return
+    for key, value in params.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValueError("query parameters must be strings")
+
+
+def _is_state(item: object) -> bool:
+    return (isinstance(item, dict) and isinstance(item.get("entity_id"), str)
+            and isinstance(item.get("state"), str))
+
+
+def _set_socket_timeout(response: requests.Response, seconds: float) -> None:
+    connection = getattr(response.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.settimeout(max(seconds, 0.001))
+        except OSError:
+            pass
+
+
+def _is_timeout(err: BaseException) -> bool:
+    """Whether a transport error (requests wraps urllib3's in its own) was a timeout underneath."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, urllib3.exceptions.NewConnectionError):
+            return False  # a refused connection, though urllib3 files it under its timeouts
+        if isinstance(current, (TimeoutError, urllib3.exceptions.TimeoutError, requests.exceptions.Timeout)):
+            return True
+        inner = current.args[0] if current.args and isinstance(current.args[0], BaseException) else None
+        current = inner or getattr(current, "reason", None) or current.__cause__
+    return False
+
+
+def _seconds(value: float) -> str:
+    """A duration for a person: 7.9987 is "8 seconds", 0.5 stays "0.5 seconds"."""
+    text = str(round(value)) if value >= 1 else f"{value:.1g}"
+    return f"{text} second" if text == "1" else f"{text} seconds"
+
+
+def _timeout_error(timeout: float) -> HATimeout:
+    return HATimeout(f"Home Assistant did not answer within {_seconds(timeout)}.")
+
+
+def _too_large(max_bytes: int) -> HABadResponse:
+    return HABadResponse(
+        f"Home Assistant's answer was larger than the {max_bytes:,} bytes allowed for it.", reason="too_large"
+    )
+
+
+def _wrong_shape() -> HABadResponse:
+    return HABadResponse("Home Assistant answered with something other than what was asked for.",
+                         reason="wrong_shape")
+
+
+def _status_error(status: int) -> HomeAssistantError | None:
+    """The error for a non-2xx status, or None for success."""
+    if 200 <= status < 300:
+        return None
+    if status == 401:
+        return HAUnauthorized("Home Assistant refused the access token. Create a new long-lived access token "
+                              "in your Home Assistant profile and save it here.", status=status)
+    if status == 403:
+        return HAUnauthorized("Home Assistant refused access (it may have blocked this device after failed "
+                              "logins). Check its settings and the access token.", status=status)
+    if status == 404:
+        return HANotFound("Home Assistant has no such item.", status=status)
+    if 300 <= status < 400:
+        return HABadResponse("Home Assistant answered with a redirect; check the address, for example "
+                             "http:// versus https://.", status=status, reason="redirect")
+    return HABadResponse(f"Home Assistant answered with an error (HTTP {status}).", status=status,
+                         reason="status")

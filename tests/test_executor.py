@@ -1,0 +1,370 @@
+"""The six-stage executor, driven from plain Python against a stub Home Assistant on loopback."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from console_ha.config_store import ConfigStore
+from console_ha.confirmations import ConfirmationStore
+from console_ha.errors import CapabilityError
+from console_ha.executor import Executor, Turn
+from console_ha.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.secret_store import TokenStore, check_token
+
+BOTH = [(LIST_ENTITIES, {}), (GET_HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"})]
+ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "binary_sensor.hallway_motion"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(timezone.utc).timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def configure(data_dir, stub, **changes):
+    settings_ = {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED}
+    settings_.update(changes)
+    ConfigStore(data_dir).update(settings_)
+    TokenStore(data_dir).write(check_token(stub.token))
+
+
+def ha_requests(stub):
+    return [r for r in stub.requests]
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def executor(data_dir, clock) -> Executor:
+    return Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+
+
+def refusal(call) -> CapabilityError:
+    with pytest.raises(CapabilityError) as caught:
+        call()
+    return caught.value
+
+
+def audit_lines(data_dir) -> list[dict]:
+    path = data_dir.audit_log
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# --- RFC-0018 acceptance criteria -------------------------------------------------------------
+
+def test_both_capabilities_are_registered_read_only_external_confirmation_required():
+    for name in (LIST_ENTITIES, GET_HISTORY):
+        capability = REGISTRY[name]
+        assert capability.classification.to_dict() == {
+            "side_effect": "read_only", "network": "external", "confirmation": "required"}
+        assert capability.bounds.max_result_bytes == 64 * 1024
+        assert capability.bounds.max_invocations_per_turn == 1
+    assert REGISTRY[LIST_ENTITIES].bounds.timeout_seconds == 8
+    assert REGISTRY[GET_HISTORY].bounds.timeout_seconds == 10
+    assert REGISTRY[GET_HISTORY].arguments_schema["properties"]["period"]["enum"] == ["hour", "day", "week"]
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+def test_fresh_device_default_disabled_rejects_both_at_policy(executor, name, args):
+    err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
+    assert (err.code, err.stage) == ("CAPABILITY_DISABLED", 3)
+    assert executor.confirmations.pending_count() == 0
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+@pytest.mark.parametrize("missing", ["base_url", "token"])
+def test_enabled_but_unconfigured_is_distinct_from_disabled(executor, data_dir, name, args, missing):
+    ConfigStore(data_dir).update({
+        "enabled": True,
+        "base_url": "" if missing == "base_url" else "http://127.0.0.1:9",
+        "allowlisted_entities": ALLOWED,
+    })
+    if missing != "token":
+        TokenStore(data_dir).write(check_token("a-token"))
+    err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
+    assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
+
+
+def test_config_is_read_fresh_per_request_without_restart(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha)
+    assert executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    ConfigStore(data_dir).update({"enabled": False})
+    assert refusal(lambda: executor.propose(LIST_ENTITIES, {}, conversation_id="c")).code == "CAPABILITY_DISABLED"
+    ConfigStore(data_dir).update({"enabled": True})
+    assert executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+
+
+@pytest.mark.parametrize("entity_id", ["lock.front_door", "sensor.does_not_exist_anywhere"])
+def test_non_allowlisted_entity_is_refused_before_confirmation_and_before_any_request(
+        executor, data_dir, stub_ha, entity_id):
+    configure(data_dir, stub_ha)
+    err = refusal(lambda: executor.propose(GET_HISTORY, {"entity_id": entity_id, "period": "day"},
+                                           conversation_id="c"))
+    assert (err.code, err.stage) == ("ENTITY_NOT_ALLOWLISTED", 3)
+    assert executor.confirmations.pending_count() == 0
+    assert ha_requests(stub_ha) == []
+
+
+def test_allowlist_refusal_says_the_same_whether_or_not_the_entity_exists(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha)
+    existing = refusal(lambda: executor.propose(
+        GET_HISTORY, {"entity_id": "lock.front_door", "period": "day"}, conversation_id="c"))
+    absent = refusal(lambda: executor.propose(
+        GET_HISTORY, {"entity_id": "lock.back_door_nowhere", "period": "day"}, conversation_id="c"))
+    assert existing.to_dict() == absent.to_dict()
+    assert "lock." not in existing.message
+
+
+# --- stage order ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["home_assistant.call_service", "", None, 3, "HOME_ASSISTANT.LIST_ENTITIES"])
+def test_unknown_capability_is_refused_at_resolve(executor, name):
+    err = refusal(lambda: executor.propose(name, {}, conversation_id="c"))
+    assert (err.code, err.stage) == ("UNKNOWN_CAPABILITY", 1)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        (LIST_ENTITIES, {"entity_id": "sensor.x"}),
+        (LIST_ENTITIES, []),
+        (GET_HISTORY, {"entity_id": "sensor.x"}),
+        (GET_HISTORY, {"period": "day"}),
+        (GET_HISTORY, {"entity_id": "Sensor.X", "period": "day"}),
+        (GET_HISTORY, {"entity_id": "sensor", "period": "day"}),
+        (GET_HISTORY, {"entity_id": "sensor.x", "period": "month"}),
+        (GET_HISTORY, {"entity_id": "sensor.x", "period": "day", "start": "2020-01-01"}),
+        (GET_HISTORY, {"entity_id": ["sensor.x"], "period": "day"}),
+    ],
+)
+def test_malformed_arguments_are_refused_at_validate_before_policy(executor, name, args):
+    # The capability is disabled, yet the shape error wins: validation comes first.
+    err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
+    assert (err.code, err.stage) == ("INVALID_ARGUMENTS", 2)
+
+
+def test_one_invocation_of_each_capability_per_turn(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha)
+    turn = Turn()
+    executor.propose(LIST_ENTITIES, {}, conversation_id="c", turn=turn)
+    executor.propose(GET_HISTORY, {"entity_id": ALLOWED[0], "period": "hour"}, conversation_id="c", turn=turn)
+    err = refusal(lambda: executor.propose(LIST_ENTITIES, {}, conversation_id="c", turn=turn))
+    assert (err.code, err.stage) == ("INVOCATION_LIMIT_EXCEEDED", 3)
+    assert executor.propose(LIST_ENTITIES, {}, conversation_id="c", turn=Turn())
+
+
+# --- confirmation, execute, shape -------------------------------------------------------------
+
+def test_proposal_pauses_with_card_and_sends_nothing(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha, entity_names={"sensor.living_room_temperature": "Living Room Temperature"})
+    proposal = executor.propose(GET_HISTORY, {"period": "week", "entity_id": "sensor.living_room_temperature"},
+                                conversation_id="c")
+    body = proposal.to_dict()
+    assert body["capability"] == GET_HISTORY
+    assert body["arguments"] == {"entity_id": "sensor.living_room_temperature", "period": "week"}
+    assert "Living Room Temperature" in body["card"]["body"]
+    assert "past week" in body["card"]["body"]
+    assert stub_ha.base_url.split("//")[1] in body["card"]["body"]
+    assert body["card"]["approve_label"] and body["card"]["deny_label"]
+    assert body["expires_at"].endswith("Z")
+    assert ha_requests(stub_ha) == []
+
+
+def test_approved_list_entities_returns_only_allowlisted_narrowed_entities(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha, allowlisted_entities=ALLOWED + ["sensor.removed_since"])
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    ids = [e["entity_id"] for e in result["entities"]]
+    assert ids == [e for e in ALLOWED if any(s["entity_id"] == e for s in stub_ha.states)]
+    assert result["missing_entities"] == ["sensor.removed_since"]
+    for entity in result["entities"]:
+        assert set(entity) == {"entity_id", "friendly_name", "domain", "state", "unit_of_measurement",
+                               "last_changed", "unavailable"}
+    assert [r.method for r in stub_ha.requests] == ["GET"]
+
+
+def test_unavailable_and_unknown_states_are_flagged(executor, data_dir, stub_ha):
+    flagged = {s["entity_id"]: s["state"] for s in stub_ha.states if s["state"] in ("unavailable", "unknown")}
+    assert flagged, "the stub carries unavailable and unknown entities"
+    configure(data_dir, stub_ha, allowlisted_entities=list(flagged) + [ALLOWED[0]])
+    result = executor.answer(executor.propose(LIST_ENTITIES, {}, conversation_id="c").token,
+                             approve=True, conversation_id="c")
+    by_id = {e["entity_id"]: e for e in result["entities"]}
+    for entity_id in flagged:
+        assert by_id[entity_id]["unavailable"] is True
+    assert by_id[ALLOWED[0]]["unavailable"] is False
+
+
+def test_approved_get_history_returns_the_rfc_shape(executor, data_dir, stub_ha, clock):
+    configure(data_dir, stub_ha)
+    now = datetime.fromtimestamp(clock.now, timezone.utc)
+    stub_ha.history["sensor.living_room_temperature"] = [
+        (now - timedelta(hours=30), "19.0"),
+        (now - timedelta(hours=5), "20.5"),
+        (now - timedelta(hours=2), "22.0"),
+        (now - timedelta(hours=1), "21.0"),
+    ]
+    proposal = executor.propose(GET_HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"},
+                                conversation_id="c")
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert result["entity_id"] == "sensor.living_room_temperature"
+    assert result["period"] == "day"
+    assert [c["state"] for c in result["changes"]] == ["20.5", "22.0", "21.0"]
+    assert result["total_changes"] == 3 and result["truncated"] is False
+    assert result["initial_state"]["state"] == "19.0"
+    assert result["summary"]["min"] == 19.0 and result["summary"]["max"] == 22.0
+    assert all(r.method == "GET" for r in stub_ha.requests)
+
+
+def test_denial_sends_nothing_and_is_refused(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha)
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    err = refusal(lambda: executor.answer(proposal.token, approve=False, conversation_id="c"))
+    assert (err.code, err.stage) == ("CONFIRMATION_DENIED", 4)
+    assert ha_requests(stub_ha) == []
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+def test_replayed_expired_and_foreign_tokens_run_nothing(executor, data_dir, stub_ha, clock, name, args):
+    configure(data_dir, stub_ha)
+    used = executor.propose(name, args, conversation_id="c")
+    refusal(lambda: executor.answer(used.token, approve=False, conversation_id="c"))
+    assert refusal(lambda: executor.answer(used.token, approve=True, conversation_id="c")).code == \
+        "CONFIRMATION_INVALID"
+    foreign = executor.propose(name, args, conversation_id="c")
+    assert refusal(lambda: executor.answer(foreign.token, approve=True, conversation_id="other")).code == \
+        "CONFIRMATION_INVALID"
+    clock.now += 301
+    assert refusal(lambda: executor.answer(foreign.token, approve=True, conversation_id="c")).code == \
+        "CONFIRMATION_INVALID"
+    assert ha_requests(stub_ha) == []
+
+
+def test_settings_changed_while_the_card_was_open_are_honoured(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha)
+    proposal = executor.propose(GET_HISTORY, {"entity_id": ALLOWED[0], "period": "day"}, conversation_id="c")
+    ConfigStore(data_dir).update({"allowlisted_entities": ALLOWED[1:]})
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage) == ("ENTITY_NOT_ALLOWLISTED", 3)
+    assert ha_requests(stub_ha) == []
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    [("401", "HA_UNAUTHORIZED"), ("403", "HA_UNAUTHORIZED"), ("500", "HA_BAD_RESPONSE"),
+     ("invalid_json", "HA_BAD_RESPONSE"), ("wrong_shape", "HA_BAD_RESPONSE"), ("drop", "HA_UNREACHABLE")],
+)
+def test_home_assistant_failures_fail_at_execute_with_their_code(executor, data_dir, stub_ha, fault, code):
+    configure(data_dir, stub_ha)
+    stub_ha.fault(fault)
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage) == (code, 5)
+    assert stub_ha.token not in repr(err) + str(err) + json.dumps(err.to_dict())
+    assert audit_lines(data_dir)[-1]["event"] == "failed"
+
+
+def test_allowlisted_entity_home_assistant_lacks_is_not_found_after_the_allowlist(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha, allowlisted_entities=["sensor.renamed_away"])
+    proposal = executor.propose(GET_HISTORY, {"entity_id": "sensor.renamed_away", "period": "hour"},
+                                conversation_id="c")
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage) == ("HA_NOT_FOUND", 5)
+
+
+def test_unreachable_home_assistant(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha, base_url="http://127.0.0.1:9")
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    assert refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c")).code == \
+        "HA_UNREACHABLE"
+
+
+def test_result_over_64_kib_is_refused_at_shape(executor, data_dir, stub_ha):
+    many = [f"sensor.bulk_{i:04d}" for i in range(400)]
+    for entity_id in many:
+        stub_ha.states.append({"entity_id": entity_id, "state": "1" * 100,
+                               "attributes": {"friendly_name": "A very long friendly name " * 4},
+                               "last_changed": "2026-11-30T00:00:00+00:00",
+                               "last_updated": "2026-11-30T00:00:00+00:00"})
+    configure(data_dir, stub_ha, allowlisted_entities=many)
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage) == ("RESULT_TOO_LARGE", 6)
+
+
+def test_broken_config_file_refuses_with_config_invalid(executor, data_dir):
+    data_dir.ha_config.parent.mkdir(parents=True)
+    data_dir.ha_config.write_text("{oops")
+    err = refusal(lambda: executor.propose(LIST_ENTITIES, {}, conversation_id="c"))
+    assert (err.code, err.stage) == ("CONFIG_INVALID", 3)
+    assert data_dir.ha_config.read_text() == "{oops"
+
+
+# --- audit ------------------------------------------------------------------------------------
+
+def test_audit_records_outcomes_and_never_values(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha)
+    executor.answer(executor.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True,
+                    conversation_id="c")
+    history = executor.propose(GET_HISTORY, {"entity_id": ALLOWED[0], "period": "day"}, conversation_id="c")
+    refusal(lambda: executor.answer(history.token, approve=False, conversation_id="c"))
+    refusal(lambda: executor.propose(GET_HISTORY, {"entity_id": "lock.front_door", "period": "day"},
+                                     conversation_id="c"))
+    lines = audit_lines(data_dir)
+    assert [line["event"] for line in lines] == [
+        "proposed", "confirmation_requested", "approved", "executed",
+        "proposed", "confirmation_requested", "denied",
+        "proposed", "rejected",
+    ]
+    assert lines[-1]["code"] == "ENTITY_NOT_ALLOWLISTED" and lines[-1]["stage"] == 3
+    assert all(line["classification"] == "read_only/external/required" for line in lines)
+    raw = data_dir.audit_log.read_text()
+    for value in [stub_ha.token, *ALLOWED, "lock.front_door", "living", "day", *(s["state"] for s in stub_ha.states)]:
+        assert f'"{value}"' not in raw and f"{value}," not in raw
+
+
+def test_expired_confirmations_are_audited(executor, data_dir, stub_ha, clock):
+    configure(data_dir, stub_ha)
+    executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    clock.now += 301
+    executor.sweep_expired()
+    assert audit_lines(data_dir)[-1]["event"] == "expired"
+
+
+# --- robustness -------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+arguments = st.one_of(
+    json_values,
+    st.fixed_dictionaries({"entity_id": json_values | st.sampled_from(ALLOWED + ["lock.front_door"]),
+                           "period": json_values | st.sampled_from(["hour", "day", "week"])}),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from([LIST_ENTITIES, GET_HISTORY]) | json_values, args=arguments)
+def test_any_proposal_either_pauses_or_raises_a_contract_error(data_dir, name, args):
+    ConfigStore(data_dir).update({"enabled": True, "base_url": "http://127.0.0.1:9", "allowlisted_entities": ALLOWED})
+    TokenStore(data_dir).write(check_token("token-for-fuzzing"))
+    executor = Executor(data_dir)
+    try:
+        proposal = executor.propose(name, args, conversation_id="c")
+    except CapabilityError as err:
+        assert err.code in {"UNKNOWN_CAPABILITY", "INVALID_ARGUMENTS", "ENTITY_NOT_ALLOWLISTED"}
+        assert err.stage in (1, 2, 3)
+    else:
+        assert proposal.capability in REGISTRY

@@ -1,0 +1,362 @@
+"""History digests: the initial state, counts, numeric statistics, 50-point downsampling, streaming."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+import tracemalloc
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from console_ha.errors import HABadResponse, HATimeout
+from console_ha.ha_client import HomeAssistantClient
+from console_ha.history import HistoryDigest, digest_history, fetch_history
+from console_ha.secret_store import Secret
+from tests.stub_ha import StubHomeAssistant
+
+START = datetime(2025, 4, 1, tzinfo=UTC)
+END = START + timedelta(days=7)
+UNAVAILABLE = ("unavailable", "unknown")
+
+
+def row(moment: datetime, state: str) -> dict[str, str]:
+    """A minimal_response row as HA writes it."""
+    return {"state": state, "last_changed": moment.isoformat()}
+
+
+def at(hours: float) -> datetime:
+    return START + timedelta(hours=hours)
+
+
+def digest(rows: list[dict[str, Any]], **kwargs: Any) -> HistoryDigest:
+    return digest_history(rows, start=START, end=END, **kwargs)
+
+
+# --- semantics -----------------------------------------------------------------------------------
+
+
+def test_the_state_in_force_at_the_start_is_not_a_change() -> None:
+    result = digest([row(START, "off"), row(at(1), "on"), row(at(2), "off")])
+    assert result.initial_state == {"state": "off", "since": "2025-04-01T00:00:00Z"}
+    assert result.total_changes == 2
+    assert [c["state"] for c in result.changes] == ["on", "off"]
+
+
+def test_counts_how_many_times_each_state_was_entered() -> None:
+    """"How many times did the door open this week" is times_changed_to["on"]."""
+    rows = [row(START, "off")]
+    for day in range(5):
+        rows += [row(at(24 * day + 8), "on"), row(at(24 * day + 8.01), "off")]
+    result = digest(rows)
+    assert result.summary == {"kind": "states", "times_changed_to": {"on": 5, "off": 5}}
+    assert result.total_changes == 10 and not result.truncated
+
+
+def test_repeated_states_are_not_changes() -> None:
+    result = digest([row(START, "on"), row(at(1), "on"), row(at(2), "off"), row(at(3), "off")])
+    assert result.total_changes == 1
+    assert result.summary["times_changed_to"] == {"off": 1}  # type: ignore[typeddict-item]
+
+
+def test_no_rows_means_no_history() -> None:
+    result = digest([])
+    assert (result.initial_state, result.total_changes, result.changes, result.truncated) == (None, 0, [], False)
+    assert result.summary == {"kind": "states", "times_changed_to": {}}
+
+
+def test_numeric_summary_is_time_weighted_and_skips_unavailable_stretches() -> None:
+    """10 for a day, unavailable for two days, 20 for four days: the mean is (10*1 + 20*4) / 5."""
+    rows = [row(START, "10"), row(at(24), "unavailable"), row(at(72), "20")]
+    result = digest(rows, unit="W")
+    assert result.summary == {"kind": "numeric", "min": 10.0, "max": 20.0, "mean": 18.0,
+                              "first": 10.0, "last": 20.0, "unit": "W"}
+    assert result.total_changes == 2
+
+
+def test_one_word_among_numbers_makes_the_entity_categorical() -> None:
+    result = digest([row(START, "10"), row(at(1), "12"), row(at(2), "heating")])
+    assert result.summary["kind"] == "states"
+
+
+def test_an_entity_only_ever_unavailable_is_not_numeric() -> None:
+    result = digest([row(START, "unavailable"), row(at(1), "unknown")])
+    assert result.summary == {"kind": "states", "times_changed_to": {"unknown": 1}}
+
+
+def test_the_result_is_plain_json() -> None:
+    result = digest([row(START, "off"), row(at(1), "on")]).to_result()
+    assert json.loads(json.dumps(result)) == result
+    assert set(result) == {"start", "end", "initial_state", "total_changes", "truncated", "changes", "summary"}
+    assert result["changes"] == [{"state": "on", "changed_at": "2025-04-01T01:00:00Z"}]
+
+
+@pytest.mark.parametrize("bad", [
+    "not a row",
+    ["on", "2025-04-01T01:00:00+00:00"],
+    {"last_changed": "2025-04-01T01:00:00+00:00"},
+    {"state": "on"},
+    {"state": 5, "last_changed": "2025-04-01T01:00:00+00:00"},
+    {"state": "on", "last_changed": "yesterday"},
+    {"state": "on", "last_changed": "2025-04-01T01:00:00"},
+    {"state": "on", "last_changed": 1743469200},
+], ids=["string", "list", "no-state", "no-time", "number-state", "bad-time", "naive-time", "epoch-time"])
+def test_a_malformed_row_is_a_bad_response(bad: object) -> None:
+    with pytest.raises(HABadResponse):
+        digest([row(START, "off"), bad])  # type: ignore[list-item]
+
+
+def test_rows_out_of_time_order_are_a_bad_response() -> None:
+    with pytest.raises(HABadResponse):
+        digest([row(at(2), "on"), row(at(1), "off")])
+
+
+# --- downsampling --------------------------------------------------------------------------------
+
+
+def numeric_rows(count: int, seed: int, *, hours: float = 24 * 7 - 1) -> list[dict[str, str]]:
+    rng = random.Random(seed)
+    values: list[str] = []
+    while len(values) < count:
+        value = f"{rng.uniform(-20, 40):.2f}"
+        if not values or value != values[-1]:  # every row a change
+            values.append(value)
+    return [row(at(0.5 + hours * i / count), v) for i, v in enumerate(values)]
+
+
+def test_fifty_points_at_most_with_first_last_min_and_max() -> None:
+    rows = numeric_rows(10_000, seed=3)
+    result = digest(rows)
+    values = [float(r["state"]) for r in rows]
+    picked = [float(c["state"]) for c in result.changes]
+    assert len(result.changes) == 50 and result.truncated and result.total_changes == 10_000
+    assert result.changes[0] == {"state": rows[0]["state"], "changed_at": result.changes[0]["changed_at"]}
+    assert result.changes[-1]["state"] == rows[-1]["state"]
+    assert min(values) in picked and max(values) in picked
+    times = [c["changed_at"] for c in result.changes]
+    assert times == sorted(times)
+
+
+def test_points_are_spread_over_the_whole_period() -> None:
+    result = digest(numeric_rows(10_000, seed=4))
+    tenths = {int((datetime.fromisoformat(c["changed_at"]) - START) / (END - START) * 10) for c in result.changes}
+    assert tenths == set(range(10))
+
+
+def test_changes_bunched_in_one_hour_still_give_fifty_points() -> None:
+    result = digest(numeric_rows(5_000, seed=5, hours=1))
+    assert len(result.changes) == 50
+    assert len({c["changed_at"] for c in result.changes}) > 40
+
+
+def test_a_small_history_is_returned_whole() -> None:
+    rows = numeric_rows(50, seed=6)
+    result = digest(rows)
+    assert not result.truncated
+    assert [c["state"] for c in result.changes] == [r["state"] for r in rows]
+
+
+# --- the summary against a brute-force computation ----------------------------------------------
+
+STATE_POOLS = {
+    "numeric": st.one_of(st.integers(-50, 50).map(str), st.floats(-1e3, 1e3).map(lambda v: f"{v:.2f}")),
+    "mixed": st.sampled_from(["on", "off", "open", "closed", "12.5", "unavailable", "unknown"]),
+}
+
+
+@st.composite
+def series(draw: st.DrawFn) -> tuple[str | None, list[tuple[int, str]], int]:
+    pool = draw(st.sampled_from(sorted(STATE_POOLS)))
+    states = st.one_of(STATE_POOLS[pool], st.sampled_from(UNAVAILABLE)) if pool == "numeric" else STATE_POOLS[pool]
+    initial = draw(st.one_of(st.none(), states))
+    window_us = int((END - START) / timedelta(microseconds=1))
+    offsets = sorted(draw(st.lists(st.integers(1, window_us - 1), max_size=120)))
+    changes = [(offset, draw(states)) for offset in offsets]
+    max_changes = draw(st.integers(4, 20))
+    return initial, changes, max_changes
+
+
+def brute_force(initial: str | None, rows: list[tuple[int, str]]) -> dict[str, Any]:
+    """The same answers computed the obvious way, holding everything."""
+    end_us = int((END - START) / timedelta(microseconds=1))
+    timeline: list[tuple[int, str]] = [(0, initial)] if initial is not None else []
+    changes: list[tuple[int, str]] = []
+    for offset, state in rows:
+        if timeline and timeline[-1][1] == state:
+            continue
+        timeline.append((offset, state))
+        changes.append((offset, state))
+    available = [s for _, s in timeline if s not in UNAVAILABLE]
+
+    def number(state: str) -> float | None:
+        try:
+            value = float(state)
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None
+
+    numeric = bool(available) and all(number(s) is not None for s in available)
+    counts: dict[str, int] = {}
+    for _, state in changes:
+        counts[state] = counts.get(state, 0) + 1
+    result: dict[str, Any] = {"changes": changes, "counts": counts, "numeric": numeric}
+    if numeric:
+        values = [float(s) for s in available]
+        weighted = seconds = 0.0
+        for (since, state), (until, _) in zip(timeline, timeline[1:] + [(end_us, "")]):
+            if state not in UNAVAILABLE and until > since:
+                weighted += float(state) * (until - since)
+                seconds += until - since
+        result.update(min=min(values), max=max(values), first=values[0], last=values[-1],
+                      mean=weighted / seconds if seconds else None,
+                      change_values=[float(s) for _, s in changes if s not in UNAVAILABLE])
+    return result
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(series())
+def test_summary_matches_a_brute_force_computation(case: tuple[str | None, list[tuple[int, str]], int]) -> None:
+    initial, changes, max_changes = case
+    rows = ([row(START, initial)] if initial is not None else []) + [
+        row(START + timedelta(microseconds=offset), state) for offset, state in changes]
+    result = digest(rows, max_changes=max_changes)
+    expected = brute_force(initial, changes)
+
+    assert result.total_changes == len(expected["changes"])
+    assert result.truncated == (len(expected["changes"]) > max_changes)
+    assert len(result.changes) == min(max_changes, len(expected["changes"]))
+    times = [c["changed_at"] for c in result.changes]
+    assert times == sorted(times)
+    if expected["changes"]:
+        assert result.changes[0]["state"] == expected["changes"][0][1]
+        assert result.changes[-1]["state"] == expected["changes"][-1][1]
+    if expected["numeric"]:
+        summary = result.summary
+        assert summary["kind"] == "numeric"
+        for key in ("min", "max", "first", "last"):
+            assert summary[key] == expected[key], key  # type: ignore[literal-required]
+        if expected["mean"] is None:
+            assert summary["mean"] is None  # type: ignore[typeddict-item]
+        else:
+            assert summary["mean"] == pytest.approx(expected["mean"], rel=1e-5, abs=1e-9)  # type: ignore[typeddict-item]
+        picked = [float(c["state"]) for c in result.changes if c["state"] not in UNAVAILABLE]
+        if expected["change_values"]:
+            assert min(expected["change_values"]) in picked
+            assert max(expected["change_values"]) in picked
+    else:
+        assert result.summary == {"kind": "states", "times_changed_to": expected["counts"]}
+
+
+# --- over HTTP -----------------------------------------------------------------------------------
+
+
+def client_for(stub: StubHomeAssistant) -> HomeAssistantClient:
+    return HomeAssistantClient(stub.base_url, Secret(stub.token))
+
+
+def fetch(stub: StubHomeAssistant, entity_id: str, *, days: float = 7, **kwargs: Any) -> HistoryDigest:
+    end = datetime.now(UTC)
+    options: dict[str, Any] = {"timeout": 5, "max_bytes": 50_000_000}
+    options.update(kwargs)
+    return fetch_history(client_for(stub), entity_id, start=end - timedelta(days=days), end=end, **options)
+
+
+def test_asks_ha_for_one_entity_minimal_and_without_attributes(stub_ha: StubHomeAssistant) -> None:
+    fetch(stub_ha, "binary_sensor.front_door")
+    (request,) = stub_ha.requests
+    assert request.method == "GET"
+    assert request.path.startswith("/api/history/period/") and request.path.endswith("Z")
+    assert request.query["filter_entity_id"] == ["binary_sensor.front_door"]
+    assert request.query["end_time"][0].endswith("Z") and "+" not in request.query["end_time"][0]
+    assert request.query["minimal_response"] == [""] and request.query["no_attributes"] == [""]
+
+
+def test_counts_door_openings_over_a_week(stub_ha: StubHomeAssistant) -> None:
+    end = datetime.now(UTC)
+    start = end - timedelta(days=2)
+    stub_ha.history["binary_sensor.front_door"] = [(start - timedelta(hours=5), "off")] + [
+        (start + timedelta(hours=h, minutes=m), s) for h in range(1, 40, 3) for m, s in ((0, "on"), (1, "off"))]
+    result = fetch_history(client_for(stub_ha), "binary_sensor.front_door", start=start, end=end, timeout=5,
+                           max_bytes=1_000_000)
+    assert result.initial_state is not None and result.initial_state["state"] == "off"
+    assert result.summary == {"kind": "states", "times_changed_to": {"on": 13, "off": 13}}
+
+
+def test_an_entity_without_history_has_no_changes(stub_ha: StubHomeAssistant) -> None:
+    result = fetch(stub_ha, "sensor.never_recorded")
+    assert (result.total_changes, result.changes, result.initial_state) == (0, [], None)
+
+
+def test_a_404_means_no_history(stub_ha: StubHomeAssistant) -> None:
+    stub_ha.fault("404", "/api/history/")
+    assert fetch(stub_ha, "binary_sensor.front_door").total_changes == 0
+
+
+@pytest.mark.parametrize("body", [
+    b'{"message": "API running."}',
+    b'[{"state": "on", "last_changed": "2025-04-01T00:00:00+00:00"}]',
+    b'[["on", "off"]]',
+    b'[[{"state": "on"}]]',
+    b'[[{"state": "on", "last_changed": "2025-04-01T00:00:00+00:00"},',
+    b'[[{"entity_id": "light.other", "state": "on", "last_changed": "2025-04-01T00:00:00+00:00"}]]',
+    b'',
+], ids=["object", "flat-list", "strings", "no-time", "truncated", "other-entity", "empty"])
+def test_a_body_that_is_not_a_history_is_a_bad_response(stub_ha: StubHomeAssistant, body: bytes) -> None:
+    end = datetime.now(UTC)
+    stub_ha.override(f"/api/history/period/{(end - timedelta(days=1)).isoformat().replace('+00:00', 'Z')}", body)
+    with pytest.raises(HABadResponse):
+        fetch_history(client_for(stub_ha), "binary_sensor.front_door", start=end - timedelta(days=1), end=end,
+                      timeout=5, max_bytes=1_000_000)
+
+
+def test_the_deadline_covers_a_slow_history(stub_ha: StubHomeAssistant) -> None:
+    stub_ha.fault("slow_body", "/api/history/", delay=5)
+    began = time.monotonic()
+    with pytest.raises(HATimeout):
+        fetch(stub_ha, "binary_sensor.front_door", timeout=0.5)
+    assert time.monotonic() - began < 1.0
+
+
+def test_the_byte_cap_covers_a_large_history(stub_ha: StubHomeAssistant) -> None:
+    end = datetime.now(UTC)
+    stub_ha.add_numeric_history("sensor.power", 20_000, end - timedelta(days=7), end, seed=1)
+    with pytest.raises(HABadResponse) as caught:
+        fetch(stub_ha, "sensor.power", max_bytes=100_000)
+    assert caught.value.detail["reason"] == "too_large"
+
+
+def test_streams_200000_rows(stub_ha: StubHomeAssistant) -> None:
+    """A week of a chatty sensor: every row is counted and 50 points come back, min and max among them."""
+    end = datetime.now(UTC)
+    start = end - timedelta(days=7)
+    stub_ha.add_numeric_history("sensor.grid_power", 200_000, start, end, seed=7, low=0, high=5000)
+    values = [float(state) for _, state in stub_ha.history["sensor.grid_power"]]
+    result = fetch_history(client_for(stub_ha), "sensor.grid_power", start=start, end=end, timeout=20,
+                           max_bytes=64_000_000, unit="W")
+    assert result.total_changes == 200_000 and len(result.changes) == 50 and result.truncated
+    assert result.summary["kind"] == "numeric" and result.summary["unit"] == "W"
+    assert (result.summary["min"], result.summary["max"]) == (min(values), max(values))  # type: ignore[typeddict-item]
+    assert {min(values), max(values)} <= {float(c["state"]) for c in result.changes}
+
+
+def test_memory_does_not_grow_with_the_number_of_rows(stub_ha: StubHomeAssistant) -> None:
+    """Parsing 40,000 rows (a 2.7 MB body) peaks under a megabyte, the stub's own work included."""
+    end = datetime.now(UTC)
+    start = end - timedelta(days=7)
+    stub_ha.add_numeric_history("sensor.grid_power", 40_000, start, end, seed=8, low=0, high=5000)
+    tracemalloc.start()
+    try:
+        result = fetch_history(client_for(stub_ha), "sensor.grid_power", start=start, end=end, timeout=20,
+                               max_bytes=64_000_000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.total_changes == 40_000
+    # requests' .json() of the same body peaks near 19 MB. The digest itself keeps O(max_changes);
+    # most of what is traced here is the stub's serving thread and the 64 KiB read buffers.
+    assert peak < 1_500_000
