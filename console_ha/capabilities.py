@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .config_store import HomeAssistantConfig
@@ -38,7 +38,7 @@ class Deadline:
 
 def iso(moment: datetime) -> str:
     """UTC ISO 8601 with a Z, as every timestamp in a result is written."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _text(value: object) -> str | None:
@@ -105,8 +105,6 @@ def get_history(client: HomeAssistantClient, config: HomeAssistantConfig, argume
         "entity_id": entity_id,
         "friendly_name": current["friendly_name"],
         "period": period,
-        "start": iso(start),
-        "end": iso(end),
         **digest.to_result(),
         "retrieved_at": iso(now),
     }

@@ -9,8 +9,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 from .audit import AuditLog
 from .capabilities import EXECUTE, Deadline, iso
@@ -18,7 +18,7 @@ from .cards import Card, card_for
 from .config_store import ConfigStore, HomeAssistantConfig, is_entity_id
 from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from .datadir import DataDir
-from .errors import CapabilityError, ConfigInvalid, ConsoleHaError
+from .errors import CapabilityError, ConfigInvalid
 from .ha_client import HomeAssistantClient
 from .registry import GET_HISTORY, PERIODS, REGISTRY, Capability
 from .secret_store import Secret, TokenStore
@@ -167,7 +167,7 @@ class Executor:
             capability=capability.name,
             arguments=canonical,
             card=card_for(capability.name, config, canonical),
-            expires_at=iso(datetime.fromtimestamp(pending.expires_at, timezone.utc)),
+            expires_at=iso(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 
     def answer(self, token: object, *, approve: bool, conversation_id: str) -> dict[str, Any]:
@@ -199,12 +199,11 @@ class Executor:
             config = self._load_config()
             token = self.token_store.read()
             check_policy(capability, arguments, config, token is not None)
-            assert token is not None
             stage = 5
-            client = self._client_factory(config.base_url, token, config.ca_bundle or None)
             deadline = Deadline(capability.bounds.timeout_seconds)
-            now = datetime.fromtimestamp(self._clock(), timezone.utc)
-            raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
+            now = datetime.fromtimestamp(self._clock(), UTC)
+            with self._client_factory(config.base_url, cast(Secret, token), config.ca_bundle or None) as client:
+                raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
             stage = 6
             result = shape(capability, raw)
         except CapabilityError as err:
