@@ -1,0 +1,7 @@
+"""`python -m console_ha`: the same as the `console-ha` command."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""The `console-ha` command: serve the Console, set its password, manage API tokens."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import ipaddress
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from .console_secrets import ConsoleSecrets
+from .datadir import DataDir, resolve_data_dir
+from .errors import InvalidConfig
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_THREADS = 8
+
+
+def _data_dir(args: argparse.Namespace) -> DataDir:
+    return DataDir(resolve_data_dir(args.data_dir))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the Console on waitress until interrupted."""
+    # Imported here so set-password and api-token start without loading Flask.
+    from waitress import create_server
+
+    from .web import create_app
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    data_dir = _data_dir(args)
+    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies})
+    server = create_server(app, host=args.host, port=args.port, threads=args.threads)
+    port = server.effective_port  # type: ignore[union-attr]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    if not _is_loopback(args.host):
+        print(
+            f"warning: listening on {args.host}: the Console is reachable from other devices, not only this "
+            "one. Use a strong password, and serve it over https with --secure-cookies where you can.",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(f"Console listening on http://{host}:{port}/", flush=True)
+    print(f"Data dir: {data_dir.root}", flush=True)
+    if not ConsoleSecrets(data_dir).has_password():
+        print("No password yet: open the URL to set one, or run `console-ha set-password`.", flush=True)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    # SIGTERM (systemd, a test) stops as cleanly as Ctrl-C does.
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return 0
+
+
+def _read_password() -> str:
+    if not sys.stdin.isatty():
+        # One line from a pipe or file: the password without its line ending.
+        return sys.stdin.readline().rstrip("\r\n")
+    first = getpass.getpass("New Console password: ")
+    second = getpass.getpass("Repeat it: ")
+    if first != second:
+        raise InvalidConfig("The two passwords are not the same; nothing was changed.", field="password")
+    return first
+
+
+def set_password(args: argparse.Namespace) -> int:
+    """Set (or replace) the Console password; every browser session then has to log in again."""
+    data_dir = _data_dir(args)
+    password = _read_password()
+    ConsoleSecrets(data_dir).set_password(password)
+    print(f"Password set for the Console at {data_dir.root}. Browsers logged in before must log in again.")
+    return 0
+
+
+def api_token_create(args: argparse.Namespace) -> int:
+    """Print a new API token once; only its hash is kept."""
+    token = ConsoleSecrets(_data_dir(args)).create_api_token(args.name)
+    print(token, flush=True)
+    print("Keep this token now: it is not shown again.", file=sys.stderr)
+    return 0
+
+
+def api_token_list(args: argparse.Namespace) -> int:
+    """List the API tokens' names and creation times (never the tokens)."""
+    for token in ConsoleSecrets(_data_dir(args)).api_tokens():
+        print(f"{token.created}  {token.name}")
+    return 0
+
+
+def api_token_revoke(args: argparse.Namespace) -> int:
+    """Remove every API token with the given name."""
+    removed = ConsoleSecrets(_data_dir(args)).revoke_api_tokens(args.name)
+    if not removed:
+        print(f"No API token is named {args.name!r}.", file=sys.stderr)
+        return 1
+    print(f"Revoked {removed} API token(s) named {args.name!r}.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: serve, set-password, api-token create|list|revoke."""
+    parser = argparse.ArgumentParser(prog="console-ha", description=__doc__)
+    data_dir = argparse.ArgumentParser(add_help=False)
+    data_dir.add_argument(
+        "--data-dir", help="where the Console keeps its files (default: $CONSOLE_HA_DATA_DIR, else "
+        "$XDG_DATA_HOME/console-ha or ~/.local/share/console-ha)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("serve", parents=[data_dir], help="run the Console")
+    run.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
+    run.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)")
+    run.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="worker threads (default 8)")
+    run.add_argument(
+        "--secure-cookies", action="store_true", help="mark the session cookie Secure (behind https only)"
+    )
+    run.set_defaults(handler=serve)
+
+    password = commands.add_parser(
+        "set-password", parents=[data_dir], help="set the Console password (from stdin when it is not a terminal)"
+    )
+    password.set_defaults(handler=set_password)
+
+    tokens = commands.add_parser("api-token", help="API tokens for other programs")
+    token_commands = tokens.add_subparsers(dest="token_command", required=True, metavar="ACTION")
+    create = token_commands.add_parser("create", parents=[data_dir], help="print a new token once")
+    create.add_argument("--name", required=True, help="what the token is for")
+    create.set_defaults(handler=api_token_create)
+    listing = token_commands.add_parser("list", parents=[data_dir], help="list token names")
+    listing.set_defaults(handler=api_token_list)
+    revoke = token_commands.add_parser("revoke", parents=[data_dir], help="remove the tokens with a name")
+    revoke.add_argument("--name", required=True)
+    revoke.set_defaults(handler=api_token_revoke)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `console-ha`; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except InvalidConfig as err:
+        print(f"console-ha: {err.message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,170 @@
+"""Areas for entities from Home Assistant's WebSocket registries; optional, so every failure is None."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import websocket
+
+from .secret_store import Secret
+
+log = logging.getLogger(__name__)
+
+# Only these read-only list commands may ever be sent; checked before each send, not merely by convention.
+ALLOWED_COMMANDS = frozenset(
+    {"config/area_registry/list", "config/entity_registry/list", "config/device_registry/list"}
+)
+DEFAULT_TIMEOUT = 4.0
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+CLOSE_WAIT = 0.5
+
+EntityAreas = dict[str, str]
+
+
+class RegistryError(Exception):
+    """The WebSocket conversation did not go as Home Assistant's protocol says."""
+
+
+def websocket_url(base_url: str) -> str:
+    """`http(s)://host[:port][/path]` → `ws(s)://host[:port][/path]/api/websocket`."""
+    if base_url.startswith("https://"):
+        return "wss://" + base_url[len("https://"):] + "/api/websocket"
+    if base_url.startswith("http://"):
+        return "ws://" + base_url[len("http://"):] + "/api/websocket"
+    raise ValueError("base_url must be http or https")
+
+
+def fetch_entity_areas(
+    base_url: str, token: Secret, *, timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None
+) -> EntityAreas | None:
+    """entity_id → area name for every entity with an area; None when the registries cannot be read."""
+    try:
+        lists = _read_registries(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
+    except Exception as err:  # noqa: BLE001 - areas are optional: any failure just leaves them out
+        log.info("entity areas unavailable from %s: %s", base_url, type(err).__name__)
+        return None
+    try:
+        return entity_areas(
+            lists["config/area_registry/list"],
+            lists["config/entity_registry/list"],
+            lists["config/device_registry/list"],
+        )
+    except (KeyError, TypeError, AttributeError) as err:
+        log.info("entity areas unavailable from %s: registry lists of an unexpected shape (%s)",
+                 base_url, type(err).__name__)
+        return None
+
+
+def entity_areas(
+    areas: Iterable[Mapping[str, Any]],
+    entities: Iterable[Mapping[str, Any]],
+    devices: Iterable[Mapping[str, Any]],
+) -> EntityAreas:
+    """Join the three registries: an entity's own area_id wins over its device's."""
+    area_names = {a["area_id"]: a["name"] for a in areas if a.get("area_id") and a.get("name")}
+    device_areas = {d["id"]: d.get("area_id") for d in devices if d.get("id")}
+    result: EntityAreas = {}
+    for entity in entities:
+        entity_id = entity.get("entity_id")
+        area_id = entity.get("area_id") or device_areas.get(entity.get("device_id"))
+        name = area_names.get(area_id) if area_id else None
+        if entity_id and name:
+            result[entity_id] = name
+    return result
+
+
+def _read_registries(
+    base_url: str, token: Secret, *, timeout: float, ca_bundle: str | None
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    url = websocket_url(base_url)
+    sslopt: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED}
+    if ca_bundle:
+        sslopt["ca_certs"] = ca_bundle
+    ws = websocket.create_connection(url, timeout=timeout, sslopt=sslopt, suppress_origin=True)
+    try:
+        first = _receive(ws, deadline)
+        if first.get("type") != "auth_required":
+            raise RegistryError(f"expected auth_required, got {first.get('type')!r}")
+        # The token goes into this one message and nowhere else.
+        ws.send(json.dumps({"type": "auth", "access_token": token.reveal()}))
+        answer = _receive(ws, deadline)
+        if answer.get("type") != "auth_ok":
+            raise RegistryError(f"authentication answered {answer.get('type')!r}")
+        commands = dict(enumerate(sorted(ALLOWED_COMMANDS), start=1))
+        for message_id, command in commands.items():
+            _send_command(ws, message_id, command)
+        results: dict[str, Any] = {}
+        while len(results) < len(commands):
+            message = _receive(ws, deadline)
+            message_id = message.get("id")
+            if message.get("type") != "result" or message_id not in commands:
+                continue
+            if not message.get("success"):
+                raise RegistryError(f"{commands[message_id]} failed")
+            results[commands[message_id]] = message["result"]
+        return results
+    finally:
+        # A polite close waits for the server's close frame, but never past the deadline.
+        ws.close(timeout=max(0.0, min(CLOSE_WAIT, deadline - time.monotonic())))
+
+
+def _send_command(ws: websocket.WebSocket, message_id: int, command: str) -> None:
+    if command not in ALLOWED_COMMANDS:
+        raise RegistryError(f"refusing to send {command!r}: not a read-only registry list")
+    ws.send(json.dumps({"id": message_id, "type": command}))
+
+
+def _receive(ws: websocket.WebSocket, deadline: float) -> dict[str, Any]:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("the registries took too long")
+    ws.settimeout(remaining)
+    data = ws.recv()
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise RegistryError("a registry message was too large")
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise RegistryError("a message was not a JSON object")
+    return message
+
+
+class AreaCache:
+    """Entity areas per Home Assistant, kept a minute: areas change rarely and the picker reloads often."""
+
+    def __init__(
+        self,
+        ttl: float = 60.0,
+        failure_ttl: float = 10.0,
+        fetch: Callable[..., EntityAreas | None] = fetch_entity_areas,
+    ) -> None:
+        self._ttl = ttl
+        self._failure_ttl = failure_ttl
+        self._fetch = fetch
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str, str], tuple[float, EntityAreas | None]] = {}
+
+    def get(
+        self, base_url: str, token: Secret, *, timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None
+    ) -> EntityAreas | None:
+        """Cached areas for this URL and token, fetched when absent or stale."""
+        # Keyed by a hash of the token so a new token is a new entry and the token itself is not kept here.
+        key = (base_url, hashlib.sha256(token.reveal().encode("utf-8")).hexdigest(), ca_bundle or "")
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is not None and entry[0] > now:
+            return entry[1]
+        areas = self._fetch(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
+        expires = time.monotonic() + (self._ttl if areas is not None else self._failure_ttl)
+        with self._lock:
+            # One Home Assistant at a time: drop entries for other URLs or tokens.
+            self._entries = {key: (expires, areas)}
+        return areas

@@ -1,0 +1,161 @@
+"""The Console web layer, the only package that imports Flask: `create_app` builds the app."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, current_app
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_wtf.csrf import CSRFProtect
+
+from ..config_store import ConfigStore
+from ..console_secrets import ConsoleSecrets
+from ..datadir import DataDir, resolve_data_dir
+from ..discovery import Instance, discover
+from ..ha_client import HomeAssistantClient
+from ..ha_registry import AreaCache
+from ..secret_store import Secret, TokenStore
+
+log = logging.getLogger(__name__)
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+_CHECKOUT = _PACKAGE.parent
+
+# Defaults an app starts with; `test_config` (or the CLI) may override any of them.
+DEFAULTS: dict[str, Any] = {
+    # Request bodies: a full allowlist with names is well under this.
+    "MAX_CONTENT_LENGTH": 1024 * 1024,
+    "SESSION_COOKIE_NAME": "console_ha_session",
+    "SESSION_COOKIE_HTTPONLY": True,
+    # Lax, not Strict: with Strict a link to the Console from elsewhere (a Home Assistant dashboard, a
+    # chat message) arrives without the cookie and looks logged out. Every mutation needs the CSRF token.
+    "SESSION_COOKIE_SAMESITE": "Lax",
+    # True behind https (`console-ha serve --secure-cookies`); a plain-http LAN Console cannot use it.
+    "SESSION_COOKIE_SECURE": False,
+    "PERMANENT_SESSION_LIFETIME": timedelta(days=14),
+    # Every check is called explicitly, for session-authenticated mutating requests only (auth.py).
+    "WTF_CSRF_CHECK_DEFAULT": False,
+    # No expiry of its own: a settings page left open for hours must still save. The token is bound
+    # to the session, which expires, and a new login replaces it.
+    "WTF_CSRF_TIME_LIMIT": None,
+    "RATELIMIT_STORAGE_URI": "memory://",
+    "RATELIMIT_HEADERS_ENABLED": True,
+    # Wrong passwords per client address before it must wait.
+    "CONSOLE_HA_LOGIN_LIMIT": "5 per minute; 20 per hour",
+    # Bounds on the settings page's calls to the outside, in seconds.
+    "CONSOLE_HA_DISCOVERY_TIMEOUT": 3.0,
+    "CONSOLE_HA_STATES_TIMEOUT": 8.0,
+    "CONSOLE_HA_AREAS_TIMEOUT": 4.0,
+    "CONSOLE_HA_TEST_TIMEOUT": 8.0,
+}
+
+
+def _resource_folder(name: str) -> str:
+    # A checkout serves its top-level folder; an installed wheel its copy under console_ha/_<name>.
+    checkout = _CHECKOUT / name
+    if checkout.is_dir() and (_CHECKOUT / "pyproject.toml").is_file():
+        return str(checkout)
+    return str(_PACKAGE / f"_{name}")
+
+
+class HomeAssistantClients:
+    """Hands out one Home Assistant client per URL, token and CA bundle, kept between requests.
+
+    Making a client loads the system CA store (tens of milliseconds, more than the picker's whole
+    narrowing), and a kept client keeps its connections to Home Assistant alive.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[str, str, str, float] | None = None
+        self._client: HomeAssistantClient | None = None
+
+    def __call__(self, base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
+        key = (base_url, hashlib.sha256(token.reveal().encode()).hexdigest(), ca_bundle or "",
+               _mtime(ca_bundle))
+        with self._lock:
+            if self._client is None or key != self._key:
+                # The one it replaces may still be in use by another request; it is closed when collected.
+                self._client = HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
+                self._key = key
+            return self._client
+
+
+def _mtime(path: str | None) -> float:
+    # A replaced CA bundle file means a new client with the new trust.
+    try:
+        return os.stat(path).st_mtime if path else 0.0
+    except OSError:
+        return 0.0
+
+
+@dataclass
+class ConsoleServices:
+    """What the Console's views share: the data dir, its stores, and the boundaries to the outside."""
+
+    data_dir: DataDir
+    config_store: ConfigStore
+    token_store: TokenStore
+    secrets: ConsoleSecrets
+    csrf: CSRFProtect
+    limiter: Limiter
+    ha_client: Callable[[str, Secret, str | None], HomeAssistantClient] = field(
+        default_factory=HomeAssistantClients
+    )
+    discover: Callable[..., list[Instance]] = discover
+    areas: AreaCache = field(default_factory=AreaCache)
+    # One zeroconf browse at a time: a second click waits for the first rather than starting another.
+    discovery_lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def services() -> ConsoleServices:
+    """The current app's shared services."""
+    return current_app.extensions["console_ha"]
+
+
+def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the Console's Flask app for `data_dir` (default: the resolved data dir)."""
+    from . import auth, conversation, pages, settings_api
+    from .errors import register_error_handlers
+    from .security import register_security_headers
+
+    data_dir = data_dir or DataDir(resolve_data_dir())
+    app = Flask(
+        __name__,
+        template_folder=_resource_folder("templates"),
+        static_folder=_resource_folder("static"),
+        static_url_path="/static",
+    )
+    app.config.update(DEFAULTS)
+    console_secrets = ConsoleSecrets(data_dir)
+    app.config["SECRET_KEY"] = console_secrets.session_key()
+    if test_config:
+        app.config.update(test_config)
+
+    csrf = CSRFProtect(app)
+    limiter = Limiter(key_func=get_remote_address, app=app)
+    app.extensions["console_ha"] = ConsoleServices(
+        data_dir=data_dir,
+        config_store=ConfigStore(data_dir),
+        token_store=TokenStore(data_dir),
+        secrets=console_secrets,
+        csrf=csrf,
+        limiter=limiter,
+    )
+
+    register_error_handlers(app)
+    register_security_headers(app)
+    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp):
+        app.register_blueprint(blueprint)
+    auth.init_app(app)
+    log.debug("console app created for data dir %s", data_dir.root)
+    return app

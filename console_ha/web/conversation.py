@@ -1,0 +1,165 @@
+"""The conversation endpoint and the household's conversation and activity pages."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request, url_for
+from flask.blueprints import BlueprintSetupState
+from flask.typing import ResponseReturnValue
+
+from ..conversation import ConversationService, OpenAICompatibleModel, TurnResult
+from ..conversation.activity import summarise
+from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL
+from ..conversation.service import MAX_MESSAGE_CHARS
+from ..errors import ConsoleHaError
+from ..executor import Executor, Proposal
+from .errors import InvalidRequest, status_for
+
+bp = Blueprint("conversation", __name__)
+
+EXTENSION = "console_ha_conversation"
+MODEL_SETTINGS = (ENV_URL, ENV_MODEL, ENV_API_KEY, ENV_TIMEOUT)
+MAX_CONVERSATION_ID_CHARS = 64
+MAX_TOKEN_CHARS = 256
+
+
+@bp.record_once
+def _create_service(state: BlueprintSetupState) -> None:
+    """One executor (and so one confirmation store) and one conversation service for the whole app."""
+    app = state.app
+    shared = app.extensions["console_ha"]
+    executor = Executor(
+        shared.data_dir,
+        # Looked up per invocation, so a test (or the settings code) may swap the client factory later.
+        client_factory=lambda base_url, token, ca_bundle: shared.ha_client(base_url, token, ca_bundle),
+    )
+    model = OpenAICompatibleModel.from_mapping(_model_settings(app.config))
+    app.extensions[EXTENSION] = ConversationService(executor, model)
+
+
+def _model_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The model settings: the environment, overridden by the app's config (tests, the CLI)."""
+    values: dict[str, Any] = {key: os.environ[key] for key in MODEL_SETTINGS if key in os.environ}
+    values.update({key: config[key] for key in MODEL_SETTINGS if config.get(key) is not None})
+    return values
+
+
+def conversation_service() -> ConversationService:
+    """The current app's conversation service."""
+    return current_app.extensions[EXTENSION]
+
+
+# --- the API -----------------------------------------------------------------------------------
+
+@bp.post("/api/v1/conversation/message")
+def message() -> Response:
+    """A message starts or continues a conversation; a confirmation resumes a paused turn."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise InvalidRequest("Send a JSON object with a message or a confirmation.")
+    conversation_id = _conversation_id(body.get("conversation_id"))
+    text, confirmation = body.get("message"), body.get("confirmation")
+    if (text is None) == (confirmation is None):
+        raise InvalidRequest("Send exactly one of message and confirmation.")
+    service = conversation_service()
+    if confirmation is not None:
+        token, approve = _confirmation(confirmation)
+        if conversation_id is None:
+            raise InvalidRequest("A confirmation needs the conversation_id it belongs to.", field="conversation_id")
+        result = service.confirm(conversation_id, token, approve)
+    else:
+        result = service.send(conversation_id, _message_text(text))
+    return jsonify(result.to_dict())
+
+
+def _conversation_id(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CONVERSATION_ID_CHARS:
+        raise InvalidRequest("conversation_id must be the id a previous answer gave.", field="conversation_id")
+    return value
+
+
+def _message_text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_MESSAGE_CHARS:
+        raise InvalidRequest(f"message must be text of 1 to {MAX_MESSAGE_CHARS} characters.", field="message")
+    return value
+
+
+def _confirmation(value: object) -> tuple[str, bool]:
+    if not isinstance(value, dict):
+        raise InvalidRequest('confirmation must be {"token": ..., "approve": true or false}.', field="confirmation")
+    token, approve = value.get("token"), value.get("approve")
+    if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_CHARS or not isinstance(approve, bool):
+        raise InvalidRequest('confirmation must be {"token": ..., "approve": true or false}.', field="confirmation")
+    return token, approve
+
+
+# --- the pages ---------------------------------------------------------------------------------
+
+@bp.get("/conversation")
+def page() -> str:
+    """The conversation page; `?c=<id>` shows a live conversation and its open card."""
+    return _render_page(request.args.get("c"))
+
+
+@bp.post("/conversation")
+def page_post() -> ResponseReturnValue:
+    """The page's forms without JavaScript: send a message or answer a card, then show the conversation."""
+    form = request.form
+    conversation_id = form.get("conversation_id") or None
+    service = conversation_service()
+    try:
+        if "token" in form:
+            result: TurnResult = service.confirm(conversation_id, form["token"], form.get("decision") == "approve")
+        else:
+            result = service.send(conversation_id, _message_text(form.get("message", "")))
+    except ConsoleHaError as err:
+        # A message that did not go through goes back in the field, to send again.
+        draft = "" if "token" in form else form.get("message", "")[:MAX_MESSAGE_CHARS]
+        return _render_page(conversation_id, error=err, draft=draft), status_for(err.code)
+    return redirect(url_for(".page", c=result.conversation_id), code=303)
+
+
+def _render_page(conversation_id: str | None, *, error: ConsoleHaError | None = None, draft: str = "") -> str:
+    found = conversation_service().transcript(conversation_id) if conversation_id else None
+    messages, pending = found if found is not None else ([], None)
+    last_question = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    expired = pending is not None and (_expired(pending) or (
+        error is not None and error.code == "CONFIRMATION_INVALID" and error.detail.get("reason") == "expired"))
+    return render_template(
+        "conversation.html",
+        conversation_id=conversation_id if found is not None else None,
+        messages=messages,
+        pending=pending,
+        pending_expired=expired,
+        last_question=last_question,
+        # The expired card says so itself; any other error gets its own notice.
+        error=None if expired else error,
+        draft=draft,
+        max_message_chars=MAX_MESSAGE_CHARS,
+    )
+
+
+def _expired(proposal: Proposal) -> bool:
+    expires = datetime.fromisoformat(proposal.expires_at.replace("Z", "+00:00"))
+    return expires <= datetime.now(UTC)
+
+
+@bp.get("/activity")
+def activity() -> str:
+    """The audit log for the household: counts per capability and the latest events, never values."""
+    service = conversation_service()
+    return render_template("activity.html", activity=summarise(service.executor.audit.events()))
+
+
+def summary_for_template(mapping: Mapping[str, int]) -> list[tuple[str, int]]:
+    """A counter's entries, largest first, for a readable list."""
+    return sorted(mapping.items(), key=lambda item: (-item[1], item[0]))
+
+
+bp.add_app_template_filter(summary_for_template, "by_count")

@@ -1,0 +1,179 @@
+"""Household-facing pages: the Home Assistant settings page, server-rendered first, enhanced by JS."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from flask import (
+    Blueprint,
+    Response,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+
+from ..config_store import HomeAssistantConfig, StoredConfig
+from ..errors import ConfigInvalid, InvalidConfig
+from ..secret_store import check_token
+from . import services
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("pages", __name__)
+
+SETTINGS_API = "/api/v1/conversation/home-assistant"
+
+
+@dataclass(frozen=True)
+class AllowlistItem:
+    """One allowlisted entity as the page lists it before (or without) the live picker."""
+
+    entity_id: str
+    name: str  # what the page shows
+    stored_name: str  # the friendly name the picker saw, "" when none; sent back on save
+    checked: bool = True
+
+
+@bp.get("/")
+def index() -> Response:
+    """The Console's front door leads to the settings page."""
+    return redirect(url_for("pages.home_assistant_settings"))
+
+
+@bp.get("/settings/home-assistant")
+def home_assistant_settings() -> str | tuple[str, int]:
+    """The settings page with the current values rendered in; a damaged file shows what to do."""
+    try:
+        stored = services().config_store.read()
+    except ConfigInvalid as err:
+        return _render_broken(err)
+    return _render(stored)
+
+
+@bp.post("/settings/home-assistant")
+def save_home_assistant_settings() -> Response | str | tuple[str, int]:
+    """Save the form as posted without JavaScript (with it, the page posts JSON to the API instead).
+
+    The session's CSRF token was checked before this ran (auth.authenticate).
+    """
+    svc = services()
+    form = request.form
+    if form.get("action") == "reset":
+        svc.config_store.reset()
+        flash("Started again with empty settings. The damaged file was kept beside the new one.")
+        return redirect(url_for("pages.home_assistant_settings"), 303)
+
+    submitted = _unique(form.getlist("allowlisted_entities"))
+    changes = {
+        "enabled": form.get("enabled") == "on",
+        "base_url": form.get("base_url", ""),
+        "allowlisted_entities": submitted,
+    }
+    token_text = form.get("access_token", "").strip()
+    try:
+        # The token is checked before anything is written, so a bad one leaves everything as it was.
+        token = check_token(token_text) if token_text else None
+        svc.config_store.update(changes, expected_revision=form.get("revision") or None)
+    except ConfigInvalid as err:
+        return _render_broken(err)
+    except InvalidConfig as err:
+        return _render_refused(err, changes, submitted)
+    if token is not None:
+        svc.token_store.write(token)
+    elif form.get("remove_access_token") == "on":
+        svc.token_store.remove()
+    log.info("Home Assistant settings saved from the page without JavaScript")
+    flash("Saved.")
+    return redirect(url_for("pages.home_assistant_settings"), 303)
+
+
+def _render(
+    stored: StoredConfig,
+    *,
+    form_error: InvalidConfig | None = None,
+    values: dict[str, object] | None = None,
+    allowlist: list[AllowlistItem] | None = None,
+    status: int = 200,
+) -> tuple[str, int]:
+    config = stored.config
+    html = render_template(
+        "settings.html",
+        config_error=None,
+        revision=stored.revision,
+        values=values or {"enabled": config.enabled, "base_url": config.base_url},
+        has_token=services().token_store.exists(),
+        allowlist=allowlist if allowlist is not None else _allowlist(config, config.allowlisted_entities),
+        form_error=form_error,
+        error_field=form_error.detail.get("field") if form_error else None,
+        **_urls(),
+    )
+    return html, status
+
+
+def _render_broken(err: ConfigInvalid) -> tuple[str, int]:
+    # What is wrong and what to do, never a stack trace; the API answers 409 CONFIG_INVALID meanwhile.
+    log.warning("the Home Assistant settings file is damaged: %s", err.message)
+    html = render_template(
+        "settings.html",
+        config_error=err,
+        config_path=str(services().config_store.path),
+        **_urls(),
+    )
+    return html, 200
+
+
+def _render_refused(err: InvalidConfig, changes: dict[str, object], submitted: list[str]) -> tuple[str, int]:
+    """The page again with what the household sent (never the token) and why nothing was saved."""
+    try:
+        stored = services().config_store.read()
+    except ConfigInvalid as broken:
+        return _render_broken(broken)
+    # Keep every entity on the list: the stored ones unticked where the household unticked them.
+    ids = _unique([*stored.config.allowlisted_entities, *submitted])
+    chosen = set(submitted)
+    allowlist = [
+        AllowlistItem(item.entity_id, item.name, item.stored_name, item.entity_id in chosen)
+        for item in _allowlist(stored.config, ids)
+    ]
+    if err.code == "CONFIG_STALE":
+        # The new revision goes into the form: saving again replaces the other change, knowingly.
+        err = InvalidConfig(
+            "Someone changed these settings elsewhere since you opened this page, so nothing was saved. "
+            "Your choices are still below: press Save again to replace the other changes, or reload the "
+            "page to see them.",
+            code="CONFIG_STALE",
+        )
+    values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
+    status = 409 if err.code == "CONFIG_STALE" else 400
+    return _render(stored, form_error=err, values=values, allowlist=allowlist, status=status)
+
+
+def _allowlist(config: HomeAssistantConfig, entity_ids: Iterable[str]) -> list[AllowlistItem]:
+    items = []
+    for entity_id in entity_ids:
+        # Submitted ids that are not entity ids are still shown (escaped) so the error makes sense.
+        stored_name = config.entity_names.get(entity_id, "")
+        name = config.display_name(entity_id) if "." in entity_id else entity_id
+        items.append(AllowlistItem(entity_id, name, stored_name))
+    return items
+
+
+def _urls() -> dict[str, object]:
+    return {
+        "page_url": url_for("pages.home_assistant_settings"),
+        "login_url": url_for("auth.login", next=url_for("pages.home_assistant_settings")),
+        "api": {
+            "config": request.script_root + SETTINGS_API,
+            "entities": request.script_root + SETTINGS_API + "/entities",
+            "discover": request.script_root + SETTINGS_API + "/discover",
+            "test": request.script_root + SETTINGS_API + "/test",
+        },
+    }
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))

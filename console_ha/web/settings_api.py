@@ -1,0 +1,341 @@
+"""The Home Assistant settings API: read and save settings, the entity picker, discovery, a connection test."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from ..config_store import (
+    ENTITY_ID_RE,
+    HomeAssistantConfig,
+    apply_changes,
+    normalise_base_url,
+)
+from ..errors import (
+    CapabilityError,
+    ConfigInvalid,
+    HABadResponse,
+    HANotFound,
+    InvalidConfig,
+)
+from ..secret_store import Secret, check_token
+from . import ConsoleServices, services
+from .errors import InvalidRequest
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("settings_api", __name__, url_prefix="/api/v1/conversation/home-assistant")
+
+# What a client may send to POST; `ca_bundle` is set by editing the file, not over the API.
+SETTINGS_FIELDS = ("enabled", "base_url", "allowlisted_entities", "entity_names")
+TEST_FIELDS = ("base_url", "access_token")
+
+# A large household (5,000 entities) sends about 2 MB; this leaves room for chatty attributes.
+STATES_MAX_BYTES = 32 * 1024 * 1024
+# After the states arrive, wait at most this long for the areas; a slower answer fills the cache for next time.
+AREAS_GRACE = 1.0
+
+UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
+# Entities that reveal where people are, whether the home is open, or what it looks like inside.
+SENSITIVE_DOMAINS = frozenset({"lock", "alarm_control_panel", "camera", "person", "device_tracker", "cover"})
+SENSITIVE_BINARY_SENSOR_CLASSES = frozenset(
+    {"door", "garage_door", "window", "opening", "lock", "presence", "occupancy"}
+)
+
+NOT_HOME_ASSISTANT = (
+    "Something answers at this address, but it is not Home Assistant's API. Check the URL: it is usually "
+    "like http://homeassistant.local:8123, without a path."
+)
+
+
+# --- reading and saving the settings -------------------------------------------------------------
+
+
+@bp.get("")
+def get_settings() -> Response:
+    """The settings as the page shows them; a broken file is reported in `config_error`, not raised."""
+    svc = services()
+    try:
+        stored = svc.config_store.read()
+    except ConfigInvalid as err:
+        problem = _broken_file(svc, err).to_dict()["error"]
+        return jsonify(_settings_json(svc, HomeAssistantConfig(), None, problem))
+    return jsonify(_settings_json(svc, stored.config, stored.revision, None))
+
+
+@bp.post("")
+def save_settings() -> Response:
+    """Validate everything, then write the configuration file and the token; nothing is written on error."""
+    svc = services()
+    body = _json_object()
+    reset = _flag(body, "reset")
+    remove_token = _flag(body, "remove_access_token")
+    revision = body.pop("revision", None)
+    if revision is not None and not isinstance(revision, str):
+        raise InvalidConfig("`revision` must be the text GET answered with.", field="revision")
+    token = _optional_token(body.pop("access_token", None))
+    if token is not None and remove_token:
+        raise InvalidConfig(
+            "Send a new access token or remove the stored one, not both.", field="access_token"
+        )
+    _refuse_unknown(body, SETTINGS_FIELDS)
+
+    if reset:
+        # Checked against the defaults first: a reset with a bad field writes nothing either.
+        apply_changes(HomeAssistantConfig(), body)
+        svc.config_store.reset()
+        stored = svc.config_store.update(body) if body else svc.config_store.read()
+    else:
+        try:
+            stored = (
+                svc.config_store.update(body, expected_revision=revision) if body else svc.config_store.read()
+            )
+        except ConfigInvalid as err:
+            raise _broken_file(svc, err) from err
+
+    if token is not None:
+        svc.token_store.write(token)
+    elif remove_token:
+        svc.token_store.remove()
+    changed = sorted(body) + (["access_token"] if token is not None or remove_token else [])
+    changed += ["reset"] if reset else []
+    log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
+    return jsonify(_settings_json(svc, stored.config, stored.revision, None))
+
+
+def _settings_json(
+    svc: ConsoleServices, config: HomeAssistantConfig, revision: str | None, config_error: dict[str, Any] | None
+) -> dict[str, Any]:
+    names = {e: config.entity_names[e] for e in config.allowlisted_entities if e in config.entity_names}
+    return {
+        "enabled": config.enabled,
+        "base_url": config.base_url,
+        "has_access_token": svc.token_store.exists(),
+        "allowlisted_entities": list(config.allowlisted_entities),
+        "entity_names": names,
+        "revision": revision,
+        "config_error": config_error,
+    }
+
+
+def _broken_file(svc: ConsoleServices, err: ConfigInvalid) -> ConfigInvalid:
+    detail = {k: v for k, v in err.detail.items() if v is not None}
+    return ConfigInvalid(
+        f"The saved Home Assistant settings cannot be read. {err.message} To fix this, start again from "
+        f"empty settings (reset): the damaged file is kept beside the new one as "
+        f"{svc.config_store.path.name}.broken-<time>, and the access token is kept.",
+        action="reset",
+        **detail,
+    )
+
+
+def _optional_token(value: object) -> Secret | None:
+    # An empty field means "unchanged": the page's token field is always empty when it loads.
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return check_token(value)
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.pop(name, False)
+    if not isinstance(value, bool):
+        raise InvalidConfig(f"`{name}` must be true or false.", field=name)
+    return value
+
+
+def _refuse_unknown(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+
+
+def _json_object(*, optional: bool = False) -> dict[str, Any]:
+    """The request body as a JSON object; INVALID_REQUEST for anything else (413 past the size cap)."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if optional:
+            return {}
+        raise InvalidRequest("The request needs a JSON object as its body.")
+    if not request.is_json:
+        raise InvalidRequest("Send the request body as JSON (Content-Type: application/json).")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise InvalidRequest("The request body is not valid JSON.") from err
+    if not isinstance(data, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return data
+
+
+# --- the connection behind the settings ----------------------------------------------------------
+
+
+def _stored_config(svc: ConsoleServices) -> HomeAssistantConfig:
+    try:
+        return svc.config_store.load()
+    except ConfigInvalid as err:
+        raise _broken_file(svc, err) from err
+
+
+def _ca_bundle(svc: ConsoleServices, config: HomeAssistantConfig | None) -> str | None:
+    if config is not None and config.ca_bundle:
+        return config.ca_bundle
+    return str(svc.data_dir.ha_ca_bundle) if svc.data_dir.ha_ca_bundle.is_file() else None
+
+
+def _not_configured(field: str) -> CapabilityError:
+    what = "the Home Assistant URL" if field == "base_url" else "an access token"
+    return CapabilityError(
+        "CAPABILITY_NOT_CONFIGURED", f"Home Assistant is not set up yet: save {what} first.", stage=3, field=field
+    )
+
+
+# --- the picker's proxy ---------------------------------------------------------------------------
+
+
+@bp.get("/entities")
+def entities() -> Response:
+    """HA's /api/states through the stored URL and token, narrowed to what the picker shows."""
+    svc = services()
+    config = _stored_config(svc)
+    token = svc.token_store.read()
+    if not config.base_url:
+        raise _not_configured("base_url")
+    if token is None:
+        raise _not_configured("access_token")
+    ca_bundle = _ca_bundle(svc, config)
+
+    # The registries come over a separate WebSocket; ask for them while the states are on their way.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ha-areas")
+    areas_timeout = float(current_app.config["CONSOLE_HA_AREAS_TIMEOUT"])
+    areas_future = pool.submit(svc.areas.get, config.base_url, token, timeout=areas_timeout, ca_bundle=ca_bundle)
+    try:
+        # The client is shared between requests (ConsoleServices.ha_client), so it is not closed here.
+        client = svc.ha_client(config.base_url, token, ca_bundle)
+        states = client.states(
+            timeout=float(current_app.config["CONSOLE_HA_STATES_TIMEOUT"]), max_bytes=STATES_MAX_BYTES
+        )
+        try:
+            areas = areas_future.result(timeout=AREAS_GRACE)
+        except FutureTimeout:
+            areas = None
+            log.info("entity areas not ready within %.1f s; answering without them", AREAS_GRACE)
+    finally:
+        pool.shutdown(wait=False)
+
+    narrowed = narrow_states(states, config, areas)
+    body = {
+        "entities": narrowed,
+        "missing": missing_entities(narrowed, config),
+        "areas_known": areas is not None,
+        "retrieved_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    # Plain json.dumps, unsorted and compact: this is the one large answer, and speed is its point.
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), check_circular=False)
+    return Response(text, mimetype="application/json")
+
+
+def is_sensitive(domain: str, attributes: Mapping[str, Any]) -> bool:
+    """Whether an entity reveals presence, access to the home, or images of it."""
+    if domain in SENSITIVE_DOMAINS:
+        return True
+    return domain == "binary_sensor" and attributes.get("device_class") in SENSITIVE_BINARY_SENSOR_CLASSES
+
+
+def narrow_states(
+    states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, areas: Mapping[str, str] | None
+) -> list[dict[str, Any]]:
+    """Each state as the picker's entry, sorted by entity_id."""
+    # The hot loop of the picker (thousands of entities): names bound locally, one dict per entity.
+    allowlisted = set(config.allowlisted_entities)
+    areas = areas or {}
+    valid = ENTITY_ID_RE.fullmatch
+    entries: dict[str, dict[str, Any]] = {}
+    for item in states:
+        entity_id = item["entity_id"]
+        if entity_id in entries or not valid(entity_id):
+            continue
+        attributes = item.get("attributes")
+        if not isinstance(attributes, dict):
+            attributes = {}
+        name = attributes.get("friendly_name")
+        domain = entity_id[: entity_id.index(".")]
+        state = item["state"]
+        entries[entity_id] = {
+            "entity_id": entity_id,
+            "friendly_name": name if name and isinstance(name, str) else config.display_name(entity_id),
+            "domain": domain,
+            "state": state,
+            "unavailable": state in UNAVAILABLE_STATES,
+            "allowlisted": entity_id in allowlisted,
+            "area": areas.get(entity_id),
+            "sensitive": is_sensitive(domain, attributes),
+        }
+    return [entries[entity_id] for entity_id in sorted(entries)]
+
+
+def missing_entities(entries: Iterable[Mapping[str, Any]], config: HomeAssistantConfig) -> list[dict[str, Any]]:
+    """The allowlisted ids Home Assistant no longer reports, so the household can see and drop them."""
+    reported = {entry["entity_id"] for entry in entries}
+    return [
+        {
+            "entity_id": entity_id,
+            "friendly_name": config.display_name(entity_id),
+            "domain": entity_id.partition(".")[0],
+            "sensitive": is_sensitive(entity_id.partition(".")[0], {}),
+        }
+        for entity_id in config.allowlisted_entities
+        if entity_id not in reported
+    ]
+
+
+# --- discovery and the connection test ------------------------------------------------------------
+
+
+@bp.get("/discover")
+def discover() -> Response:
+    """Home Assistant instances a bounded zeroconf browse finds on the configured interfaces."""
+    svc = services()
+    timeout = float(current_app.config["CONSOLE_HA_DISCOVERY_TIMEOUT"])
+    with svc.discovery_lock:
+        instances = svc.discover(timeout=timeout)
+    return jsonify(instances=[instance.to_json() for instance in instances])
+
+
+@bp.post("/test")
+def test_connection() -> Response:
+    """Check a URL and token (given, else stored) against HA's /api/config; the precise failure if not."""
+    svc = services()
+    body = _json_object(optional=True)
+    _refuse_unknown(body, TEST_FIELDS)
+    given_url = normalise_base_url(body.get("base_url") or "")
+    given_token = _optional_token(body.get("access_token"))
+    config = None if given_url and given_token else _stored_config(svc)
+    base_url = given_url or (config.base_url if config else "")
+    token = given_token or svc.token_store.read()
+    if not base_url:
+        raise _not_configured("base_url")
+    if token is None:
+        raise _not_configured("access_token")
+
+    client = svc.ha_client(base_url, token, _ca_bundle(svc, config))
+    try:
+        answer = client.config(timeout=float(current_app.config["CONSOLE_HA_TEST_TIMEOUT"]))
+    except HANotFound as err:
+        raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant") from err
+    except HABadResponse as err:
+        if err.detail.get("reason") in ("invalid_json", "wrong_shape"):
+            raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant") from err
+        raise
+    version, location = answer.get("version"), answer.get("location_name")
+    if not (isinstance(version, str) and version and isinstance(location, str)):
+        raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
+    log.info("connection test to %s: Home Assistant %s", base_url, version)
+    return jsonify(ok=True, version=version, location_name=location, base_url=base_url)

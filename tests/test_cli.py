@@ -1,0 +1,178 @@
+"""The `console-ha` command: set-password, api-token, and serve over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import waitress
+
+from console_ha import cli
+from console_ha.console_secrets import ConsoleSecrets
+from console_ha.datadir import DataDir
+from console_ha.web import create_app
+
+API = "/api/v1/conversation/home-assistant"
+
+
+class _Stdin(io.StringIO):
+    def __init__(self, text: str, tty: bool = False) -> None:
+        super().__init__(text)
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def test_set_password_reads_stdin_when_it_is_not_a_terminal(
+    data_dir: DataDir, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One line from a pipe, without its newline, becomes the password."""
+    monkeypatch.setattr(sys, "stdin", _Stdin("piped password\n"))
+    assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 0
+    assert ConsoleSecrets(data_dir).verify_password("piped password")
+    output = capsys.readouterr()
+    assert "Password set" in output.out and "piped password" not in output.out + output.err
+
+
+def test_set_password_uses_the_data_dir_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --data-dir: CONSOLE_HA_DATA_DIR."""
+    monkeypatch.setenv("CONSOLE_HA_DATA_DIR", str(tmp_path / "env-data"))
+    monkeypatch.setattr(sys, "stdin", _Stdin("from the env dir\n"))
+    assert cli.main(["set-password"]) == 0
+    assert ConsoleSecrets(DataDir(tmp_path / "env-data")).has_password()
+
+
+def test_a_short_password_is_refused_with_exit_status_2(
+    data_dir: DataDir, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reason on stderr; nothing stored."""
+    monkeypatch.setattr(sys, "stdin", _Stdin("short\n"))
+    assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 2
+    assert "at least 8" in capsys.readouterr().err
+    assert not ConsoleSecrets(data_dir).has_password()
+
+
+def test_on_a_terminal_the_password_is_asked_twice(data_dir: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """getpass twice; two different answers change nothing."""
+    monkeypatch.setattr(sys, "stdin", _Stdin("", tty=True))
+    answers = iter(["first answer", "second answer"])
+    monkeypatch.setattr(cli.getpass, "getpass", lambda prompt: next(answers))
+    assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 2
+    assert not ConsoleSecrets(data_dir).has_password()
+    answers = iter(["same answer", "same answer"])
+    assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 0
+    assert ConsoleSecrets(data_dir).verify_password("same answer")
+
+
+def test_api_token_create_prints_a_token_that_authenticates(
+    data_dir: DataDir, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """stdout is the token alone, once; it opens the API; list names it without showing it."""
+    assert cli.main(["api-token", "create", "--name", "node-red", "--data-dir", str(data_dir.root)]) == 0
+    output = capsys.readouterr()
+    token = output.out.strip()
+    assert output.out.count("\n") == 1 and token.startswith("cha_")
+    assert "not shown again" in output.err
+
+    client = create_app(data_dir, {"TESTING": True}).test_client()
+    assert client.get(API, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+    assert cli.main(["api-token", "list", "--data-dir", str(data_dir.root)]) == 0
+    listing = capsys.readouterr().out
+    assert "node-red" in listing and token not in listing
+
+    assert cli.main(["api-token", "revoke", "--name", "node-red", "--data-dir", str(data_dir.root)]) == 0
+    assert client.get(API, headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert cli.main(["api-token", "revoke", "--name", "node-red", "--data-dir", str(data_dir.root)]) == 1
+
+
+def test_serve_warns_when_listening_beyond_this_device(
+    data_dir: DataDir, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A non-loopback host is allowed, with a warning (the server itself is faked: nothing is bound)."""
+    seen: dict[str, Any] = {}
+
+    class FakeServer:
+        effective_port = 8000
+
+        def run(self) -> None:
+            raise KeyboardInterrupt
+
+        def close(self) -> None:
+            seen["closed"] = True
+
+    def create_server(app: Any, **kwargs: Any) -> FakeServer:
+        seen.update(kwargs)
+        return FakeServer()
+
+    monkeypatch.setattr(waitress, "create_server", create_server)
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    assert cli.main(["serve", "--host", "192.0.2.10", "--threads", "4", "--data-dir", str(data_dir.root)]) == 0
+    output = capsys.readouterr()
+    assert "warning: listening on 192.0.2.10" in output.err
+    assert "http://192.0.2.10:8000/" in output.out
+    assert seen == {"host": "192.0.2.10", "port": 8000, "threads": 4, "closed": True}
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("::1", True), ("localhost", True),
+                                             ("0.0.0.0", False), ("192.168.1.2", False)])
+def test_which_hosts_count_as_this_device(host: str, loopback: bool) -> None:
+    """Only loopback addresses stay on this device."""
+    assert cli._is_loopback(host) is loopback
+
+
+def test_serve_answers_health_over_real_http_and_stops_on_sigterm(data_dir: DataDir) -> None:
+    """`python -m console_ha serve --port 0` prints its URL and data dir, answers /health, exits on SIGTERM."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console_ha", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--data-dir", str(data_dir.root)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        url_line = process.stdout.readline()
+        dir_line = process.stdout.readline()
+        assert url_line.startswith("Console listening on http://127.0.0.1:"), url_line + process.stderr.read()
+        assert dir_line.strip() == f"Data dir: {data_dir.root}"
+        url = url_line.split()[-1]
+        with urllib.request.urlopen(url + "health", timeout=5) as response:
+            assert json.load(response) == {"status": "ok"}
+            assert response.headers["Content-Security-Policy"]
+        request = urllib.request.Request(url + API.lstrip("/"))
+        try:
+            urllib.request.urlopen(request, timeout=5)
+        except urllib.error.HTTPError as err:
+            assert err.code == 401
+        else:
+            pytest.fail("the API answered without authentication")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+
+
+def test_python_dash_m_shows_the_commands() -> None:
+    """`python -m console_ha --help` lists serve, set-password and api-token."""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "console_ha", "--help"], capture_output=True, text=True,
+                            timeout=30, check=False)
+    assert result.returncode == 0
+    for command in ("serve", "set-password", "api-token"):
+        assert command in result.stdout
+    assert time.monotonic() - started < 10

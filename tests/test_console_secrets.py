@@ -1,0 +1,137 @@
+"""The Console's own secrets: password hash, API token hashes, the session key; private files only."""
+
+from __future__ import annotations
+
+import stat
+import threading
+
+import pytest
+
+from console_ha.console_secrets import ConsoleSecrets, PasswordAlreadySet
+from console_ha.datadir import DataDir
+from console_ha.errors import ConsoleHaError, InvalidConfig
+
+FAST = "pbkdf2:sha256:1000"
+
+
+@pytest.fixture
+def store(data_dir: DataDir) -> ConsoleSecrets:
+    return ConsoleSecrets(data_dir)
+
+
+def _modes(store: ConsoleSecrets) -> set[int]:
+    return {stat.S_IMODE(p.stat().st_mode) for p in store.directory.iterdir()}
+
+
+def test_no_password_before_the_first_run(store: ConsoleSecrets) -> None:
+    """A fresh data dir has no password, and nothing verifies against it."""
+    assert not store.has_password()
+    assert not store.verify_password("")
+    assert store.password_fingerprint() is None
+
+
+def test_the_password_is_kept_as_a_slow_salted_hash(store: ConsoleSecrets) -> None:
+    """scrypt by default; two hashes of one password differ (salt); the text is never stored."""
+    store.set_password("correct horse battery")
+    first = store.password_hash()
+    assert first is not None and first.startswith("scrypt:")
+    assert "correct horse battery" not in store.password_path.read_text()
+    assert store.verify_password("correct horse battery")
+    assert not store.verify_password("correct horse batter")
+    store.set_password("correct horse battery")
+    assert store.password_hash() != first
+    assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
+    assert _modes(store) == {0o600}
+
+
+@pytest.mark.parametrize("bad", ["short", "", "x" * 1025, None])
+def test_weak_passwords_are_refused(store: ConsoleSecrets, bad: object) -> None:
+    """Too short, too long, not text: InvalidConfig on the password field, nothing stored."""
+    with pytest.raises(InvalidConfig) as caught:
+        store.set_password(bad, method=FAST)  # type: ignore[arg-type]
+    assert caught.value.detail["field"] == "password"
+    assert not store.has_password()
+
+
+def test_the_first_run_password_cannot_replace_one(store: ConsoleSecrets) -> None:
+    """only_if_unset: a second first-run form loses."""
+    store.set_password("the first one", only_if_unset=True, method=FAST)
+    with pytest.raises(PasswordAlreadySet):
+        store.set_password("the second one", only_if_unset=True, method=FAST)
+    assert store.verify_password("the first one")
+
+
+def test_a_new_password_changes_the_fingerprint(store: ConsoleSecrets) -> None:
+    """Sessions carry the fingerprint, so a new password ends them."""
+    store.set_password("the first one", method=FAST)
+    before = store.password_fingerprint()
+    store.set_password("the second one", method=FAST)
+    assert store.password_fingerprint() != before
+
+
+def test_an_api_token_is_shown_once_and_only_its_hash_is_kept(store: ConsoleSecrets) -> None:
+    """The token verifies; the file holds its name, time and SHA-256, never the token."""
+    token = store.create_api_token("home automation")
+    assert token.startswith("cha_") and len(token) > 40
+    assert token not in store.api_tokens_path.read_text()
+    found = store.verify_api_token(token)
+    assert found is not None and found.name == "home automation"
+    assert len(found.digest) == 64
+    assert store.verify_api_token(token + "x") is None
+    assert store.verify_api_token("") is None
+    assert _modes(store) == {0o600}
+
+
+def test_several_tokens_verify_and_revoking_one_name_leaves_the_others(store: ConsoleSecrets) -> None:
+    """Tokens are independent; revoke removes by name."""
+    a = store.create_api_token("a")
+    b = store.create_api_token("b")
+    assert store.verify_api_token(a).name == "a"
+    assert store.verify_api_token(b).name == "b"
+    assert store.revoke_api_tokens("a") == 1
+    assert store.verify_api_token(a) is None
+    assert store.verify_api_token(b) is not None
+    assert [t.name for t in store.api_tokens()] == ["b"]
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 101, "tab\x00name"])
+def test_a_token_needs_a_printable_name(store: ConsoleSecrets, name: str) -> None:
+    """Refused before anything is made."""
+    with pytest.raises(InvalidConfig):
+        store.create_api_token(name)
+    assert store.api_tokens() == []
+
+
+def test_a_damaged_token_file_lets_no_token_in(store: ConsoleSecrets) -> None:
+    """Unreadable means closed, not open."""
+    token = store.create_api_token("a")
+    store.api_tokens_path.write_text("{not json")
+    assert store.verify_api_token(token) is None
+
+
+def test_the_session_key_is_made_once_and_kept(data_dir: DataDir) -> None:
+    """Stable across instances (processes): the same 32 bytes, in a 0600 file."""
+    first = ConsoleSecrets(data_dir).session_key()
+    assert len(first) == 32
+    assert ConsoleSecrets(data_dir).session_key() == first
+    assert stat.S_IMODE(ConsoleSecrets(data_dir).session_key_path.stat().st_mode) == 0o600
+
+
+def test_concurrent_first_starts_agree_on_one_session_key(data_dir: DataDir) -> None:
+    """Two threads making the key at once end up with the same key."""
+    keys: list[bytes] = []
+    threads = [threading.Thread(target=lambda: keys.append(ConsoleSecrets(data_dir).session_key()))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(keys)) == 1
+
+
+def test_a_damaged_session_key_is_an_error_that_says_what_to_do(store: ConsoleSecrets) -> None:
+    """A truncated key is not silently replaced (that would log everyone out unexplained)."""
+    store.session_key()
+    store.session_key_path.write_text("abcd\n")
+    with pytest.raises(ConsoleHaError, match="remove it"):
+        store.session_key()

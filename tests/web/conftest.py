@@ -1,0 +1,195 @@
+"""Fixtures for the web layer: an app on a fresh data dir, clients that are logged out, logged in, or bearers."""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from console_ha.console_secrets import ConsoleSecrets
+from console_ha.datadir import DataDir
+from console_ha.web import create_app
+
+PASSWORD = "correct horse battery staple"
+# The real default is scrypt (~70 ms a check); the tests prove the flows, not the hash's cost.
+FAST_HASH = "pbkdf2:sha256:1000"
+API = "/api/v1/conversation/home-assistant"
+TEST_CONFIG = {
+    "TESTING": True,
+    "CONSOLE_HA_STATES_TIMEOUT": 2.0,
+    "CONSOLE_HA_TEST_TIMEOUT": 2.0,
+    "CONSOLE_HA_AREAS_TIMEOUT": 1.0,
+    "CONSOLE_HA_DISCOVERY_TIMEOUT": 0.5,
+}
+
+_CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)">')
+
+
+class RecordingClient(FlaskClient):
+    """A test client that keeps every response's raw bytes, so a test can prove a secret never left."""
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        response = super().open(*args, **kwargs)
+        headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items()).encode()
+        self.application.config["RECORDED_RESPONSES"].append(headers + b"\n\n" + response.get_data())
+        return response
+
+
+@pytest.fixture
+def hidden_secrets() -> list[str]:
+    """Secrets a test handled; none of them may appear in any response or log line of that test."""
+    return []
+
+
+@pytest.fixture
+def recorded_responses() -> list[bytes]:
+    """The raw bytes (headers and body) of every response the test's clients received."""
+    return []
+
+
+@pytest.fixture(autouse=True)
+def _secrets_never_shown(
+    request: pytest.FixtureRequest,
+    hidden_secrets: list[str],
+    recorded_responses: list[bytes],
+    caplog: pytest.LogCaptureFixture,
+) -> Iterator[None]:
+    """After each test: no handled secret is in any response's bytes or any log record."""
+    caplog.set_level(logging.DEBUG)
+    if "stub_ha" in request.fixturenames:
+        hidden_secrets.append(request.getfixturevalue("stub_ha").token)
+    yield
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for secret in hidden_secrets:
+        assert all(secret.encode() not in raw for raw in recorded_responses), "a secret appeared in a response"
+        assert secret not in logged, "a secret appeared in a log line"
+
+
+@pytest.fixture
+def make_app(data_dir: DataDir, recorded_responses: list[bytes]) -> Callable[..., Flask]:
+    """Build an app on the test's data dir whose clients record their responses."""
+
+    def make(**config: Any) -> Flask:
+        app = create_app(data_dir, {**TEST_CONFIG, **config, "RECORDED_RESPONSES": recorded_responses})
+        app.test_client_class = RecordingClient
+        return app
+
+    return make
+
+
+@pytest.fixture
+def app(make_app: Callable[..., Flask]) -> Flask:
+    """A Console app on an empty data dir."""
+    return make_app()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    """A browser that has not logged in."""
+    return app.test_client()
+
+
+@pytest.fixture
+def console_secrets(data_dir: DataDir) -> ConsoleSecrets:
+    """The Console's own secrets in the test's data dir."""
+    return ConsoleSecrets(data_dir)
+
+
+@pytest.fixture
+def password(console_secrets: ConsoleSecrets, hidden_secrets: list[str]) -> str:
+    """The household's password, set (cheaply hashed) before the test."""
+    console_secrets.set_password(PASSWORD, method=FAST_HASH)
+    hidden_secrets.append(PASSWORD)
+    return PASSWORD
+
+
+def csrf_from(html: str) -> str:
+    """The CSRF token a page carries in its meta tag."""
+    match = _CSRF_META.search(html)
+    assert match, "the page carries no CSRF meta tag"
+    return match.group(1)
+
+
+def log_in(client: FlaskClient, password: str = PASSWORD) -> Any:
+    """Log in through the real form: GET it for the CSRF token, then POST the password."""
+    token = csrf_from(client.get("/login").get_data(as_text=True))
+    return client.post("/login", data={"password": password, "csrf_token": token})
+
+
+def page_csrf(client: FlaskClient) -> str:
+    """The CSRF token of the logged-in session, read from a page this layer renders (the error page)."""
+    return csrf_from(client.get("/no-such-page").get_data(as_text=True))
+
+
+@pytest.fixture
+def logged_in(client: FlaskClient, password: str) -> FlaskClient:
+    """A browser with a session, sending no CSRF token unless a test adds one."""
+    assert log_in(client, password).status_code == 302
+    return client
+
+
+@pytest.fixture
+def household(logged_in: FlaskClient) -> FlaskClient:
+    """A logged-in browser whose every request carries the CSRF token, as the page's fetch() calls do."""
+    logged_in.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(logged_in)
+    return logged_in
+
+
+@pytest.fixture
+def api_token(console_secrets: ConsoleSecrets, hidden_secrets: list[str]) -> str:
+    """A bearer token made as `console-ha api-token create` makes one."""
+    token = console_secrets.create_api_token("tests")
+    hidden_secrets.append(token)
+    return token
+
+
+@pytest.fixture
+def bearer(app: Flask, api_token: str) -> FlaskClient:
+    """A program using an API token: no session, no CSRF token."""
+    client = app.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    return client
+
+
+@pytest.fixture(scope="session")
+def self_signed_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A throwaway certificate for 127.0.0.1 that nothing trusts: the TLS failure case."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )
+    return str(cert), str(key)
+
+
+def configure(client: FlaskClient, base_url: str, token: str, **extra: Any) -> dict[str, Any]:
+    """Save a URL and token through the API, as the settings page does; returns the answer."""
+    response = client.post(API, json={"base_url": base_url, "access_token": token, **extra})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def unused_port() -> int:
+    """A loopback port with nothing listening on it."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def files_under(root: Path) -> list[Path]:
+    """Every file under `root` (none when it does not exist)."""
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []

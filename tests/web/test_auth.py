@@ -1,0 +1,329 @@
+"""Authentication: who may reach what, sessions, CSRF, API tokens, first run and lockout."""
+
+from __future__ import annotations
+
+import re
+import stat
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from console_ha.console_secrets import ConsoleSecrets
+from console_ha.datadir import DataDir
+from console_ha.web import create_app
+from console_ha.web.auth import OPEN_ENDPOINTS, safe_next
+
+from .conftest import (
+    API,
+    FAST_HASH,
+    PASSWORD,
+    TEST_CONFIG,
+    csrf_from,
+    log_in,
+    page_csrf,
+)
+
+_CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+
+
+def _every_route(app: Flask) -> list[tuple[str, str, str]]:
+    """(endpoint, method, url) for every rule and method in the URL map, with placeholder arguments."""
+    routes = []
+    for rule in app.url_map.iter_rules():
+        url = _CONVERTER.sub("x", rule.rule)
+        for method in sorted(rule.methods or ()):
+            routes.append((rule.endpoint, method, url))
+    return routes
+
+
+def test_the_open_endpoints_are_health_login_first_run_and_static(app: Flask) -> None:
+    """The open set is exactly these, and each is a real route: adding one must be a decision."""
+    endpoints = {rule.endpoint for rule in app.url_map.iter_rules()}
+    assert OPEN_ENDPOINTS == {"auth.health", "auth.login", "auth.setup", "static"}
+    assert OPEN_ENDPOINTS <= endpoints
+
+
+@pytest.mark.parametrize("has_password", [True, False], ids=["password-set", "first-run"])
+def test_every_other_route_refuses_an_unauthenticated_request(
+    app: Flask, client: FlaskClient, console_secrets: ConsoleSecrets, has_password: bool
+) -> None:
+    """Walk the URL map: API paths answer 401 UNAUTHENTICATED, pages redirect to login (or first run)."""
+    if has_password:
+        console_secrets.set_password(PASSWORD, method=FAST_HASH)
+    entry = "/login" if has_password else "/setup"
+    checked = 0
+    routes = _every_route(app) + [("(none)", "GET", "/api/v1/no-such-thing"), ("(none)", "GET", "/no-such-page")]
+    for endpoint, method, url in routes:
+        if endpoint in OPEN_ENDPOINTS:
+            continue
+        response = client.open(url, method=method)
+        where = f"{method} {url} ({endpoint})"
+        if url.startswith("/api/"):
+            assert response.status_code == 401, where
+            if method != "HEAD":  # a HEAD answer has no body
+                assert response.get_json()["error"]["code"] == "UNAUTHENTICATED", where
+        else:
+            assert response.status_code == 302, where
+            assert response.location.startswith(entry), where
+        checked += 1
+    assert checked >= 10
+
+
+def test_health_answers_without_login(client: FlaskClient) -> None:
+    """GET /health is open and says only that the Console is up."""
+    response = client.get("/health")
+    assert response.status_code == 200
+    assert response.get_json() == {"status": "ok"}
+
+
+def test_static_files_need_no_login(client: FlaskClient) -> None:
+    """The stylesheet loads on the login page before anyone has logged in."""
+    response = client.get("/static/console.css")
+    assert response.status_code == 200
+    response.close()
+
+
+def test_a_page_redirect_remembers_where_the_household_was_going(client: FlaskClient, password: str) -> None:
+    """The login redirect carries `next`, and logging in goes there."""
+    response = client.get("/settings/home-assistant?x=1")
+    assert response.location == "/login?next=/settings/home-assistant?x%3D1"
+    token = csrf_from(client.get(response.location).get_data(as_text=True))
+    answer = client.post("/login", data={"password": password, "csrf_token": token,
+                                         "next": "/settings/home-assistant?x=1"})
+    assert answer.status_code == 302
+    assert answer.location == "/settings/home-assistant?x=1"
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("/settings/home-assistant", "/settings/home-assistant"),
+        ("//evil.example/", "/"),
+        ("/\\evil.example", "/"),
+        ("https://evil.example/", "/"),
+        ("javascript:alert(1)", "/"),
+        ("", "/"),
+        (None, "/"),
+    ],
+)
+def test_next_only_ever_leads_inside_the_console(value: str | None, expected: str) -> None:
+    """An open redirect through ?next= is not possible."""
+    assert safe_next(value) == expected
+
+
+def test_login_page_has_a_password_field_and_a_log_in_button(client: FlaskClient, password: str) -> None:
+    """The contract's accessible names: a field labelled Password and a button Log in."""
+    html = client.get("/login").get_data(as_text=True)
+    assert '<label for="password">Password</label>' in html
+    assert 'id="password" name="password"' in html and 'type="password"' in html
+    assert ">Log in</button>" in html
+    assert "<script" not in html and "style=" not in html
+
+
+def test_a_wrong_password_is_refused_and_a_right_one_starts_a_session(client: FlaskClient, password: str) -> None:
+    """Wrong: 401 and the form again with a message. Right: a session cookie, HttpOnly and SameSite=Lax."""
+    wrong = log_in(client, "not the password")
+    assert wrong.status_code == 401
+    assert "That password is not right" in wrong.get_data(as_text=True)
+    assert client.get(API).status_code == 401
+
+    right = log_in(client, password)
+    assert right.status_code == 302
+    cookie = right.headers["Set-Cookie"]
+    assert cookie.startswith("console_ha_session=")
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+    assert client.get(API).status_code == 200
+
+
+def test_the_session_cookie_is_secure_when_configured(data_dir: DataDir, password: str) -> None:
+    """Behind https the cookie is marked Secure (console-ha serve --secure-cookies)."""
+    app = create_app(data_dir, {**TEST_CONFIG, "SESSION_COOKIE_SECURE": True})
+    client = app.test_client()
+    response = log_in(client, password)
+    assert "Secure" in response.headers["Set-Cookie"]
+
+
+def test_a_login_form_without_its_csrf_token_is_refused(client: FlaskClient, password: str) -> None:
+    """Login CSRF: a form posted from elsewhere cannot log the browser in."""
+    response = client.post("/login", data={"password": password})
+    assert response.status_code == 400
+    assert client.get(API).status_code == 401
+
+
+def test_repeated_wrong_passwords_lock_the_client_out(client: FlaskClient, password: str) -> None:
+    """After five wrong passwords a minute even the right one waits: 429 RATE_LIMITED with Retry-After."""
+    for _ in range(5):
+        assert log_in(client, "guess").status_code == 401
+    locked = log_in(client, password)
+    assert locked.status_code == 429
+    assert "RATE_LIMITED" in locked.get_data(as_text=True)
+    assert "Retry-After" in locked.headers
+    assert client.get(API).status_code == 401
+
+
+def test_successful_logins_do_not_count_towards_the_lockout(client: FlaskClient, password: str) -> None:
+    """Only failures are counted: a household logging in often is never locked out."""
+    for _ in range(8):
+        assert log_in(client, password).status_code == 302
+        client.delete_cookie("console_ha_session")
+
+
+def test_first_run_leads_to_setup_which_sets_the_password_and_logs_in(
+    client: FlaskClient, console_secrets: ConsoleSecrets
+) -> None:
+    """No password: login redirects to /setup; setting one there starts a session; then /setup is closed."""
+    assert client.get("/login").location.startswith("/setup")
+    page = client.get("/setup")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert '<label for="new-password">New password</label>' in html
+    # "Password" matches only the first field, even without exact matching.
+    assert '<label for="confirm-password">Type it again</label>' in html
+    token = csrf_from(html)
+    response = client.post("/setup", data={"password": "a long enough one", "confirm": "a long enough one",
+                                            "csrf_token": token})
+    assert response.status_code == 302
+    assert console_secrets.verify_password("a long enough one")
+    assert console_secrets.password_hash().startswith("scrypt:")
+    assert client.get(API).status_code == 200
+    assert client.get("/setup").location.startswith("/login")
+
+
+@pytest.mark.parametrize(
+    "password, confirm, message",
+    [("short", "short", "at least 8 characters"), ("a long enough one", "a different one", "not the same")],
+)
+def test_setup_refuses_a_weak_or_mistyped_password(
+    client: FlaskClient, console_secrets: ConsoleSecrets, password: str, confirm: str, message: str
+) -> None:
+    """The form comes back with the reason, and no password is stored."""
+    token = csrf_from(client.get("/setup").get_data(as_text=True))
+    response = client.post("/setup", data={"password": password, "confirm": confirm, "csrf_token": token})
+    assert response.status_code == 400
+    assert message in response.get_data(as_text=True)
+    assert not console_secrets.has_password()
+
+
+def test_setup_cannot_replace_an_existing_password(client: FlaskClient, password: str,
+                                                   console_secrets: ConsoleSecrets) -> None:
+    """Once a password exists, POST /setup changes nothing."""
+    before = console_secrets.password_hash()
+    response = client.post("/setup", data={"password": "an attacker's one", "confirm": "an attacker's one"})
+    assert response.status_code == 302
+    assert console_secrets.password_hash() == before
+
+
+def test_a_session_post_without_the_csrf_token_is_refused(logged_in: FlaskClient) -> None:
+    """A logged-in browser's mutating request without X-CSRFToken: 400 CSRF_INVALID, nothing saved."""
+    response = logged_in.post(API, json={"enabled": True})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["code"] == "CSRF_INVALID"
+    assert error["reason"] == "The CSRF token is missing."
+    assert logged_in.get(API).get_json()["enabled"] is False
+
+
+def test_a_session_post_with_a_forged_csrf_token_is_refused(logged_in: FlaskClient) -> None:
+    """A token that is not this session's own does not pass."""
+    response = logged_in.post(API, json={"enabled": True}, headers={"X-CSRFToken": "forged.token.value"})
+    assert response.status_code == 400
+    assert response.get_json()["error"]["code"] == "CSRF_INVALID"
+
+
+def test_a_session_post_with_the_pages_csrf_token_is_accepted(household: FlaskClient) -> None:
+    """The header the page's fetch() sends (from the meta tag) lets the change through."""
+    response = household.post(API, json={"enabled": True})
+    assert response.status_code == 200
+    assert response.get_json()["enabled"] is True
+
+
+def test_a_bearer_post_needs_no_csrf_token(bearer: FlaskClient) -> None:
+    """API token requests are exempt by how they authenticate, not by route."""
+    response = bearer.post(API, json={"enabled": True})
+    assert response.status_code == 200
+    assert bearer.get(API).get_json()["enabled"] is True
+
+
+@pytest.mark.parametrize("header", ["Bearer cha_not-a-real-token", "Bearer ", "Basic dXNlcjpwYXNz", "cha_x"])
+def test_a_wrong_authorization_header_is_refused(client: FlaskClient, api_token: str, header: str) -> None:
+    """Anything but a stored API token: 401 UNAUTHENTICATED with a Bearer challenge."""
+    response = client.get(API, headers={"Authorization": header})
+    assert response.status_code == 401
+    assert response.get_json()["error"]["code"] == "UNAUTHENTICATED"
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_revoked_api_token_stops_working(bearer: FlaskClient, console_secrets: ConsoleSecrets) -> None:
+    """Tokens are read fresh on every request, so revoking one takes effect at once."""
+    assert bearer.get(API).status_code == 200
+    console_secrets.revoke_api_tokens("tests")
+    assert bearer.get(API).status_code == 401
+
+
+def test_logout_ends_the_session_and_needs_the_csrf_token(household: FlaskClient) -> None:
+    """POST /logout with the token ends the session; a GET is not a logout."""
+    assert household.get("/logout").status_code == 405
+    assert household.get(API).status_code == 200
+    response = household.post("/logout")
+    assert response.status_code == 302 and response.location == "/login"
+    assert household.get(API).status_code == 401
+
+
+def test_logout_without_the_csrf_token_keeps_the_session(logged_in: FlaskClient) -> None:
+    """Another site cannot log the household out."""
+    assert logged_in.post("/logout").status_code == 400
+    assert logged_in.get(API).status_code == 200
+
+
+def test_pages_carry_the_csrf_meta_tag_and_a_log_out_button(logged_in: FlaskClient) -> None:
+    """base.html gives every page the token for fetch() and the navigation with Log out."""
+    html = logged_in.get("/no-such-page").get_data(as_text=True)
+    assert '<meta name="csrf-token"' in html
+    for label in ("Settings", "Conversation", "Activity"):
+        assert f">{label}</a>" in html
+    assert ">Log out</button>" in html
+
+
+def test_a_new_password_ends_every_older_session(logged_in: FlaskClient, console_secrets: ConsoleSecrets) -> None:
+    """`console-ha set-password` logs every browser out."""
+    assert logged_in.get(API).status_code == 200
+    console_secrets.set_password("a brand new password", method=FAST_HASH)
+    assert logged_in.get(API).status_code == 401
+
+
+def test_the_session_key_is_persisted_and_shared_by_two_apps(data_dir: DataDir, password: str) -> None:
+    """A session made by one app (process) is valid in another on the same data dir; the key file is 0600."""
+    first = create_app(data_dir, TEST_CONFIG)
+    second = create_app(data_dir, TEST_CONFIG)
+    assert first.secret_key == second.secret_key
+    browser = first.test_client()
+    assert log_in(browser, password).status_code == 302
+    cookie = browser.get_cookie("console_ha_session")
+    other = second.test_client()
+    other.set_cookie(cookie.key, cookie.value)
+    assert other.get(API).status_code == 200
+    key_file = ConsoleSecrets(data_dir).session_key_path
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(key_file.parent.stat().st_mode) == 0o700
+
+
+def test_a_csrf_token_has_no_time_limit_of_its_own(app: Flask) -> None:
+    """A settings page left open for hours still saves: the token lives as long as the session."""
+    assert app.config["WTF_CSRF_TIME_LIMIT"] is None
+    assert app.config["WTF_CSRF_CHECK_DEFAULT"] is False
+
+
+def test_a_bearer_request_with_a_session_cookie_still_needs_no_csrf(household: FlaskClient, api_token: str) -> None:
+    """The Authorization header decides: a program may hold a cookie too."""
+    household.environ_base.pop("HTTP_X_CSRFTOKEN")
+    response = household.post(API, json={}, headers={"Authorization": f"Bearer {api_token}"})
+    assert response.status_code == 200
+
+
+def test_a_fresh_login_gives_a_fresh_csrf_token(client: FlaskClient, password: str) -> None:
+    """The token known before login (perhaps to someone else) is not valid after it."""
+    before = csrf_from(client.get("/login").get_data(as_text=True))
+    client.post("/login", data={"password": password, "csrf_token": before})
+    assert client.post(API, json={}, headers={"X-CSRFToken": before}).status_code == 400
+    assert client.post(API, json={}, headers={"X-CSRFToken": page_csrf(client)}).status_code == 200
