@@ -1,0 +1,311 @@
+"""Browser tests: a real Console served on 127.0.0.1, a stub Home Assistant, Debian's Chromium.
+
+Only pytest-playwright's `page` fixture drives the browser (one Playwright style per session).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Page, Response, expect
+from werkzeug.serving import make_server
+from zeroconf import ServiceInfo, Zeroconf
+
+from console_ha.config_store import ConfigStore
+from console_ha.console_secrets import ConsoleSecrets
+from console_ha.datadir import DataDir
+from console_ha.discovery import SERVICE_TYPE, Instance
+from console_ha.secret_store import Secret, TokenStore
+from console_ha.web import create_app
+
+PASSWORD = "correct horse battery staple"
+FAST_HASH = "pbkdf2:sha256:1000"  # the tests prove the flows, not the password hash's cost
+SETTINGS = "/settings/home-assistant"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+# Keep Chromium off the network (notes/browser-mdns-packaging.md). No --disable-features of our own:
+# it would replace Playwright's list.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
+]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's launch arguments plus Debian's Chromium and its quiet flags."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail("chromium is not on PATH; CI must install it (apt-get install -y chromium)")
+        pytest.skip("chromium is not installed here (apt-get install -y chromium); browser tests skipped")
+    return {
+        **browser_type_launch_args,
+        "executable_path": chromium,
+        "args": [*browser_type_launch_args.get("args", []), *CHROMIUM_ARGS],
+    }
+
+
+# --- the Console, served for real -------------------------------------------------------------------
+
+
+@dataclass
+class LiveConsole:
+    """A Console app served by werkzeug on an ephemeral loopback port."""
+
+    app: Flask
+    data_dir: DataDir
+    url: str
+    discovered_names: set[str] = field(default_factory=set)
+
+    def at(self, path: str) -> str:
+        return self.url + path
+
+    @property
+    def config(self) -> ConfigStore:
+        return ConfigStore(self.data_dir)
+
+    @property
+    def tokens(self) -> TokenStore:
+        return TokenStore(self.data_dir)
+
+    def configure(self, base_url: str, token: str, **changes: Any) -> None:
+        """Store settings directly, as a household that saved them before would have."""
+        self.config.update({"base_url": base_url, **changes})
+        self.tokens.write(Secret(token))
+
+    @property
+    def services(self) -> Any:
+        return self.app.extensions["console_ha"]
+
+
+@pytest.fixture
+def console(data_dir: DataDir) -> Iterator[LiveConsole]:
+    """A Console on a fresh data dir, served on 127.0.0.1 in a thread."""
+    app = create_app(
+        data_dir,
+        {
+            "CONSOLE_HA_STATES_TIMEOUT": 3.0,
+            "CONSOLE_HA_TEST_TIMEOUT": 3.0,
+            "CONSOLE_HA_AREAS_TIMEOUT": 0.5,
+            "CONSOLE_HA_DISCOVERY_TIMEOUT": 2.5,
+        },
+    )
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="live-console", daemon=True)
+    thread.start()
+    live = LiveConsole(app, data_dir, f"http://127.0.0.1:{server.server_port}")
+    try:
+        yield live
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture
+def household_password(data_dir: DataDir) -> str:
+    """The Console password, set (cheaply hashed) before the test."""
+    ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
+    return PASSWORD
+
+
+def log_in(page: Page, console: LiveConsole, password: str = PASSWORD, path: str = SETTINGS) -> None:
+    """Open `path`, meet the login page, log in through it and arrive back at `path`."""
+    page.goto(console.at(path))
+    expect(page).to_have_url(re.compile(r"/login\?"))
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(console.at(path))
+
+
+@pytest.fixture
+def settings_page(page: Page, console: LiveConsole, household_password: str) -> Page:
+    """A logged-in browser tab on the settings page."""
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password)
+    return page
+
+
+@pytest.fixture
+def areas(console: LiveConsole) -> dict[str, str]:
+    """Areas for the stub's entities (the stub has no WebSocket registries); edit before the page loads."""
+    mapping = {
+        "sensor.living_room_temperature": "Living room",
+        "light.living_room": "Living room",
+        "binary_sensor.kitchen_window": "Kitchen",
+        "switch.coffee_machine": "Kitchen",
+        "light.bedroom": "Bedroom",
+        "binary_sensor.front_door": "Hallway",
+        "binary_sensor.hallway_motion": "Hallway",
+        "lock.front_door": "Hallway",
+    }
+    from console_ha.ha_registry import AreaCache
+
+    console.services.areas = AreaCache(fetch=lambda *args, **kwargs: dict(mapping))
+    return mapping
+
+
+# --- what the page received ---------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    """Every response the page received, with its body where it has one."""
+
+    responses: list[tuple[str, bytes]] = field(default_factory=list)
+
+    def containing(self, needle: str) -> list[str]:
+        return [url for url, body in self.responses if needle.encode() in body]
+
+
+@pytest.fixture
+def received(page: Page) -> Received:
+    """Record the body of every response the page receives from now on."""
+    record = Received()
+
+    def on_response(response: Response) -> None:
+        try:
+            body = response.body()
+        except PlaywrightError:  # redirects and aborted requests have no body
+            body = b""
+        headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items()).encode()
+        record.responses.append((response.url, headers + b"\n\n" + body))
+
+    page.on("response", on_response)
+    return record
+
+
+# --- zeroconf on loopback -------------------------------------------------------------------------------
+
+
+@dataclass
+class Advertisement:
+    """One Home Assistant advertised on 127.0.0.1."""
+
+    location_name: str
+    base_url: str
+    version: str
+
+
+@pytest.fixture
+def advertise(console: LiveConsole) -> Iterator[Callable[[str, str], Advertisement]]:
+    """Advertise Home Assistant instances on loopback, as HA's zeroconf integration does.
+
+    Other test runs on this machine may advertise on loopback at the same time, so the Console's browse
+    (real zeroconf) keeps only this test's advertisements: "exactly one found" stays deterministic.
+    """
+    zc = Zeroconf(interfaces=["127.0.0.1"], use_asyncio=False)
+    registered: list[ServiceInfo] = []
+    ours: set[str] = set()
+    real_discover = console.services.discover
+
+    def only_ours(*args: Any, **kwargs: Any) -> list[Instance]:
+        return [i for i in real_discover(*args, **kwargs) if i.name in ours]
+
+    console.services.discover = only_ours
+
+    def register(location_name: str, base_url: str) -> Advertisement:
+        suffix = uuid.uuid4().hex[:6]
+        name = f"{location_name} {suffix}"
+        ha_uuid = uuid.uuid4().hex
+        port = int(base_url.rsplit(":", 1)[1])
+        version = "2025.4.4"
+        info = ServiceInfo(
+            SERVICE_TYPE,
+            f"{name}.{SERVICE_TYPE}",
+            addresses=[socket.inet_aton("127.0.0.1")],
+            port=port,
+            properties={
+                "location_name": name,
+                "uuid": ha_uuid,
+                "version": version,
+                "external_url": "",
+                "internal_url": base_url,
+                "base_url": base_url,
+                "requires_api_password": "True",
+            },
+            server=f"{ha_uuid}.local.",
+        )
+        zc.register_service(info)
+        registered.append(info)
+        ours.add(name)
+        return Advertisement(name, base_url, version)
+
+    try:
+        yield register
+    finally:
+        for info in registered:
+            zc.unregister_service(info)
+        zc.close()
+
+
+# --- TLS and screenshots ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def untrusted_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 that nothing trusts."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )
+    return str(cert), str(key)
+
+
+def screenshot(page: Page, name: str, *, phone: bool = True, whole_page: bool = True) -> None:
+    """Save the whole page at desktop width, and at phone width too, under test-artifacts/screenshots/.
+
+    The viewport grows to the page's height first, so the sticky save bar sits at the end as it does
+    once a person has scrolled down, rather than floating over the middle of a full-page capture.
+    """
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    size = page.viewport_size or DESKTOP
+    widths = [("desktop", size["width"])] + ([("phone", PHONE["width"])] if phone else [])
+    for label, width in widths:
+        page.set_viewport_size({"width": width, "height": size["height"]})
+        if whole_page:
+            height = page.evaluate("document.documentElement.scrollHeight")
+            page.set_viewport_size({"width": width, "height": max(size["height"], height)})
+        page.screenshot(path=str(SCREENSHOTS / f"{name}-{label}.png"))
+    page.set_viewport_size(size)
+
+
+def serious_violations(page: Page) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on the page as it is now."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        {"id": v["id"], "impact": v["impact"], "help": v["help"],
+         "targets": [node["target"] for node in v["nodes"]][:5]}
+        for v in results.response["violations"]
+        if v.get("impact") in ("serious", "critical")
+    ]

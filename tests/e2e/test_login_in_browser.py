@@ -1,0 +1,61 @@
+"""First run, login and logout, driven through Chromium against a live Console."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import (
+    DESKTOP,
+    PASSWORD,
+    SETTINGS,
+    LiveConsole,
+    log_in,
+    screenshot,
+    serious_violations,
+)
+
+pytestmark = pytest.mark.browser
+
+
+def test_first_run_sets_a_password_and_the_household_can_log_in_with_it(page: Page, console: LiveConsole) -> None:
+    page.set_viewport_size(DESKTOP)
+    page.goto(console.at("/"))
+    expect(page).to_have_url(re.compile(r"/setup"))
+    screenshot(page, "first-run")
+
+    page.get_by_label("New password", exact=True).fill(PASSWORD)
+    page.get_by_label(re.compile(r"again|repeat", re.IGNORECASE)).fill(PASSWORD)  # the confirmation field
+    page.get_by_role("button", name="Set password").click()
+    expect(page).to_have_url(console.at(SETTINGS))
+    expect(page.get_by_role("heading", name="Home Assistant", exact=True)).to_be_visible()
+
+    page.get_by_role("button", name="Log out").click()
+    expect(page).to_have_url(re.compile(r"/login"))
+    page.goto(console.at(SETTINGS))
+    expect(page).to_have_url(re.compile(r"/login\?next="))
+
+    page.get_by_label("Password", exact=True).fill("not the password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_contain_text("not right")
+    screenshot(page, "login-wrong-password")
+
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(console.at(SETTINGS))
+
+
+def test_the_login_page_has_no_serious_accessibility_violations(
+    page: Page, console: LiveConsole, household_password: str
+) -> None:
+    page.goto(console.at(SETTINGS))
+    expect(page.get_by_role("button", name="Log in")).to_be_visible()
+    screenshot(page, "login")
+    assert serious_violations(page) == []
+
+
+def test_logging_in_leads_back_to_the_settings_page(page: Page, console: LiveConsole, household_password: str) -> None:
+    log_in(page, console, household_password)
+    expect(page.get_by_role("checkbox", name="Let the assistant read Home Assistant")).to_be_visible()
