@@ -16,6 +16,7 @@ from flask import (
     url_for,
 )
 
+from .. import settings as settings_writer
 from ..config_store import HomeAssistantConfig, StoredConfig
 from ..errors import ConfigInvalid, InvalidConfig
 from ..secret_store import check_token
@@ -77,15 +78,13 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     try:
         # The token is checked before anything is written, so a bad one leaves everything as it was.
         token = check_token(token_text) if token_text else None
-        svc.config_store.update(changes, expected_revision=form.get("revision") or None)
+        settings_writer.save_settings(svc.config_store, svc.token_store, changes, token=token,
+                      remove_token=form.get("remove_access_token") == "on",
+                      expected_revision=form.get("revision") or None)
     except ConfigInvalid as err:
         return _render_broken(err)
     except InvalidConfig as err:
         return _render_refused(err, changes, submitted)
-    if token is not None:
-        svc.token_store.write(token)
-    elif form.get("remove_access_token") == "on":
-        svc.token_store.remove()
     log.info("Home Assistant settings saved from the page without JavaScript")
     flash("Saved.")
     return redirect(url_for("pages.home_assistant_settings"), 303)

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from .. import settings as settings_writer
 from ..config_store import (
     ENTITY_ID_RE,
     HomeAssistantConfig,
@@ -91,19 +92,12 @@ def save_settings() -> Response:
         # Checked against the defaults first: a reset with a bad field writes nothing either.
         apply_changes(HomeAssistantConfig(), body)
         svc.config_store.reset()
-        stored = svc.config_store.update(body) if body else svc.config_store.read()
-    else:
-        try:
-            stored = (
-                svc.config_store.update(body, expected_revision=revision) if body else svc.config_store.read()
-            )
-        except ConfigInvalid as err:
-            raise _broken_file(svc, err) from err
-
-    if token is not None:
-        svc.token_store.write(token)
-    elif remove_token:
-        svc.token_store.remove()
+        revision = None
+    try:
+        stored = settings_writer.save_settings(svc.config_store, svc.token_store, body, token=token, remove_token=remove_token,
+                               expected_revision=revision)
+    except ConfigInvalid as err:
+        raise _broken_file(svc, err) from err
     changed = sorted(body) + (["access_token"] if token is not None or remove_token else [])
     changed += ["reset"] if reset else []
     log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
