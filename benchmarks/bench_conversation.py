@@ -1,0 +1,178 @@
+"""The Console's own time per confirmed invocation: both requests, minus the model's and Home Assistant's time.
+
+One confirmed invocation is two requests: the message (model proposes, stages 1-4, card) and the
+approval (stages 4-6 against Home Assistant, then the model answers). The model and Home Assistant
+are timed where the Console waits on them (the HTTP exchange on their sessions); everything else
+(Flask, authentication, JSON, config and token reads, audit writes, the executor, narrowing,
+history parsing interleaved with reads excluded) is the Console's overhead.
+
+Run: .venv/bin/python benchmarks/bench_conversation.py [--iterations 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from console_ha.config_store import ConfigStore
+from console_ha.console_secrets import ConsoleSecrets
+from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
+from console_ha.datadir import DataDir
+from console_ha.ha_client import HomeAssistantClient
+from console_ha.secret_store import Secret, TokenStore
+from console_ha.web import create_app
+from console_ha.web.conversation import EXTENSION
+from tests.fake_model import FakeModel, text, tool_call
+from tests.stub_ha import StubHomeAssistant
+
+CASES = {
+    "list_entities": ("home_assistant__list_entities", {}),
+    "get_history": ("home_assistant__get_history", {"entity_id": "sensor.living_room_temperature", "period": "day"}),
+}
+ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "light.living_room"]
+
+
+class Stopwatch:
+    """Time spent waiting on the outside (the model, Home Assistant), added up per iteration."""
+
+    def __init__(self) -> None:
+        self.model = 0.0
+        self.ha = 0.0
+
+    def reset(self) -> None:
+        self.model = self.ha = 0.0
+
+
+class ModelSession(requests.Session):
+    """The model's session: the POST and its whole body count as model time."""
+
+    def __init__(self, watch: Stopwatch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def post(self, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        started = time.perf_counter()
+        response = super().post(*args, **kwargs)
+        response.content  # noqa: B018 - read it here; the adapter then iterates the cached bytes
+        self.watch.model += time.perf_counter() - started
+        return response
+
+
+class HASession(requests.Session):
+    """Home Assistant's session: the GET until its headers, and every socket read of the body."""
+
+    def __init__(self, watch: Stopwatch) -> None:
+        super().__init__()
+        self.trust_env = False
+        self.watch = watch
+
+    def get(self, *args: Any, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        started = time.perf_counter()
+        response = super().get(*args, **kwargs)
+        self.watch.ha += time.perf_counter() - started
+        read1 = response.raw.read1
+
+        def timed_read1(*a: Any, **kw: Any) -> bytes:
+            began = time.perf_counter()
+            try:
+                return read1(*a, **kw)
+            finally:
+                self.watch.ha += time.perf_counter() - began
+
+        response.raw.read1 = timed_read1  # type: ignore[method-assign]
+        return response
+
+
+def responder(function: str, arguments: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A model that proposes the capability, then answers once it sees the tool result."""
+    proposal = tool_call(function, arguments)
+    done = text("Done.")
+
+    def respond(request: dict[str, Any]) -> dict[str, Any]:
+        return done if request["messages"][-1]["role"] == "tool" else proposal
+
+    return respond
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(iterations: int, warmup: int) -> None:
+    """Measure each capability through the HTTP endpoint and through the service alone."""
+    with StubHomeAssistant() as ha, FakeModel() as model, tempfile.TemporaryDirectory() as tmp:
+        data_dir = DataDir(Path(tmp) / "data")
+        ConfigStore(data_dir).update({"enabled": True, "base_url": ha.base_url, "allowlisted_entities": ALLOWED})
+        TokenStore(data_dir).write(Secret(ha.token))
+        app = create_app(data_dir, {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "bench"})
+        api_token = ConsoleSecrets(data_dir).create_api_token("bench")
+        client = app.test_client()
+        client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+
+        watch = Stopwatch()
+        service: ConversationService = app.extensions[EXTENSION]
+        service.model = OpenAICompatibleModel(ModelSettings((model.url,), "bench"), session=ModelSession(watch))
+        app.extensions["console_ha"].ha_client = (
+            lambda base_url, token, ca_bundle: HomeAssistantClient(base_url, token, ca_bundle=ca_bundle,
+                                                                   session=HASession(watch)))
+
+        def via_http(function: str, arguments: dict[str, Any]) -> None:
+            paused = client.post("/api/v1/conversation/message", json={"message": "how warm is it?"}).get_json()
+            pending = paused["pending_confirmation"]
+            assert pending is not None, paused
+            done = client.post("/api/v1/conversation/message", json={
+                "conversation_id": paused["conversation_id"],
+                "confirmation": {"token": pending["token"], "approve": True}}).get_json()
+            assert done["reply"] == "Done.", done
+
+        def via_service(function: str, arguments: dict[str, Any]) -> None:
+            paused = service.send(None, "how warm is it?")
+            assert paused.pending_confirmation is not None
+            done = service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+            assert done.reply == "Done."
+
+        print(f"console-ha: own time per confirmed invocation ({iterations} runs each, {warmup} warm-up)")
+        print(f"{'path':<8} {'capability':<14} {'overhead mean':>14} {'p50':>8} {'p95':>8} "
+              f"{'total mean':>11} {'model':>8} {'HA':>8}")
+        for path, one in (("http", via_http), ("service", via_service)):
+            for name, (function, arguments) in CASES.items():
+                model.fallback = responder(function, arguments)
+                overheads, totals, models, has = [], [], [], []
+                for i in range(warmup + iterations):
+                    watch.reset()
+                    started = time.perf_counter()
+                    one(function, arguments)
+                    total = time.perf_counter() - started
+                    if i >= warmup:
+                        overheads.append((total - watch.model - watch.ha) * 1000)
+                        totals.append(total * 1000)
+                        models.append(watch.model * 1000)
+                        has.append(watch.ha * 1000)
+                print(f"{path:<8} {name:<14} {statistics.mean(overheads):>11.2f} ms "
+                      f"{percentile(overheads, 0.5):>5.2f} ms {percentile(overheads, 0.95):>5.2f} ms "
+                      f"{statistics.mean(totals):>8.2f} ms "
+                      f"{statistics.mean(models):>5.2f} ms {statistics.mean(has):>5.2f} ms")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the arguments and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args(argv)
+    run(args.iterations, args.warmup)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""Conversation turns with the household's model: the turn loop and the OpenAI-compatible adapter."""
+
+from __future__ import annotations
+
+from .model import (
+    ChatModel,
+    ModelNotConfigured,
+    ModelReply,
+    ModelSettings,
+    ModelUnavailable,
+    OpenAICompatibleModel,
+    ToolCall,
+    capability_name,
+    function_name,
+    tool_definitions,
+)
+from .service import (
+    SYSTEM_PROMPT,
+    ConversationService,
+    ConversationStore,
+    InvalidMessage,
+    TurnResult,
+)
+
+__all__ = [
+    "SYSTEM_PROMPT",
+    "ChatModel",
+    "ConversationService",
+    "ConversationStore",
+    "InvalidMessage",
+    "ModelNotConfigured",
+    "ModelReply",
+    "ModelSettings",
+    "ModelUnavailable",
+    "OpenAICompatibleModel",
+    "ToolCall",
+    "TurnResult",
+    "capability_name",
+    "function_name",
+    "tool_definitions",
+]

@@ -1,0 +1,116 @@
+"""What the household's activity page shows: outcome counts per capability and the latest audit events."""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+
+LATEST_EVENTS = 50
+
+# Capabilities in the household's words; the id stays beside them for whoever reads the log file.
+CAPABILITY_WORDS = {LIST_ENTITIES: "Current state of your devices", GET_HISTORY: "History of one device"}
+
+# Audit events in the household's words.
+EVENT_WORDS = {
+    "proposed": "Proposed by the assistant",
+    "rejected": "Refused",
+    "confirmation_requested": "Asked you",
+    "approved": "You allowed it",
+    "denied": "You did not allow it",
+    "expired": "Expired unanswered",
+    "executed": "Read done",
+    "failed": "Failed",
+}
+
+
+@dataclass
+class CapabilityActivity:
+    """How often one capability reached each outcome; refusals and failures by code."""
+
+    capability: str
+    proposed: int = 0
+    asked: int = 0
+    approved: int = 0
+    denied: int = 0
+    expired: int = 0
+    completed: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    failed: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def words(self) -> str:
+        """The capability in plain words."""
+        return CAPABILITY_WORDS.get(self.capability, "Something the Console does not know")
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        """Count one audit event."""
+        kind = event.get("event")
+        code = str(event.get("code") or "UNKNOWN")
+        if kind == "proposed":
+            self.proposed += 1
+        elif kind == "confirmation_requested":
+            self.asked += 1
+        elif kind == "approved":
+            self.approved += 1
+        elif kind == "denied":
+            self.denied += 1
+        elif kind == "expired":
+            self.expired += 1
+        elif kind == "executed":
+            self.completed += 1
+        elif kind == "rejected":
+            self.refused[code] += 1
+        elif kind == "failed":
+            self.failed[code] += 1
+
+
+@dataclass(frozen=True)
+class ActivityEvent:
+    """One audit line as the page shows it: outcome, never values (the log holds none)."""
+
+    time: str
+    capability: str
+    event: str
+    words: str
+    stage: int | None
+    code: str | None
+    duration_ms: int | None
+
+
+@dataclass(frozen=True)
+class Activity:
+    """The activity page's content."""
+
+    capabilities: list[CapabilityActivity]
+    latest: list[ActivityEvent]
+    total_events: int
+
+
+def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENTS) -> Activity:
+    """Counts per capability (registered ones always listed, in registry order) and the newest events first."""
+    per_capability = {name: CapabilityActivity(name) for name in REGISTRY}
+    recent: deque[ActivityEvent] = deque(maxlen=latest)
+    total = 0
+    for event in events:
+        total += 1
+        name = str(event.get("capability") or "unknown")
+        per_capability.setdefault(name, CapabilityActivity(name)).add(event)
+        kind = str(event.get("event") or "")
+        recent.append(ActivityEvent(
+            time=str(event.get("time") or ""),
+            capability=name,
+            event=kind,
+            words=EVENT_WORDS.get(kind, kind),
+            stage=_int_or_none(event.get("stage")),
+            code=str(event["code"]) if event.get("code") else None,
+            duration_ms=_int_or_none(event.get("duration_ms")),
+        ))
+    return Activity(list(per_capability.values()), list(reversed(recent)), total)
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

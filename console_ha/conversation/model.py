@@ -1,0 +1,331 @@
+"""The OpenAI-compatible model adapter: one POST to `{CONSOLE_HA_LLM_URL}/chat/completions` with tools.
+
+This is the only place in console-ha that sends a POST, and it sends it to the household's language
+model (llama.cpp server, Ollama, vLLM), never to Home Assistant: it names no Home Assistant path, and
+the conversation service refuses a model URL whose origin is the configured Home Assistant's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import requests
+
+from ..errors import ConsoleHaError
+from ..registry import REGISTRY, Capability
+from ..secret_store import Secret
+
+log = logging.getLogger(__name__)
+
+ENV_URL = "CONSOLE_HA_LLM_URL"
+ENV_MODEL = "CONSOLE_HA_LLM_MODEL"
+ENV_API_KEY = "CONSOLE_HA_LLM_API_KEY"
+# Documented extra: seconds a single model request may take in total (connect, wait, body).
+ENV_TIMEOUT = "CONSOLE_HA_LLM_TIMEOUT"
+
+DEFAULT_TIMEOUT_SECONDS = 120.0
+CONNECT_TIMEOUT_SECONDS = 5.0
+# A chat completion is a few KiB; a bound keeps a misbehaving server from filling memory.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+_CHUNK_BYTES = 64 * 1024
+# Function names may not contain dots (OpenAI: ^[a-zA-Z0-9_-]{1,64}$), so the dot becomes "__".
+_NAME_SEPARATOR = "__"
+
+
+class ModelNotConfigured(ConsoleHaError):
+    """No model URL (or model name) is set; 503 in HTTP."""
+
+    code = "MODEL_NOT_CONFIGURED"
+
+
+class ModelUnavailable(ConsoleHaError):
+    """The model is unreachable, timed out, answered non-2xx or answered something malformed; 502 in HTTP."""
+
+    code = "MODEL_UNAVAILABLE"
+
+
+# --- capability names <-> function names -------------------------------------------------------
+
+def function_name(capability: str) -> str:
+    """The function name the model sees for a capability (`home_assistant__get_history`)."""
+    return capability.replace(".", _NAME_SEPARATOR)
+
+
+def capability_name(function: str) -> str:
+    """The capability a function name stands for; unknown names pass through for stage 1 to refuse."""
+    for name in REGISTRY:
+        if function_name(name) == function:
+            return name
+    return function
+
+
+def tool_definitions(registry: Mapping[str, Capability] = REGISTRY) -> list[dict[str, Any]]:
+    """The `tools` array: one function per registered capability, parameters = its arguments schema."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": function_name(capability.name),
+                "description": capability.description,
+                "parameters": capability.arguments_schema,
+            },
+        }
+        for capability in registry.values()
+    ]
+
+
+# --- what the model answered -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for, with its name mapped back to a capability name."""
+
+    id: str
+    function: str
+    capability: str
+    # The parsed arguments, or the raw text when it was not valid JSON (`arguments_invalid` set).
+    arguments: Any
+    arguments_invalid: bool = False
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """One assistant message: text, tool calls, and the message as it is replayed to the model."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    message: dict[str, Any] = field(default_factory=dict)
+
+
+class ChatModel(Protocol):
+    """What the conversation service needs from a model."""
+
+    def complete(self, messages: Sequence[Mapping[str, Any]]) -> ModelReply:
+        """One chat completion over `messages`, offering the capabilities as tools."""
+        ...  # pragma: no cover
+
+    def origins(self) -> frozenset[str]:
+        """scheme://host:port of every endpoint the model is reached at (empty when not configured)."""
+        ...  # pragma: no cover
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where the model is: endpoints tried in order, the model name, an optional key, a timeout."""
+
+    endpoints: tuple[str, ...]
+    model: str
+    api_key: Secret | None = None
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> ModelSettings | None:
+        """Settings from environment-style keys; None when no URL is set; ModelNotConfigured when invalid."""
+        raw_urls = str(values.get(ENV_URL) or "").strip()
+        if not raw_urls:
+            return None
+        endpoints = tuple(_check_endpoint(url) for url in raw_urls.split(",") if url.strip())
+        model = str(values.get(ENV_MODEL) or "").strip()
+        if not endpoints or not model:
+            raise ModelNotConfigured(f"Set {ENV_URL} and {ENV_MODEL} to reach the household's model.")
+        key = str(values.get(ENV_API_KEY) or "").strip()
+        timeout = values.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT_SECONDS
+        try:
+            seconds = float(timeout)
+        except (TypeError, ValueError):
+            raise ModelNotConfigured(f"{ENV_TIMEOUT} must be a number of seconds.") from None
+        if not 0 < seconds <= 3600:
+            raise ModelNotConfigured(f"{ENV_TIMEOUT} must be between 0 and 3600 seconds.")
+        return cls(endpoints, model, Secret(key) if key else None, seconds)
+
+    @classmethod
+    def from_env(cls) -> ModelSettings | None:
+        """Settings from the process environment."""
+        return cls.from_mapping(os.environ)
+
+    def origins(self) -> frozenset[str]:
+        """scheme://host:port of every endpoint, to compare with Home Assistant's."""
+        return frozenset(origin_of(url) for url in self.endpoints)
+
+
+def origin_of(url: str) -> str:
+    """scheme://host:port with the default port spelled out, for comparing two base URLs."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{port}"
+
+
+def _check_endpoint(url: str) -> str:
+    """An http(s) base URL with a host and no credentials, query or fragment, without trailing slash."""
+    text = url.strip().rstrip("/")
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ModelNotConfigured(f"{ENV_URL} holds a URL that cannot be parsed.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelNotConfigured(f"{ENV_URL} must hold http:// or https:// URLs with a host.")
+    if "@" in parts.netloc or parts.query or parts.fragment:
+        # Credentials belong in CONSOLE_HA_LLM_API_KEY, where they are never logged.
+        raise ModelNotConfigured(f"{ENV_URL} must not hold a user name, password, query or fragment.")
+    return text
+
+
+# --- the adapter -------------------------------------------------------------------------------
+
+class OpenAICompatibleModel:
+    """Sends one chat completion at a time, trying each endpoint in turn when one is down."""
+
+    def __init__(self, settings: ModelSettings | None, *, tools: Sequence[Mapping[str, Any]] | None = None,
+                 session: requests.Session | None = None, problem: str | None = None) -> None:
+        self.settings = settings
+        self._problem = problem
+        self._tools = list(tools) if tools is not None else tool_definitions()
+        self._session = session or requests.Session()
+        # The environment's proxies must not carry the conversation off the household's network.
+        self._session.trust_env = False
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], **kwargs: Any) -> OpenAICompatibleModel:
+        """An adapter for environment-style settings; invalid ones give 503s that say why, not a crash."""
+        try:
+            return cls(ModelSettings.from_mapping(values), **kwargs)
+        except ModelNotConfigured as err:
+            log.warning("the language model settings are invalid: %s", err.message)
+            return cls(None, problem=err.message, **kwargs)
+
+    def origins(self) -> frozenset[str]:
+        """scheme://host:port of every configured endpoint."""
+        return self.settings.origins() if self.settings is not None else frozenset()
+
+    def complete(self, messages: Sequence[Mapping[str, Any]]) -> ModelReply:
+        """One chat completion; ModelNotConfigured or ModelUnavailable when there is no usable answer."""
+        settings = self.settings
+        if settings is None:
+            raise ModelNotConfigured(
+                self._problem or f"No language model is configured; set {ENV_URL} and {ENV_MODEL}.")
+        body = {"model": settings.model, "messages": list(messages), "tools": self._tools}
+        last_error = "no endpoint"
+        for index, endpoint in enumerate(settings.endpoints, start=1):
+            try:
+                status, payload = self._post(endpoint, body, settings)
+            except _Retryable as err:
+                last_error = str(err)
+                log.warning("model endpoint %d of %d failed: %s", index, len(settings.endpoints), err)
+                continue
+            if status >= 500:
+                last_error = f"it answered HTTP {status}"
+                log.warning("model endpoint %d of %d answered HTTP %d", index, len(settings.endpoints), status)
+                continue
+            if not 200 <= status < 300:
+                log.warning("model endpoint %d answered HTTP %d", index, status)
+                raise ModelUnavailable(f"The language model refused the request (HTTP {status}).", model_status=status)
+            return parse_reply(payload)
+        raise ModelUnavailable(f"The language model could not be reached: {last_error}.")
+
+    def _post(self, endpoint: str, body: Mapping[str, Any], settings: ModelSettings) -> tuple[int, bytes]:
+        """POST the body; the status and at most MAX_RESPONSE_BYTES of answer, within one total deadline."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if settings.api_key is not None:
+            headers["Authorization"] = f"Bearer {settings.api_key.reveal()}"
+        deadline = time.monotonic() + settings.timeout
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            with self._session.post(
+                f"{endpoint}/chat/completions",
+                data=data,
+                headers=headers,
+                timeout=(min(CONNECT_TIMEOUT_SECONDS, settings.timeout), settings.timeout),
+                stream=True,
+                allow_redirects=False,
+            ) as response:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_content(_CHUNK_BYTES):
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise ModelUnavailable("The language model's answer was too large.")
+                    chunks.append(chunk)
+                    # requests' timeout bounds each socket read; this bounds the whole answer.
+                    if time.monotonic() > deadline:
+                        raise _Retryable(f"no complete answer within {settings.timeout:g} s")
+                return response.status_code, b"".join(chunks)
+        except requests.Timeout:
+            raise _Retryable(f"no answer within {settings.timeout:g} s") from None
+        except requests.RequestException as err:
+            # The exception text may hold the URL; the URL never holds credentials (checked above).
+            raise _Retryable(f"connection failed ({type(err).__name__})") from None
+
+
+class _Retryable(Exception):
+    """A transport failure after which the next endpoint is worth trying."""
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+def parse_reply(raw: bytes) -> ModelReply:
+    """The first choice's assistant message; ModelUnavailable when the answer is not a chat completion."""
+    try:
+        payload = json.loads(raw)
+        message = payload["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ModelUnavailable("The language model's answer was not a chat completion.") from None
+    if not isinstance(message, dict):
+        raise ModelUnavailable("The language model's answer was not a chat completion.")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise ModelUnavailable("The language model's answer had no usable text.")
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise ModelUnavailable("The language model's tool calls were malformed.")
+    calls = tuple(_parse_tool_call(index, item) for index, item in enumerate(raw_calls))
+    replay: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        replay["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                # Servers that re-parse the history (llama.cpp does) reject invalid JSON, so an
+                # unparsable call is replayed as "{}"; its tool result explains the error.
+                "function": {
+                    "name": call.function,
+                    "arguments": "{}" if call.arguments_invalid else json.dumps(call.arguments),
+                },
+            }
+            for call in calls
+        ]
+    return ModelReply(content=content, tool_calls=calls, message=replay)
+
+
+def _parse_tool_call(index: int, item: object) -> ToolCall:
+    """One tool call; invalid JSON arguments are kept as text and flagged, not raised."""
+    if not isinstance(item, dict) or not isinstance(item.get("function"), dict):
+        raise ModelUnavailable("The language model's tool calls were malformed.")
+    function = item["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ModelUnavailable("The language model called a tool without a name.")
+    call_id = item.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        # Some servers omit ids; the tool result still needs one to answer.
+        call_id = f"call_{index}"
+    arguments = function.get("arguments")
+    invalid = False
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            invalid = True
+    elif arguments is None:
+        arguments = {}
+    return ToolCall(id=call_id, function=name[:64], capability=capability_name(name), arguments=arguments,
+                    arguments_invalid=invalid)

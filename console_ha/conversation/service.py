@@ -1,0 +1,344 @@
+"""The turn loop: messages to the model, capability proposals through the executor, pause and resume."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..confirmations import ConfirmationInvalid
+from ..errors import CapabilityError, ConfigInvalid, ConsoleHaError
+from ..executor import Executor, Proposal, Turn
+from ..registry import GET_HISTORY, LIST_ENTITIES
+from .model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name, origin_of
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS_PER_TURN = 6
+# Each capability may run once per turn, so more calls than this in one message are noise.
+MAX_TOOL_CALLS_PER_MESSAGE = 8
+MAX_CONVERSATIONS = 100
+MAX_IDLE_SECONDS = 6 * 3600
+# What is replayed to the model is bounded; the oldest whole turns go first.
+MAX_HISTORY_CHARS = 256 * 1024
+MAX_MESSAGE_CHARS = 4000
+
+SYSTEM_PROMPT = f"""\
+You are the household's assistant on their own device. You can read, never change, their Home \
+Assistant through two tools:
+- {function_name(LIST_ENTITIES)}: the current state of every device the household allowed you to see.
+- {function_name(GET_HISTORY)}: how one allowed device changed over the past hour, day or week.
+Only devices the household put on its allowlist can be read; anything else is refused. If you do \
+not know a device's entity id, read the list first. Every read asks the household for approval \
+before it runs, so call a tool only when the question needs it, and at most once per tool per \
+question. If a read is refused, denied or fails, say so plainly and do not guess values. Answer \
+briefly, with units."""
+
+STOPPED_REPLY = ("I stopped before finishing this answer because it took too many steps. "
+                 "Please ask again, perhaps more simply.")
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What one request to the conversation returns: the contract's 200 body."""
+
+    conversation_id: str
+    reply: str | None
+    pending_confirmation: Proposal | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """{"conversation_id", "reply", "pending_confirmation"} as the contract fixes them."""
+        pending = self.pending_confirmation
+        return {
+            "conversation_id": self.conversation_id,
+            "reply": self.reply,
+            "pending_confirmation": pending.to_dict() if pending is not None else None,
+        }
+
+
+@dataclass
+class Conversation:
+    """One conversation's messages and where its current turn stands."""
+
+    id: str
+    last_active: float
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    turn: Turn = field(default_factory=Turn)
+    rounds: int = 0
+    # The tool call waiting for the household, and the calls of the same message still to process.
+    pending: tuple[ToolCall, Proposal] | None = None
+    queue: list[ToolCall] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def transcript(self) -> list[dict[str, str]]:
+        """The household-visible exchange: user messages and the assistant's answers."""
+        # Text that came with tool calls is the model thinking aloud; the API never returns it as a reply.
+        return [
+            {"role": m["role"], "content": m["content"]}
+            for m in self.messages
+            if m["role"] in ("user", "assistant") and m.get("content") and not m.get("tool_calls")
+        ]
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    """A conversation's state to go back to when the model fails mid-turn."""
+
+    # A copy, not a length: trimming drops messages from the front before the model is asked.
+    messages: tuple[dict[str, Any], ...]
+    pending: tuple[ToolCall, Proposal] | None
+    queue: tuple[ToolCall, ...]
+    turn: Turn
+    rounds: int
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> _Checkpoint:
+        """The conversation as it is now."""
+        return cls(tuple(conversation.messages), conversation.pending, tuple(conversation.queue),
+                   replace(conversation.turn, counts=conversation.turn.counts.copy()), conversation.rounds)
+
+    def restore(self, conversation: Conversation) -> None:
+        """Put the conversation back as it was."""
+        conversation.messages[:] = self.messages
+        conversation.pending = self.pending
+        conversation.queue = list(self.queue)
+        conversation.turn = self.turn
+        conversation.rounds = self.rounds
+
+
+class InvalidMessage(ConsoleHaError):
+    """The household's message is empty or too long; 400 in HTTP."""
+
+    code = "INVALID_REQUEST"
+
+
+class ConversationStore:
+    """Conversations in memory, least recently used evicted beyond a count or an idle age."""
+
+    def __init__(self, *, max_conversations: int = MAX_CONVERSATIONS, max_idle_seconds: float = MAX_IDLE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._max = max_conversations
+        self._max_idle = max_idle_seconds
+        self._clock = clock
+        self._items: OrderedDict[str, Conversation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conversation_id: object) -> Conversation | None:
+        """The live conversation of that id, marked as just used; None when unknown or evicted."""
+        if not isinstance(conversation_id, str):
+            return None
+        with self._lock:
+            self._evict_idle()
+            conversation = self._items.get(conversation_id)
+            if conversation is not None:
+                conversation.last_active = self._clock()
+                self._items.move_to_end(conversation_id)
+            return conversation
+
+    def create(self) -> Conversation:
+        """A new, empty conversation with an unguessable id."""
+        with self._lock:
+            self._evict_idle()
+            while len(self._items) >= self._max:
+                self._items.popitem(last=False)
+                log.info("evicted the least recently used conversation (cap %d)", self._max)
+            conversation = Conversation(secrets.token_urlsafe(16), self._clock())
+            self._items[conversation.id] = conversation
+            return conversation
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._evict_idle()
+            return len(self._items)
+
+    def _evict_idle(self) -> None:
+        cutoff = self._clock() - self._max_idle
+        while self._items:
+            oldest = next(iter(self._items.values()))
+            if oldest.last_active > cutoff:
+                break
+            self._items.popitem(last=False)
+
+
+class ConversationService:
+    """Runs conversation turns against a model and the capability executor; needs no web server."""
+
+    def __init__(self, executor: Executor, model: ChatModel, *, store: ConversationStore | None = None,
+                 max_rounds: int = MAX_ROUNDS_PER_TURN, max_history_chars: int = MAX_HISTORY_CHARS,
+                 system_prompt: str = SYSTEM_PROMPT) -> None:
+        self.executor = executor
+        self.model = model
+        self.store = store if store is not None else ConversationStore()
+        self._max_rounds = max_rounds
+        self._max_history_chars = max_history_chars
+        self._system_prompt = system_prompt
+
+    # --- public API ----------------------------------------------------------------------------
+
+    def send(self, conversation_id: str | None, message: str) -> TurnResult:
+        """Start or continue a conversation with the household's message."""
+        text = message.strip() if isinstance(message, str) else ""
+        if not text or len(text) > MAX_MESSAGE_CHARS:
+            raise InvalidMessage(f"A message is between 1 and {MAX_MESSAGE_CHARS} characters.", field="message")
+        conversation = self.store.get(conversation_id) if conversation_id else None
+        if conversation is None:
+            # An unknown id (evicted, or from before a restart) starts afresh under a new id.
+            conversation = self.store.create()
+        with conversation.lock:
+            checkpoint = _Checkpoint.of(conversation)
+            try:
+                self._abandon_pending(conversation)
+                conversation.messages.append({"role": "user", "content": text})
+                conversation.turn = Turn()
+                conversation.rounds = 0
+                self._trim_history(conversation)
+                return self._rounds(conversation)
+            except Exception:
+                # The message can be sent again as if the failed attempt never happened.
+                checkpoint.restore(conversation)
+                raise
+
+    def confirm(self, conversation_id: str | None, token: object, approve: bool) -> TurnResult:
+        """Resume a paused turn with the household's answer; ConfirmationInvalid (409) when it cannot be."""
+        conversation = self.store.get(conversation_id)
+        if conversation is None:
+            raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
+        with conversation.lock:
+            pending = conversation.pending
+            if pending is None or not _same_token(pending[1].token, token):
+                # Checked before the executor, so a superseded card cannot run, nor burn another
+                # conversation's token.
+                raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
+            call, proposal = pending
+            try:
+                content: dict[str, Any] = self.executor.answer(
+                    proposal.token, approve=approve, conversation_id=conversation.id)
+            except ConfirmationInvalid as err:
+                # Nothing ran, and the conversation stays as it was. The executor forgets expired
+                # tokens before it looks them up, so this conversation's own open card that it no
+                # longer knows has expired (or was pushed out by newer cards): either way, ask again.
+                if err.detail.get("reason") == "unknown":
+                    raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
+                raise
+            except CapabilityError as err:
+                content = _error(err.code, err.message)
+            conversation.pending = None
+            conversation.messages.append(_tool_message(call, content))
+            following = self._process_queue(conversation)
+            if following is not None:
+                return TurnResult(conversation.id, None, following)
+            # The read has happened: if the model fails now, its result stays for the next message.
+            checkpoint = _Checkpoint.of(conversation)
+            try:
+                return self._rounds(conversation)
+            except Exception:
+                checkpoint.restore(conversation)
+                raise
+
+    def transcript(self, conversation_id: str | None) -> tuple[list[dict[str, str]], Proposal | None] | None:
+        """The visible messages and the open card of a live conversation; None when unknown."""
+        conversation = self.store.get(conversation_id)
+        if conversation is None:
+            return None
+        with conversation.lock:
+            pending = conversation.pending[1] if conversation.pending else None
+            return conversation.transcript(), pending
+
+    # --- the turn loop -------------------------------------------------------------------------
+
+    def _rounds(self, conversation: Conversation) -> TurnResult:
+        """Ask the model until it answers in text, a proposal needs the household, or rounds run out."""
+        self._check_model_is_not_home_assistant()
+        while conversation.rounds < self._max_rounds:
+            conversation.rounds += 1
+            reply = _bounded(self.model.complete(self._model_messages(conversation)))
+            conversation.messages.append(reply.message)
+            if not reply.tool_calls:
+                return TurnResult(conversation.id, reply.content or "")
+            conversation.queue = list(reply.tool_calls)
+            proposal = self._process_queue(conversation)
+            if proposal is not None:
+                return TurnResult(conversation.id, None, proposal)
+        log.warning("a turn used all %d model rounds without an answer", self._max_rounds)
+        conversation.messages.append({"role": "assistant", "content": STOPPED_REPLY})
+        return TurnResult(conversation.id, STOPPED_REPLY)
+
+    def _process_queue(self, conversation: Conversation) -> Proposal | None:
+        """Propose queued calls in order; stop at the first that needs the household (the rest wait)."""
+        while conversation.queue:
+            call = conversation.queue.pop(0)
+            try:
+                proposal = self.executor.propose(call.capability, call.arguments,
+                                                 conversation_id=conversation.id, turn=conversation.turn)
+            except CapabilityError as err:
+                message = err.message
+                if call.arguments_invalid and err.code == "INVALID_ARGUMENTS":
+                    message = "The arguments were not valid JSON; send a JSON object."
+                conversation.messages.append(_tool_message(call, _error(err.code, message)))
+                continue
+            conversation.pending = (call, proposal)
+            return proposal
+        return None
+
+    def _abandon_pending(self, conversation: Conversation) -> None:
+        """A new message while a card is open: the open and the waiting calls are answered as not run."""
+        waiting = [conversation.pending[0]] if conversation.pending is not None else []
+        for call in [*waiting, *conversation.queue]:
+            conversation.messages.append(_tool_message(call, _error(
+                "CONFIRMATION_INVALID", "The household asked something else instead; this read did not run.")))
+        conversation.pending = None
+        conversation.queue = []
+
+    def _model_messages(self, conversation: Conversation) -> list[dict[str, Any]]:
+        """What the model sees: the system prompt, then the conversation (tool results, never tokens)."""
+        return [{"role": "system", "content": self._system_prompt}, *conversation.messages]
+
+    def _trim_history(self, conversation: Conversation) -> None:
+        """Drop the oldest whole turns until the history fits; the newest turn always stays."""
+        messages = conversation.messages
+        sizes = [len(json.dumps(m, ensure_ascii=False)) for m in messages]
+        total = sum(sizes)
+        while total > self._max_history_chars:
+            # A turn starts at a user message; cutting there never separates a tool call from its result.
+            cut = next((i for i, m in enumerate(messages) if i > 0 and m["role"] == "user"), None)
+            if cut is None:
+                break
+            total -= sum(sizes[:cut])
+            del messages[:cut], sizes[:cut]
+
+    def _check_model_is_not_home_assistant(self) -> None:
+        """Refuse a model URL on Home Assistant's origin: the model's POST must never reach it."""
+        try:
+            base_url = self.executor.config_store.load().base_url
+        except ConfigInvalid:
+            return
+        if base_url and origin_of(base_url) in self.model.origins():
+            raise ModelNotConfigured("CONSOLE_HA_LLM_URL points at Home Assistant; set it to the language model.")
+
+
+def _bounded(reply: ModelReply) -> ModelReply:
+    """At most MAX_TOOL_CALLS_PER_MESSAGE calls; the replayed message keeps only those that are answered."""
+    if len(reply.tool_calls) <= MAX_TOOL_CALLS_PER_MESSAGE:
+        return reply
+    calls = reply.tool_calls[:MAX_TOOL_CALLS_PER_MESSAGE]
+    message = {**reply.message, "tool_calls": reply.message["tool_calls"][:MAX_TOOL_CALLS_PER_MESSAGE]}
+    return replace(reply, tool_calls=calls, message=message)
+
+
+def _same_token(expected: str, given: object) -> bool:
+    return isinstance(given, str) and given.isascii() and hmac.compare_digest(expected, given)
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _tool_message(call: ToolCall, content: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call.id, "content": json.dumps(content, ensure_ascii=False)}

@@ -1,0 +1,247 @@
+// The conversation page: send messages, show the assistant's answers, and ask before every read.
+// The page works without this module (plain form posts); this makes it live and keeps focus sensible.
+
+const root = document.getElementById("conversation");
+const transcript = document.getElementById("transcript");
+const cardSlot = document.getElementById("card-slot");
+const statusLine = document.getElementById("conversation-status");
+const messageForm = document.getElementById("message-form");
+const messageField = document.getElementById("message");
+const sendButton = document.getElementById("send");
+const messageUrl = root.dataset.messageUrl;
+const loginUrl = root.dataset.loginUrl;
+const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+
+let conversationId = root.dataset.conversationId || null;
+let lastQuestion = root.dataset.lastQuestion || "";
+let busy = false;
+let expiryTimer = null;
+// Server time minus this browser's time, from each answer's Date header: cards expire by the server's clock.
+let clockSkewMs = 0;
+
+function setStatus(text, kind = "") {
+  statusLine.textContent = text;
+  statusLine.className = kind ? `status status--${kind}` : "status";
+}
+
+function setBusy(value) {
+  busy = value;
+  sendButton.disabled = value;
+  for (const button of cardSlot.querySelectorAll("button")) button.disabled = value;
+  if (value) setStatus("Waiting for the assistant…", "busy");
+}
+
+function rememberConversation(id) {
+  conversationId = id;
+  for (const input of root.querySelectorAll('input[name="conversation_id"]')) input.value = id;
+  // A reload shows the same conversation, rendered by the server.
+  const url = new URL(window.location.href);
+  url.searchParams.set("c", id);
+  window.history.replaceState(null, "", url);
+}
+
+function addMessage(role, text) {
+  const item = document.createElement("li");
+  item.className = `msg msg--${role}`;
+  const who = document.createElement("span");
+  who.className = "msg__who";
+  who.textContent = role === "user" ? "You" : role === "assistant" ? "Assistant" : "Console";
+  const body = document.createElement("p");
+  body.className = "msg__text";
+  body.textContent = text;
+  item.append(who, body);
+  transcript.append(item);
+  item.scrollIntoView({ block: "nearest" });
+  return item;
+}
+
+function button(label, { primary = false, onClick }) {
+  const element = document.createElement("button");
+  element.type = "button";
+  element.textContent = label;
+  if (primary) element.className = "primary";
+  element.addEventListener("click", onClick);
+  return element;
+}
+
+function clearCard() {
+  window.clearTimeout(expiryTimer);
+  cardSlot.replaceChildren();
+}
+
+function showCard(pending) {
+  clearCard();
+  const card = document.createElement("section");
+  card.className = "card confirm-card";
+  card.id = "confirm-card";
+  card.tabIndex = -1;
+  card.setAttribute("aria-labelledby", "confirm-title");
+  card.setAttribute("aria-describedby", "confirm-body");
+  const title = document.createElement("h2");
+  title.id = "confirm-title";
+  title.textContent = pending.card.title;
+  const body = document.createElement("p");
+  body.id = "confirm-body";
+  body.textContent = pending.card.body;
+  const hint = document.createElement("p");
+  hint.className = "hint";
+  hint.textContent = "Nothing is read unless you allow it.";
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  const answer = (approve) => () => answerCard(pending, approve);
+  actions.append(
+    button(pending.card.approve_label, { primary: true, onClick: answer(true) }),
+    button(pending.card.deny_label, { onClick: answer(false) }),
+  );
+  card.append(title, body, hint, actions);
+  cardSlot.append(card);
+  // Focus moves to the card so a keyboard or screen-reader user meets the question at once.
+  card.focus();
+  const remaining = Date.parse(pending.expires_at) - (Date.now() + clockSkewMs);
+  expiryTimer = window.setTimeout(() => showExpired(), Math.max(0, remaining));
+}
+
+function showExpired(message = "This request expired before it was answered, so nothing was read.") {
+  const card = document.getElementById("confirm-card");
+  if (!card) return;
+  window.clearTimeout(expiryTimer);
+  card.classList.add("confirm-card--expired");
+  const note = document.createElement("p");
+  note.className = "confirm-card__expired";
+  note.setAttribute("role", "status");
+  note.textContent = message;
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  if (lastQuestion) {
+    actions.append(button("Ask again", { primary: true, onClick: () => sendMessage(lastQuestion) }));
+  }
+  for (const old of card.querySelectorAll(".actions, form, .hint, .confirm-card__expired")) old.remove();
+  card.append(note, actions);
+  actions.querySelector("button")?.focus();
+}
+
+async function post(body) {
+  setBusy(true);
+  let response;
+  try {
+    response = await fetch(messageUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
+      body: JSON.stringify(body),
+    });
+  } catch {
+    setBusy(false);
+    setStatus("The Console could not be reached. Check the connection and try again.", "error");
+    return null;
+  }
+  const serverDate = Date.parse(response.headers.get("Date") ?? "");
+  if (!Number.isNaN(serverDate)) clockSkewMs = serverDate - Date.now();
+  const data = await response.json().catch(() => null);
+  setBusy(false);
+  if (response.status === 401) {
+    const next = encodeURIComponent(window.location.pathname + window.location.search);
+    window.location.assign(`${loginUrl}?next=${next}`);
+    return null;
+  }
+  if (!response.ok) {
+    const error = data?.error ?? { code: "INTERNAL_ERROR", message: "Something went wrong. Try again." };
+    return { error };
+  }
+  return { data };
+}
+
+function showTurn(data) {
+  rememberConversation(data.conversation_id);
+  if (data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
+  if (data.pending_confirmation) {
+    setStatus("The assistant asks to read Home Assistant. Allow it?");
+    showCard(data.pending_confirmation);
+  } else {
+    clearCard();
+    setStatus("");
+    messageField.focus();
+  }
+}
+
+async function sendMessage(text) {
+  if (busy) return;
+  const question = text.trim();
+  if (!question) {
+    setStatus("Type a question first.", "error");
+    messageField.focus();
+    return;
+  }
+  clearCard();
+  lastQuestion = question;
+  const shown = addMessage("user", question);
+  messageField.value = "";
+  const body = conversationId ? { conversation_id: conversationId, message: question } : { message: question };
+  const outcome = await post(body);
+  if (!outcome) {
+    shown.remove();
+    messageField.value = question;
+    return;
+  }
+  if (outcome.error) {
+    // The Console forgot the failed attempt; the question goes back in the field to send again.
+    shown.remove();
+    messageField.value = question;
+    setStatus(outcome.error.message, "error");
+    messageField.focus();
+    return;
+  }
+  showTurn(outcome.data);
+}
+
+async function answerCard(pending, approve) {
+  if (busy) return;
+  window.clearTimeout(expiryTimer);
+  const outcome = await post({ conversation_id: conversationId, confirmation: { token: pending.token, approve } });
+  if (!outcome) return;
+  if (outcome.error) {
+    if (outcome.error.code === "CONFIRMATION_INVALID") {
+      showExpired(outcome.error.reason === "expired"
+        ? "This request expired before it was answered, so nothing was read."
+        : "This request is no longer open, so nothing was read.");
+      setStatus("");
+    } else {
+      setStatus(outcome.error.message, "error");
+      clearCard();
+      messageField.focus();
+    }
+    return;
+  }
+  addMessage("note", `${approve ? "You allowed" : "You did not allow"}: ${pending.card.title}`);
+  showTurn(outcome.data);
+}
+
+// The server-rendered forms (message, card, "ask again") become requests from this page.
+root.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement)) return;
+  event.preventDefault();
+  const fields = new FormData(form);
+  const token = fields.get("token");
+  if (token) {
+    const approve = event.submitter?.value === "approve";
+    const title = document.getElementById("confirm-title")?.textContent ?? "";
+    answerCard({ token, card: { title } }, approve);
+  } else {
+    sendMessage(String(fields.get("message") ?? (form === messageForm ? messageField.value : "")));
+  }
+});
+
+messageField.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    messageForm.requestSubmit();
+  }
+});
+
+// A card the server rendered (after a reload) keeps its expiry.
+const renderedCard = document.getElementById("confirm-card");
+if (renderedCard && !renderedCard.classList.contains("confirm-card--expired")) {
+  const remaining = Date.parse(renderedCard.dataset.expiresAt) - Date.now();
+  expiryTimer = window.setTimeout(() => showExpired(), Math.max(0, remaining));
+}

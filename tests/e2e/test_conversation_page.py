@@ -1,0 +1,180 @@
+"""A whole conversation in Chromium: the stub Home Assistant, the scripted model, the Console served for real."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from console_ha.confirmations import ConfirmationStore
+from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
+from console_ha.executor import Executor
+from console_ha.web.conversation import EXTENSION
+from tests.e2e.conftest import DESKTOP, LiveConsole, Received, log_in, screenshot, serious_violations
+from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
+from tests.stub_ha import StubHomeAssistant
+
+pytestmark = pytest.mark.browser
+
+QUESTION = "what's the temperature in the living room?"
+ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+LIST = "home_assistant__list_entities"
+HISTORY = "home_assistant__get_history"
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture(autouse=True)
+def _model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
+    """Point the Console at the fake model the way a household does: the environment, before the app starts."""
+    monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
+    monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
+    monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)
+
+
+@pytest.fixture
+def chat(page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> Page:
+    """A logged-in tab on the conversation page, with Home Assistant set up and two entities allowed."""
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=ALLOWED)
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password, path="/conversation")
+    return page
+
+
+def send(page: Page, text: str) -> None:
+    page.get_by_label("Message", exact=True).fill(text)
+    page.get_by_role("button", name="Send", exact=True).click()
+
+
+def transcript(page: Page):
+    return page.get_by_role("log", name="Conversation")
+
+
+def test_ask_see_the_card_approve_and_get_the_answer(chat: Page, console: LiveConsole, model: FakeModel,
+                                                     stub_ha: StubHomeAssistant, received: Received):
+    model.script(tool_call(LIST, {}), answer_from_tool_result)
+    send(chat, QUESTION)
+
+    card = chat.get_by_role("region", name="Read your Home Assistant devices?")
+    expect(card).to_be_visible()
+    expect(card).to_be_focused()  # a screen reader meets the question at once
+    expect(card).to_contain_text("the current state of the 2 devices you allowed")
+    expect(card).to_contain_text(f"Home Assistant at {stub_ha.base_url.removeprefix('http://')}")
+    expect(transcript(chat)).to_contain_text(QUESTION)
+    assert serious_violations(chat) == []
+    screenshot(chat, "conversation-card")
+
+    chat.get_by_role("button", name="Allow this once").click()
+    expect(transcript(chat)).to_contain_text("Living room temperature is 21.4 °C.")
+    expect(transcript(chat)).to_contain_text("You allowed: Read your Home Assistant devices?")
+    expect(card).to_have_count(0)
+    expect(chat.get_by_label("Message", exact=True)).to_be_focused()
+    assert re.search(r"[?&]c=", chat.url)
+
+    # A reload shows the same conversation, rendered by the server.
+    chat.reload()
+    expect(transcript(chat)).to_contain_text("Living room temperature is 21.4 °C.")
+    assert stub_ha.token not in "".join(body.decode("utf-8", "replace") for _, body in received.responses)
+    assert stub_ha.token not in model.seen()
+
+
+def test_deny_and_the_assistant_says_it_could_not_read(chat: Page, model: FakeModel, stub_ha: StubHomeAssistant):
+    model.script(tool_call(HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"}),
+                 answer_from_tool_result)
+    send(chat, "how warm was it today?")
+    card = chat.get_by_role("region", name=re.compile(r"^Read the history of"))
+    expect(card).to_contain_text("sensor.living_room_temperature")
+    expect(card).to_contain_text("the past day")
+    chat.get_by_role("button", name="Don't allow").click()
+    expect(transcript(chat)).to_contain_text("I could not read that: CONFIRMATION_DENIED.")
+    expect(transcript(chat)).to_contain_text("You did not allow")
+    assert stub_ha.requests == []
+
+
+def test_the_whole_turn_works_from_the_keyboard(chat: Page, model: FakeModel):
+    model.script(tool_call(LIST, {}), answer_from_tool_result)
+    field = chat.get_by_label("Message", exact=True)
+    field.focus()
+    chat.keyboard.type(QUESTION)
+    chat.keyboard.press("Enter")
+    card = chat.get_by_role("region", name="Read your Home Assistant devices?")
+    expect(card).to_be_focused()
+    chat.keyboard.press("Tab")
+    expect(chat.get_by_role("button", name="Allow this once")).to_be_focused()
+    chat.keyboard.press("Enter")
+    expect(transcript(chat)).to_contain_text("21.4 °C")
+    expect(field).to_be_focused()
+
+
+def test_an_expired_card_says_so_and_asking_again_gives_a_new_card(chat: Page, console: LiveConsole,
+                                                                   model: FakeModel, stub_ha: StubHomeAssistant):
+    clock = _Clock()
+    executor = Executor(console.data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    console.app.extensions[EXTENSION] = ConversationService(
+        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")))
+    model.script(tool_call(LIST, {}), tool_call(LIST, {}), answer_from_tool_result)
+    send(chat, QUESTION)
+    card = chat.get_by_role("region", name="Read your Home Assistant devices?")
+    expect(card).to_be_visible()
+    clock.now += 301  # the household walked away for more than five minutes
+
+    chat.get_by_role("button", name="Allow this once").click()
+    expect(card).to_contain_text("This request expired before it was answered, so nothing was read.")
+    expect(chat.get_by_role("button", name="Allow this once")).to_have_count(0)
+    ask_again = chat.get_by_role("button", name="Ask again")
+    expect(ask_again).to_be_focused()
+    assert stub_ha.requests == []
+    screenshot(chat, "conversation-expired", phone=False)
+
+    ask_again.click()
+    expect(chat.get_by_role("button", name="Allow this once")).to_be_visible()
+    chat.get_by_role("button", name="Allow this once").click()
+    expect(transcript(chat)).to_contain_text("21.4 °C")
+
+
+def test_the_activity_page_shows_the_approved_and_the_denied_read_without_values(
+        chat: Page, console: LiveConsole, model: FakeModel):
+    model.script(tool_call(LIST, {}), answer_from_tool_result,
+                 tool_call(HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"}),
+                 answer_from_tool_result)
+    send(chat, QUESTION)
+    chat.get_by_role("button", name="Allow this once").click()
+    expect(transcript(chat)).to_contain_text("21.4 °C")
+    send(chat, "and over the day?")
+    chat.get_by_role("button", name="Don't allow").click()
+    expect(transcript(chat)).to_contain_text("CONFIRMATION_DENIED")
+
+    chat.get_by_role("link", name="Activity").click()
+    expect(chat).to_have_url(console.at("/activity"))
+    counts = chat.get_by_role("table").first
+    list_row = counts.get_by_role("row", name=re.compile(r"home_assistant\.list_entities"))
+    history_row = counts.get_by_role("row", name=re.compile(r"home_assistant\.get_history"))
+    # proposed, asked, approved, denied, expired, refused, read done, failed
+    expect(list_row.get_by_role("cell")).to_have_text(["1", "1", "1", "0", "0", "0", "1", "0"])
+    expect(history_row.get_by_role("cell")).to_have_text(["1", "1", "0", "1", "0", "0", "0", "0"])
+    latest = chat.get_by_role("table").nth(1)
+    expect(latest).to_contain_text("You allowed it")
+    expect(latest).to_contain_text("You did not allow it")
+    expect(latest).to_contain_text("CONFIRMATION_DENIED")
+    content = chat.content()
+    for value in ("21.4", "sensor.living_room_temperature", "Living room temperature", QUESTION, "the past day"):
+        assert value not in content
+    assert serious_violations(chat) == []
+    screenshot(chat, "activity")
+
+
+class _Clock:
+    """A wall clock that the test moves forward."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now

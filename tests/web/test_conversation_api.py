@@ -1,0 +1,373 @@
+"""POST /api/v1/conversation/message and the conversation and activity pages, through the Flask test client."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from console_ha.config_store import ConfigStore
+from console_ha.confirmations import ConfirmationStore
+from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
+from console_ha.executor import Executor
+from console_ha.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.secret_store import TokenStore, check_token
+from console_ha.web.conversation import EXTENSION
+from tests.fake_model import FakeModel, answer_from_tool_result, status, text, tool_call, unused_loopback_url
+from tests.web.conftest import log_in, page_csrf
+
+MESSAGE = "/api/v1/conversation/message"
+
+
+class _Clock:
+    """A wall clock that tests move forward."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+QUESTION = "what's the temperature in the living room?"
+BOTH = [pytest.param("home_assistant__list_entities", {}, id="list_entities"),
+        pytest.param("home_assistant__get_history", {"entity_id": "sensor.living_room_temperature", "period": "day"},
+                     id="get_history")]
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture
+def app(make_app, model: FakeModel) -> Flask:
+    """A Console whose model is the scripted fake."""
+    return make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+
+
+@pytest.fixture
+def configured(data_dir, stub_ha):
+    """Home Assistant reading turned on, as the settings page would leave it."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
+    TokenStore(data_dir).write(check_token(stub_ha.token))
+    return stub_ha
+
+
+def household_of(app: Flask, password: str) -> FlaskClient:
+    """A logged-in client of `app` that sends the CSRF token, like the `household` fixture."""
+    client = app.test_client()
+    log_in(client, password)
+    client.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(client)
+    return client
+
+
+def ask(client: FlaskClient, message: str = QUESTION, conversation_id: str | None = None):
+    body = {"message": message} if conversation_id is None else {"conversation_id": conversation_id,
+                                                                  "message": message}
+    return client.post(MESSAGE, json=body)
+
+
+def answer(client: FlaskClient, conversation_id: str, token: str, approve: bool):
+    return client.post(MESSAGE, json={"conversation_id": conversation_id,
+                                      "confirmation": {"token": token, "approve": approve}})
+
+
+def assert_error(response, status_code: int, code: str) -> dict:
+    assert response.status_code == status_code, response.get_data(as_text=True)
+    body = response.get_json()
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == code and isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert set(body["error"]) <= {"code", "message", "reason", "field", "model_status"}
+    return body["error"]
+
+
+# --- the wire format ---------------------------------------------------------------------------
+
+def test_a_message_answers_with_exactly_the_contract_s_fields(household, model):
+    model.script(text("Hello."))
+    response = ask(household, "hello")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert set(body) == {"conversation_id", "reply", "pending_confirmation"}
+    assert body["reply"] == "Hello." and body["pending_confirmation"] is None
+    assert isinstance(body["conversation_id"], str) and body["conversation_id"]
+
+
+@pytest.mark.parametrize(("function", "arguments"), BOTH)
+def test_ask_see_the_card_approve_and_get_the_answer(household, configured, model, function, arguments):
+    model.script(tool_call(function, arguments), answer_from_tool_result)
+    paused = ask(household).get_json()
+    assert paused["reply"] is None
+    pending = paused["pending_confirmation"]
+    assert set(pending) == {"token", "capability", "arguments", "card", "expires_at"}
+    assert set(pending["card"]) == {"title", "body", "approve_label", "deny_label"}
+    assert pending["capability"] in (LIST_ENTITIES, GET_HISTORY) and pending["arguments"] == arguments
+    done = answer(household, paused["conversation_id"], pending["token"], True)
+    assert done.status_code == 200
+    body = done.get_json()
+    assert body["conversation_id"] == paused["conversation_id"] and body["pending_confirmation"] is None
+    assert "Living room temperature" in body["reply"]
+    assert pending["token"] not in model.seen() and configured.token not in model.seen()
+
+
+@pytest.mark.parametrize(("function", "arguments"), BOTH)
+def test_denying_gives_the_model_confirmation_denied(household, configured, model, function, arguments):
+    model.script(tool_call(function, arguments), answer_from_tool_result)
+    paused = ask(household).get_json()
+    done = answer(household, paused["conversation_id"], paused["pending_confirmation"]["token"], False)
+    assert done.get_json()["reply"] == "I could not read that: CONFIRMATION_DENIED."
+    assert configured.requests == []
+
+
+def test_a_bearer_client_needs_no_csrf_token(bearer, model):
+    model.script(text("Hi, program."))
+    assert ask(bearer, "hi").get_json()["reply"] == "Hi, program."
+
+
+def test_a_session_without_the_csrf_token_is_refused(logged_in, model):
+    assert_error(ask(logged_in, "hi"), 400, "CSRF_INVALID")
+    assert model.requests == []
+
+
+def test_without_logging_in_it_is_unauthenticated(client, model):
+    assert_error(ask(client, "hi"), 401, "UNAUTHENTICATED")
+    assert model.requests == []
+
+
+# --- 400 ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body", [
+    pytest.param("not json", id="not-json"),
+    pytest.param([], id="array"),
+    pytest.param({}, id="neither"),
+    pytest.param({"message": None, "confirmation": None}, id="both-null"),
+    pytest.param({"message": "hi", "confirmation": {"token": "t", "approve": True}, "conversation_id": "c"},
+                 id="both"),
+    pytest.param({"message": 42}, id="message-not-text"),
+    pytest.param({"message": "   "}, id="message-blank"),
+    pytest.param({"message": "x" * 4001}, id="message-too-long"),
+    pytest.param({"message": "hi", "conversation_id": 7}, id="conversation-id-not-text"),
+    pytest.param({"conversation_id": "c", "confirmation": "yes"}, id="confirmation-not-object"),
+    pytest.param({"conversation_id": "c", "confirmation": {"token": "t", "approve": "yes"}}, id="approve-not-bool"),
+    pytest.param({"conversation_id": "c", "confirmation": {"approve": True}}, id="no-token"),
+    pytest.param({"confirmation": {"token": "t", "approve": True}}, id="confirmation-without-conversation"),
+])
+def test_a_malformed_request_is_invalid_request_and_reaches_no_model(household, model, body):
+    if isinstance(body, str):
+        response = household.post(MESSAGE, data=body, content_type="application/json")
+    else:
+        response = household.post(MESSAGE, json=body)
+    assert_error(response, 400, "INVALID_REQUEST")
+    assert model.requests == []
+
+
+# --- 409 ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("function", "arguments"), BOTH)
+def test_a_replayed_token_is_409_and_nothing_runs(household, configured, model, function, arguments):
+    model.script(tool_call(function, arguments), text("Done."))
+    paused = ask(household).get_json()
+    token = paused["pending_confirmation"]["token"]
+    assert answer(household, paused["conversation_id"], token, True).status_code == 200
+    reads = len(configured.requests)
+    assert_error(answer(household, paused["conversation_id"], token, True), 409, "CONFIRMATION_INVALID")
+    assert len(configured.requests) == reads and len(model.requests) == 2
+
+
+def test_an_unknown_token_or_conversation_is_409(household, configured, model):
+    model.script(tool_call("home_assistant__list_entities", {}))
+    paused = ask(household).get_json()
+    assert_error(answer(household, paused["conversation_id"], "made-up", True), 409, "CONFIRMATION_INVALID")
+    assert_error(answer(household, "no-such-conversation", paused["pending_confirmation"]["token"], True),
+                 409, "CONFIRMATION_INVALID")
+    assert configured.requests == []
+
+
+def test_a_foreign_token_is_409_and_the_card_still_works_in_its_own_conversation(household, configured, model):
+    model.script(tool_call("home_assistant__list_entities", {}), text("Other."), text("Mine."))
+    mine = ask(household).get_json()
+    other = ask(household, "hello").get_json()
+    token = mine["pending_confirmation"]["token"]
+    assert_error(answer(household, other["conversation_id"], token, True), 409, "CONFIRMATION_INVALID")
+    assert answer(household, mine["conversation_id"], token, True).get_json()["reply"] == "Mine."
+
+
+def with_clock(app: Flask, data_dir, model: FakeModel) -> _Clock:
+    """Give the app a conversation service whose confirmations follow a clock the test moves."""
+    clock = _Clock()
+    executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    app.extensions[EXTENSION] = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m")))
+    return clock
+
+
+@pytest.mark.parametrize(("function", "arguments"), BOTH)
+def test_an_expired_token_is_409_with_reason_expired(app, household, data_dir, configured, model, function, arguments):
+    clock = with_clock(app, data_dir, model)
+    model.script(tool_call(function, arguments))
+    paused = ask(household).get_json()
+    clock.now += 301
+    response = answer(household, paused["conversation_id"], paused["pending_confirmation"]["token"], True)
+    assert assert_error(response, 409, "CONFIRMATION_INVALID")["reason"] == "expired"
+    assert configured.requests == []
+
+
+# --- 502 and 503 -------------------------------------------------------------------------------
+
+def test_no_model_configured_is_503(make_app, password):
+    client = household_of(make_app(CONSOLE_HA_LLM_URL="", CONSOLE_HA_LLM_MODEL=""), password)
+    error = assert_error(ask(client, "hi"), 503, "MODEL_NOT_CONFIGURED")
+    assert "CONSOLE_HA_LLM_URL" in error["message"]
+
+
+@pytest.mark.parametrize("answer_", [status(500), status(401), {"choices": "nope"}], ids=["500", "401", "malformed"])
+def test_a_failing_model_is_502(household, model, answer_):
+    model.script(answer_)
+    assert_error(ask(household, "hi"), 502, "MODEL_UNAVAILABLE")
+
+
+def test_a_model_that_is_down_is_502(make_app, password):
+    client = household_of(make_app(CONSOLE_HA_LLM_URL=unused_loopback_url(), CONSOLE_HA_LLM_MODEL="m"), password)
+    assert_error(ask(client, "hi"), 502, "MODEL_UNAVAILABLE")
+
+
+def test_the_app_shares_one_executor_across_requests(app):
+    service = app.extensions[EXTENSION]
+    assert isinstance(service, ConversationService)
+    assert service.executor.confirmations is app.extensions[EXTENSION].executor.confirmations
+
+
+# --- the conversation page ---------------------------------------------------------------------
+
+def scripts_of(html: str) -> list[str]:
+    return re.findall(r"<script\b[^>]*>(.*?)</script>", html, flags=re.S)
+
+
+def test_the_conversation_page_has_the_message_field_send_button_and_no_inline_script(household):
+    html = household.get("/conversation").get_data(as_text=True)
+    assert '<label for="message">Message</label>' in html
+    assert re.search(r"<button[^>]*>Send</button>", html)
+    assert 'data-message-url="/api/v1/conversation/message"' in html
+    assert all(body.strip() == "" for body in scripts_of(html))
+    assert 'src="/static/conversation.js"' in html and 'type="module"' in html
+    assert 'name="csrf-token"' in html
+
+
+def test_the_page_shows_a_pending_card_with_its_labels(household, configured, model):
+    model.script(tool_call("home_assistant__list_entities", {}))
+    paused = ask(household).get_json()
+    html = household.get(f"/conversation?c={paused['conversation_id']}").get_data(as_text=True)
+    card = paused["pending_confirmation"]["card"]
+    assert QUESTION.replace("'", "&#39;") in html
+    assert card["title"] in html
+    assert re.search(rf">{re.escape(card['approve_label'])}</button>", html)
+    assert re.search(rf">{re.escape(card['deny_label'].replace(chr(39), '&#39;'))}</button>", html)
+
+
+def test_without_javascript_the_forms_ask_and_answer(household, configured, model):
+    model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    csrf = page_csrf(household)
+    sent = household.post("/conversation", data={"message": QUESTION, "csrf_token": csrf})
+    assert sent.status_code == 303
+    page = household.get(sent.headers["Location"]).get_data(as_text=True)
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    conversation_id = re.search(r'name="conversation_id" value="([^"]+)"', page).group(1)
+    done = household.post("/conversation", data={"conversation_id": conversation_id, "token": token,
+                                                  "decision": "approve", "csrf_token": csrf})
+    assert done.status_code == 303
+    page = household.get(done.headers["Location"]).get_data(as_text=True)
+    assert "Living room temperature is 21.4 °C." in page
+    assert 'id="confirm-card"' not in page
+
+
+def test_without_javascript_an_expired_card_says_so_and_offers_to_ask_again(app, household, data_dir, configured,
+                                                                             model):
+    clock = with_clock(app, data_dir, model)
+    model.script(tool_call("home_assistant__list_entities", {}))
+    paused = ask(household).get_json()
+    clock.now += 301
+    page = household.post("/conversation", data={
+        "conversation_id": paused["conversation_id"], "token": paused["pending_confirmation"]["token"],
+        "decision": "approve", "csrf_token": page_csrf(household)})
+    assert page.status_code == 409
+    html = page.get_data(as_text=True)
+    assert "This request expired before it was answered" in html
+    assert re.search(r">Ask again</button>", html) and "Allow this once" not in html
+    assert 'role="alert"' not in html
+    assert configured.requests == []
+
+
+def test_without_javascript_a_failed_message_says_why_and_stays_in_the_field(household, model):
+    model.script(status(500))
+    page = household.post("/conversation", data={"message": "is the heating on?", "csrf_token": page_csrf(household)})
+    assert page.status_code == 502
+    html = page.get_data(as_text=True)
+    assert 'role="alert"' in html and "could not be reached" in html
+    assert re.search(r"<textarea[^>]*>is the heating on\?</textarea>", html)
+
+
+def test_the_conversation_page_needs_a_login(client):
+    response = client.get("/conversation")
+    assert response.status_code == 302
+    assert re.search(r"/(login|setup)\?next=(%2F|/)conversation", response.headers["Location"])
+
+
+# --- the activity page -------------------------------------------------------------------------
+
+def test_the_activity_page_counts_outcomes_and_never_shows_values(household, configured, model):
+    model.script(tool_call("home_assistant__list_entities", {}), text("It is warm."),
+                 tool_call("home_assistant__get_history", {"entity_id": "sensor.living_room_temperature",
+                                                           "period": "day"}), text("Not read."),
+                 tool_call("home_assistant__get_history", {"entity_id": "lock.front_door", "period": "day"}),
+                 text("Not allowed."))
+    first = ask(household).get_json()
+    answer(household, first["conversation_id"], first["pending_confirmation"]["token"], True)
+    second = ask(household, "and today?", first["conversation_id"]).get_json()
+    answer(household, second["conversation_id"], second["pending_confirmation"]["token"], False)
+    ask(household, "is the door locked?", first["conversation_id"])
+
+    response = household.get("/activity")
+    assert response.status_code == 200 and response.mimetype == "text/html"
+    html = response.get_data(as_text=True)
+    rows = {name: _row(html, name) for name in (LIST_ENTITIES, GET_HISTORY)}
+    # proposed, asked, approved, denied, expired, refused, read done, failed
+    assert rows[LIST_ENTITIES][:8] == ["1", "1", "1", "0", "0", "0", "1", "0"]
+    assert rows[GET_HISTORY][:8] == ["2", "1", "0", "1", "0", "1", "0", "0"]
+    assert "ENTITY_NOT_ALLOWLISTED" in html and "CONFIRMATION_DENIED" in html
+    for value in ("21.4", "sensor.living_room_temperature", "lock.front_door", "Living room",
+                  configured.token, first["pending_confirmation"]["token"], QUESTION):
+        assert value not in html
+    assert "You did not allow it" in html and "Read done" in html
+    assert all(body.strip() == "" for body in scripts_of(html))
+
+
+def _row(html: str, capability: str) -> list[str]:
+    """The counts in a capability's row of the counts table, as text (first number of each cell)."""
+    row = re.search(rf"<tr>\s*<th scope=\"row\">[^<]*<br><code class=\"capability-id\">{re.escape(capability)}</code>"
+                    r"</th>(.*?)</tr>", html, re.S)
+    assert row, f"no row for {capability}"
+    return [re.match(r"\s*(\d+)", cell).group(1) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+
+
+def test_the_activity_page_is_readable_when_nothing_happened_yet(household):
+    html = household.get("/activity").get_data(as_text=True)
+    assert "Nothing yet" in html
+    assert LIST_ENTITIES in html and GET_HISTORY in html
+
+
+def test_no_response_of_a_whole_conversation_carries_the_access_token(household, configured, model,
+                                                                       recorded_responses):
+    model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    paused = ask(household).get_json()
+    answer(household, paused["conversation_id"], paused["pending_confirmation"]["token"], True)
+    household.get(f"/conversation?c={paused['conversation_id']}")
+    household.get("/activity")
+    assert all(configured.token.encode() not in raw for raw in recorded_responses)
+    assert json.dumps(paused).count(configured.token) == 0
