@@ -172,12 +172,14 @@ class Executor:
 
     def answer(self, token: object, *, approve: bool, conversation_id: str) -> dict[str, Any]:
         """Stages 4-6: take the household's answer; run and shape the read when approved."""
-        self.sweep_expired()
         try:
+            # Looked up before the sweep, so a late answer is told "expired", not "unknown".
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
             self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code)
             raise
+        finally:
+            self.sweep_expired()
         capability = REGISTRY[pending.capability]
         if not approve:
             self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED")

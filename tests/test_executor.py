@@ -245,8 +245,9 @@ def test_replayed_expired_and_foreign_tokens_run_nothing(executor, data_dir, stu
     assert refusal(lambda: executor.answer(foreign.token, approve=True, conversation_id="other")).code == \
         "CONFIRMATION_INVALID"
     clock.now += 301
-    assert refusal(lambda: executor.answer(foreign.token, approve=True, conversation_id="c")).code == \
-        "CONFIRMATION_INVALID"
+    late = refusal(lambda: executor.answer(foreign.token, approve=True, conversation_id="c"))
+    assert (late.code, late.detail["reason"]) == ("CONFIRMATION_INVALID", "expired")
+    assert audit_lines(data_dir)[-1]["event"] == "expired"
     assert ha_requests(stub_ha) == []
 
 

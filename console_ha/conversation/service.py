@@ -221,9 +221,9 @@ class ConversationService:
                 content: dict[str, Any] = self.executor.answer(
                     proposal.token, approve=approve, conversation_id=conversation.id)
             except ConfirmationInvalid as err:
-                # Nothing ran, and the conversation stays as it was. The executor forgets expired
-                # tokens before it looks them up, so this conversation's own open card that it no
-                # longer knows has expired (or was pushed out by newer cards): either way, ask again.
+                # Nothing ran, and the conversation stays as it was. This conversation's own open card
+                # is unknown to the executor only once swept as expired or pushed out by newer cards:
+                # either way, ask again.
                 if err.detail.get("reason") == "unknown":
                     raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
                 raise
