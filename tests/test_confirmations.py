@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.confirmations import ConfirmationInvalid, ConfirmationStore, canonical_arguments
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
+from console_ha.confirmations import (
+    ConfirmationInvalid,
+    ConfirmationStore,
+    canonical_arguments,
+)
 
 
 @pytest.fixture

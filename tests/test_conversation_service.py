@@ -51,21 +51,6 @@ HISTORY_ARGS = {"entity_id": "sensor.living_room_temperature", "period": "day"}
 BOTH = [pytest.param(LIST, {}, id="list_entities"), pytest.param(HISTORY, HISTORY_ARGS, id="get_history")]
 
 
-class Clock:
-    """A wall clock that tests move forward."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
 @pytest.fixture
 def model() -> Iterator[FakeModel]:
     with FakeModel() as fake:

@@ -20,14 +20,6 @@ BOTH = [(LIST_ENTITIES, {}), (GET_HISTORY, {"entity_id": "sensor.living_room_tem
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "binary_sensor.hallway_motion"]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(timezone.utc).timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def configure(data_dir, stub, **changes):
     settings_ = {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED}
     settings_.update(changes)
@@ -37,11 +29,6 @@ def configure(data_dir, stub, **changes):
 
 def ha_requests(stub):
     return [r for r in stub.requests]
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

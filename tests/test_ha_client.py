@@ -6,8 +6,6 @@ import ast
 import inspect
 import json
 import logging
-import shutil
-import subprocess
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -383,25 +381,9 @@ def test_paths_outside_the_read_api_are_refused_before_sending(stub_ha: StubHome
 # --- TLS -----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 and its key, made with the openssl CLI."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-        check=True, capture_output=True,
-    )
-    return str(cert), str(key)
-
-
 @pytest.fixture
-def https_stub(self_signed: tuple[str, str]) -> Iterator[StubHomeAssistant]:
-    cert, key = self_signed
+def https_stub(self_signed_cert: tuple[str, str]) -> Iterator[StubHomeAssistant]:
+    cert, key = self_signed_cert
     with StubHomeAssistant(certfile=cert, keyfile=key) as server:
         yield server
 
@@ -414,8 +396,8 @@ def test_an_untrusted_certificate_is_a_tls_error(https_stub: StubHomeAssistant) 
 
 
 def test_the_households_ca_bundle_makes_it_trusted(https_stub: StubHomeAssistant,
-                                                    self_signed: tuple[str, str]) -> None:
-    client = client_for(https_stub, ca_bundle=self_signed[0])
+                                                    self_signed_cert: tuple[str, str]) -> None:
+    client = client_for(https_stub, ca_bundle=self_signed_cert[0])
     assert client.config(timeout=2)["version"] == "2025.4.4"
 
 

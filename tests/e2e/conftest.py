@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import socket
-import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -263,21 +262,6 @@ def advertise(console: LiveConsole) -> Iterator[Callable[[str, str], Advertiseme
 
 
 # --- TLS and screenshots ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def untrusted_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 that nothing trusts."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make a test certificate")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )
-    return str(cert), str(key)
 
 
 def screenshot(page: Page, name: str, *, phone: bool = True, whole_page: bool = True) -> None:

@@ -150,7 +150,7 @@ def test_test_connection_names_the_home_assistant_it_reached(
 def test_test_connection_explains_a_failure_in_household_words(
     settings_page: Page,
     stub_ha: StubHomeAssistant,
-    untrusted_cert: tuple[str, str],
+    self_signed_cert: tuple[str, str],
     case: str,
     words: str,
 ) -> None:
@@ -164,7 +164,7 @@ def test_test_connection_explains_a_failure_in_household_words(
     elif case == "not Home Assistant":
         stub_ha.fault("404", "/api/config")
     elif case == "untrusted certificate":
-        tls_stub = StubHomeAssistant(certfile=untrusted_cert[0], keyfile=untrusted_cert[1]).start()
+        tls_stub = StubHomeAssistant(certfile=self_signed_cert[0], keyfile=self_signed_cert[1]).start()
         url, token = tls_stub.base_url, tls_stub.token
     try:
         page.get_by_label("Home Assistant URL").fill(url)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -158,20 +156,6 @@ def bearer(app: Flask, api_token: str) -> FlaskClient:
     client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
     return client
 
-
-@pytest.fixture(scope="session")
-def self_signed_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A throwaway certificate for 127.0.0.1 that nothing trusts: the TLS failure case."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make a test certificate")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )
-    return str(cert), str(key)
 
 
 def configure(client: FlaskClient, base_url: str, token: str, **extra: Any) -> dict[str, Any]:
