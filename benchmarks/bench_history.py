@@ -171,7 +171,8 @@ def run_parent(args: argparse.Namespace) -> None:
 def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
     body = results["json"].get("body_bytes", 0)
     print(f"history body: {body / 1e6:.1f} MB, {results['json']['rows']:,} rows "
-          f"(fetch_history saw {results['digest']['rows']:,}); median of {args.repeat} runs, python {sys.version.split()[0]}")
+          f"(fetch_history saw {results['digest']['rows']:,}); median of {args.repeat} runs, "
+          f"python {sys.version.split()[0]}")
     header = f"{'variant':<28}{'wall s':>9}{'RSS peak +MiB':>15}{'tracemalloc MiB':>17}{'RSS floor MiB':>15}"
     print(header)
     print("-" * len(header))

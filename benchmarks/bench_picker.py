@@ -138,7 +138,7 @@ def bench_proxy(console_url: str, stub: StubHomeAssistant, api_token: str, runs:
     print(f"entities: {len(body['entities'])}, runs: {runs} (medians)")
     print(f"  raw HA  GET /api/states + json.loads : {median_ms(raw_t)}   {raw_bytes / 1024:8.1f} KiB")
     print(f"  Console GET .../entities + json.loads: {median_ms(proxy_t)}   {proxy_bytes / 1024:8.1f} KiB")
-    print(f"  proxy overhead: {median_ms([p - r for p, r in zip(proxy_t, raw_t)])}, "
+    print(f"  proxy overhead: {median_ms([p - r for p, r in zip(proxy_t, raw_t, strict=True)])}, "
           f"bytes {proxy_bytes / raw_bytes:.0%} of raw")
 
 

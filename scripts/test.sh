@@ -18,4 +18,7 @@ fi
 
 bash scripts/install-ha.sh
 
+# Lint first: it takes a second and names the line.
+.venv/bin/ruff check --quiet console_ha tests benchmarks
+
 exec .venv/bin/python -m pytest "$@"

@@ -432,7 +432,7 @@ class StubHomeAssistant:
         added = list(rows)
         series.extend(added)
         if added and (last is not None and added[0][0] < last or
-                      any(a[0] > b[0] for a, b in zip(added, added[1:]))):
+                      any(a[0] > b[0] for a, b in zip(added, added[1:], strict=False))):
             series.sort(key=lambda row: row[0])
 
     def add_numeric_history(self, entity_id: str, count: int, start: datetime, end: datetime, seed: int = 0,

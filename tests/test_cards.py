@@ -10,7 +10,8 @@ CONFIG = HomeAssistantConfig(
     enabled=True,
     base_url="http://homeassistant.local:8123",
     allowlisted_entities=("sensor.living_room_temperature", "binary_sensor.front_door", "light.hall", "switch.fan"),
-    entity_names={"sensor.living_room_temperature": "Living Room Temperature", "binary_sensor.front_door": "Front Door"},
+    entity_names={"sensor.living_room_temperature": "Living Room Temperature",
+                  "binary_sensor.front_door": "Front Door"},
 )
 
 

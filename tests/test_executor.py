@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -194,7 +194,7 @@ def test_unavailable_and_unknown_states_are_flagged(executor, data_dir, stub_ha)
 
 def test_approved_get_history_returns_the_rfc_shape(executor, data_dir, stub_ha, clock):
     configure(data_dir, stub_ha)
-    now = datetime.fromtimestamp(clock.now, timezone.utc)
+    now = datetime.fromtimestamp(clock.now, UTC)
     stub_ha.history["sensor.living_room_temperature"] = [
         (now - timedelta(hours=30), "19.0"),
         (now - timedelta(hours=5), "20.5"),

@@ -208,7 +208,7 @@ def brute_force(initial: str | None, rows: list[tuple[int, str]]) -> dict[str, A
     if numeric:
         values = [float(s) for s in available]
         weighted = seconds = 0.0
-        for (since, state), (until, _) in zip(timeline, timeline[1:] + [(end_us, "")]):
+        for (since, state), (until, _) in zip(timeline, timeline[1:] + [(end_us, "")], strict=True):
             if state not in UNAVAILABLE and until > since:
                 weighted += float(state) * (until - since)
                 seconds += until - since

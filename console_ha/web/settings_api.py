@@ -94,8 +94,8 @@ def save_settings() -> Response:
         svc.config_store.reset()
         revision = None
     try:
-        stored = settings_writer.save_settings(svc.config_store, svc.token_store, body, token=token, remove_token=remove_token,
-                               expected_revision=revision)
+        stored = settings_writer.save_settings(svc.config_store, svc.token_store, body, token=token,
+                                               remove_token=remove_token, expected_revision=revision)
     except ConfigInvalid as err:
         raise _broken_file(svc, err) from err
     changed = sorted(body) + (["access_token"] if token is not None or remove_token else [])
