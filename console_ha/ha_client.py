@@ -153,11 +153,14 @@ class HomeAssistantClient:
         self._token = token
         self._tls_problem: str | None = None
         ssl_context: ssl.SSLContext | None = None
-        try:
-            # The system trust store by default; only the household's own CA when a bundle is set.
-            ssl_context = ssl.create_default_context(cafile=ca_bundle or None)
-        except (OSError, ssl.SSLError, ValueError):
-            self._tls_problem = "The CA certificate file for Home Assistant could not be read."
+        # Only https needs a context. Loading the system trust store takes about 18 ms, which an
+        # http:// Home Assistant (the usual one on a LAN) would pay on every capability invocation.
+        if normalised.startswith("https:"):
+            try:
+                # The system trust store by default; only the household's own CA when a bundle is set.
+                ssl_context = ssl.create_default_context(cafile=ca_bundle or None)
+            except (OSError, ssl.SSLError, ValueError):
+                self._tls_problem = "The CA certificate file for Home Assistant could not be read."
         self._owns_session = session is None
         if session is None:
             session = requests.Session()

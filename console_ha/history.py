@@ -101,11 +101,7 @@ def fetch_history(client: HomeAssistantClient, entity_id: str, *, start: datetim
         with client.stream(f"/api/history/period/{_iso_z_exact(start)}", params=params,
                            timeout=timeout, max_bytes=max_bytes) as body:
             rows = ijson.items(_ShapeCheckedBody(body), "item.item", use_float=True)
-            for row in rows:
-                if isinstance(row, dict) and row.get("entity_id", entity_id) != entity_id:
-                    raise HABadResponse("Home Assistant answered with the history of another entity.",
-                                        reason="wrong_shape")
-                digester.add(row)
+            digester.add_rows(rows, entity_id=entity_id)
     except HANotFound:
         return _Digester(start=start, end=end, max_changes=max_changes, unit=unit).finish()
     except ijson.JSONError:
@@ -119,8 +115,7 @@ def digest_history(rows: Iterable[object], *, start: datetime, end: datetime,
                    max_changes: int = DEFAULT_MAX_CHANGES, unit: str | None = None) -> HistoryDigest:
     """Digest parsed history rows ({"state", "last_changed"}, chronological) for the window [start, end)."""
     digester = _Digester(start=start, end=end, max_changes=max_changes, unit=unit)
-    for row in rows:
-        digester.add(row)
+    digester.add_rows(rows)
     return digester.finish()
 
 
@@ -186,6 +181,8 @@ class _Digester:
         self._first: tuple[int, int, str] | None = None
         self._last: tuple[int, int, str] | None = None
         self._buckets: list[tuple[int, int, str] | None] = [None] * max_changes
+        # The first moment past the bucket of the latest change (see _bucket_edge).
+        self._bucket_edge_at = -(2**63)
         # Every stride-th change, the stride doubling whenever the list outgrows 2 * max_changes:
         # evenly spread points for when the changes crowd into a few time buckets.
         self._sample: list[tuple[int, int, str]] = []
@@ -205,45 +202,139 @@ class _Digester:
 
     def add(self, row: object) -> None:
         """Take the next row (chronological order)."""
-        moment, state = _parse_row(row)
-        if moment < self._last_time:
-            raise HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
-        self._last_time = moment
-        if moment <= self._start and self._total == 0:
-            # The state in force when the window opens (HA stamps it with the start): not a change.
-            # Should more rows precede the start, the last one is the state in force.
-            self._initial = (moment, state)
-            self._current = (self._start, state, None)
-            return
-        if self._current is not None and state == self._current[1]:
-            return  # the same state again (an attribute-only update): not a change
-        self._track_initial()
-        self._close_stretch(moment)
-        index = self._total
-        self._total += 1
-        change = (index, moment, state)
-        if self._all is not None:
-            self._all.append(change)
-            if len(self._all) > self._max_changes:
-                self._all = None
-        if self._first is None:
-            self._first = change
-        self._last = change
-        bucket = self._bucket_of(moment)
-        if self._buckets[bucket] is None:
-            self._buckets[bucket] = change
-        if index % self._stride == 0:
-            self._sample.append(change)
-            if len(self._sample) > 2 * self._max_changes:
-                self._stride *= 2
-                self._sample = [c for c in self._sample if c[0] % self._stride == 0]
-        if state in self._counts:
-            self._counts[state] += 1
-        elif len(self._counts) < MAX_COUNTED_STATES:
-            self._counts[state] = 1
-        else:
-            self._other_counts += 1
-        self._current = (max(moment, self._start), state, self._track_value(state, change))
+        self.add_rows((row,))
+
+    def add_rows(self, rows: Iterable[object], *, entity_id: str | None = None) -> None:
+        """Take rows in chronological order; with `entity_id`, a row naming another entity is a bad answer."""
+        # The hot loop of a week of a chatty sensor (100,000 rows and more), written for speed: the
+        # digest's state sits in locals and goes back to the instance when the loop ends; the steps
+        # that are methods elsewhere (_track_initial, _close_stretch, _track_value, _as_number) are
+        # written out inline; and a change's (index, time, state) tuple is only built where it is kept.
+        start, end, max_changes = self._start, self._end, self._max_changes
+        buckets, bucket_edge = self._buckets, self._bucket_edge_at
+        isfinite = math.isfinite
+        last_time, total, initial = self._last_time, self._total, self._initial
+        # The state in force (None before the first row), since when, and its number if it is one.
+        since, in_force, in_force_value = self._current or (start, None, None)
+        changes, first = self._all, self._first
+        _, last_moment, last_state = self._last or (0, 0, "")
+        sample, stride = self._sample, self._stride
+        counts, other_counts = self._counts, self._other_counts
+        counts_full = len(counts) >= MAX_COUNTED_STATES
+        all_numeric, initial_tracked = self._all_numeric, self._initial_tracked
+        low, high, first_value, last_value = self._min, self._max, self._first_value, self._last_value
+        low_change, high_change = self._min_change, self._max_change
+        weighted_sum, weighted_time = self._weighted_sum, self._weighted_time
+        taken = total
+        try:
+            for row in rows:
+                # The row: an object with a text state and an ISO 8601 time with its offset.
+                if not isinstance(row, dict):
+                    raise _malformed()
+                if entity_id is not None and "entity_id" in row and row["entity_id"] != entity_id:
+                    raise HABadResponse("Home Assistant answered with the history of another entity.",
+                                        reason="wrong_shape")
+                state = row.get("state")
+                stamp = row.get("last_changed")
+                if not isinstance(state, str) or not isinstance(stamp, str):
+                    raise _malformed()
+                try:
+                    parsed = datetime.fromisoformat(stamp)
+                except ValueError:
+                    parsed = None
+                if parsed is None or parsed.tzinfo is None:
+                    raise _malformed()
+                moment = (parsed - _EPOCH) // _MICROSECOND
+                if moment < last_time:
+                    raise HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
+                last_time = moment
+                if moment <= start and total == 0:
+                    # The state in force when the window opens (HA stamps it with the start): not a
+                    # change. Should more rows precede the start, the last one is the state in force.
+                    initial = (moment, state)
+                    since, in_force, in_force_value = start, state, None
+                    continue
+                if state == in_force:
+                    continue  # the same state again (an attribute-only update): not a change
+                if total == 0 and not initial_tracked and in_force is not None:
+                    # _track_initial(): the initial state counts into the statistics, once.
+                    initial_tracked = True
+                    if all_numeric and in_force not in UNAVAILABLE_STATES:
+                        in_force_value = _as_number(in_force)
+                        if in_force_value is None:
+                            all_numeric = False
+                        else:
+                            low = high = first_value = last_value = in_force_value
+                if in_force_value is not None and all_numeric:
+                    # _close_stretch(moment)
+                    duration = (moment if moment < end else end) - since
+                    if duration > 0:
+                        weighted_sum += in_force_value * duration
+                        weighted_time += duration
+                index = total
+                total += 1
+                last_moment, last_state = moment, state
+                if changes is not None:
+                    changes.append((index, moment, state))
+                    if len(changes) > max_changes:
+                        changes = None
+                if first is None:
+                    first = (index, moment, state)
+                if moment >= bucket_edge:
+                    # A change in a later bucket than the last one; every change before the edge
+                    # falls in the bucket already filled, since changes come in time order.
+                    bucket = self._bucket_of(moment)
+                    if buckets[bucket] is None:
+                        buckets[bucket] = (index, moment, state)
+                    bucket_edge = self._bucket_edge(bucket)
+                if index % stride == 0:
+                    sample.append((index, moment, state))
+                    if len(sample) > 2 * max_changes:
+                        stride *= 2
+                        sample = [c for c in sample if c[0] % stride == 0]
+                if state in counts:
+                    counts[state] += 1
+                elif counts_full:
+                    other_counts += 1
+                else:
+                    counts[state] = 1
+                    counts_full = len(counts) >= MAX_COUNTED_STATES
+                value = None
+                if all_numeric and state not in UNAVAILABLE_STATES:
+                    # _track_value(state, change), with _as_number(state) written out
+                    try:
+                        value = float(state)
+                    except ValueError:
+                        value = None
+                    if value is None or not isfinite(value):
+                        value = None
+                        all_numeric = False
+                    else:
+                        if low is None or value < low:
+                            low = value
+                        if high is None or value > high:
+                            high = value
+                        if first_value is None:
+                            first_value = value
+                        last_value = value
+                        if low_change is None or value < low_change[3]:
+                            low_change = (index, moment, state, value)
+                        if high_change is None or value > high_change[3]:
+                            high_change = (index, moment, state, value)
+                since, in_force, in_force_value = (moment if moment > start else start), state, value
+        finally:
+            self._last_time, self._total, self._initial = last_time, total, initial
+            self._current = None if in_force is None else (since, in_force, in_force_value)
+            self._bucket_edge_at = bucket_edge
+            self._all, self._first = changes, first
+            if total > taken:
+                self._last = (total - 1, last_moment, last_state)
+            self._sample, self._stride = sample, stride
+            self._counts, self._other_counts = counts, other_counts
+            self._all_numeric, self._initial_tracked = all_numeric, initial_tracked
+            self._min, self._max, self._first_value, self._last_value = low, high, first_value, last_value
+            self._min_change, self._max_change = low_change, high_change
+            self._weighted_sum, self._weighted_time = weighted_sum, weighted_time
 
     def finish(self) -> HistoryDigest:
         """The digest of every row taken."""
@@ -301,6 +392,21 @@ class _Digester:
         position = (moment - self._start) / (self._end - self._start)
         return min(len(self._buckets) - 1, max(0, int(position * len(self._buckets))))
 
+    def _bucket_edge(self, bucket: int) -> int:
+        """The first moment whose bucket (as _bucket_of computes it, float rounding and all) is past `bucket`."""
+        count = len(self._buckets)
+        if bucket >= count - 1:
+            return 2**63
+        start, span = self._start, self._end - self._start
+        edge = start - (-(bucket + 1) * span // count)  # the exact boundary, rounded up to a microsecond
+        # _bucket_of divides and multiplies in floating point, which can move the boundary a microsecond:
+        # step to where it really is (it only ever grows with the moment).
+        while edge > start and self._bucket_of(edge - 1) > bucket:
+            edge -= 1
+        while self._bucket_of(edge) <= bucket:
+            edge += 1
+        return edge
+
     def _track_initial(self) -> None:
         """Count the initial state into the statistics, once, before any change."""
         if self._initial_tracked or self._current is None or self._total:
@@ -340,23 +446,6 @@ class _Digester:
         if value is not None and duration > 0:
             self._weighted_sum += value * duration
             self._weighted_time += duration
-
-
-def _parse_row(row: object) -> tuple[int, str]:
-    """(microseconds since the epoch, state) of one history row; a malformed row is a bad answer."""
-    if not isinstance(row, dict):
-        raise _malformed()
-    state = row.get("state")
-    stamp = row.get("last_changed")
-    if not isinstance(state, str) or not isinstance(stamp, str):
-        raise _malformed()
-    try:
-        moment = datetime.fromisoformat(stamp)
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise _malformed()
-    return _micros(moment), state
 
 
 def _as_number(state: str) -> float | None:

@@ -1,0 +1,111 @@
+"""Small helpers the benchmarks share: timing, a process's memory, child processes, the Console on a thread."""
+
+from __future__ import annotations
+
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+MIB = 1024 * 1024
+
+
+def timed(work: Callable[[], T]) -> tuple[float, float, T]:
+    """(wall seconds, CPU seconds of this process, result) of one call.
+
+    A collection runs first, so garbage from before is not charged to the call.
+    """
+    gc.collect()
+    cpu = time.process_time()
+    began = time.perf_counter()
+    result = work()
+    return time.perf_counter() - began, time.process_time() - cpu, result
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of the figures (what every reported time is)."""
+    return statistics.median(values)
+
+
+def proc_status_kib(field: str) -> int | None:
+    """VmRSS, VmHWM (peak RSS) and the like for this process from /proc, in KiB; None off Linux."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Make VmHWM start again from the current RSS (Linux 4.0+), so a later peak is that work's own."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def run_child(script: Path, arguments: Sequence[str], *, timeout: float = 600) -> dict[str, Any]:
+    """Run `script` with `arguments` in a fresh interpreter; its last stdout line, parsed as JSON."""
+    done = subprocess.run(
+        [sys.executable, str(script), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{script.name} {' '.join(arguments[:2])} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@contextmanager
+def serve_wsgi(app: Any, *, threads: int = 4) -> Iterator[str]:
+    """Serve a WSGI app with waitress on 127.0.0.1 (a free port) in a thread; yield its base URL."""
+    from waitress import create_server
+
+    server = create_server(app, host="127.0.0.1", port=0, threads=threads, ident="console-ha-bench")
+    thread = threading.Thread(target=server.run, name="waitress", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.effective_port}"
+    finally:
+        server.close()
+        server.task_dispatcher.shutdown()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One printed line: what was measured, its value, and the target it answers to (if any)."""
+
+    label: str
+    value: str
+    target: str = ""
+    met: bool | None = None
+
+    def line(self, width: int = 58) -> str:
+        verdict = "" if self.met is None else ("met" if self.met else "MISSED")
+        return f"  {self.label:<{width}} {self.value:>18}   {self.target:<26} {verdict}".rstrip()
+
+
+def mib(size: float) -> str:
+    """Bytes as MiB for a person."""
+    return f"{size / MIB:.2f} MiB"
+
+
+def ms(seconds: float) -> str:
+    """Seconds as milliseconds for a person."""
+    return f"{seconds * 1000:.1f} ms"
