@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import logging
 import math
 import re
@@ -14,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, BinaryIO, cast
 from urllib.parse import quote, unquote
 
+import orjson
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
@@ -198,7 +198,8 @@ class HomeAssistantClient:
             raw = body.readall()
         failure: HABadResponse | None = None
         try:
-            return json.loads(raw)
+            # orjson: /api/states of a large household is megabytes, and parsing it is most of our time.
+            return orjson.loads(raw)
         except (ValueError, RecursionError):
             failure = HABadResponse("Home Assistant's answer could not be read as JSON.", reason="invalid_json")
         raise failure
