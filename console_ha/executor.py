@@ -135,13 +135,16 @@ class Executor:
     """Runs capability invocations through the six stages; needs no web server."""
 
     def __init__(self, data_dir: DataDir, *, confirmations: ConfirmationStore | None = None,
-                 audit: AuditLog | None = None, client_factory: ClientFactory = _default_client,
+                 audit: AuditLog | None = None, client_factory: ClientFactory | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.config_store = ConfigStore(data_dir)
         self.token_store = TokenStore(data_dir)
         self.confirmations = confirmations or ConfirmationStore(clock=clock)
         self.audit = audit or AuditLog(data_dir)
-        self._client_factory = client_factory
+        # A client made here is closed after its invocation; one handed out by a caller's factory
+        # (the web layer keeps one alive between requests) belongs to that caller.
+        self._owns_clients = client_factory is None
+        self._client_factory = client_factory or _default_client
         self._clock = clock
 
     def propose(self, name: object, arguments: object, *, conversation_id: str,
@@ -204,8 +207,12 @@ class Executor:
             stage = 5
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
-            with self._client_factory(config.base_url, cast(Secret, token), config.ca_bundle or None) as client:
+            client = self._client_factory(config.base_url, cast(Secret, token), config.ca_bundle or None)
+            try:
                 raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
+            finally:
+                if self._owns_clients:
+                    client.close()
             stage = 6
             result = shape(capability, raw)
         except CapabilityError as err:

@@ -13,6 +13,7 @@ from console_ha.config_store import ConfigStore
 from console_ha.confirmations import ConfirmationStore
 from console_ha.errors import CapabilityError
 from console_ha.executor import Executor, Turn
+from console_ha.ha_client import HomeAssistantClient
 from console_ha.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
 from console_ha.secret_store import TokenStore, check_token
 
@@ -356,3 +357,28 @@ def test_any_proposal_either_pauses_or_raises_a_contract_error(data_dir, name, a
         assert err.stage in (1, 2, 3)
     else:
         assert proposal.capability in REGISTRY
+
+
+class CountingClient(HomeAssistantClient):
+    """A real client that counts how often it is closed."""
+
+    closed = 0
+
+    def close(self) -> None:
+        type(self).closed += 1
+        super().close()
+
+
+def test_executor_closes_the_clients_it_makes_and_leaves_lent_ones_open(data_dir, stub_ha, clock, monkeypatch):
+    configure(data_dir, stub_ha)
+    monkeypatch.setattr("console_ha.executor.HomeAssistantClient", CountingClient)
+    CountingClient.closed = 0
+    own = Executor(data_dir, clock=clock)
+    own.answer(own.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True, conversation_id="c")
+    assert CountingClient.closed == 1
+
+    lent = CountingClient(stub_ha.base_url, check_token(stub_ha.token))
+    borrowing = Executor(data_dir, clock=clock, client_factory=lambda *_: lent)
+    borrowing.answer(borrowing.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True,
+                     conversation_id="c")
+    assert CountingClient.closed == 1, "a client lent by the caller stays open for its next use"
