@@ -27,6 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _measure import proc_status_kib, reset_peak_rss
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -36,26 +38,6 @@ MAX_BYTES = 512 * 1024 * 1024  # no cap gets in the way of the comparison
 
 def _iso_z(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _rss_kib(field: str) -> int | None:
-    """VmRSS or VmHWM (peak) of this process from /proc, in KiB; None off Linux."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak_rss() -> bool:
-    """Make VmHWM start again from the current RSS (Linux 4.0+), so the peak is this work's own."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -92,13 +74,13 @@ def run_child(args: argparse.Namespace) -> None:
         figures["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
     else:
-        before = _rss_kib("VmRSS")
-        precise = _reset_peak_rss()
+        before = proc_status_kib("VmRSS")
+        precise = reset_peak_rss()
         maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         began = time.perf_counter()
         figures.update(work())
         figures["wall_s"] = time.perf_counter() - began
-        peak = _rss_kib("VmHWM") if precise else None
+        peak = proc_status_kib("VmHWM") if precise else None
         if peak is None or before is None:  # ru_maxrss: the peak of the whole process life
             peak, before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, maxrss_before
             figures["peak_source"] = "ru_maxrss"
