@@ -199,6 +199,18 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
         ) from err
 
 
+def ca_bundle_path(config: HomeAssistantConfig, data_dir: DataDir) -> str | None:
+    """The household's own CA for https: the configured `ca_bundle`, else a stored `ca-bundle.pem`, else None.
+
+    The one answer for every connection (settings page, picker, capabilities), so a setup the settings
+    page shows as working is the setup the capabilities use.
+    """
+    if config.ca_bundle:
+        return config.ca_bundle
+    stored = data_dir.ha_ca_bundle
+    return str(stored) if stored.is_file() else None
+
+
 def _revision(raw: bytes | None) -> str:
     return ABSENT_REVISION if raw is None else hashlib.sha256(raw).hexdigest()[:16]
 
@@ -212,6 +224,10 @@ class ConfigStore:
     @property
     def path(self) -> Path:
         return self._dd.ha_config
+
+    @property
+    def data_dir(self) -> DataDir:
+        return self._dd
 
     def _read_raw(self) -> bytes | None:
         try:

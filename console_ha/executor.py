@@ -15,10 +15,10 @@ from typing import Any, cast
 from .audit import AuditLog
 from .capabilities import EXECUTE, Deadline, iso
 from .cards import Card, card_for
-from .config_store import ConfigStore, HomeAssistantConfig, is_entity_id
+from .config_store import ConfigStore, HomeAssistantConfig, ca_bundle_path, is_entity_id
 from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from .datadir import DataDir
-from .errors import CapabilityError, ConfigInvalid
+from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
 from .ha_client import HomeAssistantClient
 from .registry import GET_HISTORY, PERIODS, REGISTRY, Capability
 from .secret_store import Secret, TokenStore
@@ -26,6 +26,17 @@ from .secret_store import Secret, TokenStore
 log = logging.getLogger(__name__)
 
 ClientFactory = Callable[[str, Secret, str | None], HomeAssistantClient]
+
+# What the model is told when Home Assistant fails. The client's own words may name the household's
+# Home Assistant address, which the model never needs; the code already says what happened.
+HA_FAILURE_MESSAGES = {
+    "HA_UNREACHABLE": "Home Assistant could not be reached.",
+    "HA_TIMEOUT": "Home Assistant did not answer in time.",
+    "HA_UNAUTHORIZED": "Home Assistant refused the Console's access token; the household needs to paste a new one.",
+    "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
+    "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
+    "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
+}
 
 
 def _default_client(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
@@ -207,7 +218,8 @@ class Executor:
             stage = 5
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
-            client = self._client_factory(config.base_url, cast(Secret, token), config.ca_bundle or None)
+            client = self._client_factory(config.base_url, cast(Secret, token),
+                                          ca_bundle_path(config, self.config_store.data_dir))
             try:
                 raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
             finally:
@@ -215,6 +227,11 @@ class Executor:
                     client.close()
             stage = 6
             result = shape(capability, raw)
+        except HomeAssistantError as err:
+            self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started))
+            log.info("capability %s failed: %s", capability.name, err.message)
+            raise CapabilityError(err.code, HA_FAILURE_MESSAGES.get(err.code, "Home Assistant failed."),
+                                  stage=5) from None
         except CapabilityError as err:
             event = "rejected" if err.stage == 3 else "failed"
             self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,

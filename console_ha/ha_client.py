@@ -29,6 +29,7 @@ from .errors import (
     HomeAssistantError,
     InvalidConfig,
 )
+from .http_deadline import set_read_timeout
 from .secret_store import Secret
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ class _BodyReader(io.RawIOBase):
             raise _timeout_error(self._timeout)
         # A socket read waits at most the time left, and read1 returns whatever one read brings:
         # iter_content would wait to fill its chunk, so a trickling body could outlast the deadline.
-        _set_socket_timeout(self._response, remaining)
+        set_read_timeout(self._response, remaining)
         chunk = b""
         try:
             chunk = self._response.raw.read1(READ_CHUNK_BYTES, decode_content=True)
@@ -347,16 +348,6 @@ def _check_params(params: Mapping[str, str] | None) -> None:
 def _is_state(item: object) -> bool:
     return (isinstance(item, dict) and isinstance(item.get("entity_id"), str)
             and isinstance(item.get("state"), str))
-
-
-def _set_socket_timeout(response: requests.Response, seconds: float) -> None:
-    connection = getattr(response.raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        try:
-            sock.settimeout(max(seconds, 0.001))
-        except OSError:
-            pass
 
 
 def _is_timeout(err: BaseException) -> bool:

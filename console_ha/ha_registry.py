@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import websocket
 
@@ -62,6 +64,27 @@ def fetch_entity_areas(
         return None
 
 
+def _direct_socket(base_url: str, timeout: float, ca_bundle: str | None) -> socket.socket:
+    """A connection straight to Home Assistant, TLS-verified for https.
+
+    websocket-client would take a proxy from the environment (its no-proxy option is only read when a
+    proxy is also given) and send the token's auth message through it; handing it a socket avoids that,
+    as the REST client ignores the environment too (trust_env=False).
+    """
+    parts = urlsplit(base_url)
+    secure = parts.scheme == "https"
+    host = parts.hostname or ""
+    sock = socket.create_connection((host, parts.port or (443 if secure else 80)), timeout=timeout)
+    if not secure:
+        return sock
+    try:
+        context = ssl.create_default_context(cafile=ca_bundle or None)
+        return context.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+
+
 def entity_areas(
     areas: Iterable[Mapping[str, Any]],
     entities: Iterable[Mapping[str, Any]],
@@ -85,10 +108,8 @@ def _read_registries(
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     url = websocket_url(base_url)
-    sslopt: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED}
-    if ca_bundle:
-        sslopt["ca_certs"] = ca_bundle
-    ws = websocket.create_connection(url, timeout=timeout, sslopt=sslopt, suppress_origin=True)
+    ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True,
+                                     socket=_direct_socket(base_url, timeout, ca_bundle))
     try:
         first = _receive(ws, deadline)
         if first.get("type") != "auth_required":

@@ -29,6 +29,14 @@ class Hang:
     seconds: float = 30.0
 
 
+@dataclass(frozen=True)
+class Trickle:
+    """Answer 200 at once, then send the body one byte every `interval` seconds."""
+
+    body: bytes
+    interval: float = 0.2
+
+
 @dataclass
 class ModelRequest:
     """One request the fake received: the path, headers and decoded JSON body."""
@@ -178,8 +186,23 @@ class FakeModel:
                     return
                 if step is None:
                     step = Raw(500, b'{"error":"the fake model has no scripted answer left"}')
-                if callable(step) and not isinstance(step, (Raw, Hang)):
+                if callable(step) and not isinstance(step, (Raw, Hang, Trickle)):
                     step = step(body)
+                if isinstance(step, Trickle):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(step.body)))
+                    self.end_headers()
+                    for byte in step.body:
+                        if fake._stopping.wait(step.interval):
+                            break
+                        try:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                        except OSError:
+                            break
+                    self.close_connection = True
+                    return
                 if isinstance(step, Hang):
                     fake._stopping.wait(step.seconds)
                     self.close_connection = True

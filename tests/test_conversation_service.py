@@ -33,6 +33,7 @@ from tests.fake_model import (
     FakeModel,
     Hang,
     Raw,
+    Trickle,
     answer_from_tool_result,
     status,
     text,
@@ -614,3 +615,58 @@ def test_an_empty_or_overlong_message_is_invalid_request(service, model, message
 
 def test_secret_settings_never_show_themselves():
     assert "abc" not in repr(ModelSettings(("http://127.0.0.1/v1",), "m", Secret("abc")))
+
+
+def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(executor, model):
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)))
+    model.script(Trickle(json.dumps(text("This answer arrives one byte at a time.")).encode(), interval=0.1))
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailable):
+        service.send(None, "hello")
+    assert time.monotonic() - started < 2.5
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"choices": [{"message": {"role": "assistant", "content": "bad \\udc00"}}]}',
+        b'{"choices": [{"message": {"role": "assistant", "content": ' + b"[" * 50_000 + b"]" * 50_000 + b"}}]}",
+        b'{"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{"id": "a", '
+        b'"type": "function", "function": {"name": "home_assistant__list_entities", '
+        b'"arguments": "' + b"[" * 50_000 + b'"}}]}}]}',
+    ],
+    ids=["unpaired-surrogate", "deep-nesting", "deep-arguments"],
+)
+def test_an_answer_that_is_not_usable_text_is_model_unavailable_and_leaves_the_conversation_usable(
+        service, model, body):
+    model.script(text("One."), Raw(200, body))
+    first = service.send(None, "one")
+    with pytest.raises(ModelUnavailable):
+        service.send(first.conversation_id, "two")
+    model.script(text("Two."))
+    assert service.send(first.conversation_id, "two").reply == "Two."
+    assert service.transcript(first.conversation_id) is not None
+
+
+def test_a_card_in_the_last_round_still_lets_the_model_use_the_approved_read(executor, configured, model):
+    service = make_service(executor, model, max_rounds=1)
+    model.script(tool_call(LIST, {}), answer_from_tool_result)
+    paused = service.send(None, "what's the temperature in the living room?")
+    result = service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    assert result.reply != STOPPED_REPLY and "21.4" in result.reply
+
+
+def test_reading_the_transcript_does_not_wait_for_a_model_that_is_still_thinking(executor, model):
+    import threading
+
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=3)))
+    model.script(text("Hi."), Hang(2))
+    first = service.send(None, "one")
+    worker = threading.Thread(target=lambda: pytest.raises(ModelUnavailable, service.send, first.conversation_id,
+                                                           "two"))
+    worker.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    assert service.transcript(first.conversation_id) is not None
+    assert time.monotonic() - started < 0.5
+    worker.join()

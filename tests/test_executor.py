@@ -382,3 +382,11 @@ def test_executor_closes_the_clients_it_makes_and_leaves_lent_ones_open(data_dir
     borrowing.answer(borrowing.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True,
                      conversation_id="c")
     assert CountingClient.closed == 1, "a client lent by the caller stays open for its next use"
+
+
+def test_the_model_never_learns_the_home_assistant_address_from_a_failure(executor, data_dir, stub_ha):
+    configure(data_dir, stub_ha, base_url="http://127.0.0.1:9")
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert err.code == "HA_UNREACHABLE"
+    assert "127.0.0.1" not in json.dumps(err.to_dict()) and ":9" not in err.message

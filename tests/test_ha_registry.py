@@ -176,6 +176,26 @@ def test_only_the_auth_message_and_the_three_list_commands_are_sent(ws_server: _
     assert all(TOKEN not in json.dumps(c) for c in commands)
 
 
+def test_a_proxy_in_the_environment_never_sees_the_token(ws_server: _Server, monkeypatch) -> None:
+    """Like the REST client, the WebSocket ignores http_proxy: the auth message goes straight to HA."""
+    proxy = socket.socket()
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen()
+    proxy.settimeout(0.2)
+    proxy_url = f"http://127.0.0.1:{proxy.getsockname()[1]}"
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, proxy_url)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    try:
+        areas = fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), timeout=3)
+        with pytest.raises(TimeoutError):
+            proxy.accept()
+    finally:
+        proxy.close()
+    assert areas, "the registries were read directly"
+
+
 def test_a_command_outside_the_allowlist_is_never_sent() -> None:
     """The check is made before sending, whatever the caller asks for."""
 

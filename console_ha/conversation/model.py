@@ -17,8 +17,10 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 
 from ..errors import ConsoleHaError
+from ..http_deadline import set_read_timeout
 from ..registry import REGISTRY, Capability
 from ..secret_store import Secret
 
@@ -250,17 +252,25 @@ class OpenAICompatibleModel:
             ) as response:
                 chunks: list[bytes] = []
                 size = 0
-                for chunk in response.iter_content(_CHUNK_BYTES):
+                while True:
+                    # Each read waits at most what is left of the budget, and read1 returns what one
+                    # read brings: a model trickling its answer is cut off at the deadline.
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise _Retryable(f"no complete answer within {settings.timeout:g} s")
+                    set_read_timeout(response, remaining)
+                    chunk = response.raw.read1(_CHUNK_BYTES, decode_content=True)
+                    if not chunk:
+                        break
                     size += len(chunk)
                     if size > MAX_RESPONSE_BYTES:
                         raise ModelUnavailable("The language model's answer was too large.")
                     chunks.append(chunk)
-                    # requests' timeout bounds each socket read; this bounds the whole answer.
-                    if time.monotonic() > deadline:
-                        raise _Retryable(f"no complete answer within {settings.timeout:g} s")
                 return response.status_code, b"".join(chunks)
-        except requests.Timeout:
+        except (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError):
             raise _Retryable(f"no answer within {settings.timeout:g} s") from None
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise _Retryable(f"connection failed ({type(err).__name__})") from None
         except requests.RequestException as err:
             # The exception text may hold the URL; the URL never holds credentials (checked above).
             raise _Retryable(f"connection failed ({type(err).__name__})") from None
@@ -277,7 +287,9 @@ def parse_reply(raw: bytes) -> ModelReply:
     try:
         payload = json.loads(raw)
         message = payload["choices"][0]["message"]
-    except (ValueError, KeyError, IndexError, TypeError):
+        # "\ud800" is valid JSON but no text: kept, it would break every later request of the conversation.
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise ModelUnavailable("The language model's answer was not a chat completion.") from None
     if not isinstance(message, dict):
         raise ModelUnavailable("The language model's answer was not a chat completion.")
@@ -323,7 +335,7 @@ def _parse_tool_call(index: int, item: object) -> ToolCall:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             invalid = True
     elif arguments is None:
         arguments = {}

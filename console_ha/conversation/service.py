@@ -79,10 +79,13 @@ class Conversation:
 
     def transcript(self) -> list[dict[str, str]]:
         """The household-visible exchange: user messages and the assistant's answers."""
+        # Read from a copy without the lock (a turn holds it while the model thinks, which can take
+        # minutes); copying a list is atomic under the GIL, so the page sees a consistent moment.
+        messages = list(self.messages)
         # Text that came with tool calls is the model thinking aloud; the API never returns it as a reply.
         return [
             {"role": m["role"], "content": m["content"]}
-            for m in self.messages
+            for m in messages
             if m["role"] in ("user", "assistant") and m.get("content") and not m.get("tool_calls")
         ]
 
@@ -234,6 +237,9 @@ class ConversationService:
             following = self._process_queue(conversation)
             if following is not None:
                 return TurnResult(conversation.id, None, following)
+            # The household answered: the model always gets at least one more round to use the
+            # outcome, even when the card came in the last round (each answer is a person's click).
+            conversation.rounds = min(conversation.rounds, self._max_rounds - 1)
             # The read has happened: if the model fails now, its result stays for the next message.
             checkpoint = _Checkpoint.of(conversation)
             try:
@@ -247,9 +253,9 @@ class ConversationService:
         conversation = self.store.get(conversation_id)
         if conversation is None:
             return None
-        with conversation.lock:
-            pending = conversation.pending[1] if conversation.pending else None
-            return conversation.transcript(), pending
+        # No lock: a page reload must not wait behind a model that is still answering.
+        pending = conversation.pending
+        return conversation.transcript(), pending[1] if pending else None
 
     # --- the turn loop -------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL
 from ..conversation.service import MAX_MESSAGE_CHARS
 from ..errors import ConsoleHaError
 from ..executor import Executor, Proposal
+from .bodies import json_object
 from .errors import InvalidRequest, status_for
 
 bp = Blueprint("conversation", __name__)
@@ -58,9 +59,7 @@ def conversation_service() -> ConversationService:
 @bp.post("/api/v1/conversation/message")
 def message() -> Response:
     """A message starts or continues a conversation; a confirmation resumes a paused turn."""
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise InvalidRequest("Send a JSON object with a message or a confirmation.")
+    body = json_object()
     conversation_id = _conversation_id(body.get("conversation_id"))
     text, confirmation = body.get("message"), body.get("confirmation")
     if (text is None) == (confirmation is None):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -11,13 +10,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify
 
 from .. import settings as settings_writer
 from ..config_store import (
     ENTITY_ID_RE,
     HomeAssistantConfig,
     apply_changes,
+    ca_bundle_path,
     normalise_base_url,
 )
 from ..errors import (
@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..secret_store import Secret, check_token
 from . import ConsoleServices, services
-from .errors import InvalidRequest
+from .bodies import json_object
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def get_settings() -> Response:
 def save_settings() -> Response:
     """Validate everything, then write the configuration file and the token; nothing is written on error."""
     svc = services()
-    body = _json_object()
+    body = json_object()
     reset = _flag(body, "reset")
     remove_token = _flag(body, "remove_access_token")
     revision = body.pop("revision", None)
@@ -151,24 +151,6 @@ def _refuse_unknown(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
         raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
 
 
-def _json_object(*, optional: bool = False) -> dict[str, Any]:
-    """The request body as a JSON object; INVALID_REQUEST for anything else (413 past the size cap)."""
-    raw = request.get_data(cache=True)
-    if not raw.strip():
-        if optional:
-            return {}
-        raise InvalidRequest("The request needs a JSON object as its body.")
-    if not request.is_json:
-        raise InvalidRequest("Send the request body as JSON (Content-Type: application/json).")
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as err:
-        raise InvalidRequest("The request body is not valid JSON.") from err
-    if not isinstance(data, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    return data
-
-
 # --- the connection behind the settings ----------------------------------------------------------
 
 
@@ -177,12 +159,6 @@ def _stored_config(svc: ConsoleServices) -> HomeAssistantConfig:
         return svc.config_store.load()
     except ConfigInvalid as err:
         raise _broken_file(svc, err) from err
-
-
-def _ca_bundle(svc: ConsoleServices, config: HomeAssistantConfig | None) -> str | None:
-    if config is not None and config.ca_bundle:
-        return config.ca_bundle
-    return str(svc.data_dir.ha_ca_bundle) if svc.data_dir.ha_ca_bundle.is_file() else None
 
 
 def _not_configured(field: str) -> CapabilityError:
@@ -205,7 +181,7 @@ def entities() -> Response:
         raise _not_configured("base_url")
     if token is None:
         raise _not_configured("access_token")
-    ca_bundle = _ca_bundle(svc, config)
+    ca_bundle = ca_bundle_path(config, svc.data_dir)
 
     # The registries come over a separate WebSocket; ask for them while the states are on their way.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ha-areas")
@@ -307,7 +283,7 @@ def discover() -> Response:
 def test_connection() -> Response:
     """Check a URL and token (given, else stored) against HA's /api/config; the precise failure if not."""
     svc = services()
-    body = _json_object(optional=True)
+    body = json_object(optional=True)
     _refuse_unknown(body, TEST_FIELDS)
     given_url = normalise_base_url(body.get("base_url") or "")
     given_token = _optional_token(body.get("access_token"))
@@ -319,7 +295,7 @@ def test_connection() -> Response:
     if token is None:
         raise _not_configured("access_token")
 
-    client = svc.ha_client(base_url, token, _ca_bundle(svc, config))
+    client = svc.ha_client(base_url, token, ca_bundle_path(config or HomeAssistantConfig(), svc.data_dir))
     try:
         answer = client.config(timeout=float(current_app.config["CONSOLE_HA_TEST_TIMEOUT"]))
     except HANotFound as err:

@@ -146,6 +146,8 @@ def test_without_logging_in_it_is_unauthenticated(client, model):
 
 @pytest.mark.parametrize("body", [
     pytest.param("not json", id="not-json"),
+    pytest.param("[" * 100_000, id="deep-nesting"),
+    pytest.param('{"message": "hello \\ud800"}', id="unpaired-surrogate"),
     pytest.param([], id="array"),
     pytest.param({}, id="neither"),
     pytest.param({"message": None, "confirmation": None}, id="both-null"),

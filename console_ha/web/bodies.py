@@ -1,0 +1,32 @@
+"""Request bodies: a JSON object or a contract error, never a crash."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import request
+
+from .errors import InvalidRequest
+
+
+def json_object(*, optional: bool = False) -> dict[str, Any]:
+    """The request body as a JSON object; INVALID_REQUEST for anything else (413 past the size cap)."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if optional:
+            return {}
+        raise InvalidRequest("The request needs a JSON object as its body.")
+    if not request.is_json:
+        raise InvalidRequest("Send the request body as JSON (Content-Type: application/json).")
+    try:
+        data = json.loads(raw)
+        # "\ud800" is valid JSON but no text: it would fail later, wherever the string is written out.
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InvalidRequest("The request body has text that is not valid Unicode.") from err
+    except (ValueError, RecursionError) as err:
+        raise InvalidRequest("The request body is not valid JSON.") from err
+    if not isinstance(data, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return data
