@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import logging
 import re
@@ -20,6 +21,9 @@ from .errors import ConfigInvalid, InvalidConfig
 log = logging.getLogger(__name__)
 
 ENTITY_ID_RE = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
+# RFC 3986's characters (unreserved, reserved and %); anything else is refused, not guessed at.
+URL_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
+HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
 MAX_ENTITY_ID_LENGTH = 255
 MAX_ALLOWLIST = 2000
 MAX_BASE_URL_LENGTH = 2048
@@ -76,7 +80,9 @@ def normalise_base_url(value: object) -> str:
     text = value.strip()
     if text == "":
         return ""
-    if len(text) > MAX_BASE_URL_LENGTH or any(ord(c) < 0x21 for c in text):
+    if len(text) > MAX_BASE_URL_LENGTH or not URL_CHARACTERS.fullmatch(text):
+        # Printable ASCII of a URL only: a backslash, a control or a bidi character could make the
+        # host the card shows differ from the host the token is sent to.
         raise InvalidConfig("The Home Assistant URL is not a valid URL.", field="base_url")
     try:
         parts = urlsplit(text)
@@ -99,10 +105,25 @@ def normalise_base_url(value: object) -> str:
     while path.endswith("/api"):
         path = path[: -len("/api")].rstrip("/")
     host = parts.hostname
+    if not _is_host(host):
+        raise InvalidConfig("The Home Assistant URL's host is not a valid name or address.", field="base_url")
+    if port is not None and not 0 < port < 65536:
+        raise InvalidConfig("The Home Assistant URL's port must be between 1 and 65535.", field="base_url")
     if ":" in host:
         host = f"[{host}]"
     netloc = host if port is None else f"{host}:{port}"
     return urlunsplit((parts.scheme.lower(), netloc, path, "", ""))
+
+
+def _is_host(host: str) -> bool:
+    """An IP address, or a name made of letters, digits, hyphens and underscores between dots."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    labels = host.removesuffix(".").split(".")
+    return len(host) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels)
 
 
 def normalise_allowlist(value: object) -> tuple[str, ...]:

@@ -6,7 +6,9 @@ import io
 import logging
 import math
 import re
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -130,6 +132,8 @@ class _BodyReader(io.RawIOBase):
             # its Authorization header) is neither chained nor kept as context.
             raise failure
         if not chunk:
+            if time.monotonic() >= self._deadline:
+                raise _timeout_error(self._timeout)  # the watchdog shut the socket: not a whole body
             self._done = True
             return None
         self._received += len(chunk)
@@ -275,7 +279,8 @@ class HomeAssistantClient:
         failure: HomeAssistantError | None = None
         response: requests.Response | None = None
         try:
-            response = self._session.get(
+            response = self._get_before(
+                deadline,
                 url,
                 params=params,
                 headers=headers,
@@ -285,6 +290,8 @@ class HomeAssistantClient:
                 allow_redirects=False,  # a redirect could carry the token elsewhere
                 verify=True,
             )
+        except TimeoutError:
+            failure = _timeout_error(timeout)
         except requests.exceptions.SSLError:
             failure = HATLSError(
                 "The secure connection to Home Assistant failed: its certificate is not trusted or does not "
@@ -302,6 +309,11 @@ class HomeAssistantClient:
             log.info("GET %s failed after %.0f ms: %s", path, (time.monotonic() - started) * 1000, failure.code)
             raise failure  # outside the except block: nothing that holds the header is chained
         assert response is not None
+        # Socket timeouts bound each read, not the body as a whole: at the deadline the socket is shut,
+        # so a body that trickles in cannot hold the call (and a worker thread) past its bound.
+        watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), _shut, args=(response,))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             failure = _status_error(response.status_code)
             if failure is None:
@@ -316,7 +328,38 @@ class HomeAssistantClient:
             log.debug("GET %s: %s, %d bytes in %.0f ms", path, response.status_code, body.bytes_received,
                       (time.monotonic() - started) * 1000)
         finally:
+            watchdog.cancel()
             response.close()
+
+    def _get_before(self, deadline: float, url: str, **kwargs: Any) -> requests.Response:
+        """session.get up to the response headers, given up (TimeoutError) at the deadline.
+
+        A name lookup, or headers sent a byte at a time, are not bounded by socket timeouts as a whole,
+        so the GET runs on a worker thread; one given up on is left to end, and its response closed.
+        """
+        outcome: dict[str, Any] = {}
+        done = threading.Event()
+        abandoned = threading.Event()
+
+        def get() -> None:
+            try:
+                outcome["response"] = self._session.get(url, **kwargs)
+            except BaseException as err:  # noqa: BLE001 - handed to the caller's own except clauses
+                outcome["error"] = err
+            finally:
+                done.set()
+                if abandoned.is_set() and "response" in outcome:
+                    outcome["response"].close()
+
+        threading.Thread(target=get, name="ha-get", daemon=True).start()
+        if not done.wait(max(deadline - time.monotonic(), 0.0)):
+            abandoned.set()
+            if done.is_set() and "response" in outcome:
+                outcome["response"].close()  # it finished between the wait and the flag
+            raise TimeoutError
+        if "error" in outcome:
+            raise outcome["error"]
+        return cast(requests.Response, outcome["response"])
 
     def _url(self, path: str) -> str:
         """The absolute URL of a read-only API path; anything else is a programming error."""
@@ -403,3 +446,14 @@ def _status_error(status: int) -> HomeAssistantError | None:
                              "http:// versus https://.", status=status, reason="redirect")
     return HABadResponse(f"Home Assistant answered with an error (HTTP {status}).", status=status,
                          reason="status")
+
+
+def _shut(response: requests.Response) -> None:
+    """Shut the response's socket, so that a read blocked on it returns at once."""
+    connection = getattr(response.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

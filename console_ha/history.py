@@ -19,6 +19,8 @@ MIN_MAX_CHANGES = 4  # room for the first, last, minimum and maximum changes
 UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 # Distinct states counted by name; a free-text entity can have thousands, and memory stays bounded.
 MAX_COUNTED_STATES = 100
+# How deep a history body may nest: the body, an entity's list, a row, its (empty) attributes, and room.
+MAX_ROW_DEPTH = 6
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -100,8 +102,7 @@ def fetch_history(client: HomeAssistantClient, entity_id: str, *, start: datetim
     try:
         with client.stream(f"/api/history/period/{_iso_z_exact(start)}", params=params,
                            timeout=timeout, max_bytes=max_bytes) as body:
-            rows = ijson.items(_ShapeCheckedBody(body), "item.item", use_float=True)
-            digester.add_rows(rows, entity_id=entity_id)
+            digester.add_rows(_history_rows(body), entity_id=entity_id)
     except HANotFound:
         return _Digester(start=start, end=end, max_changes=max_changes, unit=unit).finish()
     except ijson.JSONError:
@@ -119,37 +120,37 @@ def digest_history(rows: Iterable[object], *, start: datetime, end: datetime,
     return digester.finish()
 
 
-class _ShapeCheckedBody:
-    """Passes the body through to ijson, refusing it early unless it opens as `[]` or `[[`.
+def _history_rows(body: BinaryIO) -> Iterator[dict[str, Any]]:
+    """The rows of a `[[row, ...]]` body, built from parser events, refusing any other shape.
 
-    ijson's `item.item` prefix silently matches nothing in a body of the wrong shape (an object, a
-    list of objects), which would read as "no history" instead of a bad answer.
+    ijson's prefix-based readers (`items`) keep a prefix string per level, so a small body nested
+    thousands deep costs memory that grows with the square of its depth; `basic_parse` keeps none,
+    and rows nested deeper than Home Assistant ever nests them are refused as they arrive.
     """
-
-    def __init__(self, body: BinaryIO) -> None:
-        self._body = body
-        self._head = b""
-        self._checked = False
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._body.read(size)
-        if self._checked or size == 0:
-            return data
-        if not data:
-            self._checked = True  # the body ended before it opened: ijson reports incomplete JSON
-            return data
-        head = (self._head + data).lstrip()
-        if head:
-            if head[:1] != b"[":
-                raise _wrong_shape()
-            rest = head[1:].lstrip()
-            if rest:
-                if rest[:1] not in (b"]", b"["):
-                    raise _wrong_shape()
-                self._checked = True
-            head = b"["
-        self._head = head
-        return data
+    depth = 0
+    row: dict[str, Any] = {}
+    key = ""
+    for event, value in ijson.basic_parse(body, use_float=True):
+        if event == "map_key":
+            key = value
+        elif event == "start_map" or event == "start_array":
+            depth += 1
+            if depth > MAX_ROW_DEPTH:
+                raise _malformed()
+            if depth <= 2 and event != "start_array":
+                raise _wrong_shape()  # the body and each entity's history are lists
+            if depth == 3:
+                if event != "start_map":
+                    raise _malformed()  # a row is an object
+                row = {}
+        elif event == "end_map" or event == "end_array":
+            if depth == 3:
+                yield row
+            depth -= 1
+        elif depth == 3:
+            row[key] = value
+        elif depth < 3:
+            raise _wrong_shape() if depth < 2 else _malformed()
 
 
 class _Digester:

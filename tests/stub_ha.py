@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
 FAULT_KINDS = frozenset(
-    {"401", "403", "404", "500", "slow", "slow_body", "invalid_json", "oversized", "wrong_shape", "drop"}
+    {"401", "403", "404", "500", "slow", "slow_body", "trickle_headers", "trickle_body", "invalid_json",
+     "oversized", "wrong_shape", "drop"}
 )
 
 # Body pieces are gathered into writes of about this size: few syscalls, little memory per request.
@@ -284,9 +285,32 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.kind == "slow":
             stub._stopping.wait(fault.delay)
+        if fault is not None and fault.kind in ("trickle_headers", "trickle_body"):
+            self._trickle(fault)
+            return
         response = stub._respond(method, path, query, self.headers.get("Authorization"), fault)
         self._write(response, head=method == "HEAD",
                     pace=fault.delay if fault is not None and fault.kind == "slow_body" else 0.0)
+
+    def _trickle(self, fault: Fault) -> None:
+        """One byte every `delay` seconds: of the status line and headers, or of a chunked body's framing."""
+        stub = self.server.stub
+        if fault.kind == "trickle_headers":
+            data = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]"
+        else:
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            self.wfile.write(head)
+            data = b"".join(b"1\r\n%s\r\n" % bytes([c]) for c in b'[{"entity_id": "a.b", "state": "x"}]')
+            data += b"0\r\n\r\n"
+        self.close_connection = True
+        try:
+            for byte in data:
+                if stub._stopping.wait(fault.delay):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except OSError:
+            pass
 
     def _write(self, response: _Response, *, head: bool, pace: float) -> None:
         try:

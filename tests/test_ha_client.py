@@ -96,6 +96,8 @@ FAULTS = [
     ("drop", HAUnreachable, "HA_UNREACHABLE"),
     ("slow", HATimeout, "HA_TIMEOUT"),
     ("slow_body", HATimeout, "HA_TIMEOUT"),
+    ("trickle_headers", HATimeout, "HA_TIMEOUT"),
+    ("trickle_body", HATimeout, "HA_TIMEOUT"),
 ]
 
 
@@ -175,6 +177,17 @@ def test_the_timeout_bounds_a_body_that_trickles_in(stub_ha: StubHomeAssistant) 
         client_for(stub_ha).states(timeout=0.5, max_bytes=1_000_000)
     assert time.monotonic() - began < 1.0
     assert caught.value.message == "Home Assistant did not answer within 0.5 seconds."
+
+
+@pytest.mark.parametrize("kind", ["trickle_headers", "trickle_body"])
+def test_the_deadline_holds_for_headers_or_chunk_framing_sent_a_byte_at_a_time(
+        stub_ha: StubHomeAssistant, kind: str) -> None:
+    """Socket timeouts bound each read; a byte every 0.2 s never trips them, the deadline must."""
+    stub_ha.fault(kind, delay=0.2)
+    began = time.monotonic()
+    with pytest.raises(HATimeout):
+        client_for(stub_ha).states(timeout=1.0, max_bytes=1_000_000)
+    assert time.monotonic() - began < 1.6
 
 
 def test_a_spent_budget_is_a_timeout_without_a_request(stub_ha: StubHomeAssistant) -> None:

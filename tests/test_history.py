@@ -305,13 +305,36 @@ def test_a_404_means_no_history(stub_ha: StubHomeAssistant) -> None:
     b'[[{"state": "on", "last_changed": "2025-04-01T00:00:00+00:00"},',
     b'[[{"entity_id": "light.other", "state": "on", "last_changed": "2025-04-01T00:00:00+00:00"}]]',
     b'',
-], ids=["object", "flat-list", "strings", "no-time", "truncated", "other-entity", "empty"])
+    b'[[], {"x": 1}]',
+    b'[[], "junk"]',
+    b'[[' + b'[' * 16_000 + b']' * 16_002,
+    b'[[{"state": ' + b'[' * 16_000 + b']' * 16_000 + b', "last_changed": "2025-04-01T00:00:00+00:00"}]]',
+], ids=["object", "flat-list", "strings", "no-time", "truncated", "other-entity", "empty", "object-after-list",
+        "text-after-list", "deep-rows", "deep-state"])
 def test_a_body_that_is_not_a_history_is_a_bad_response(stub_ha: StubHomeAssistant, body: bytes) -> None:
     end = datetime.now(UTC)
     stub_ha.override(f"/api/history/period/{(end - timedelta(days=1)).isoformat().replace('+00:00', 'Z')}", body)
     with pytest.raises(HABadResponse):
         fetch_history(client_for(stub_ha), "binary_sensor.front_door", start=end - timedelta(days=1), end=end,
                       timeout=5, max_bytes=1_000_000)
+
+
+def test_a_deeply_nested_body_is_refused_in_little_memory(stub_ha: StubHomeAssistant) -> None:
+    """24 KB nested 24,000 deep once cost 1.4 GB through ijson's prefixes; it must cost next to nothing."""
+    import tracemalloc
+
+    end = datetime.now(UTC)
+    stub_ha.override(f"/api/history/period/{(end - timedelta(days=1)).isoformat().replace('+00:00', 'Z')}",
+                     b"[[" + b"[" * 24_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(HABadResponse):
+            fetch_history(client_for(stub_ha), "binary_sensor.front_door", start=end - timedelta(days=1), end=end,
+                          timeout=5, max_bytes=1_000_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024
 
 
 def test_the_deadline_covers_a_slow_history(stub_ha: StubHomeAssistant) -> None:
