@@ -92,7 +92,7 @@ class AuditLog:
             for line in handle:
                 try:
                     event = json.loads(line)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(event, dict):
                     yield event

@@ -6,7 +6,9 @@ import hashlib
 import ipaddress
 import json
 import logging
+import os
 import re
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -207,7 +209,7 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
     """Parse the file's bytes; ConfigInvalid says what is wrong, with the field where there is one."""
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (ValueError, RecursionError) as err:  # bad UTF-8, bad JSON, too deep, an int too long to read
         raise ConfigInvalid(f"The configuration file is not valid JSON ({err.__class__.__name__}).") from err
     if not isinstance(data, dict):
         raise ConfigInvalid("The configuration file must hold a JSON object.")
@@ -284,10 +286,12 @@ class ConfigStore:
     def reset(self) -> StoredConfig:
         """Move a broken file aside (kept, never deleted) and start again from the default."""
         with path_lock(self.path):
-            raw = self._read_raw()
-            if raw is not None:
-                aside = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%dT%H%M%S')}")
-                self.path.replace(aside)
+            # Whatever is there (unreadable, even a directory) is renamed, never read: reset must work
+            # on exactly the files that cannot be read. The name is unique, so nothing kept is replaced.
+            if os.path.lexists(self.path):
+                stamp = time.strftime("%Y%m%dT%H%M%S")
+                aside = self.path.with_name(f"{self.path.name}.broken-{stamp}-{secrets.token_hex(3)}")
+                os.rename(self.path, aside)
                 log.warning("moved the configuration file aside to %s", aside)
             return self._write(HomeAssistantConfig())
 

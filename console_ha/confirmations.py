@@ -32,7 +32,11 @@ class PendingConfirmation:
     canonical_arguments: str
     invocation_id: str
     issued_at: float
-    expires_at: float
+    expires_at: float  # wall clock, for the card
+    deadline: float  # the expiry itself, on the store's timer
+    # What the card told the household beyond the arguments (where the read goes, which entities):
+    # an approval holds only while that is still so.
+    shown: str = ""
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -50,15 +54,18 @@ class ConfirmationStore:
     """In memory, as RFC-0018 accepts: a restart invalidates every pending token."""
 
     def __init__(self, *, ttl: float = CONFIRMATION_TTL_SECONDS, clock: Callable[[], float] = time.time,
-                 max_pending: int = MAX_PENDING) -> None:
+                 timer: Callable[[], float] | None = None, max_pending: int = MAX_PENDING) -> None:
         self._ttl = ttl
         self._clock = clock
+        # Expiry runs on the monotonic clock, so a wall-clock step (NTP on a device without a real-time
+        # clock) can neither stretch nor cut a card's five minutes. A test's clock drives both.
+        self._timer = timer or (time.monotonic if clock is time.time else clock)
         self._max_pending = max_pending
         self._pending: dict[str, PendingConfirmation] = {}
         self._lock = threading.Lock()
 
     def issue(self, conversation_id: str, capability: str, arguments: Mapping[str, Any],
-              invocation_id: str) -> PendingConfirmation:
+              invocation_id: str, *, shown: str = "") -> PendingConfirmation:
         """Create a token for exactly this conversation, capability and arguments."""
         now = self._clock()
         pending = PendingConfirmation(
@@ -69,6 +76,8 @@ class ConfirmationStore:
             invocation_id=invocation_id,
             issued_at=now,
             expires_at=now + self._ttl,
+            deadline=self._timer() + self._ttl,
+            shown=shown,
         )
         with self._lock:
             if len(self._pending) >= self._max_pending:
@@ -82,7 +91,7 @@ class ConfirmationStore:
         """Take the token once; ConfirmationInvalid if unknown, used, expired or foreign."""
         if not isinstance(token, str) or not token:
             raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
-        now = self._clock()
+        now = self._timer()
         with self._lock:
             pending = self._find(token)
             if pending is None:
@@ -91,14 +100,14 @@ class ConfirmationStore:
                 # A foreign conversation cannot answer, nor burn, another conversation's card.
                 raise ConfirmationInvalid("foreign", "That confirmation belongs to another conversation.")
             del self._pending[pending.token]
-        if now >= pending.expires_at:
+        if now >= pending.deadline:
             raise ExpiredConfirmation(pending)
         return pending
 
     def expire(self) -> list[PendingConfirmation]:
         """Remove and return every pending confirmation past its expiry."""
         with self._lock:
-            return self._drop_expired(self._clock())
+            return self._drop_expired(self._timer())
 
     def pending_count(self) -> int:
         with self._lock:
@@ -114,7 +123,7 @@ class ConfirmationStore:
         return None
 
     def _drop_expired(self, now: float) -> list[PendingConfirmation]:
-        expired = [p for p in self._pending.values() if now >= p.expires_at]
+        expired = [p for p in self._pending.values() if now >= p.deadline]
         for pending in expired:
             del self._pending[pending.token]
         return expired

@@ -20,7 +20,7 @@ from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfir
 from .datadir import DataDir
 from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
 from .ha_client import HomeAssistantClient
-from .registry import GET_HISTORY, PERIODS, REGISTRY, Capability
+from .registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
 from .secret_store import Secret, TokenStore
 
 log = logging.getLogger(__name__)
@@ -131,11 +131,20 @@ def check_turn_limit(capability: Capability, turn: Turn) -> None:
     turn.counts[capability.name] += 1
 
 
+def what_the_card_shows(capability: Capability, config: HomeAssistantConfig) -> str:
+    """Where the read goes and, for the list, which entities it covers: what an approval is bound to."""
+    shown: dict[str, Any] = {"base_url": config.base_url}
+    if capability.name == LIST_ENTITIES:
+        shown["entities"] = sorted(config.allowlisted_entities)
+    return json.dumps(shown, sort_keys=True)
+
+
 # --- stage 6 ---------------------------------------------------------------------------------
 
 def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
     """Stage 6: the result as JSON the model may see, within the byte bound."""
-    size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    # allow_nan=False: NaN and Infinity are not JSON; a result holding one is a bug, not an answer.
+    size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
     if size > capability.bounds.max_result_bytes:
         raise refuse(6, "RESULT_TOO_LARGE",
                      f"The result ({size} bytes) is larger than the {capability.bounds.max_result_bytes}-byte limit.")
@@ -174,7 +183,8 @@ class Executor:
         except CapabilityError as err:
             self._audit("rejected", label, err.stage, invocation, err.code)
             raise
-        pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation)
+        pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
+                                           shown=what_the_card_shows(capability, config))
         self._audit("confirmation_requested", capability.name, 4, invocation)
         return Proposal(
             token=pending.token,
@@ -215,6 +225,11 @@ class Executor:
             config = self._load_config()
             token = self.token_store.read()
             check_policy(capability, arguments, config, token is not None)
+            if what_the_card_shows(capability, config) != pending.shown:
+                # Approved was a read of that Home Assistant (and, for the list, those entities).
+                raise CapabilityError("CONFIRMATION_INVALID", "The Home Assistant settings changed after this "
+                                      "card was shown; nothing was read. Ask again.", stage=4,
+                                      reason="settings_changed")
             stage = 5
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
@@ -233,7 +248,7 @@ class Executor:
             raise CapabilityError(err.code, HA_FAILURE_MESSAGES.get(err.code, "Home Assistant failed."),
                                   stage=5) from None
         except CapabilityError as err:
-            event = "rejected" if err.stage == 3 else "failed"
+            event = "rejected" if err.stage in (3, 4) else "failed"
             self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,
                         _elapsed_ms(started))
             raise

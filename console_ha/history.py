@@ -22,6 +22,8 @@ MAX_COUNTED_STATES = 100
 # How deep a history body may nest: the body, an entity's list, a row, its (empty) attributes, and room.
 MAX_ROW_DEPTH = 6
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# No recorder has a row from before 1970; a time earlier than that is not a real history row.
+_EARLIEST = 0
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -248,6 +250,8 @@ class _Digester:
                 moment = (parsed - _EPOCH) // _MICROSECOND
                 if moment < last_time:
                     raise HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
+                if moment > end or moment < _EARLIEST:
+                    raise _malformed()  # a change after the window it was asked for, or before any clock
                 last_time = moment
                 if moment <= start and total == 0:
                     # The state in force when the window opens (HA stamps it with the start): not a
@@ -349,6 +353,8 @@ class _Digester:
             assert self._first_value is not None and self._last_value is not None
             mean = (float(f"{self._weighted_sum / self._weighted_time:.6g}")
                     if self._weighted_time > 0 else None)
+            if mean is not None and not math.isfinite(mean):
+                mean = None  # values near the float limits overflow the weighted sum: no mean, not NaN
             summary = NumericSummary(kind="numeric", min=self._min, max=self._max, mean=mean,
                                      first=self._first_value, last=self._last_value, unit=self._unit)
         else:

@@ -122,7 +122,7 @@ def test_written_file_is_private_and_holds_no_token(store):
 @pytest.mark.parametrize(
     "content",
     [b"{not json", b"[]", b'"text"', b"\xff\xfe", b'{"enabled": "yes"}',
-     b'{"allowlisted_entities": ["BAD"]}', b""],
+     b'{"allowlisted_entities": ["BAD"]}', b"", b"[" * 100_000, b'{"enabled": ' + b"1" * 5000 + b"}"],
 )
 def test_broken_file_is_config_invalid_and_never_replaced(store, content):
     store.path.parent.mkdir(parents=True)
@@ -186,3 +186,15 @@ def test_display_name_prefers_the_picked_friendly_name():
                                  entity_names={"sensor.living_room_temperature": "Living Room"})
     assert config.display_name("sensor.living_room_temperature") == "Living Room"
     assert config.display_name("light.hall_ceiling") == "Hall ceiling"
+
+
+def test_reset_works_on_a_path_that_cannot_be_read_and_keeps_every_broken_file(store):
+    store.path.mkdir(parents=True)  # a directory where the file should be: unreadable as a file
+    with pytest.raises(ConfigInvalid):
+        store.load()
+    store.reset()
+    store.path.write_bytes(b"{broken again")
+    store.reset()
+    assert store.load() == HomeAssistantConfig()
+    kept = [p for p in store.path.parent.iterdir() if p.name.startswith("home-assistant.json.broken-")]
+    assert len(kept) == 2, "two resets in the same second keep both broken files"

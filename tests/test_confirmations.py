@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.confirmations import (
-    ConfirmationInvalid,
-    ConfirmationStore,
-    canonical_arguments,
-)
+from console_ha.confirmations import ConfirmationInvalid, ConfirmationStore, canonical_arguments
+from tests.conftest import Clock
 
 
 @pytest.fixture
@@ -80,3 +77,17 @@ def test_pending_count_is_bounded(clock):
     with pytest.raises(ConfirmationInvalid):
         store.consume(tokens[0], "c")
     assert store.consume(tokens[-1], "c")
+
+
+def test_a_wall_clock_step_neither_stretches_nor_cuts_the_five_minutes(clock):
+    timer = Clock(start=100.0)
+    store = ConfirmationStore(clock=clock, timer=timer)
+    pending = store.issue("c", "home_assistant.list_entities", {}, "inv")
+    clock.now += 3600  # NTP steps the wall clock forward an hour
+    assert store.consume(pending.token, "c")
+    late = store.issue("c", "home_assistant.list_entities", {}, "inv")
+    clock.now -= 7200  # and back two
+    timer.now += 300
+    with pytest.raises(ConfirmationInvalid) as caught:
+        store.consume(late.token, "c")
+    assert caught.value.detail["reason"] == "expired"

@@ -390,3 +390,23 @@ def test_the_model_never_learns_the_home_assistant_address_from_a_failure(execut
     err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
     assert err.code == "HA_UNREACHABLE"
     assert "127.0.0.1" not in json.dumps(err.to_dict()) and ":9" not in err.message
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "change"),
+    [
+        (LIST_ENTITIES, {}, {"base_url": "http://127.0.0.1:9"}),
+        (GET_HISTORY, {"entity_id": ALLOWED[0], "period": "day"}, {"base_url": "http://127.0.0.1:9"}),
+        (LIST_ENTITIES, {}, {"allowlisted_entities": ALLOWED + ["lock.front_door"]}),
+    ],
+    ids=["list-elsewhere", "history-elsewhere", "list-more-entities"],
+)
+def test_an_approval_covers_only_what_the_card_showed(executor, data_dir, stub_ha, name, args, change):
+    """A card names the Home Assistant (and, for the list, the entities); changed since, nothing is read."""
+    configure(data_dir, stub_ha)
+    proposal = executor.propose(name, args, conversation_id="c")
+    ConfigStore(data_dir).update(change)
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage, err.detail["reason"]) == ("CONFIRMATION_INVALID", 4, "settings_changed")
+    assert ha_requests(stub_ha) == []
+    assert audit_lines(data_dir)[-1]["event"] == "rejected"

@@ -383,3 +383,18 @@ def test_memory_does_not_grow_with_the_number_of_rows(stub_ha: StubHomeAssistant
     # requests' .json() of the same body peaks near 19 MB. The digest itself keeps O(max_changes);
     # most of what is traced here is the stub's serving thread and the 64 KiB read buffers.
     assert peak < 1_500_000
+
+
+@pytest.mark.parametrize("values", [["1e300", "-1e300"], ["1.7e308", "1.7e308", "1e308"]])
+def test_values_near_the_float_limits_give_no_mean_rather_than_nan(values: list[str]) -> None:
+    rows = [row(at(i + 1), value) for i, value in enumerate(values)]
+    result = digest(rows)
+    assert result.summary["kind"] == "numeric" and result.summary["mean"] is None
+    json.dumps(result.to_result(), allow_nan=False)
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:00:00-14:00", "0001-01-01T00:00:00+14:00",
+                                   "1969-12-31T23:59:59+00:00"])
+def test_a_row_outside_the_window_or_the_calendar_is_a_bad_response(stamp: str) -> None:
+    with pytest.raises(HABadResponse):
+        digest([{"state": "on", "last_changed": stamp}])
