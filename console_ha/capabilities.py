@@ -14,7 +14,8 @@ from .history import fetch_history
 from .registry import GET_HISTORY, LIST_ENTITIES
 
 # Home Assistant's own bodies may be far larger than a result; they are capped separately.
-MAX_STATES_BYTES = 64 * 1024 * 1024
+# 32 MiB is about 70,000 entities, ten times a large household's; parsing it costs a few hundred MiB.
+MAX_STATES_BYTES = 32 * 1024 * 1024
 MAX_STATE_BYTES = 1024 * 1024
 MAX_HISTORY_BYTES = 512 * 1024 * 1024
 PERIOD_LENGTHS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
@@ -68,6 +69,7 @@ def list_entities(client: HomeAssistantClient, config: HomeAssistantConfig, argu
     """The current state of every allowlisted entity, and which allowlisted ones Home Assistant lacks."""
     wanted = set(config.allowlisted_entities)
     states = client.states(timeout=deadline.remaining(), max_bytes=MAX_STATES_BYTES)
+    deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
     found: dict[str, dict[str, Any]] = {}
     for state in states:
         entity_id = state.get("entity_id")

@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 import time
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -172,7 +173,10 @@ def _check_entity_names(value: object) -> dict[str, str]:
     for key, name in value.items():
         if not is_entity_id(key) or not isinstance(name, str):
             raise InvalidConfig("Entity names must map entity ids to text.", field="entity_names")
-        cleaned = " ".join(name.split())[:MAX_NAME_LENGTH]
+        # Control and format characters (bidi overrides among them) could make a card say one thing
+        # and mean another; whitespace runs fold to one space.
+        visible = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
+        cleaned = " ".join(visible.split())[:MAX_NAME_LENGTH]
         if cleaned:
             names[key] = cleaned
     return names

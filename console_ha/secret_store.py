@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 from .atomic import atomic_write, ensure_dir, path_lock
 from .datadir import DataDir
 from .errors import InvalidConfig
+
+log = logging.getLogger(__name__)
 
 MAX_TOKEN_LENGTH = 4096
 
@@ -63,12 +66,19 @@ class TokenStore:
     def read(self) -> Secret | None:
         """The stored token, or None when there is none (or it is empty)."""
         try:
-            text = self.path.read_text(encoding="ascii").strip()
+            text = self.path.read_text(encoding="ascii")
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError):
+        except (OSError, UnicodeDecodeError) as err:
+            log.warning("the stored Home Assistant token cannot be read (%s); treating it as absent",
+                        type(err).__name__)
             return None
-        return Secret(text) if text else None
+        try:
+            return check_token(text) if text.strip() else None
+        except InvalidConfig:
+            # The same rules as for a pasted token: a damaged file is "no token", not a doomed read.
+            log.warning("the stored Home Assistant token file is damaged; treating it as absent")
+            return None
 
     def exists(self) -> bool:
         """Whether a usable token is stored."""

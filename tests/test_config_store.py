@@ -198,3 +198,33 @@ def test_reset_works_on_a_path_that_cannot_be_read_and_keeps_every_broken_file(s
     assert store.load() == HomeAssistantConfig()
     kept = [p for p in store.path.parent.iterdir() if p.name.startswith("home-assistant.json.broken-")]
     assert len(kept) == 2, "two resets in the same second keep both broken files"
+
+
+def test_entity_names_lose_control_and_bidi_characters(store):
+    saved = store.update({"allowlisted_entities": ["lock.front_door"],
+                          "entity_names": {"lock.front_door": "Front\u202e door\x07  lock\u200b"}})
+    assert saved.config.entity_names == {"lock.front_door": "Front door lock"}
+
+
+def test_concurrent_updates_of_different_fields_are_all_kept(store):
+    """Each update is a read-modify-write under the lock: no writer's change is lost to another's."""
+    errors: list[BaseException] = []
+
+    def writer(field: str, values: list) -> None:
+        try:
+            for value in values:
+                store.update({field: value})
+        except BaseException as err:  # noqa: BLE001 - collected and asserted below
+            errors.append(err)
+
+    urls = [f"http://ha{i}.local:8123" for i in range(150)]
+    lists = [[f"sensor.s{i}"] for i in range(150)]
+    threads = [threading.Thread(target=writer, args=("base_url", urls)),
+               threading.Thread(target=writer, args=("allowlisted_entities", lists))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    final = store.load()
+    assert (final.base_url, final.allowlisted_entities) == (urls[-1], tuple(lists[-1]))

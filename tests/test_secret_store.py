@@ -51,3 +51,12 @@ def test_token_never_lands_in_the_config_file(data_dir):
     TokenStore(data_dir).write(check_token(TOKEN))
     ConfigStore(data_dir).update({"enabled": True, "base_url": "http://ha.local:8123"})
     assert TOKEN not in ConfigStore(data_dir).path.read_text()
+
+
+@pytest.mark.parametrize("content", [b"two words\n", b"tok\x00en", b"\xef\xbb\xbftoken", "t\u00e9st".encode()])
+def test_a_damaged_token_file_counts_as_no_token(data_dir, content, caplog):
+    store = TokenStore(data_dir)
+    store.write(check_token(TOKEN))
+    store.path.write_bytes(content)
+    assert store.read() is None and not store.exists()
+    assert "damaged" in caplog.text or "cannot be read" in caplog.text
