@@ -13,7 +13,7 @@ from types import FrameType
 
 from .console_secrets import ConsoleSecrets
 from .datadir import DataDir, resolve_data_dir
-from .errors import InvalidConfig
+from .errors import ConsoleHaError, InvalidConfig
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except InvalidConfig as err:
+    except ConsoleHaError as err:
+        # Every error console-ha raises on purpose says what to do; a traceback would only hide it.
         print(f"console-ha: {err.message}", file=sys.stderr)
         return 2

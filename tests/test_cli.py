@@ -176,3 +176,16 @@ def test_python_dash_m_shows_the_commands() -> None:
     for command in ("serve", "set-password", "api-token"):
         assert command in result.stdout
     assert time.monotonic() - started < 10
+
+
+def test_serve_with_a_damaged_session_key_says_what_to_do_without_a_traceback(tmp_path, capsys):
+    from console_ha.cli import main
+    from console_ha.console_secrets import ConsoleSecrets
+    from console_ha.datadir import DataDir
+
+    secrets = ConsoleSecrets(DataDir(tmp_path))
+    secrets.session_key_path.parent.mkdir(parents=True)
+    secrets.session_key_path.write_text("zz\n")
+    assert main(["serve", "--data-dir", str(tmp_path), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "damaged" in err and "Traceback" not in err
