@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from flask import (
@@ -176,6 +179,24 @@ def logout() -> Response:
     return redirect(url_for("auth.login"))
 
 
+def _one_attempt_at_a_time(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Password attempts run one after another, so each sees the failures counted before it.
+
+    The limiter checks before the view and counts a failure after it: in parallel, forty guesses would
+    all pass the check before the first was counted. A household logs in rarely; waiting costs nothing.
+    """
+    attempts = threading.Lock()
+
+    @functools.wraps(view)
+    def serialised(*args: Any, **kwargs: Any) -> Any:
+        if request.method != "POST":
+            return view(*args, **kwargs)
+        with attempts:
+            return view(*args, **kwargs)
+
+    return serialised
+
+
 def init_app(app: Flask) -> None:
     """Install the authentication check, the login rate limit and the template helpers."""
     app.before_request(authenticate)
@@ -186,5 +207,5 @@ def init_app(app: Flask) -> None:
         methods=["POST"],
         deduct_when=lambda response: response.status_code != 302,
     )
-    app.view_functions["auth.login"] = limited(app.view_functions["auth.login"])
+    app.view_functions["auth.login"] = _one_attempt_at_a_time(limited(app.view_functions["auth.login"]))
     app.context_processor(lambda: {"principal": current_principal()})

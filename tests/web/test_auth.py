@@ -162,6 +162,28 @@ def test_repeated_wrong_passwords_lock_the_client_out(client: FlaskClient, passw
     assert client.get(API).status_code == 401
 
 
+def test_parallel_guesses_are_counted_before_the_next_is_tried(app, client: FlaskClient, password: str) -> None:
+    """Forty guesses at once: five are judged, the rest wait their turn and find the client locked out."""
+    import threading
+
+    log_in(client, "warm-up")  # the form's CSRF token and one counted failure
+    clients = [app.test_client() for _ in range(40)]
+    tokens = [csrf_from(c.get("/login").get_data(as_text=True)) for c in clients]
+    statuses: list[int] = []
+    start = threading.Barrier(len(clients))
+
+    def guess(c: FlaskClient, token: str) -> None:
+        start.wait()
+        statuses.append(c.post("/login", data={"password": "guess", "csrf_token": token}).status_code)
+
+    threads = [threading.Thread(target=guess, args=pair) for pair in zip(clients, tokens, strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses.count(401) == 4 and statuses.count(429) == 36
+
+
 def test_successful_logins_do_not_count_towards_the_lockout(client: FlaskClient, password: str) -> None:
     """Only failures are counted: a household logging in often is never locked out."""
     for _ in range(8):
