@@ -31,7 +31,7 @@ from .errors import (
     HomeAssistantError,
     InvalidConfig,
 )
-from .http_deadline import set_read_timeout
+from .http_deadline import call_before, set_read_timeout
 from .secret_store import Secret
 
 log = logging.getLogger(__name__)
@@ -279,8 +279,7 @@ class HomeAssistantClient:
         failure: HomeAssistantError | None = None
         response: requests.Response | None = None
         try:
-            response = self._get_before(
-                deadline,
+            response = call_before(deadline, lambda: self._session.get(
                 url,
                 params=params,
                 headers=headers,
@@ -289,7 +288,7 @@ class HomeAssistantClient:
                 stream=True,
                 allow_redirects=False,  # a redirect could carry the token elsewhere
                 verify=True,
-            )
+            ), requests.Response.close)
         except TimeoutError:
             failure = _timeout_error(timeout)
         except requests.exceptions.SSLError:
@@ -330,36 +329,6 @@ class HomeAssistantClient:
         finally:
             watchdog.cancel()
             response.close()
-
-    def _get_before(self, deadline: float, url: str, **kwargs: Any) -> requests.Response:
-        """session.get up to the response headers, given up (TimeoutError) at the deadline.
-
-        A name lookup, or headers sent a byte at a time, are not bounded by socket timeouts as a whole,
-        so the GET runs on a worker thread; one given up on is left to end, and its response closed.
-        """
-        outcome: dict[str, Any] = {}
-        done = threading.Event()
-        abandoned = threading.Event()
-
-        def get() -> None:
-            try:
-                outcome["response"] = self._session.get(url, **kwargs)
-            except BaseException as err:  # noqa: BLE001 - handed to the caller's own except clauses
-                outcome["error"] = err
-            finally:
-                done.set()
-                if abandoned.is_set() and "response" in outcome:
-                    outcome["response"].close()
-
-        threading.Thread(target=get, name="ha-get", daemon=True).start()
-        if not done.wait(max(deadline - time.monotonic(), 0.0)):
-            abandoned.set()
-            if done.is_set() and "response" in outcome:
-                outcome["response"].close()  # it finished between the wait and the flag
-            raise TimeoutError
-        if "error" in outcome:
-            raise outcome["error"]
-        return cast(requests.Response, outcome["response"])
 
     def _url(self, path: str) -> str:
         """The absolute URL of a read-only API path; anything else is a programming error."""

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import requests
+
+T = TypeVar("T")
 
 
 def set_read_timeout(response: requests.Response, seconds: float) -> None:
@@ -14,3 +21,34 @@ def set_read_timeout(response: requests.Response, seconds: float) -> None:
             sock.settimeout(max(seconds, 0.001))
         except OSError:
             pass
+
+
+def call_before(deadline: float, call: Callable[[], T], abandon: Callable[[T], Any]) -> T:
+    """`call()` (a request up to its response headers), given up with TimeoutError at `deadline`.
+
+    A name lookup, or headers sent a byte at a time, are not bounded as a whole by socket timeouts, so the
+    call runs on a worker thread; one given up on is left to end, and `abandon` is handed what it returns.
+    """
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+    given_up = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as err:  # noqa: BLE001 - handed to the caller's own except clauses
+            outcome["error"] = err
+        finally:
+            done.set()
+            if given_up.is_set() and "value" in outcome:
+                abandon(outcome["value"])
+
+    threading.Thread(target=work, name="http-call", daemon=True).start()
+    if not done.wait(max(deadline - time.monotonic(), 0.0)):
+        given_up.set()
+        if done.is_set() and "value" in outcome:
+            abandon(outcome["value"])  # it finished between the wait and the flag
+        raise TimeoutError
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -20,7 +20,7 @@ import requests
 import urllib3
 
 from ..errors import ConsoleHaError
-from ..http_deadline import set_read_timeout
+from ..http_deadline import call_before, set_read_timeout
 from ..registry import REGISTRY, Capability
 from ..secret_store import Secret
 
@@ -242,14 +242,14 @@ class OpenAICompatibleModel:
         deadline = time.monotonic() + settings.timeout
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            with self._session.post(
+            with call_before(deadline, lambda: self._session.post(
                 f"{endpoint}/chat/completions",
                 data=data,
                 headers=headers,
                 timeout=(min(CONNECT_TIMEOUT_SECONDS, settings.timeout), settings.timeout),
                 stream=True,
                 allow_redirects=False,
-            ) as response:
+            ), requests.Response.close) as response:
                 chunks: list[bytes] = []
                 size = 0
                 while True:
