@@ -118,6 +118,9 @@ def check_policy(capability: Capability, arguments: Mapping[str, Any], config: H
         raise refuse(3, "CAPABILITY_DISABLED", "The household has not turned on Home Assistant reading.")
     if not config.base_url or not has_token:
         raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "Home Assistant is turned on but not set up yet.")
+    if not config.allowlisted_entities:
+        # Nothing could be read: no card to bother the household with, no request to send.
+        raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "The household has not chosen any entities to share yet.")
     entity_id = arguments.get("entity_id")
     if entity_id is not None and entity_id not in config.allowlisted_entities:
         # The same words whether or not the entity exists: a refusal must not reveal the inventory.

@@ -410,3 +410,11 @@ def test_an_approval_covers_only_what_the_card_showed(executor, data_dir, stub_h
     assert (err.code, err.stage, err.detail["reason"]) == ("CONFIRMATION_INVALID", 4, "settings_changed")
     assert ha_requests(stub_ha) == []
     assert audit_lines(data_dir)[-1]["event"] == "rejected"
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+def test_an_empty_allowlist_is_not_configured_and_asks_nobody(executor, data_dir, stub_ha, name, args):
+    configure(data_dir, stub_ha, allowlisted_entities=[])
+    err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
+    assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
+    assert executor.confirmations.pending_count() == 0 and ha_requests(stub_ha) == []
