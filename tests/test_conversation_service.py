@@ -670,3 +670,13 @@ def test_reading_the_transcript_does_not_wait_for_a_model_that_is_still_thinking
     assert service.transcript(first.conversation_id) is not None
     assert time.monotonic() - started < 0.5
     worker.join()
+
+
+def test_what_a_conversation_keeps_of_one_answer_is_bounded(service, model):
+    model.script(text("x" * 200_000), tool_call(LIST, "[" + "1," * 5000 + "1]"), text("ok"))
+    first = service.send(None, "one")
+    assert len(first.reply) <= 16 * 1024 + 2
+    service.send(first.conversation_id, "two")
+    replayed = model.requests[-1].messages
+    assert all(len(json.dumps(m)) < 20_000 for m in replayed)
+    assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"

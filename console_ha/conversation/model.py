@@ -36,6 +36,10 @@ DEFAULT_TIMEOUT_SECONDS = 120.0
 CONNECT_TIMEOUT_SECONDS = 5.0
 # A chat completion is a few KiB; a bound keeps a misbehaving server from filling memory.
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+# What a conversation keeps of one answer: a household reads a reply, not a book, and six rounds of a
+# turn times a hundred conversations must stay small in memory.
+MAX_REPLY_CHARS = 16 * 1024
+MAX_ARGUMENTS_CHARS = 4 * 1024
 _CHUNK_BYTES = 64 * 1024
 # Function names may not contain dots (OpenAI: ^[a-zA-Z0-9_-]{1,64}$), so the dot becomes "__".
 _NAME_SEPARATOR = "__"
@@ -296,6 +300,8 @@ def parse_reply(raw: bytes) -> ModelReply:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise ModelUnavailable("The language model's answer had no usable text.")
+    if content is not None and len(content) > MAX_REPLY_CHARS:
+        content = content[:MAX_REPLY_CHARS] + " …"
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise ModelUnavailable("The language model's tool calls were malformed.")
@@ -332,7 +338,9 @@ def _parse_tool_call(index: int, item: object) -> ToolCall:
         call_id = f"call_{index}"
     arguments = function.get("arguments")
     invalid = False
-    if isinstance(arguments, str):
+    if isinstance(arguments, str) and len(arguments) > MAX_ARGUMENTS_CHARS:
+        arguments, invalid = "{}", True  # no capability takes arguments anywhere near this long
+    elif isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except (ValueError, RecursionError):
