@@ -9,7 +9,7 @@ from typing import Any
 
 from .config_store import HomeAssistantConfig
 from .errors import HABadResponse, HATimeout
-from .ha_client import HomeAssistantClient
+from .ha_client import UNAVAILABLE_STATES, HomeAssistantClient
 from .history import fetch_history
 from .registry import GET_HISTORY, LIST_ENTITIES
 
@@ -19,7 +19,6 @@ MAX_STATES_BYTES = 32 * 1024 * 1024
 MAX_STATE_BYTES = 1024 * 1024
 MAX_HISTORY_BYTES = 512 * 1024 * 1024
 PERIOD_LENGTHS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
-UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 
 
 class Deadline:

@@ -43,6 +43,8 @@ READ_CHUNK_BYTES = 64 * 1024
 # The only parts of the REST API this client reads. An allowlist rather than a list of what to refuse:
 # the service-call API (and anything added to HA later) is out of reach without being named here.
 READ_ONLY_API_SECTIONS = frozenset({"", "config", "states", "history"})
+# The states in which Home Assistant says it does not know an entity's value.
+UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 
 # What a Home Assistant token can hold (check_token's rule); anything else could break the header.
 _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,4096}")

@@ -12,11 +12,10 @@ import ijson
 
 from .config_store import is_entity_id
 from .errors import HABadResponse, HANotFound
-from .ha_client import HomeAssistantClient
+from .ha_client import UNAVAILABLE_STATES, HomeAssistantClient
 
 DEFAULT_MAX_CHANGES = 50
 MIN_MAX_CHANGES = 4  # room for the first, last, minimum and maximum changes
-UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 # Distinct states counted by name; a free-text entity can have thousands, and memory stays bounded.
 MAX_COUNTED_STATES = 100
 # How deep a history body may nest: the body, an entity's list, a row, its (empty) attributes, and room.

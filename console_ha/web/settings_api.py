@@ -27,6 +27,7 @@ from ..errors import (
     HANotFound,
     InvalidConfig,
 )
+from ..ha_client import UNAVAILABLE_STATES
 from ..secret_store import Secret, check_token
 from . import ConsoleServices, services
 from .bodies import json_object
@@ -44,7 +45,6 @@ STATES_MAX_BYTES = 32 * 1024 * 1024
 # After the states arrive, wait at most this long for the areas; a slower answer fills the cache for next time.
 AREAS_GRACE = 1.0
 
-UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 # Entities that reveal where people are, whether the home is open, or what it looks like inside.
 SENSITIVE_DOMAINS = frozenset({"lock", "alarm_control_panel", "camera", "person", "device_tracker", "cover"})
 SENSITIVE_BINARY_SENSOR_CLASSES = frozenset(
