@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .atomic import atomic_write, ensure_dir, path_lock
 from .datadir import DataDir
+from .entity_budget import check_fits
 from .errors import ConfigInvalid, InvalidConfig
 
 log = logging.getLogger(__name__)
@@ -200,12 +201,20 @@ _CHECKS = {
 }
 
 
-def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
-    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field."""
+def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any], *,
+                  saving: bool = True) -> HomeAssistantConfig:
+    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field.
+
+    A save (`saving`) also refuses an allowlist list_entities could not answer within its bound. A file
+    already on disk is read without that check: one saved before it existed must still open, so the
+    household can see it and untick entities.
+    """
     unknown = sorted(set(changes) - set(FIELDS))
     if unknown:
         raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
     checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
+    if saving and "allowlisted_entities" in checked:
+        check_fits(checked["allowlisted_entities"])
     return replace(current, **checked)
 
 
@@ -219,7 +228,7 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
         raise ConfigInvalid("The configuration file must hold a JSON object.")
     known = {key: value for key, value in data.items() if key in FIELDS}
     try:
-        return apply_changes(HomeAssistantConfig(), known)
+        return apply_changes(HomeAssistantConfig(), known, saving=False)
     except InvalidConfig as err:
         raise ConfigInvalid(
             f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")
