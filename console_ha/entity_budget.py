@@ -34,28 +34,45 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
 
 
-def _char_size(char: str) -> int:
-    return len(json.dumps(char, ensure_ascii=False).encode("utf-8")) - 2
+# JSON escapes these two (as two bytes) among what cut keeps; control characters are dropped.
+_ESCAPED = frozenset('"\\')
+_MARK_BYTES = len(CUT_MARK.encode("utf-8"))
+# A name, state or unit is read this far at most: a megabyte-long "name" costs no more time than
+# a long one, and whatever lies beyond is cut.
+SCAN_CHARS = 1024
 
 
 def cut(text: str, max_bytes: int) -> str:
-    """`text` without control or format characters, cut to `max_bytes` as JSON, ending in CUT_MARK if cut."""
-    # Control and format characters (bidi overrides among them) could make a name read one way and
-    # be another; a lone surrogate is not UTF-8 at all.
-    clean = "".join(
-        "\ufffd" if unicodedata.category(c) == "Cs" else c
-        for c in text if unicodedata.category(c) not in ("Cc", "Cf")
-    )
-    if json_size(clean) - 2 <= max_bytes:
-        return clean
-    room = max_bytes - _char_size(CUT_MARK)
+    """`text` without control or format characters, cut to `max_bytes` as JSON, ending in CUT_MARK if cut.
+
+    One pass that stops at the cap, rather than dumping candidates to JSON, because list_entities may
+    shape hundreds of entries three times over within its deadline.
+    """
     kept: list[str] = []
-    for char in clean:
-        room -= _char_size(char)
-        if room < 0:
+    size = 0
+    fits_with_mark = 0  # how many of `kept` leave room for the mark
+    whole = True
+    for index, char in enumerate(text):
+        if index >= SCAN_CHARS:
+            whole = False
+            break
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf"):
+            # Control and format characters (bidi overrides among them) could make a name read one
+            # way and be another.
+            continue
+        if category == "Cs":
+            char = "\ufffd"  # a lone surrogate is not UTF-8 at all
+        size += 2 if char in _ESCAPED else len(char.encode("utf-8"))
+        if size > max_bytes:
+            whole = False
             break
         kept.append(char)
-    return "".join(kept) + CUT_MARK
+        if size <= max_bytes - _MARK_BYTES:
+            fits_with_mark = len(kept)
+    if whole:
+        return "".join(kept)
+    return "".join(kept[:fits_with_mark]) + CUT_MARK
 
 
 def timestamp(value: object) -> str | None:

@@ -258,3 +258,14 @@ def test_the_caps_run_from_roomiest_to_the_guaranteed() -> None:
         assert tighter.name <= roomier.name and tighter.state <= roomier.state and tighter.unit <= roomier.unit
     assert CAP_LEVELS[-1] == GUARANTEED
     assert BUDGET_BYTES // entity_cost("sensor.living_room_temperature") >= 250
+
+
+def test_a_megabyte_of_text_is_read_no_further_than_needed() -> None:
+    """A name or state of a megabyte is cut from its start; the rest is never looked at."""
+    assert cut("a" * 1_000_000, 24) == "a" * 21 + CUT_MARK
+    assert cut("\x00" * 1_000_000 + "Kitchen", 24) == CUT_MARK
+    huge = {"entity_id": "sensor.huge", "state": "7" * 1_000_000,
+            "attributes": {"friendly_name": "\u202e" * 1_000_000, "unit_of_measurement": "°" * 1_000_000}}
+    shaped = narrow_state(huge, GUARANTEED)
+    assert shaped["state"] == "7" * 29 + CUT_MARK and shaped["friendly_name"] == CUT_MARK
+    assert json_size(shaped) + 1 <= entity_cost("sensor.huge")
