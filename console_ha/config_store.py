@@ -205,16 +205,18 @@ def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any], *,
                   saving: bool = True) -> HomeAssistantConfig:
     """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field.
 
-    A save (`saving`) also refuses an allowlist list_entities could not answer within its bound. A file
-    already on disk is read without that check: one saved before it existed must still open, so the
-    household can see it and untick entities.
+    A save (`saving`) also refuses a new allowlist list_entities could not answer within its bound. A file
+    already on disk is read without that check, and an allowlist saved again unchanged is not refused:
+    one saved before the check existed must still open and let the household change other settings
+    (and a failed save must be able to put it back), while the page shows it is over the limit.
     """
     unknown = sorted(set(changes) - set(FIELDS))
     if unknown:
         raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
     checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
-    if saving and "allowlisted_entities" in checked:
-        check_fits(checked["allowlisted_entities"])
+    allowlist = checked.get("allowlisted_entities")
+    if saving and allowlist is not None and allowlist != current.allowlisted_entities:
+        check_fits(allowlist)
     return replace(current, **checked)
 
 

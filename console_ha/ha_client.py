@@ -115,11 +115,12 @@ class CallLimits:
         """Hold one place for a call to `base_url`'s Home Assistant; HABusy at once when none is free."""
         origin = origin_of(base_url)
         with self._lock:
-            busy = self._counts[origin] >= self.per_origin or sum(self._counts.values()) >= self.in_all
+            here, everywhere = self._counts[origin], sum(self._counts.values())
+            busy = here >= self.per_origin or everywhere >= self.in_all
             if not busy:
                 self._counts[origin] += 1
         if busy:
-            log.info("not calling %s: %d calls to it already in flight", origin, self._counts[origin])
+            log.info("not calling %s: %d calls to it and %d in all already in flight", origin, here, everywhere)
             raise HABusy(BUSY_MESSAGE)
         try:
             yield

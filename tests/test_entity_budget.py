@@ -251,6 +251,20 @@ def test_a_file_saved_before_the_check_still_opens(data_dir) -> None:
     assert ConfigStore(data_dir).load().allowlisted_entities == tuple(too_many)
 
 
+def test_an_allowlist_saved_before_the_check_can_be_saved_again_unchanged_but_not_grown(data_dir) -> None:
+    """Other settings can still be saved (and a failed save put back); a changed list must fit."""
+    too_many = [f"sensor.s{i:04d}" for i in range(400)]
+    data_dir.ha_config.parent.mkdir(parents=True)
+    data_dir.ha_config.write_text(json.dumps({"allowlisted_entities": too_many}))
+    store = ConfigStore(data_dir)
+    store.update({"enabled": True})
+    store.update({"enabled": False, "allowlisted_entities": too_many})
+    with pytest.raises(InvalidConfig):
+        store.update({"allowlisted_entities": too_many[:-1]})  # trimmed, but still too many
+    trimmed = too_many[:BUDGET_BYTES // entity_cost(too_many[0])]
+    assert store.update({"allowlisted_entities": trimmed}).config.allowlisted_entities == tuple(trimmed)
+
+
 def test_the_caps_run_from_roomiest_to_the_guaranteed() -> None:
     """Each level is no roomier than the one before; the last is the one costs are computed at."""
     for roomier, tighter in zip(CAP_LEVELS, CAP_LEVELS[1:], strict=False):

@@ -232,3 +232,42 @@ def test_a_capability_past_the_cap_fails_with_ha_busy_at_stage_5(
     assert len(hung_ha.requests) == sent
     audit = [line for line in data_dir.audit_log.read_text().splitlines() if '"failed"' in line]
     assert len(audit) == 1 and '"HA_BUSY"' in audit[0]
+
+
+# --- `console-ha serve` fits the caps to its threads ----------------------------------------------
+
+
+class _FakeServer:
+    effective_port = 8000
+
+    def run(self) -> None:
+        raise KeyboardInterrupt
+
+    def close(self) -> None:
+        pass
+
+
+def test_serve_fits_the_caps_to_its_threads(data_dir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 5 threads, calls to Home Assistant may hold 3 of them, never the 2 kept for /health and pages."""
+    import waitress
+
+    from console_ha import cli
+
+    monkeypatch.setattr(waitress, "create_server", lambda app, **kwargs: _FakeServer())
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    assert cli.main(["serve", "--threads", "5", "--port", "0", "--data-dir", str(data_dir.root)]) == 0
+    assert (CALL_LIMITS.per_origin, CALL_LIMITS.in_all) == (3, 3)
+
+
+def test_serve_refuses_threads_it_could_not_keep_free(data_dir, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`--threads 2` would leave Home Assistant able to take every thread: refused, nothing served."""
+    import waitress
+
+    from console_ha import cli
+
+    served: list[object] = []
+    monkeypatch.setattr(waitress, "create_server", lambda app, **kwargs: served.append(kwargs) or _FakeServer())
+    assert cli.main(["serve", "--threads", "2", "--data-dir", str(data_dir.root)]) == 2
+    assert "--threads must be at least 3" in capsys.readouterr().err
+    assert served == []
