@@ -17,8 +17,8 @@ from .registry import LIST_ENTITIES_CAPABILITY, LIST_ENTITIES_TEXT_CAPS, TextCap
 
 # Marks text that was cut to fit; one character (3 bytes), counted inside the cap.
 CUT_MARK = "…"
-
-
+# Declared with the capability's schema (registry.py); list_entities tries them in order, and a save
+# guarantees the last.
 CAP_LEVELS = LIST_ENTITIES_TEXT_CAPS
 GUARANTEED = CAP_LEVELS[-1]
 _SAMPLE_TIME = "2000-01-01T00:00:00Z"  # every last_changed is written in exactly this many bytes
