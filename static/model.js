@@ -127,6 +127,8 @@ async function save() {
     apiKeyStatus.textContent = answer.has_api_key
       ? "An API key is saved for this server; it is never shown. Leave this empty to keep it."
       : "Most servers on your own network need none. Leave this empty if yours doesn’t.";
+    // The page's "not set up" notice no longer holds once a turn would reach a model.
+    if (answer.ready) document.getElementById("model-problem")?.setAttribute("hidden", "");
     const removed = answer.api_key_removed ? " The API key you had saved was for another server, so it was removed." : "";
     say(saveStatus, `Saved.${removed}`, "ok");
   } catch {

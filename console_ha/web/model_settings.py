@@ -11,7 +11,7 @@ from flask import Blueprint, Response, current_app, flash, jsonify, redirect, re
 from flask.typing import ResponseReturnValue
 
 from ..config_store import ConfigStore
-from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL
+from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL, NOT_SET_UP
 from ..errors import ConfigInvalid, InvalidConfig
 from ..model_settings import (
     ENVIRONMENT,
@@ -182,6 +182,7 @@ def _render(setup: ModelSetup, *, values: Mapping[str, str] | None = None, form_
     return render_template(
         "model_settings.html",
         setup=setup,
+        not_set_up=setup.problem == NOT_SET_UP,
         values={"base_url": shown.get("base_url", ""), "model": shown.get("model", "")},
         environment=[name for name in ENVIRONMENT if name in setup.from_environment],
         form_error=form_error,
