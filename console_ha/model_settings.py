@@ -55,7 +55,9 @@ TEST_TIMEOUT_SECONDS = 60.0
 
 def check_base_url(value: object) -> str:
     """A typed model server URL: http(s), a host, no credentials, ending in /v1 (the OpenAI base)."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
+        raise InvalidConfig(f"{URL_LABEL} must be text.", field="base_url")
+    if not value.strip():
         raise InvalidConfig(f"{URL_LABEL} is empty.", field="base_url")
     url = check_endpoint(value, label=URL_LABEL, error=lambda message: InvalidConfig(message, field="base_url"))
     if not url.endswith("/v1"):
@@ -324,6 +326,8 @@ PROBE_MESSAGES = (
     {"role": "user", "content": "Are you ready?"},
 )
 PROBE_MAX_TOKENS = 64
+# A server's list can be long (a proxy in front of a cloud); the page offers choices, not a catalogue.
+MAX_LISTED_MODELS = 200
 
 
 @dataclass(frozen=True)
@@ -354,7 +358,8 @@ def check_model(settings: ModelSettings, **adapter_options: Any) -> ModelCheck:
     url = settings.endpoints[0]
     adapter = OpenAICompatibleModel(settings, tools=[PROBE_TOOL], **adapter_options)
     try:
-        models = tuple(dict.fromkeys(adapter.list_models()))
+        listed = (name for name in adapter.list_models() if 0 < len(name) <= MAX_MODEL_CHARS and name.isprintable())
+        models = tuple(dict.fromkeys(listed))[:MAX_LISTED_MODELS]
     except ModelUnavailable as err:
         return _classify(err, url, settings.model, (), listing=True)
     if not settings.model:

@@ -353,3 +353,16 @@ def test_a_test_of_typed_values_uses_the_saved_key_only_for_its_origin(store):
     assert settings_to_test(store, "http://elsewhere:8080/v1", "m", "sk-typed").api_key == Secret("sk-typed")
     with pytest.raises(InvalidConfig):
         settings_to_test(store, "http://ha.local:8123/v1", "m", "", home_assistant_url="http://ha.local:8123")
+
+
+def test_the_offered_models_are_bounded_in_number_and_length_and_printable(model):
+    model.models = ["ok", "x" * 300, "bad\nname", "", *[f"m{i}" for i in range(400)]]
+    result = checked(model, name="")
+    assert result.models[0] == "ok" and len(result.models) == 200
+    assert all(0 < len(name) <= 256 and name.isprintable() for name in result.models)
+
+
+def test_a_url_that_is_not_text_is_refused_as_such():
+    with pytest.raises(InvalidConfig) as caught:
+        check_base_url(["http://h/v1"])
+    assert "must be text" in caught.value.message

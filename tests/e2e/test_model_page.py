@@ -80,8 +80,10 @@ def test_test_offers_the_server_s_models_then_save_stores_them_and_the_key_stays
     assert serious_violations(model_page) == []
     screenshot(model_page, "model-settings-ready")
 
+    expect(model_page.locator("#model-problem")).to_be_visible()
     model_page.get_by_role("button", name="Save").click()
     expect(model_page.locator("#save-status")).to_have_text("Saved.")
+    expect(model_page.locator("#model-problem")).to_be_hidden()
     expect(model_page.get_by_label("API key")).to_have_value("")
     saved = json.loads(console.data_dir.model_config.read_text())
     assert saved == {"base_url": model.url, "model": "qwen2.5-7b-instruct"}
