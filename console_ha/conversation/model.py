@@ -253,7 +253,7 @@ class OpenAICompatibleModel:
         except ModelNotConfigured:
             return frozenset()
 
-    def complete(self, messages: Sequence[Mapping[str, Any]], *, tool_choice: str | None = None,
+    def complete(self, messages: Sequence[Mapping[str, Any]], *, tool_choice: str | Mapping[str, Any] | None = None,
                  max_tokens: int | None = None) -> ModelReply:
         """One chat completion; ModelNotConfigured or ModelUnavailable when there is no usable answer."""
         settings = self.current_settings()
