@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from flask.typing import ResponseReturnValue
 
 from ..config_store import ConfigStore
 from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL, NOT_SET_UP
-from ..errors import ConfigInvalid, InvalidConfig
+from ..errors import ConfigInvalid, ConsoleHaError, InvalidConfig
 from ..model_settings import (
     ENVIRONMENT,
     ModelCheck,
@@ -27,6 +28,7 @@ from ..model_settings import (
 )
 from . import services
 from .bodies import json_object
+from .errors import status_for
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +103,30 @@ def _run_test(values: Mapping[str, Any]) -> ModelCheck:
     return check_model(settings)
 
 
+TEST_LOCK = "console_ha_model_test"
+
+
+class TestRunning(ConsoleHaError):
+    """A model test is already under way; a second would only hold another worker thread."""
+
+    code = "RATE_LIMITED"
+
+
 @bp.record_once
 def _defaults(state: Any) -> None:
     state.app.config.setdefault("CONSOLE_HA_MODEL_TEST_TIMEOUT", 60.0)
+    # One test at a time: each may wait a minute on a slow server, and the Console has few threads.
+    state.app.extensions[TEST_LOCK] = threading.Lock()
+
+
+def _one_test(values: Mapping[str, Any]) -> ModelCheck:
+    lock: threading.Lock = current_app.extensions[TEST_LOCK]
+    if not lock.acquire(blocking=False):
+        raise TestRunning("A model test is already running. Wait for its result, then try again.")
+    try:
+        return _run_test(values)
+    finally:
+        lock.release()
 
 
 # --- the API -----------------------------------------------------------------------------------
@@ -140,7 +163,7 @@ def test_model() -> Response:
     unknown = sorted(set(body) - set(TEST_FIELDS))
     if unknown:
         raise InvalidConfig(f"Unknown field: {unknown[0]}.", field=unknown[0])
-    return jsonify(_run_test(body).to_json())
+    return jsonify(_one_test(body).to_json())
 
 
 # --- the page ----------------------------------------------------------------------------------
@@ -164,9 +187,9 @@ def page_post() -> ResponseReturnValue:
         return redirect(url_for(".page"), 303)
     if action == "test":
         try:
-            check = _run_test(values)
-        except InvalidConfig as err:
-            return _render(current_setup(), values=values, form_error=err), 400
+            check = _one_test(values)
+        except (InvalidConfig, TestRunning) as err:
+            return _render(current_setup(), values=values, form_error=err), status_for(err.code)
         return _render(current_setup(), values=values, check=check)
     try:
         _, dropped = _save({**values, "remove_api_key": form.get("remove_api_key") == "on"})
@@ -176,7 +199,7 @@ def page_post() -> ResponseReturnValue:
     return redirect(url_for(".page"), 303)
 
 
-def _render(setup: ModelSetup, *, values: Mapping[str, str] | None = None, form_error: InvalidConfig | None = None,
+def _render(setup: ModelSetup, *, values: Mapping[str, str] | None = None, form_error: ConsoleHaError | None = None,
             check: ModelCheck | None = None) -> str:
     shown = values or setup.saved.to_json()
     return render_template(

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 
 from console_ha.config_store import ConfigStore
 from console_ha.datadir import DataDir
-from tests.fake_model import FakeModel, Raw, text, tool_call, unused_loopback_url
+from tests.fake_model import FakeModel, Hang, Raw, text, tool_call, unused_loopback_url
 
 from .conftest import csrf_from
 
@@ -220,6 +220,8 @@ def test_the_page_has_the_contract_s_fields_and_buttons(logged_in):
     assert '<label for="base-url">Model server URL</label>' in html
     assert '<label for="model">Model</label>' in html
     assert '<label for="api-key">API key</label>' in html and 'type="password" id="api-key"' in html
+    # Not "off", which Chromium ignores for passwords: the Console's saved login must not be filled in here.
+    assert re.search(r'id="api-key"[^>]*autocomplete="new-password"', html)
     assert ">Test model</button>" in html and ">Save</button>" in html
     assert 'href="/settings/model"' in html  # the nav link
 
@@ -276,3 +278,32 @@ def test_the_conversation_page_has_no_notice_when_the_environment_sets_the_model
     monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
     monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
     assert 'id="model-notice"' not in household.get("/conversation").get_data(as_text=True)
+
+
+def test_one_model_test_at_a_time(app, household, password, model):
+    """A second test while one waits on a slow server is refused at once, not queued on a worker thread."""
+    import threading
+    import time
+
+    from .conftest import log_in, page_csrf
+
+    model.models = Hang(2.5)
+    first: dict[str, Any] = {}
+
+    def slow() -> None:
+        first["response"] = household.post(MODEL_API + "/test", json={"base_url": model.url, "model": "m"})
+
+    worker = threading.Thread(target=slow)
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not model.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    other = app.test_client()
+    log_in(other, password)
+    other.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(other)
+    _error(other.post(MODEL_API + "/test", json={"base_url": model.url, "model": "m"}), 429, "RATE_LIMITED")
+    worker.join(10)
+    assert first["response"].get_json()["problem"] == "unreachable"
+    model.models = ["m"]
+    model.script(tool_call("report_ready", {"ready": True}))
+    assert other.post(MODEL_API + "/test", json={"base_url": model.url, "model": "m"}).get_json()["ok"]
