@@ -752,3 +752,12 @@ def test_a_source_with_nothing_set_up_says_where_to_set_it(executor):
     with pytest.raises(ModelNotConfigured) as caught:
         service.send(None, "hello")
     assert "/settings/model" in caught.value.message
+
+
+def test_a_call_with_null_content_is_replayed_with_empty_text(configured, service, model):
+    """llama-cpp-python's server answers 500 to an assistant message whose content is null (tests/real_model)."""
+    model.script(tool_call(LIST, {}), answer_from_tool_result)
+    paused = service.send(None, "what is on?")
+    service.confirm(paused.conversation_id, paused.pending_confirmation.token, approve=True)
+    replayed = model.requests[1].messages[-2]
+    assert replayed["role"] == "assistant" and replayed["tool_calls"] and replayed["content"] == ""

@@ -380,7 +380,9 @@ def parse_reply(raw: bytes) -> ModelReply:
     if not isinstance(raw_calls, list):
         raise ModelUnavailable("The language model's tool calls were malformed.")
     calls = tuple(_parse_tool_call(index, item) for index, item in enumerate(raw_calls))
-    replay: dict[str, Any] = {"role": "assistant", "content": content}
+    # Replayed content is always text: llama-cpp-python's server refuses an assistant message whose content is
+    # null (found by tests/real_model), and "" means the same to every server.
+    replay: dict[str, Any] = {"role": "assistant", "content": content if content is not None else ""}
     if calls:
         replay["tool_calls"] = [
             {
