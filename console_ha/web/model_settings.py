@@ -16,6 +16,7 @@ from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL, N
 from ..errors import ConfigInvalid, ConsoleHaError, InvalidConfig
 from ..model_settings import (
     ENVIRONMENT,
+    TEST_TIMEOUT_SECONDS,
     ModelCheck,
     ModelSetup,
     ModelStore,
@@ -106,7 +107,7 @@ def _run_test(values: Mapping[str, Any]) -> ModelCheck:
 TEST_LOCK = "console_ha_model_test"
 
 
-class TestRunning(ConsoleHaError):
+class ModelTestBusy(ConsoleHaError):
     """A model test is already under way; a second would only hold another worker thread."""
 
     code = "RATE_LIMITED"
@@ -114,7 +115,7 @@ class TestRunning(ConsoleHaError):
 
 @bp.record_once
 def _defaults(state: Any) -> None:
-    state.app.config.setdefault("CONSOLE_HA_MODEL_TEST_TIMEOUT", 60.0)
+    state.app.config.setdefault("CONSOLE_HA_MODEL_TEST_TIMEOUT", TEST_TIMEOUT_SECONDS)
     # One test at a time: each may wait a minute on a slow server, and the Console has few threads.
     state.app.extensions[TEST_LOCK] = threading.Lock()
 
@@ -122,7 +123,7 @@ def _defaults(state: Any) -> None:
 def _one_test(values: Mapping[str, Any]) -> ModelCheck:
     lock: threading.Lock = current_app.extensions[TEST_LOCK]
     if not lock.acquire(blocking=False):
-        raise TestRunning("A model test is already running. Wait for its result, then try again.")
+        raise ModelTestBusy("A model test is already running. Wait for its result, then try again.")
     try:
         return _run_test(values)
     finally:
@@ -188,7 +189,7 @@ def page_post() -> ResponseReturnValue:
     if action == "test":
         try:
             check = _one_test(values)
-        except (InvalidConfig, TestRunning) as err:
+        except (InvalidConfig, ModelTestBusy) as err:
             return _render(current_setup(), values=values, form_error=err), status_for(err.code)
         return _render(current_setup(), values=values, check=check)
     try:
