@@ -124,7 +124,7 @@ def services() -> ConsoleServices:
 
 def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] | None = None) -> Flask:
     """Build the Console's Flask app for `data_dir` (default: the resolved data dir)."""
-    from . import auth, conversation, pages, settings_api
+    from . import auth, confirmations, conversation, mcp, pages, settings_api
     from .errors import register_error_handlers
     from .security import register_security_headers
 
@@ -154,7 +154,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
 
     register_error_handlers(app)
     register_security_headers(app)
-    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp):
+    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, mcp.bp, confirmations.bp):
         app.register_blueprint(blueprint)
     auth.init_app(app)
     log.debug("console app created for data dir %s", data_dir.root)
