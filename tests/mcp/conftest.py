@@ -87,9 +87,20 @@ def api_token(data_dir: DataDir) -> str:
 
 
 @pytest.fixture
-def household(console: ServedConsole) -> requests.Session:
+def household_for(data_dir: DataDir) -> Callable[[ServedConsole], requests.Session]:
+    """Log the household's browser in to a served Console."""
+    ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
+    return log_in
+
+
+@pytest.fixture
+def household(console: ServedConsole, household_for: Callable[[ServedConsole], requests.Session]) -> requests.Session:
+    """The household's browser on the console fixture."""
+    return household_for(console)
+
+
+def log_in(console: ServedConsole) -> requests.Session:
     """The household's browser: logged in, sending its CSRF token with every request."""
-    ConsoleSecrets(console.data_dir).set_password(PASSWORD, method=FAST_HASH)
     browser = requests.Session()
     page = browser.get(console.url + "/login", timeout=5).text
     token = _CSRF_META.search(page).group(1)  # type: ignore[union-attr]
