@@ -119,6 +119,16 @@ def api_token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def mcp(args: argparse.Namespace) -> int:
+    """Forward MCP on stdio to a running Console's /mcp (token from CONSOLE_HA_API_TOKEN)."""
+    # Imported here so the other commands start without loading the MCP SDK.
+    from .mcp.stdio import run
+
+    # Logs go to stderr: stdout is the MCP channel.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    return run(args.url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: serve, set-password, api-token create|list|revoke."""
     parser = argparse.ArgumentParser(prog="console-ha", description=__doc__)
@@ -153,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = token_commands.add_parser("revoke", parents=[data_dir], help="remove the tokens with a name")
     revoke.add_argument("--name", required=True)
     revoke.set_defaults(handler=api_token_revoke)
+
+    forwarder = commands.add_parser(
+        "mcp", help="an MCP server on stdio that forwards to a running Console (token: $CONSOLE_HA_API_TOKEN)"
+    )
+    forwarder.add_argument("--url", required=True, help="the Console's address, such as http://127.0.0.1:8000")
+    forwarder.set_defaults(handler=mcp)
     return parser
 
 

@@ -9,11 +9,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 import requests
 from flask import Flask
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 from waitress import create_server
 
 from console_ha.config_store import ConfigStore
@@ -70,8 +71,16 @@ def make_console(data_dir: DataDir) -> Iterator[Callable[..., ServedConsole]]:
     yield make
     for server, thread, app in started:
         app.extensions["console_ha_mcp"].close()
-        server.close()
-        thread.join(5)
+        stop(server, thread)
+
+
+def stop(server: Any, thread: threading.Thread) -> None:
+    """Stop waitress: its loop runs while any connection is open, so every kept-alive one is closed first."""
+    for channel in list(server._map.values()):
+        channel.will_close = True
+    server.task_dispatcher.shutdown(timeout=2)
+    server.close()
+    thread.join(5)
 
 
 @pytest.fixture
@@ -87,10 +96,18 @@ def api_token(data_dir: DataDir) -> str:
 
 
 @pytest.fixture
-def household_for(data_dir: DataDir) -> Callable[[ServedConsole], requests.Session]:
+def household_for(data_dir: DataDir) -> Iterator[Callable[[ServedConsole], requests.Session]]:
     """Log the household's browser in to a served Console."""
     ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
-    return log_in
+    browsers: list[requests.Session] = []
+
+    def open_browser(console: ServedConsole) -> requests.Session:
+        browsers.append(log_in(console))
+        return browsers[-1]
+
+    yield open_browser
+    for browser in browsers:
+        browser.close()
 
 
 @pytest.fixture
@@ -117,7 +134,8 @@ def log_in(console: ServedConsole) -> requests.Session:
 async def mcp_session(url: str, token: str | None) -> AsyncIterator[ClientSession]:
     """The official SDK's client on streamable HTTP, initialised."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with streamablehttp_client(url, headers=headers) as (read, write, _):
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=300)) as http, \
+            streamable_http_client(url, http_client=http) as (read, write, _):
         async with ClientSession(read, write) as session:
             await session.initialize()
             yield session
