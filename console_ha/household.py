@@ -126,10 +126,12 @@ class HouseholdQueue:
                                stage=4, reason="expired")
 
     def withdraw(self, waiting: WaitingRead) -> None:
-        """The client cancelled: the card goes away, a late answer is refused, nothing is read."""
+        """The client cancelled before the read ran: the card goes away, a late answer is refused.
+
+        Also when the household had just said yes: nobody would receive the read, so it is not made.
+        """
         with self._lock:
-            if self._waiting.pop(waiting.token, None) is None and waiting.decision.done():
-                return  # answered already: its read is the executor's to finish or drop
+            self._waiting.pop(waiting.token, None)
             waiting.decision.cancel()
         self._executor.withdraw(waiting.token, conversation_id=waiting.conversation_id)
 

@@ -120,7 +120,9 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
 async def _call(queue: HouseholdQueue, client: str, capability: str, arguments: dict[str, Any],
                 report: Any, progress_interval: float) -> types.CallToolResult:
     try:
-        waiting = await anyio.to_thread.run_sync(queue.ask, client, capability, arguments)
+        # On the event loop itself (a settings read and an audit line, milliseconds): in a worker thread,
+        # a cancellation arriving meanwhile would lose the card it made, left open with nobody waiting.
+        waiting = queue.ask(client, capability, arguments)
     except CapabilityError as err:
         return error_of(err)
     try:
@@ -149,7 +151,7 @@ async def _wait_for_household(queue: HouseholdQueue, waiting: WaitingRead, repor
         await report(min(time.monotonic() - started, total), total)
         remaining = queue.remaining(waiting)
         if remaining <= 0:
-            return False
+            return decision.done()  # an answer that came in the last moment still counts
         done, _ = await asyncio.wait({decision}, timeout=min(remaining, progress_interval))
         if done:
             return True

@@ -115,7 +115,7 @@ class McpEndpoint:
             return
         scope[CALLER_SCOPE_KEY] = caller
         session_id = _header(scope, b"mcp-session-id")
-        if session_id is not None and self._owners.get(session_id, caller.client) != caller.client:
+        if session_id is not None and self._owners.get(session_id) != caller.client:
             # Answered as the SDK answers an unknown session: to this token, it does not exist.
             await _send_json(send, 404, error_body("NOT_FOUND", "There is no such MCP session."))
             return

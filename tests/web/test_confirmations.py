@@ -142,3 +142,15 @@ def test_without_javascript_a_form_post_answers_the_card(app, household, configu
 def test_logged_out_the_page_leads_to_login(client: FlaskClient, password):
     answer = client.get("/confirmations")
     assert answer.status_code == 302 and "/login" in answer.location
+
+
+def test_the_activity_page_names_the_program_that_asked_and_never_a_value(app, household, configured):
+    read = waiting(app)
+    household.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
+    queue_of(app).complete(read)
+    withdrawn = waiting(app, "kitchen tablet")
+    queue_of(app).withdraw(withdrawn)
+    html = household.get("/activity").get_data(as_text=True)
+    assert "desk assistant" in html and "kitchen tablet" in html
+    assert "Withdrawn by the program" in html
+    assert "sensor.living_room_temperature" not in html and read.token not in html
