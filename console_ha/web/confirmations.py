@@ -6,7 +6,7 @@ token gets 403 FORBIDDEN, so a program can never approve its own reads.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, flash, jsonify, redirect, render_template, request, url_for
+from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from ..errors import ConsoleHaError
@@ -19,6 +19,8 @@ bp = Blueprint("confirmations", __name__)
 
 MAX_TOKEN_CHARS = 256
 POLL_SECONDS = 3
+# Every other page refreshes the nav's count less often: it is a hint, the page itself is the place.
+NAV_POLL_SECONDS = 15
 
 
 class Forbidden(ConsoleHaError):
@@ -93,4 +95,5 @@ def _waiting_count() -> dict[str, object]:
     principal = current_principal()
     if principal is None or principal.method != "session":
         return {"waiting_count": None}
-    return {"waiting_count": household_queue().count()}
+    return {"waiting_count": household_queue().count(),
+            "nav_poll_seconds": current_app.config.get("CONSOLE_HA_NAV_POLL_SECONDS", NAV_POLL_SECONDS)}

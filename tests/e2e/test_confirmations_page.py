@@ -144,3 +144,17 @@ def test_without_javascript_each_card_is_a_form_that_answers(
     expect(page.get_by_role("status").first).to_contain_text("Allowed")
     result = call.wait()
     assert result.isError is False and result.structuredContent["period"] == "week"
+
+
+def test_the_nav_count_appears_on_other_pages_while_a_read_waits(
+    page: Page, configured: LiveConsole, household_password: str, api_token: str, calls: list[BackgroundCall],
+) -> None:
+    configured.app.config["CONSOLE_HA_NAV_POLL_SECONDS"] = 1
+    page.set_viewport_size(DESKTOP)
+    log_in(page, configured, household_password, path="/activity")
+    expect(page.locator("#waiting-count")).to_be_hidden()
+    call = start_call(configured, api_token, calls)
+    expect(page.locator("#waiting-count")).to_have_text("1 waiting", timeout=10_000)
+    page.get_by_role("link", name="Confirmations").click()
+    page.locator("section.confirm-card").get_by_role("button", name="Don't allow").click()
+    assert call.wait().structuredContent["error"]["code"] == "CONFIRMATION_DENIED"
