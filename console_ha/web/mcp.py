@@ -184,11 +184,10 @@ def endpoint() -> Response:
     principal = current_principal()
     if principal is None or principal.method != "bearer":
         raise Unauthenticated("The MCP endpoint takes an API token: send Authorization: Bearer <token>.")
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):  # Flask adds HEAD to every GET route
         # No server-initiated stream: it would hold one of the server's worker threads for as long as
         # the client stays connected, and the Console has nothing to announce outside a call.
-        response = Response(status=405, headers={"Allow": "POST, DELETE"})
-        return response
+        return Response(status=405, headers={"Allow": "POST, DELETE"})
     environ = request.environ
     environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True))
     return Response.from_app(mcp_endpoint().wsgi_app(), environ)

@@ -161,3 +161,30 @@ def test_the_activity_page_names_the_program_that_asked_and_never_a_value(app, h
     assert "desk assistant" in html and "kitchen tablet" in html
     assert "Withdrawn by the program" in html
     assert "sensor.living_room_temperature" not in html and read.token not in html
+
+
+def test_the_conversation_api_cannot_answer_a_program_s_card(make_app, password, api_token, configured):
+    """The conversation's confirmations are another store: a program's own token is unknown there."""
+    from tests.fake_model import FakeModel
+    from tests.web.conftest import log_in, page_csrf
+
+    with FakeModel() as model:
+        app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model")
+        bearer = app.test_client()
+        bearer.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+        household = app.test_client()
+        log_in(household, password)
+        household.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(household)
+        _conversation_cannot_answer(app, bearer, household)
+
+
+def _conversation_cannot_answer(app: Flask, bearer: FlaskClient, household: FlaskClient) -> None:
+    read = waiting(app, "tests")
+    for client in (bearer, household):
+        answer = client.post("/api/v1/conversation/message",
+                             json={"conversation_id": read.conversation_id,
+                                   "confirmation": {"token": read.token, "approve": True}})
+        assert answer.status_code == 409, answer.get_json()
+        assert answer.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
+    assert not read.decision.done()
+    assert [p["token"] for p in household.get("/api/v1/confirmations").get_json()["pending"]] == [read.token]
