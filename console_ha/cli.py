@@ -1,4 +1,4 @@
-"""The `console-ha` command: serve the Console, set its password, manage API tokens."""
+"""The `console-ha` command: serve the Console, set its password, manage API tokens, forward MCP on stdio."""
 
 from __future__ import annotations
 

@@ -164,6 +164,10 @@ def test_a_call_waits_for_the_household_who_approves_it_on_the_console(configure
     assert [e["event"] for e in events] == ["proposed", "confirmation_requested", "approved", "executed"]
     assert all(e["client"] == CLIENT_NAME for e in events)
     assert ENTITY not in configured.data_dir.audit_log.read_text()
+    assert stub_ha.token not in result.model_dump_json() and api_token not in configured.data_dir.audit_log.read_text()
+
+    activity = household.get(configured.url + "/activity", timeout=5).text
+    assert CLIENT_NAME in activity and ENTITY not in activity
 
 
 def test_a_denied_call_returns_confirmation_denied_and_reads_nothing(configured, api_token, household, stub_ha):
