@@ -35,6 +35,13 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def mcp_waiting_bound(threads: int) -> int:
+    """How many MCP calls may wait for the household: each holds a worker thread, so at most half of them."""
+    from .household import MAX_WAITING
+
+    return max(1, min(MAX_WAITING, threads // 2))
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the Console on waitress until interrupted."""
     # Imported here so set-password and api-token start without loading Flask.
@@ -44,7 +51,8 @@ def serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     data_dir = _data_dir(args)
-    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies})
+    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies,
+                                "CONSOLE_HA_MCP_MAX_WAITING": mcp_waiting_bound(args.threads)})
     server = create_server(app, host=args.host, port=args.port, threads=args.threads)
     port = server.effective_port  # type: ignore[union-attr]
     host = f"[{args.host}]" if ":" in args.host else args.host

@@ -189,3 +189,14 @@ def test_serve_with_a_damaged_session_key_says_what_to_do_without_a_traceback(tm
     assert main(["serve", "--data-dir", str(tmp_path), "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert "damaged" in err and "Traceback" not in err
+
+
+def test_mcp_may_hold_at_most_half_the_worker_threads_waiting() -> None:
+    """A waiting MCP call keeps a thread; the household's pages must still find one free."""
+    from console_ha.cli import mcp_waiting_bound
+    from console_ha.household import MAX_WAITING
+
+    assert mcp_waiting_bound(8) == MAX_WAITING
+    assert mcp_waiting_bound(4) == 2
+    assert mcp_waiting_bound(2) == 1
+    assert mcp_waiting_bound(1) == 1
