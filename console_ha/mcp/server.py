@@ -19,6 +19,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 
 from .. import __version__
+from ..confirmations import CONFIRMATION_TTL_SECONDS
 from ..errors import CapabilityError
 from ..household import HouseholdQueue, WaitingRead
 from ..registry import REGISTRY, Capability
@@ -31,8 +32,8 @@ CALLER_SCOPE_KEY = "console_ha.caller"
 PROGRESS_INTERVAL_SECONDS = 15.0
 INSTRUCTIONS = (
     "Reads a household's Home Assistant, read-only, within the entities the household allowed. "
-    "Every call waits until the household approves or denies it on their Console (up to 5 minutes); "
-    "a program using these tools cannot approve its own reads."
+    "Every call waits until the household approves or denies it on their Console (up to "
+    f"{CONFIRMATION_TTL_SECONDS // 60} minutes); a program using these tools cannot approve its own reads."
 )
 
 

@@ -63,9 +63,11 @@ def api_token(console: LiveConsole) -> str:
 
 
 @pytest.fixture
-def calls() -> Iterator[list[BackgroundCall]]:
+def calls(console: LiveConsole) -> Iterator[list[BackgroundCall]]:
+    """The test's MCP calls; afterwards the MCP server stops, ending any call a failed test left waiting."""
     made: list[BackgroundCall] = []
     yield made
+    console.app.extensions["console_ha_mcp"].close()
 
 
 def start_call(console: LiveConsole, token: str, calls: list[BackgroundCall], period: str = "day") -> BackgroundCall:

@@ -134,7 +134,12 @@ def test_a_call_waits_for_the_household_who_approves_it_on_the_console(configure
             call = asyncio.create_task(session.call_tool(HISTORY, {"entity_id": ENTITY, "period": "day"},
                                                          progress_callback=on_progress))
             cards = await pending_cards(configured, household)
-            await asyncio.sleep(0.3)
+            # Streamed through waitress while the call is still open, not buffered until its end.
+            for _ in range(100):
+                if progress:
+                    break
+                await asyncio.sleep(0.05)
+            assert progress, "no progress notification arrived while the call waited"
             assert not call.done(), "the call must wait for the household"
             requests_before = len(stub_ha.requests_to("/api/history"))
             answer = await household_answers(configured, household, cards[0]["token"], True)
