@@ -10,6 +10,7 @@ notifications reach the client while it waits. See docs/mcp.md for why this shap
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -40,6 +41,7 @@ CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
 MAX_REQUEST_BYTES = 64 * 1024
 MAX_SESSIONS = 64
 SESSION_IDLE_SECONDS = 30 * 60
+AFTER_RESPONSE_SECONDS = 5.0
 
 
 class McpEndpoint:
@@ -73,11 +75,16 @@ class McpEndpoint:
                 thread.start()
                 asyncio.run_coroutine_threadsafe(self._start(), loop).result(timeout=30)
                 self._loop, self._thread = loop, thread
-                self._wsgi = ASGIMiddleware(self._asgi, loop=loop)
+                # wait_time: once a response is sent, its ASGI task gets this long to finish before it is
+                # cancelled, so a worker thread is never held by a task that lingers after its answer.
+                self._wsgi = ASGIMiddleware(self._asgi, wait_time=AFTER_RESPONSE_SECONDS, loop=loop)
             return self._wsgi
 
     def close(self) -> None:
-        """Stop the session manager (cancelling every open call) and its event loop."""
+        """Stop the session manager (cancelling every open call) and its event loop, for good.
+
+        The SDK's session manager runs once per instance: an app whose endpoint was closed is done.
+        """
         with self._lock:
             loop, thread, stop = self._loop, self._thread, self._stop
             self._wsgi = self._loop = self._thread = self._stop = None
@@ -145,8 +152,6 @@ def _header(holder: dict[str, Any], name: bytes) -> str | None:
 
 
 async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
-    import json
-
     raw = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})

@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -27,8 +28,13 @@ ENTITY = "sensor.living_room_temperature"
 
 
 def run(scenario: Callable[[], Awaitable[Any]]) -> Any:
-    """Run an async scenario to its end (the SDK's client is async)."""
-    return asyncio.run(scenario())
+    """Run an async scenario to its end (the SDK's client is async).
+
+    In a thread of its own: after the browser tests, Playwright's sync API keeps an event loop marked
+    running in the main thread, where asyncio.run refuses to start another.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, scenario()).result()
 
 
 async def pending_cards(console: ServedConsole, household: requests.Session, count: int = 1,

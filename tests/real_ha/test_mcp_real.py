@@ -13,7 +13,7 @@ from console_ha.datadir import DataDir
 from console_ha.registry import GET_HISTORY, REGISTRY
 from console_ha.web import create_app
 from tests.mcp.conftest import FAST_HASH, PASSWORD, ServedConsole, log_in, mcp_session, serve, stop
-from tests.mcp.test_mcp_http import household_answers, pending_cards
+from tests.mcp.test_mcp_http import household_answers, pending_cards, run
 from tests.real_ha.harness import RealHomeAssistant
 
 pytestmark = pytest.mark.real_ha
@@ -51,7 +51,7 @@ def test_an_mcp_client_reads_real_history_after_the_household_approves(console: 
             assert answer.json() == {"status": "approved"}
             return await asyncio.wait_for(call, 30)
 
-    result = asyncio.run(scenario())
+    result = run(scenario)
     household.close()
     assert result.isError is False, result.structuredContent
     jsonschema.validate(result.structuredContent, REGISTRY[GET_HISTORY].result_schema)
