@@ -415,3 +415,19 @@ def test_mcp_answers_only_to_the_consoles_trusted_host_names(make_console, api_t
     assert "mcp-session-id" not in rebound.headers
     own = requests.post(console.mcp_url, json=initialize, timeout=5, headers=headers)
     assert own.status_code == 200
+
+
+def test_a_revoked_token_is_refused_at_its_next_request(console, api_token, data_dir):
+    from console_ha.console_secrets import ConsoleSecrets
+
+    async def scenario() -> types.ListToolsResult:
+        async with mcp_session(console.mcp_url, api_token) as session:
+            return await session.list_tools()
+
+    assert len(run(scenario).tools) == 2
+    ConsoleSecrets(data_dir).revoke_api_tokens(CLIENT_NAME)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    refused = requests.post(console.mcp_url, json=initialize, timeout=5, headers={
+        "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"})
+    assert refused.status_code == 401
