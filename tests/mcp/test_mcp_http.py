@@ -431,3 +431,35 @@ def test_a_revoked_token_is_refused_at_its_next_request(console, api_token, data
     refused = requests.post(console.mcp_url, json=initialize, timeout=5, headers={
         "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"})
     assert refused.status_code == 401
+
+
+def test_a_client_that_drops_its_connection_mid_wait_leaves_the_console_working(configured, api_token, household):
+    """A dropped connection is not a cancellation (the MCP specification says so): the card stays and can be
+    answered, and the same MCP session and the household's pages go on working."""
+    import socket
+
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}",
+               "Content-Type": "application/json"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = requests.post(configured.mcp_url, json=initialize, headers=headers, timeout=5)
+    in_session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers=in_session, timeout=5)
+
+    call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": LIST, "arguments": {}, "_meta": {"progressToken": 1}}}).encode()
+    host, port = configured.url.removeprefix("http://").split(":")
+    lines = "".join(f"{name}: {value}\r\n" for name, value in in_session.items())
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        raw.sendall(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{lines}Content-Length: {len(call)}\r\n\r\n"
+                    .encode() + call)
+        assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+    cards = run(lambda: pending_cards(configured, household))
+    answer = household.post(configured.url + f"/api/v1/confirmations/{cards[0]['token']}", json={"approve": True},
+                            timeout=5)
+    assert answer.json() == {"status": "approved"}
+    listing = requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                            headers=in_session, timeout=5)
+    assert listing.status_code == 200 and HISTORY in listing.text
+    assert household.get(configured.url + "/confirmations", timeout=5).status_code == 200
