@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from .atomic import atomic_write, ensure_dir, path_lock
 from .datadir import DataDir
 from .errors import ConfigInvalid, InvalidConfig
+from .unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
@@ -202,9 +203,9 @@ _CHECKS = {
 
 def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
     """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field."""
-    unknown = sorted(set(changes) - set(FIELDS))
-    if unknown:
-        raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+    unknown = first_unknown(changes, FIELDS)
+    if unknown is not None:
+        raise InvalidConfig(f"Unknown setting: {unknown}.", field=unknown)
     checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
     return replace(current, **checked)
 
