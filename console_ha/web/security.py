@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import re
 import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -66,12 +67,21 @@ class _BracketedIPv6(str):
         return (str(self), "", "")
 
 
+# What Werkzeug accepts in a Host name (a leading dot trusts every name under it, as Werkzeug documents).
+_HOST_NAME = re.compile(r"^\.?[a-z0-9-]+(\.[a-z0-9-]+)*$")
+
+
 def _entry(name: str) -> str:
     name = name.strip().lower().rstrip(".")
     bare = name[1:-1] if name.startswith("[") and name.endswith("]") else name
     try:
         ip = ipaddress.ip_address(bare)
     except ValueError:
+        if not _HOST_NAME.match(name):
+            raise ConsoleHaError(
+                f"{name[:100]!r} is not a host name the Console can answer to: give a name such as "
+                "console.local or an IP address, without http:// or a port."
+            ) from None
         return name
     return _BracketedIPv6(f"[{ip.compressed}]") if ip.version == 6 else str(ip)
 
