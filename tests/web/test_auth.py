@@ -604,3 +604,87 @@ def test_ipv6_clients_are_counted_per_64(address: str, key: str) -> None:
     from console_ha.login_throttle import client_key
 
     assert client_key(address) == key
+
+
+# --- the API tokens page ---------------------------------------------------------------------------
+
+TOKENS_PAGE = "/settings/api-tokens"
+
+
+def test_the_tokens_page_lists_each_token_by_name_and_last_use(
+    household: FlaskClient, bearer: FlaskClient, console_secrets: ConsoleSecrets
+) -> None:
+    """Never used, then used: the page says when; it never shows a token or its hash."""
+    console_secrets.create_api_token("node-red")
+    html = household.get(TOKENS_PAGE).get_data(as_text=True)
+    assert "node-red" in html and "tests" in html
+    assert html.count("Never used.") == 2
+    assert bearer.get(API).status_code == 200
+    html = household.get(TOKENS_PAGE).get_data(as_text=True)
+    assert html.count("Never used.") == 1 and "Last used <time" in html
+    for token in console_secrets.api_tokens():
+        assert token.digest not in html
+    assert 'aria-label="Revoke node-red"' in html and 'aria-label="Revoke tests"' in html
+
+
+def test_last_use_is_written_at_most_once_a_minute(bearer: FlaskClient, console_secrets: ConsoleSecrets) -> None:
+    """A program polling every second does not rewrite the token file every second."""
+    bearer.get(API)
+    written = console_secrets.api_tokens_path.stat().st_mtime_ns
+    first = console_secrets.api_tokens()[0].last_used
+    for _ in range(5):
+        assert bearer.get(API).status_code == 200
+    assert console_secrets.api_tokens_path.stat().st_mtime_ns == written
+    assert console_secrets.api_tokens()[0].last_used == first is not None
+
+
+def test_the_household_revokes_a_token_on_the_page_over_real_http(
+    make_app: Callable[..., Flask], password: str, api_token: str
+) -> None:
+    """Revoke (session + CSRF + own Origin): the program is refused at its next request."""
+    with served(make_app()) as console:
+        program = console.browser()
+        program.http.headers["Authorization"] = f"Bearer {api_token}"
+        assert program.get(API).status_code == 200
+        household = console.browser()
+        household.log_in(password)
+        page = household.get(TOKENS_PAGE).text
+        action = re.search(r'action="(/settings/api-tokens/[0-9a-f]{16}/revoke)"', page).group(1)
+        assert household.post(action, data={}).status_code == 400  # no CSRF token: nothing revoked
+        assert program.get(API).status_code == 200
+        done = household.post(action, data={"csrf_token": household.csrf(TOKENS_PAGE)})
+        assert done.status_code == 303 and done.headers["Location"] == TOKENS_PAGE
+        assert "Revoked the token “tests”" in household.get(TOKENS_PAGE).text
+        assert program.get(API).status_code == 401
+        again = household.post(action, data={"csrf_token": household.csrf(TOKENS_PAGE)})
+        assert again.status_code == 303
+        assert "already revoked" in household.get(TOKENS_PAGE).text
+
+
+def test_an_api_token_can_neither_list_nor_revoke_tokens(bearer: FlaskClient, console_secrets: ConsoleSecrets) -> None:
+    """403 FORBIDDEN for the page and the revoke, with or without the token's own id; nothing is removed."""
+    assert bearer.get(TOKENS_PAGE).status_code == 403
+    token_id = console_secrets.api_tokens()[0].token_id
+    response = bearer.post(f"{TOKENS_PAGE}/{token_id}/revoke")
+    assert response.status_code == 403 and "FORBIDDEN" in response.get_data(as_text=True)
+    assert len(console_secrets.api_tokens()) == 1
+
+
+def test_the_tokens_page_needs_a_login_and_the_settings_page_links_to_it(
+    client: FlaskClient, password: str
+) -> None:
+    """Logged out: the login page; logged in: the settings page leads there."""
+    assert client.get(TOKENS_PAGE).location.startswith("/login")
+    log_in(client, password)
+    assert f'href="{TOKENS_PAGE}"' in client.get("/settings/home-assistant").get_data(as_text=True)
+
+
+def test_revoking_by_id_removes_only_that_token(console_secrets: ConsoleSecrets) -> None:
+    """Two tokens with the same name: the page's button removes the one it names, by its id."""
+    first = console_secrets.create_api_token("phone")
+    console_secrets.create_api_token("phone")
+    tokens = console_secrets.api_tokens()
+    assert console_secrets.revoke_api_token(tokens[1].token_id) == tokens[1]
+    assert console_secrets.verify_api_token(first) is not None
+    assert [t.digest for t in console_secrets.api_tokens()] == [tokens[0].digest]
+    assert console_secrets.revoke_api_token("0" * 16) is None
