@@ -212,3 +212,29 @@ def test_login_and_logout_from_a_foreign_origin_are_refused(client: FlaskClient,
     assert client.post("/logout", data={"csrf_token": page},
                        headers={"Origin": "http://evil.example"}).status_code == 403
     assert client.get(API).status_code == 200
+
+
+# --- bodies: an unknown key is named, cut ----------------------------------------------------------
+
+from console_ha.unknown_keys import MAX_SHOWN_KEY  # noqa: E402
+
+LONG = "k" * 10_000
+CUT = "k" * MAX_SHOWN_KEY + "…"
+
+
+def test_the_settings_api_names_an_unknown_key_cut(household: FlaskClient) -> None:
+    """400 INVALID_CONFIG with the key, cut, as `field`: a 10,000-character key is not echoed back."""
+    response = household.post(API, json={"enabled": True, LONG: 1})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["code"] == "INVALID_CONFIG" and error["field"] == CUT
+    assert LONG not in response.get_data(as_text=True)
+
+
+def test_the_conversation_api_names_an_unknown_key(bearer: FlaskClient) -> None:
+    """A message body with a key the API does not know is refused, naming it, before any model is asked."""
+    response = bearer.post("/api/v1/conversation/message", json={"message": "hello", LONG: 1})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["code"] == "INVALID_REQUEST" and error["field"] == CUT
+    assert error["message"] == f"Unknown field: {CUT}."
