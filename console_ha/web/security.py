@@ -157,7 +157,8 @@ class ForeignOrigin(ConsoleHaError):
     code = "FORBIDDEN"
 
 
-def _origin(url: str) -> tuple[str, str, int] | None:
+def _host_and_port(url: str) -> tuple[str, int | None] | None:
+    """An http(s) URL's host and port, the port None when it is the scheme's default (as browsers send it)."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -165,15 +166,19 @@ def _origin(url: str) -> tuple[str, str, int] | None:
         return None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None
-    return parts.scheme, parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
+    default = 443 if parts.scheme == "https" else 80
+    return parts.hostname.lower(), None if port == default else port
 
 
 def _check_origin() -> None:
     """A mutating browser request must come from the Console's own pages.
 
-    The origin is the `Origin` header; without it, the `Referer`; without both (an old browser, a
-    privacy extension, a script), the CSRF token alone decides, as it did before. Requests with an
-    Authorization header are programs with an API token: a browser never adds one for another site.
+    The source is the `Origin` header; without it, the `Referer`; without both (an old browser, a
+    privacy extension, a script), the CSRF token alone decides, as it did before. It must name the host
+    and port the request was sent to (the Host header, already checked against TRUSTED_HOSTS). The scheme
+    is not compared: behind an https reverse proxy the Console itself sees plain http, and a page on the
+    same host and port with the other scheme would be this same server. Requests with an Authorization
+    header are programs with an API token: a browser never adds one for another site.
     """
     if request.method not in MUTATING_METHODS or "Authorization" in request.headers:
         return
@@ -182,8 +187,8 @@ def _check_origin() -> None:
         source = request.headers.get("Referer")
         if source is None:
             return
-    own = _origin(request.host_url)
-    if own is None or _origin(source) != own:
+    own = _host_and_port(request.host_url)
+    if own is None or _host_and_port(source) != own:
         log.warning("refused %s %s from origin %r", request.method, request.path, source[:100])
         raise ForeignOrigin(FOREIGN_ORIGIN_MESSAGE)
 

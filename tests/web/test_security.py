@@ -164,8 +164,9 @@ def test_a_change_from_a_foreign_origin_is_403_over_real_http(make_app: Callable
         browser = console.browser()
         assert browser.log_in(password).status_code == 302
         token = browser.csrf("/settings/home-assistant")
-        for origin in ("http://evil.example", "null", f"{console.url.replace('127.0.0.1', 'localhost')}",
-                       console.url.replace("http:", "https:")):
+        port = console.url.rsplit(":", 1)[1]
+        for origin in ("http://evil.example", "null", f"http://localhost:{port}", "http://127.0.0.1",
+                       f"http://127.0.0.1:{int(port) + 1}", "file://", f"ftp://127.0.0.1:{port}"):
             refused = browser.post(API, origin=origin, json={"enabled": True}, headers={"X-CSRFToken": token})
             assert refused.status_code == 403, origin
             assert refused.json()["error"]["code"] == "FORBIDDEN"
@@ -191,6 +192,22 @@ def test_without_origin_a_foreign_referer_is_refused_and_none_leaves_it_to_csrf(
         assert browser.post(API, origin=None, json={"enabled": False}, headers={"X-CSRFToken": token}).ok
         no_token = browser.post(API, origin=None, json={"enabled": True})
         assert no_token.status_code == 400 and no_token.json()["error"]["code"] == "CSRF_INVALID"
+
+
+def test_behind_an_https_proxy_the_public_origin_is_the_consoles_own(
+    make_app: Callable[..., Flask], password: str
+) -> None:
+    """The proxy passes Host console.example; the browser's Origin is https://console.example: accepted."""
+    app = make_app(CONSOLE_HA_TRUSTED_HOSTS=["console.example"])
+    client = app.test_client()
+    headers = {"Host": "console.example"}
+    token = csrf_from(client.get("/login", headers=headers).get_data(as_text=True))
+    answer = client.post("/login", data={"password": password, "csrf_token": token},
+                         headers={**headers, "Origin": "https://console.example"})
+    assert answer.status_code == 302
+    refused = client.post("/logout", data={"csrf_token": token},
+                          headers={**headers, "Origin": "https://console.example:8443"})
+    assert refused.status_code == 403
 
 
 def test_a_bearer_request_is_not_judged_by_origin(bearer: FlaskClient) -> None:
