@@ -113,8 +113,10 @@ def listen_names(host: str) -> list[str]:
     """
     if host not in WILDCARD_HOSTS:
         return [host]
-    hostname = socket.gethostname()
+    hostname = socket.gethostname().lower()
     names = [hostname, f"{hostname.split('.')[0]}.local"]
+    # A host name no browser can send (an underscore, say) is left out rather than stopping the Console.
+    names = [n for n in names if _HOST_NAME.match(n)]
     names += interface_addresses()
     return names
 

@@ -148,6 +148,16 @@ def test_a_specific_listen_address_is_its_own_name_and_a_wildcard_is_this_machin
         assert listen_names(wildcard) == ["kitchen-pi", "kitchen-pi.local", "127.0.0.1", "10.0.0.7", "fe80::1"]
 
 
+def test_a_machine_name_no_browser_can_send_is_left_out_of_the_wildcard_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host called Kitchen_Pi does not stop `serve --host 0.0.0.0`: its addresses still work."""
+    monkeypatch.setattr("socket.gethostname", lambda: "Kitchen_Pi")
+    monkeypatch.setattr("console_ha.web.security.interface_addresses", lambda: ["10.0.0.7"])
+    assert listen_names("0.0.0.0") == ["10.0.0.7"]
+    assert [str(n) for n in trusted_hosts(listen_names("0.0.0.0"))][-1] == "10.0.0.7"
+
+
 def test_the_interface_addresses_include_loopback() -> None:
     """The real enumeration (ifaddr) finds at least this machine's 127.0.0.1."""
     from console_ha.web.security import interface_addresses
