@@ -163,7 +163,7 @@ def test_repeated_wrong_passwords_lock_the_client_out(client: FlaskClient, passw
 
 
 def test_parallel_guesses_are_counted_before_the_next_is_tried(app, client: FlaskClient, password: str) -> None:
-    """Forty guesses at once: five are judged, the rest wait their turn and find the client locked out."""
+    """Forty guesses at once after one failure: four more are judged, the other 36 are refused at once."""
     import threading
 
     log_in(client, "warm-up")  # the form's CSRF token and one counted failure

@@ -176,7 +176,8 @@ def test_a_change_from_a_foreign_origin_is_403_over_real_http(make_app: Callable
         token = browser.csrf("/settings/home-assistant")
         port = console.url.rsplit(":", 1)[1]
         for origin in ("http://evil.example", "null", f"http://localhost:{port}", "http://127.0.0.1",
-                       f"http://127.0.0.1:{int(port) + 1}", "file://", f"ftp://127.0.0.1:{port}"):
+                       f"http://127.0.0.1:{int(port) + 1}", "file://", f"ftp://127.0.0.1:{port}",
+                       "http://[", f"http://127.0.0.1:{port}@evil.example"):
             refused = browser.post(API, origin=origin, json={"enabled": True}, headers={"X-CSRFToken": token})
             assert refused.status_code == 403, origin
             assert refused.json()["error"]["code"] == "FORBIDDEN"
