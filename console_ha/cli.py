@@ -107,9 +107,9 @@ def api_token_create(args: argparse.Namespace) -> int:
 
 
 def api_token_list(args: argparse.Namespace) -> int:
-    """List the API tokens' names and creation times (never the tokens)."""
+    """List the API tokens' names, creation and last-use times (never the tokens)."""
     for token in ConsoleSecrets(_data_dir(args)).api_tokens():
-        print(f"{token.created}  {token.name}")
+        print(f"{token.created}  last used {token.last_used or 'never':20}  {token.name}")
     return 0
 
 
