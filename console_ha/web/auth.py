@@ -28,6 +28,7 @@ from ..errors import InvalidConfig
 from ..login_throttle import LoginThrottled, client_key
 from . import services
 from .errors import Unauthenticated, error_response, is_api_request
+from .security import MUTATING_METHODS
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,6 @@ bp = Blueprint("auth", __name__)
 
 # The only endpoints anyone may reach without logging in. A test walks the URL map against this set.
 OPEN_ENDPOINTS = frozenset({"auth.login", "auth.setup", "auth.health", "static"})
-MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SESSION_KEY = "auth"
 # The server-side id of the session (console_secrets keeps its hash): logout ends it for every copy.
 SESSION_ID = "sid"
@@ -156,7 +156,8 @@ def login() -> Response | tuple[str, int] | str:
     password = request.form.get("password", "")
     if not password or len(password) > MAX_PASSWORD_LENGTH:
         # No check: nothing can match, and a megabyte "password" is not worth a slow hash.
-        return render_template("login.html", next=next_url, error=NO_PASSWORD if not password else WRONG_PASSWORD), 400
+        error = WRONG_PASSWORD if password else NO_PASSWORD
+        return render_template("login.html", next=next_url, error=error), 400
     client = client_key(request.remote_addr)
     try:
         right = services().login_throttle.attempt(client, lambda: secrets.verify_password(password))
