@@ -12,7 +12,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, jsonify, request
@@ -94,12 +94,11 @@ def trusted_hosts(names: Iterable[str]) -> list[str]:
             entry = _entry(name)
             if entry not in entries:
                 entries.append(entry)
-    # Never empty: Werkzeug treats an empty list as "trust every name".
-    assert entries
+    # Never empty (the loopback names are always in it): Werkzeug treats an empty list as "trust every name".
     return entries
 
 
-def names_from_env(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[str]:
+def names_from_env(environ: Mapping[str, str] = os.environ) -> list[str]:
     """The names in CONSOLE_HA_TRUSTED_HOSTS (comma-separated)."""
     return [n.strip() for n in environ.get(ENV_TRUSTED_HOSTS, "").split(",") if n.strip()]
 
