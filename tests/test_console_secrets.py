@@ -191,3 +191,23 @@ def test_a_data_dir_this_user_cannot_narrow_is_an_error_that_says_so(
     monkeypatch.setattr("console_ha.datadir.os.chmod", refuse)
     with pytest.raises(ConsoleHaError, match="open to other users"):
         data_dir.ensure()
+
+
+def test_leftover_temporary_files_are_swept_when_the_app_starts(data_dir: DataDir) -> None:
+    """A crash mid-write can leave `.session-key.*.tmp` (a full copy of the key): gone at the next start.
+
+    A fresh one may be another process's write in progress, so it is kept.
+    """
+    from console_ha.web import create_app
+
+    store = ConsoleSecrets(data_dir)
+    store.session_key()
+    stale = store.directory / ".session-key.abc123.tmp"
+    stale.write_text("00" * 32)
+    os.utime(stale, (0, 0))
+    fresh = store.directory / ".api-tokens.json.def456.tmp"
+    fresh.write_text("{}")
+    create_app(data_dir, {"TESTING": True})
+    assert not stale.exists()
+    assert fresh.exists()
+    assert store.session_key_path.exists()
