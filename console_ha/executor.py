@@ -19,9 +19,10 @@ from .config_store import ConfigStore, HomeAssistantConfig, ca_bundle_path, is_e
 from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from .datadir import DataDir
 from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
-from .ha_client import HomeAssistantClient
+from .ha_client import BUSY_MESSAGE, HomeAssistantClient
 from .registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
 from .secret_store import Secret, TokenStore
+from .unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ HA_FAILURE_MESSAGES = {
     "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
     "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
     "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
+    "HA_BUSY": BUSY_MESSAGE,
 }
 
 
@@ -94,10 +96,9 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise refuse(2, "INVALID_ARGUMENTS", "Arguments must be an object.")
-    expected = set(capability.arguments_schema.get("properties", {}))
-    unexpected = sorted(str(k) for k in arguments if k not in expected)
-    if unexpected:
-        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected[0][:64]}.")
+    unexpected = first_unknown(arguments, capability.arguments_schema.get("properties", {}))
+    if unexpected is not None:
+        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected}.")
     if capability.name != GET_HISTORY:
         return {}
     entity_id = arguments.get("entity_id")

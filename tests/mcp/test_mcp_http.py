@@ -405,14 +405,18 @@ def test_a_program_sees_only_its_own_waiting_cards(configured, api_token, househ
 
 
 def test_mcp_answers_only_to_the_consoles_trusted_host_names(make_console, api_token):
-    """/mcp is a Flask route: the app's Host allowlist (TRUSTED_HOSTS) holds for it as for every page."""
-    console = make_console(TRUSTED_HOSTS=["127.0.0.1"])
+    """/mcp is a Flask route: the app's Host allowlist (`--trusted-host`) holds for it as for every page."""
+    console = make_console(CONSOLE_HA_TRUSTED_HOSTS=["console.local"])
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
     rebound = requests.post(console.mcp_url, json=initialize, timeout=5, headers={**headers, "Host": "evil.example"})
-    assert rebound.status_code == 400
+    assert rebound.status_code == 400 and rebound.json()["error"]["code"] == "UNTRUSTED_HOST"
     assert "mcp-session-id" not in rebound.headers
+    port = console.url.rsplit(":", 1)[1]
+    named = requests.post(console.mcp_url, json=initialize, timeout=5,
+                          headers={**headers, "Host": f"console.local:{port}"})
+    assert named.status_code == 200
     own = requests.post(console.mcp_url, json=initialize, timeout=5, headers=headers)
     assert own.status_code == 200
 
