@@ -93,7 +93,7 @@ class LiveConsole:
     def configure(self, base_url: str, token: str, **changes: Any) -> None:
         """Store settings directly, as a household that saved them before would have."""
         self.config.update({"base_url": base_url, **changes})
-        self.tokens.write(Secret(token))
+        self.tokens.write(Secret(token), base_url)
 
     @property
     def services(self) -> Any:
