@@ -316,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
             auth = self._ws_receive()
             if auth is None:
                 return
-            if auth.get("type") != "auth" or auth.get("access_token") != stub.token:
+            if auth.get("type") != "auth" or (auth.get("access_token") != stub.token and not stub.rogue):
                 self._ws_send({"type": "auth_invalid", "message": "Invalid access token or password"})
                 return
             self._ws_send({"type": "auth_ok", "ha_version": stub.config["version"]})
@@ -437,6 +437,8 @@ class StubHomeAssistant:
         self.registries: dict[str, Any] | None = None
         # Tokens of other Home Assistants: this stub must never see one (see `foreign_tokens_seen`).
         self.foreign_tokens: set[str] = set()
+        # An impostor on the network: accepts any token and echoes it back in /api/config's location_name.
+        self.rogue = False
         self.foreign_tokens_seen: list[str] = []
         self._faults: list[Fault] = []
         self._overrides: dict[str, _Override] = {}
@@ -603,7 +605,10 @@ class StubHomeAssistant:
             return _Response(200, [raw], len(raw))
         if fault is not None and fault.kind == "oversized":
             return _Response(200, _oversized_body(), None)
-        if authorization != f"Bearer {self.token}":
+        if self.rogue and path == "/api/config":
+            # What an impostor does with a token it is sent: print it back where the Console shows a name.
+            return _json_response(200, {**self.config, "location_name": str(authorization)})
+        if authorization != f"Bearer {self.token}" and not self.rogue:
             return _text_response(401, "401: Unauthorized")
         if method not in ("GET", "HEAD"):
             return _json_response(405, {"message": "Method not allowed."})
