@@ -421,3 +421,33 @@ def test_an_empty_allowlist_is_not_configured_and_asks_nobody(executor, data_dir
     err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
     assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
     assert executor.confirmations.pending_count() == 0 and ha_requests(stub_ha) == []
+
+
+# --- the token belongs to the Home Assistant it was saved for ------------------------------------
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+def test_a_token_saved_for_another_origin_is_not_configured(executor, data_dir, two_homes, name, args):
+    """URL of `other` in the file, token saved for `home`: refused at policy, no card, nothing sent."""
+    home, other = two_homes
+    configure(data_dir, home)
+    ConfigStore(data_dir).update({"base_url": other.base_url})  # a hand edit, or an old release's crash
+    err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
+    assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
+    assert "saved for another Home Assistant" in err.message and "enter it again" in err.message
+    assert "127.0.0.1" not in err.message  # the model is not told where the home is
+    assert executor.confirmations.pending_count() == 0
+    assert ha_requests(home) == [] and ha_requests(other) == []
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+def test_an_approved_read_checks_the_tokens_origin_again(executor, data_dir, two_homes, name, args):
+    """The URL changed to another origin while the card was open (no new token): nothing is read anywhere."""
+    home, other = two_homes
+    configure(data_dir, home)
+    proposal = executor.propose(name, args, conversation_id="c")
+    ConfigStore(data_dir).update({"base_url": other.base_url})
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
+    assert ha_requests(home) == [] and ha_requests(other) == []
+    assert audit_lines(data_dir)[-1]["event"] == "rejected"
