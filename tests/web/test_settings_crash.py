@@ -176,15 +176,17 @@ def test_parallel_saves_of_different_pairs_always_leave_one_saved_pair(
         {"base_url": other.base_url.upper(), "access_token": other.token},
     ]
     sessions = [_bearer(api_token) for _ in bodies]
+
+    def save(barrier: threading.Barrier, answers: list[int], session: requests.Session,
+             body: dict[str, object]) -> None:
+        barrier.wait(5)
+        answers.append(session.post(f"{url}{API}", json=body, timeout=10).status_code)
+
     for _round in range(PARALLEL_ROUNDS):
         barrier = threading.Barrier(len(bodies))
         answers: list[int] = []
-
-        def save(session: requests.Session, body: dict[str, object]) -> None:
-            barrier.wait(5)
-            answers.append(session.post(f"{url}{API}", json=body, timeout=10).status_code)
-
-        threads = [threading.Thread(target=save, args=pair) for pair in zip(sessions, bodies, strict=True)]
+        threads = [threading.Thread(target=save, args=(barrier, answers, session, body))
+                   for session, body in zip(sessions, bodies, strict=True)]
         for thread in threads:
             thread.start()
         for thread in threads:
