@@ -141,6 +141,6 @@ def test_a_whole_session_shows_the_token_nowhere_but_to_its_own_home_assistant(
     assert data_dir.audit_log.exists() and token not in data_dir.audit_log.read_text()
 
     # On the wire: never to the rogue (REST or WebSocket), and to home only where it belongs.
-    assert rogue.requests == [] and rogue.ws_messages == []
+    assert [r.path for r in rogue.requests] == [] and len(rogue.ws_messages) == 0
     assert _only_where_it_belongs(home, token) >= 5
     assert any(json.loads(m).get("type") == "auth" for m in home.ws_messages)

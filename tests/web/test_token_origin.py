@@ -227,7 +227,7 @@ def test_the_picker_refuses_a_token_saved_for_another_origin(
     error = _error(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
     _refused_for_another_origin(error, home, other)
     assert _sent_to(other) == [] and _sent_to(home) == []
-    assert other.ws_messages == [] and home.ws_messages == []
+    assert len(other.ws_messages) == len(home.ws_messages) == 0
     settings = household.get(API).get_json()
     assert settings["has_access_token"] is True
     assert settings["access_token_origin"] == origin_of(home.base_url) != origin_of(settings["base_url"])
@@ -261,7 +261,7 @@ def test_a_rogue_discovered_instance_never_gets_the_stored_token(
                    400, "INVALID_CONFIG")
     _refused_for_another_origin(error, home, rogue)
     _error(household.post(API, json={"base_url": found[0]["base_url"]}), 400, "INVALID_CONFIG")
-    assert _sent_to(rogue) == [] and rogue.ws_messages == []
+    assert _sent_to(rogue) == [] and len(rogue.ws_messages) == 0
     assert TokenStore(data_dir).read_record() == StoredToken(Secret(home.token), origin_of(home.base_url))
 
 
