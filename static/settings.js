@@ -222,11 +222,17 @@ function init(form) {
 
   // ---------- token status ----------
 
+  function describeToken(stored, elsewhere = false) {
+    el.tokenStatus.textContent = !stored
+      ? "No token is stored yet."
+      : elsewhere
+        ? "A token is stored, but for another Home Assistant."
+        : "A token is stored. Leave this field empty to keep it.";
+  }
+
   function showTokenStored(stored) {
     el.tokenStatus.dataset.stored = String(stored);
-    el.tokenStatus.textContent = stored
-      ? "A token is stored. Leave this field empty to keep it."
-      : "No token is stored yet.";
+    describeToken(stored);
     el.removeRow.hidden = !stored;
     el.remove.checked = false;
   }
@@ -263,8 +269,10 @@ function init(form) {
     originNote.typed.textContent = typed;
     originNote.other.hidden = saved === "";
     originNote.unbound.hidden = saved !== "";
+    const elsewhere = stored && typed !== "" && typed !== saved;
+    describeToken(stored, elsewhere);
     // A token typed into the field is the one that will be used: the note is then beside the point.
-    originNote.el.hidden = !(stored && typed !== "" && typed !== saved && el.token.value.trim() === "");
+    originNote.el.hidden = !(elsewhere && el.token.value.trim() === "");
   }
 
   el.url.addEventListener("input", showTokenOrigin);

@@ -58,6 +58,7 @@ def test_use_then_test_connection_never_sends_the_stored_token_to_a_rogue_instan
     expect(note).to_contain_text(f"{SAVED_FOR} {origin_of(home.base_url)}")
     expect(note).to_contain_text(f"To use {origin_of(rogue.base_url)}, enter the access token")
     expect(token_field).to_have_accessible_description(re.compile(re.escape(SAVED_FOR)))
+    expect(page.locator("#token-status")).to_have_text("A token is stored, but for another Home Assistant.")
     screenshot(page, "settings-token-for-another-home-assistant")
 
     page.get_by_role("button", name="Test connection").click()
@@ -73,6 +74,7 @@ def test_use_then_test_connection_never_sends_the_stored_token_to_a_rogue_instan
 
     url_field.fill(home.base_url + "/")  # back home (another spelling of the same origin): nothing to say
     expect(note).to_be_hidden()
+    expect(page.locator("#token-status")).to_have_text("A token is stored. Leave this field empty to keep it.")
 
 
 def test_typing_the_token_of_the_new_address_makes_the_note_go_and_saves_the_new_pair(

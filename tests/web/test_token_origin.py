@@ -195,6 +195,7 @@ def test_the_page_says_when_the_saved_url_and_the_token_disagree(
     assert f'data-token-origin="{origin_of(home.base_url)}"' in tag
     assert origin_of(other.base_url) in note and "enter the access token of that Home Assistant" in note
     assert 'aria-describedby="token-status token-origin-note token-hint"' in html
+    assert "A token is stored, but for another Home Assistant." in html
 
 
 def _token_note(html: str) -> tuple[str, str]:
