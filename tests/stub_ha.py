@@ -307,6 +307,12 @@ class _Handler(BaseHTTPRequestHandler):
         """Home Assistant's WebSocket protocol, as far as the Console speaks it (RFC 6455 framing by hand)."""
         stub = self.server.stub
         self.close_connection = True
+        if stub.ws_redirect:
+            # A proxy or an impostor sending the WebSocket elsewhere: a client that follows it takes its
+            # `auth` message (the token) to another origin.
+            self.wfile.write(f"HTTP/1.1 302 Found\r\nLocation: {stub.ws_redirect}\r\nContent-Length: 0\r\n\r\n"
+                             .encode())
+            return
         key = self.headers.get("Sec-WebSocket-Key", "")
         accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
         self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -437,6 +443,8 @@ class StubHomeAssistant:
         self.registries: dict[str, Any] | None = None
         # Tokens of other Home Assistants: this stub must never see one (see `foreign_tokens_seen`).
         self.foreign_tokens: set[str] = set()
+        # Where the WebSocket handshake redirects to (302), when set.
+        self.ws_redirect: str | None = None
         # An impostor on the network: accepts any token and echoes it back in /api/config's location_name.
         self.rogue = False
         self.foreign_tokens_seen: list[str] = []

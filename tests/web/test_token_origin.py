@@ -234,6 +234,16 @@ def test_the_picker_refuses_a_token_saved_for_another_origin(
     assert settings["access_token_origin"] == origin_of(home.base_url) != origin_of(settings["base_url"])
 
 
+def test_a_websocket_redirect_to_another_origin_is_not_followed(household: FlaskClient, homes: Homes) -> None:
+    """The REST client refuses redirects; the WebSocket must too, or its `auth` message follows the Location."""
+    home, other = homes
+    home.ws_redirect = other.base_url.replace("http://", "ws://") + "/api/websocket"
+    body = household.get(f"{API}/entities").get_json()
+    assert body["areas_known"] is False  # areas are optional: the picker answers without them
+    assert "GET /api/websocket" in _sent_to(home)
+    assert _sent_to(other) == [] and len(other.ws_messages) == 0
+
+
 def test_the_test_with_no_body_uses_the_saved_pair_only(
     household: FlaskClient, homes: Homes, data_dir: DataDir
 ) -> None:
