@@ -332,5 +332,9 @@ def test_connection() -> Response:
     version, location = answer.get("version"), answer.get("location_name")
     if not (isinstance(version, str) and version and isinstance(location, str)):
         raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
+    if token.reveal() in version or token.reveal() in location:
+        # Home Assistant never says its token back; an impostor would, to have the page show it.
+        log.warning("connection test to %s: the answer holds the token sent; not Home Assistant", base_url)
+        raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
     log.info("connection test to %s: Home Assistant %s", base_url, version)
     return jsonify(ok=True, version=version, location_name=location, base_url=base_url)

@@ -276,6 +276,19 @@ def test_a_rogue_discovered_instance_never_gets_the_stored_token(
     assert TokenStore(data_dir).read_record() == StoredToken(Secret(home.token), origin_of(home.base_url))
 
 
+def test_an_answer_that_says_the_token_back_is_not_home_assistant(
+    household: FlaskClient, homes: Homes, hidden_secrets: list[str]
+) -> None:
+    """A token the household typed for an impostor is not printed back on the page: 502 not_home_assistant."""
+    _home, rogue = homes
+    rogue.rogue = True
+    typed = "typed-for-the-impostor-0123456789"
+    hidden_secrets.append(typed)
+    response = household.post(f"{API}/test", json={"base_url": rogue.base_url, "access_token": typed})
+    error = _error(response, 502, "HA_BAD_RESPONSE")
+    assert error["reason"] == "not_home_assistant"
+
+
 # --- a token file written before origins were stored ------------------------------------------------------
 
 
