@@ -95,11 +95,15 @@ def sweep_temp_files(root: Path) -> list[Path]:
             if match is None:
                 continue
             path = Path(directory) / name
-            with path_lock(Path(directory) / match["target"]):
-                try:
+            try:
+                with path_lock(Path(directory) / match["target"]):
                     os.unlink(path)
-                except FileNotFoundError:
-                    continue  # its writer finished (renamed it) before the lock was ours
+            except FileNotFoundError:
+                continue  # its writer finished (renamed it) before the lock was ours
+            except OSError as err:
+                # A read-only data dir must not stop the Console from starting; it can still serve reads.
+                log.warning("could not remove the leftover temporary file %s (%s)", path, err.strerror)
+                continue
             removed.append(path)
     if removed:
         log.warning("removed %d temporary file(s) left by interrupted writes: %s", len(removed),

@@ -194,7 +194,7 @@ class TokenStore:
         return self.lookup(url, configured_url=configured_url).token
 
     def exists(self) -> bool:
-        """Whether a usable token is stored (for whichever origin)."""
+        """Whether a token is stored, for whichever origin (`lookup` says whether it may go somewhere)."""
         return self.read_record() is not None
 
     def write(self, token: Secret, origin: str) -> None:

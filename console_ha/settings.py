@@ -88,7 +88,11 @@ def recover(data_dir: DataDir) -> None:
         configured = ConfigStore(data_dir).load().base_url
     except ConfigInvalid:
         return  # the page explains the damaged file; the legacy token stays unusable until it is fixed
-    with path_lock(data_dir.capabilities / "settings-save"):
-        if configured and token_store.read_record() == record:
-            token_store.write(record.token, origin_of(configured))
-            log.info("the stored Home Assistant token is now bound to %s", origin_of(configured))
+    try:
+        with path_lock(data_dir.capabilities / "settings-save"):
+            if configured and token_store.read_record() == record:
+                token_store.write(record.token, origin_of(configured))
+                log.info("the stored Home Assistant token is now bound to %s", origin_of(configured))
+    except OSError as err:
+        # Not fatal: the record is read as bound to the configured URL anyway, and the next save writes it.
+        log.warning("could not write the stored token's origin (%s)", err.strerror)

@@ -88,3 +88,27 @@ def test_a_save_refused_for_the_tokens_origin_writes_nothing(data_dir):
         save_settings(configs, tokens, {"base_url": "http://other.local:8123", "enabled": True})
     assert refused.value.detail["field"] == "access_token"
     assert (configs.path.read_bytes(), tokens.path.read_bytes()) == before
+
+
+def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatch, caplog):
+    """A leftover that cannot be removed, a legacy token that cannot be rewritten: logged, not fatal."""
+    import os
+
+    from console_ha import atomic, secret_store
+
+    tokens = TokenStore(data_dir)
+    ConfigStore(data_dir).update({"base_url": "http://ha.local:8123"})
+    tokens.write(check_token("a-token-123"), "http://ha.local:8123")
+    tokens.path.write_text("a-token-123\n")
+    leftover = tokens.path.with_name(".access-token.a1b2c3d4.tmp")
+    leftover.write_text("x")
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr(atomic.os, "unlink", read_only)
+    monkeypatch.setattr(secret_store, "atomic_write", read_only)
+    recover(data_dir)
+    monkeypatch.setattr(atomic.os, "unlink", os.unlink)
+    assert leftover.exists() and tokens.read_for("http://ha.local:8123", configured_url="http://ha.local:8123")
+    assert "could not remove" in caplog.text and "could not write the stored token's origin" in caplog.text
