@@ -180,6 +180,24 @@ class Received:
         return [url for url, body in self.responses if needle.encode() in body]
 
 
+@pytest.fixture(autouse=True)
+def _page_responses_are_checked_for_secrets(request: pytest.FixtureRequest, recorded_responses: list[bytes]) -> None:
+    """Every response a test's browser receives joins the suite-wide check that no secret is in one."""
+    if "page" not in request.fixturenames:
+        return
+    page: Page = request.getfixturevalue("page")
+
+    def on_response(response: Response) -> None:
+        try:
+            body = response.body()
+        except PlaywrightError:  # redirects and aborted requests have no body
+            body = b""
+        headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items()).encode()
+        recorded_responses.append(headers + b"\n\n" + body)
+
+    page.on("response", on_response)
+
+
 @pytest.fixture
 def received(page: Page) -> Received:
     """Record the body of every response the page receives from now on."""

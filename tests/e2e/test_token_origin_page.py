@@ -99,7 +99,7 @@ def test_typing_the_token_of_the_new_address_makes_the_note_go_and_saves_the_new
 
 
 def test_a_saved_url_the_token_does_not_belong_to_asks_for_the_token_on_load(
-    page: Page, console: LiveConsole, household_password: str, homes: Homes,
+    page: Page, console: LiveConsole, household_password: str, homes: Homes, recorded_responses: list[bytes],
 ) -> None:
     """After a hand edit (or an older release's crash) left another origin in the file: the page says so."""
     home, rogue = homes
@@ -109,6 +109,9 @@ def test_a_saved_url_the_token_does_not_belong_to_asks_for_the_token_on_load(
     expect(page.locator("#token-origin-note")).to_be_visible()
     expect(page.locator("#picker-status")).to_contain_text(f"{SAVED_FOR} {origin_of(home.base_url)}")
     assert paths(rogue) == [] and paths(home) == []
+    # The browser's responses are in the suite-wide secret check (the page and its JSON among them).
+    assert any(b"token-origin-note" in raw for raw in recorded_responses)
+    assert any(b"token_for_another_origin" in raw for raw in recorded_responses)
 
 
 @pytest.mark.browser_context_args(java_script_enabled=False)
