@@ -79,14 +79,14 @@ def _secrets_never_shown(
 ) -> Iterator[None]:
     """After each test: no handled or stored secret is in any response, log line, or data file beside it.
 
-    The secrets: those the test names (`hidden_secrets`), every stub Home Assistant's token, and the
-    Home Assistant token stored in the test's data dir when the test ends.
+    The secrets: those the test names (`hidden_secrets`), every stub (or real) Home Assistant's token,
+    and the Home Assistant token stored in the test's data dir when the test ends.
     """
     caplog.set_level(logging.DEBUG)
-    for name in ("stub_ha", "two_homes"):
+    for name in ("stub_ha", "two_homes", "real_ha"):
         if name in request.fixturenames:
             value = request.getfixturevalue(name)
-            hidden_secrets.extend(stub.token for stub in (value if isinstance(value, tuple) else (value,)))
+            hidden_secrets.extend(ha.token for ha in (value if isinstance(value, tuple) else (value,)) if ha.token)
     data_dir: DataDir | None = request.getfixturevalue("data_dir") if "data_dir" in request.fixturenames else None
     yield
     secrets = list(hidden_secrets)
