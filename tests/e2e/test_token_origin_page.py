@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from console_ha.secret_store import Secret, StoredToken, origin_of
-from tests.e2e.conftest import DESKTOP, Advertisement, LiveConsole, log_in, screenshot
+from tests.e2e.conftest import DESKTOP, Advertisement, LiveConsole, log_in, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
@@ -60,6 +60,7 @@ def test_use_then_test_connection_never_sends_the_stored_token_to_a_rogue_instan
     expect(token_field).to_have_accessible_description(re.compile(re.escape(SAVED_FOR)))
     expect(page.locator("#token-status")).to_have_text("A token is stored, but for another Home Assistant.")
     screenshot(page, "settings-token-for-another-home-assistant")
+    assert serious_violations(page) == []
 
     page.get_by_role("button", name="Test connection").click()
     expect(page.locator("#access-token-error")).to_contain_text(SAVED_FOR)
