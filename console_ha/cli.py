@@ -43,9 +43,15 @@ def serve(args: argparse.Namespace) -> int:
     # Imported here so set-password and api-token start without loading Flask.
     from waitress import create_server
 
+    from .ha_client import CALL_LIMITS, RESERVED_THREADS
     from .web import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.threads <= RESERVED_THREADS:
+        raise InvalidConfig(f"--threads must be at least {RESERVED_THREADS + 1}: {RESERVED_THREADS} are kept "
+                            "for /health and the pages, whatever Home Assistant does.", field="threads")
+    # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security-limits.md).
+    CALL_LIMITS.fit_to_threads(args.threads)
     data_dir = _data_dir(args)
     app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies})
     server = create_server(app, host=args.host, port=args.port, threads=args.threads)

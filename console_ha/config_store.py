@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .atomic import atomic_write, ensure_dir, path_lock
 from .datadir import DataDir
+from .entity_budget import check_fits
 from .errors import ConfigInvalid, InvalidConfig
 
 log = logging.getLogger(__name__)
@@ -200,12 +201,22 @@ _CHECKS = {
 }
 
 
-def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
-    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field."""
+def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any], *,
+                  saving: bool = True) -> HomeAssistantConfig:
+    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field.
+
+    A save (`saving`) also refuses a new allowlist list_entities could not answer within its bound. A file
+    already on disk is read without that check, and an allowlist saved again unchanged is not refused:
+    one saved before the check existed must still open and let the household change other settings
+    (and a failed save must be able to put it back), while the page shows it is over the limit.
+    """
     unknown = sorted(set(changes) - set(FIELDS))
     if unknown:
         raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
     checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
+    allowlist = checked.get("allowlisted_entities")
+    if saving and allowlist is not None and allowlist != current.allowlisted_entities:
+        check_fits(allowlist)
     return replace(current, **checked)
 
 
@@ -219,7 +230,7 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
         raise ConfigInvalid("The configuration file must hold a JSON object.")
     known = {key: value for key, value in data.items() if key in FIELDS}
     try:
-        return apply_changes(HomeAssistantConfig(), known)
+        return apply_changes(HomeAssistantConfig(), known, saving=False)
     except InvalidConfig as err:
         raise ConfigInvalid(
             f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")

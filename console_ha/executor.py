@@ -19,7 +19,7 @@ from .config_store import ConfigStore, HomeAssistantConfig, ca_bundle_path, is_e
 from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from .datadir import DataDir
 from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
-from .ha_client import HomeAssistantClient
+from .ha_client import BUSY_MESSAGE, HomeAssistantClient
 from .registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
 from .secret_store import Secret, TokenLookup, TokenStore
 
@@ -36,6 +36,7 @@ HA_FAILURE_MESSAGES = {
     "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
     "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
     "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
+    "HA_BUSY": BUSY_MESSAGE,
 }
 
 

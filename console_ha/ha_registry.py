@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import websocket
 
+from .ha_client import CALL_LIMITS
 from .secret_store import Secret
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,9 @@ def fetch_entity_areas(
 ) -> EntityAreas | None:
     """entity_id → area name for every entity with an area; None when the registries cannot be read."""
     try:
-        lists = _read_registries(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
+        # The WebSocket holds one of the places the REST calls to this Home Assistant share.
+        with CALL_LIMITS.slot(base_url):
+            lists = _read_registries(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
     except Exception as err:  # noqa: BLE001 - areas are optional: any failure just leaves them out
         log.info("entity areas unavailable from %s: %s", base_url, type(err).__name__)
         return None

@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 os.environ["CONSOLE_HA_MDNS_INTERFACES"] = "127.0.0.1"
 
 
+@pytest.fixture(autouse=True)
+def _call_limits_restored() -> Iterator[None]:
+    """`console-ha serve` fits the process-wide Home Assistant call caps to its threads: undo that per test."""
+    from console_ha.ha_client import CALL_LIMITS
+
+    caps = {"per_origin": CALL_LIMITS.per_origin, "in_all": CALL_LIMITS.in_all}
+    yield
+    CALL_LIMITS.configure(**caps)
+
+
 @pytest.fixture
 def data_dir(tmp_path) -> DataDir:
     """An empty data dir, as on a device that has never been configured."""

@@ -279,13 +279,16 @@ def test_unreachable_home_assistant(executor, data_dir, stub_ha):
 
 
 def test_result_over_64_kib_is_refused_at_shape(executor, data_dir, stub_ha):
+    """An allowlist too large for the bound, in a file saved before saves were checked: stage 6 refuses."""
     many = [f"sensor.bulk_{i:04d}" for i in range(400)]
     for entity_id in many:
         stub_ha.states.append({"entity_id": entity_id, "state": "1" * 100,
                                "attributes": {"friendly_name": "A very long friendly name " * 4},
                                "last_changed": "2026-11-30T00:00:00+00:00",
                                "last_updated": "2026-11-30T00:00:00+00:00"})
-    configure(data_dir, stub_ha, allowlisted_entities=many)
+    configure(data_dir, stub_ha)
+    data_dir.ha_config.write_text(json.dumps({"enabled": True, "base_url": stub_ha.base_url,
+                                              "allowlisted_entities": many}))
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
     err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
     assert (err.code, err.stage) == ("RESULT_TOO_LARGE", 6)

@@ -18,6 +18,7 @@ from flask import (
 
 from .. import settings as settings_writer
 from ..config_store import HomeAssistantConfig, StoredConfig
+from ..entity_budget import BUDGET_BYTES, ENTITY_BYTES
 from ..errors import ConfigInvalid, InvalidConfig
 from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token, origin_of
 from . import services
@@ -112,6 +113,8 @@ def _render(
         allowlist=allowlist if allowlist is not None else _allowlist(config, config.allowlisted_entities),
         form_error=form_error,
         error_field=form_error.detail.get("field") if form_error else None,
+        # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
+        budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
         **_urls(),
     )
     return html, status

@@ -20,6 +20,7 @@ from ..config_store import (
     ca_bundle_path,
     normalise_base_url,
 )
+from ..entity_budget import BUDGET_BYTES, entity_cost
 from ..errors import (
     CapabilityError,
     ConfigInvalid,
@@ -234,6 +235,8 @@ def entities() -> Response:
         "missing": missing_entities(narrowed, config),
         "areas_known": areas is not None,
         "retrieved_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        # What the allowlist may cost in all: the sum of its entities' `cost` must stay within it.
+        "budget_bytes": BUDGET_BYTES,
     }
     # orjson, unsorted and compact: this is the one large answer, and speed is its point.
     return Response(orjson.dumps(body), mimetype="application/json")
@@ -274,6 +277,7 @@ def narrow_states(
             "allowlisted": entity_id in allowlisted,
             "area": areas.get(entity_id),
             "sensitive": is_sensitive(domain, attributes),
+            "cost": entity_cost(entity_id),
         }
     return [entries[entity_id] for entity_id in sorted(entries)]
 
@@ -287,6 +291,7 @@ def missing_entities(entries: Iterable[Mapping[str, Any]], config: HomeAssistant
             "friendly_name": config.display_name(entity_id),
             "domain": entity_id.partition(".")[0],
             "sensitive": is_sensitive(entity_id.partition(".")[0], {}),
+            "cost": entity_cost(entity_id),
         }
         for entity_id in config.allowlisted_entities
         if entity_id not in reported

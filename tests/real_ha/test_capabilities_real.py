@@ -111,7 +111,8 @@ def test_list_entities_returns_exactly_the_allowlisted_entities_with_their_live_
             "domain": raw["entity_id"].split(".")[0],
             "state": raw["state"],
             "unit_of_measurement": raw["attributes"].get("unit_of_measurement"),
-            "last_changed": raw["last_changed"],
+            # Home Assistant's microseconds and +00:00 become seconds and Z: 20 bytes, whatever HA sends
+            "last_changed": seconds_z(raw["last_changed"]),
             "unavailable": raw["state"] in UNAVAILABLE_STATES,
         }
     by_id = {entity["entity_id"]: entity for entity in result["entities"]}

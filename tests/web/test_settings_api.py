@@ -16,12 +16,14 @@ from flask.testing import FlaskClient
 
 from console_ha.datadir import DataDir
 from console_ha.discovery import Instance
+from console_ha.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.ha_registry import AreaCache
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, files_under, unused_port
 
-ENTITY_KEYS = {"entity_id", "friendly_name", "domain", "state", "unavailable", "allowlisted", "area", "sensitive"}
+ENTITY_KEYS = {"entity_id", "friendly_name", "domain", "state", "unavailable", "allowlisted", "area", "sensitive",
+               "cost"}
 SENSITIVE = {
     "lock.front_door", "person.alex", "camera.driveway", "cover.garage_door",
     "binary_sensor.front_door", "binary_sensor.kitchen_window",
@@ -244,10 +246,12 @@ def test_entities_are_narrowed_flagged_and_missing_ones_listed(
     assert temperature == {
         "entity_id": "sensor.living_room_temperature", "friendly_name": "Living room temperature",
         "domain": "sensor", "state": "21.4", "unavailable": False, "allowlisted": True, "area": None,
-        "sensitive": False,
+        "sensitive": False, "cost": entity_cost("sensor.living_room_temperature"),
     }
     assert body["missing"] == [{"entity_id": "sensor.removed_long_ago", "friendly_name": "Old sensor",
-                                "domain": "sensor", "sensitive": False}]
+                                "domain": "sensor", "sensitive": False,
+                                "cost": entity_cost("sensor.removed_long_ago")}]
+    assert body["budget_bytes"] == BUDGET_BYTES
     assert body["areas_known"] is False
     assert body["retrieved_at"].endswith("+00:00")
     # Attributes never pass through: the camera's own access token stays in Home Assistant.
