@@ -21,6 +21,7 @@ from .atomic import atomic_write, ensure_dir, path_lock
 from .datadir import DataDir
 from .entity_budget import check_fits
 from .errors import ConfigInvalid, InvalidConfig
+from .unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
@@ -210,9 +211,9 @@ def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any], *,
     one saved before the check existed must still open and let the household change other settings
     (and a failed save must be able to put it back), while the page shows it is over the limit.
     """
-    unknown = sorted(set(changes) - set(FIELDS))
-    if unknown:
-        raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+    unknown = first_unknown(changes, FIELDS)
+    if unknown is not None:
+        raise InvalidConfig(f"Unknown setting: {unknown}.", field=unknown)
     checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
     allowlist = checked.get("allowlisted_entities")
     if saving and allowlist is not None and allowlist != current.allowlisted_entities:

@@ -22,6 +22,7 @@ from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
 from .ha_client import BUSY_MESSAGE, HomeAssistantClient
 from .registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
 from .secret_store import Secret, TokenLookup, TokenStore
+from .unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +102,9 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise refuse(2, "INVALID_ARGUMENTS", "Arguments must be an object.")
-    expected = set(capability.arguments_schema.get("properties", {}))
-    unexpected = sorted(str(k) for k in arguments if k not in expected)
-    if unexpected:
-        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected[0][:64]}.")
+    unexpected = first_unknown(arguments, capability.arguments_schema.get("properties", {}))
+    if unexpected is not None:
+        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected}.")
     if capability.name != GET_HISTORY:
         return {}
     entity_id = arguments.get("entity_id")

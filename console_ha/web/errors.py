@@ -20,6 +20,7 @@ STATUS: MappingProxyType[str, int] = MappingProxyType(
     {
         # requests and sessions
         "INVALID_REQUEST": 400,
+        "UNTRUSTED_HOST": 400,
         "CSRF_INVALID": 400,
         "UNAUTHENTICATED": 401,
         "FORBIDDEN": 403,

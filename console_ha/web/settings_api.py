@@ -30,6 +30,7 @@ from ..errors import (
 )
 from ..ha_client import UNAVAILABLE_STATES
 from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
+from ..unknown_keys import first_unknown
 from . import ConsoleServices, services
 from .bodies import json_object
 
@@ -154,9 +155,9 @@ def _flag(body: dict[str, Any], name: str) -> bool:
 
 
 def _refuse_unknown(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    unknown = sorted(set(body) - set(allowed))
-    if unknown:
-        raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+    unknown = first_unknown(body, allowed)
+    if unknown is not None:
+        raise InvalidConfig(f"Unknown setting: {unknown}.", field=unknown)
 
 
 # --- the connection behind the settings ----------------------------------------------------------
