@@ -327,6 +327,23 @@ def test_a_legacy_token_is_bound_by_the_first_save(household: FlaskClient, two_h
     assert household.post(API, json={"base_url": home.base_url}).status_code == 200
 
 
+def test_a_legacy_token_without_any_url_must_be_entered_again_with_one(
+    household: FlaskClient, two_homes: Homes, data_dir: DataDir
+) -> None:
+    """A token alone, with no URL configured, belongs to nothing: the first URL needs the token again."""
+    home, _other = two_homes
+    data_dir.ha_secrets.mkdir(parents=True, mode=0o700)
+    data_dir.ha_token.write_text(home.token + "\n")
+    error = _error(household.post(API, json={"base_url": home.base_url}), 400, "INVALID_CONFIG")
+    assert error["field"] == "access_token" and "saved without a Home Assistant URL" in error["message"]
+    response = household.post(PAGE, data={"csrf_token": page_csrf(household), "base_url": home.base_url})
+    tag, note = _token_note(response.get_data(as_text=True))
+    assert response.status_code == 400 and "hidden" not in tag
+    assert '<span id="token-origin-unbound" >The stored access token was saved without' in note
+    assert configure(household, home.base_url, home.token)["access_token_origin"] == origin_of(home.base_url)
+    assert _sent_to(home) == []
+
+
 # --- temporary files left by killed writes ----------------------------------------------------------------
 
 
