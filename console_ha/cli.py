@@ -14,6 +14,7 @@ from types import FrameType
 from .console_secrets import ConsoleSecrets
 from .datadir import DataDir, resolve_data_dir
 from .errors import ConsoleHaError, InvalidConfig
+from .settings import recover
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,9 @@ DEFAULT_THREADS = 8
 
 
 def _data_dir(args: argparse.Namespace) -> DataDir:
-    return DataDir(resolve_data_dir(args.data_dir))
+    data_dir = DataDir(resolve_data_dir(args.data_dir))
+    recover(data_dir)  # every command starts by sweeping what killed writes left behind (settings.recover)
+    return data_dir
 
 
 def _is_loopback(host: str) -> bool:

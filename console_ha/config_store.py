@@ -250,6 +250,15 @@ def ca_bundle_path(config: HomeAssistantConfig, data_dir: DataDir) -> str | None
     return str(stored) if stored.is_file() else None
 
 
+def check_revision(current: StoredConfig, expected_revision: str | None) -> None:
+    """Refuse (409 CONFIG_STALE) when the file changed since the caller read `expected_revision`."""
+    if expected_revision is not None and expected_revision != current.revision:
+        raise InvalidConfig(
+            "The settings were changed elsewhere since this page loaded. Reload to see them; nothing was saved.",
+            code="CONFIG_STALE",
+        )
+
+
 def _revision(raw: bytes | None) -> str:
     return ABSENT_REVISION if raw is None else hashlib.sha256(raw).hexdigest()[:16]
 
@@ -290,12 +299,7 @@ class ConfigStore:
         """Validate and apply `changes`; with `expected_revision`, refuse if the file changed since."""
         with path_lock(self.path):
             current = self.read()
-            if expected_revision is not None and expected_revision != current.revision:
-                raise InvalidConfig(
-                    "The settings were changed elsewhere since this page loaded. "
-                    "Reload to see them; nothing was saved.",
-                    code="CONFIG_STALE",
-                )
+            check_revision(current, expected_revision)
             new = apply_changes(current.config, changes)
             return self._write(new)
 

@@ -23,6 +23,7 @@ from ..ha_client import HomeAssistantClient
 from ..ha_registry import AreaCache
 from ..login_throttle import LoginThrottle
 from ..secret_store import Secret, TokenStore
+from ..settings import recover
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
 
     data_dir = data_dir or DataDir(resolve_data_dir())
     data_dir.ensure()
+    recover(data_dir)  # temp files a killed write left behind; a legacy token bound to its origin
     app = Flask(
         __name__,
         template_folder=_resource_folder("templates"),
