@@ -20,7 +20,7 @@ HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
 @pytest.fixture
 def queue(data_dir, stub_ha, clock) -> HouseholdQueue:
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
-    TokenStore(data_dir).write(check_token(stub_ha.token))
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
     executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     return HouseholdQueue(executor, max_waiting=2, timer=clock)
 

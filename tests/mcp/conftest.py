@@ -46,7 +46,7 @@ class ServedConsole:
         """Settings as a household that saved them would have them."""
         ConfigStore(self.data_dir).update({"enabled": True, "base_url": base_url,
                                            "allowlisted_entities": allowlist, **changes})
-        TokenStore(self.data_dir).write(Secret(token))
+        TokenStore(self.data_dir).write(Secret(token), base_url)
 
 
 def serve(app: Flask) -> tuple[Any, threading.Thread, str]:

@@ -19,7 +19,7 @@ ALLOWED = ["sensor.living_room_temperature", "light.living_room"]
 def configured(data_dir, stub_ha):
     """Home Assistant reading turned on, as the settings page would leave it."""
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token))
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
     return stub_ha
 
 
