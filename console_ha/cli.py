@@ -1,4 +1,4 @@
-"""The `console-ha` command: serve the Console, set its password, manage API tokens."""
+"""The `console-ha` command: serve the Console, set its password, manage API tokens, forward MCP on stdio."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from types import FrameType
 from .console_secrets import ConsoleSecrets
 from .datadir import DataDir, resolve_data_dir
 from .errors import ConsoleHaError, InvalidConfig
+from .settings import recover
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,9 @@ DEFAULT_THREADS = 8
 
 
 def _data_dir(args: argparse.Namespace) -> DataDir:
-    return DataDir(resolve_data_dir(args.data_dir))
+    data_dir = DataDir(resolve_data_dir(args.data_dir))
+    recover(data_dir)  # every command starts by sweeping what killed writes left behind (settings.recover)
+    return data_dir
 
 
 def _is_loopback(host: str) -> bool:
@@ -35,6 +38,17 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def server_threads(threads: int) -> int:
+    """The WSGI server's worker threads: `--threads`, plus one for each MCP call that may wait.
+
+    A call waiting for the household keeps its worker thread until the answer; with threads of their
+    own, the waits never take the ones kept for the pages or the Home Assistant calls (RESERVED_THREADS).
+    """
+    from .household import MAX_WAITING
+
+    return threads + MAX_WAITING
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the Console on waitress until interrupted."""
     # Imported here so set-password and api-token start without loading Flask.
@@ -42,6 +56,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from .ha_client import CALL_LIMITS, RESERVED_THREADS
     from .web import create_app
+    from .web.security import listen_names
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.threads <= RESERVED_THREADS:
@@ -50,8 +65,9 @@ def serve(args: argparse.Namespace) -> int:
     # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security-limits.md).
     CALL_LIMITS.fit_to_threads(args.threads)
     data_dir = _data_dir(args)
-    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies})
-    server = create_server(app, host=args.host, port=args.port, threads=args.threads)
+    names = [*listen_names(args.host), *args.trusted_host]
+    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names})
+    server = create_server(app, host=args.host, port=args.port, threads=server_threads(args.threads))
     port = server.effective_port  # type: ignore[union-attr]
     host = f"[{args.host}]" if ":" in args.host else args.host
     if not _is_loopback(args.host):
@@ -63,6 +79,8 @@ def serve(args: argparse.Namespace) -> int:
         )
     print(f"Console listening on http://{host}:{port}/", flush=True)
     print(f"Data dir: {data_dir.root}", flush=True)
+    # The one place a household sees why a name it types is refused (400 UNTRUSTED_HOST).
+    print(f"Answers to: {', '.join(str(n) for n in app.config['TRUSTED_HOSTS'])}", flush=True)
     if not ConsoleSecrets(data_dir).has_password():
         print("No password yet: open the URL to set one, or run `console-ha set-password`.", flush=True)
 
@@ -109,9 +127,9 @@ def api_token_create(args: argparse.Namespace) -> int:
 
 
 def api_token_list(args: argparse.Namespace) -> int:
-    """List the API tokens' names and creation times (never the tokens)."""
+    """List the API tokens' names, creation and last-use times (never the tokens)."""
     for token in ConsoleSecrets(_data_dir(args)).api_tokens():
-        print(f"{token.created}  {token.name}")
+        print(f"{token.created}  last used {token.last_used or 'never':20}  {token.name}")
     return 0
 
 
@@ -123,6 +141,16 @@ def api_token_revoke(args: argparse.Namespace) -> int:
         return 1
     print(f"Revoked {removed} API token(s) named {args.name!r}.")
     return 0
+
+
+def mcp(args: argparse.Namespace) -> int:
+    """Forward MCP on stdio to a running Console's /mcp (token from CONSOLE_HA_API_TOKEN)."""
+    # Imported here so the other commands start without loading the MCP SDK.
+    from .mcp.stdio import run
+
+    # Logs go to stderr: stdout is the MCP channel.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    return run(args.url)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--secure-cookies", action="store_true", help="mark the session cookie Secure (behind https only)"
     )
+    run.add_argument(
+        "--trusted-host", action="append", default=[], metavar="NAME",
+        help="another host name the Console answers to, such as console.local (repeatable; also "
+        "$CONSOLE_HA_TRUSTED_HOSTS, comma-separated). Loopback names and the --host address always are.",
+    )
     run.set_defaults(handler=serve)
 
     password = commands.add_parser(
@@ -159,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = token_commands.add_parser("revoke", parents=[data_dir], help="remove the tokens with a name")
     revoke.add_argument("--name", required=True)
     revoke.set_defaults(handler=api_token_revoke)
+
+    forwarder = commands.add_parser(
+        "mcp", help="an MCP server on stdio that forwards to a running Console (token: $CONSOLE_HA_API_TOKEN)"
+    )
+    forwarder.add_argument("--url", required=True, help="the Console's address, such as http://127.0.0.1:8000")
+    forwarder.set_defaults(handler=mcp)
     return parser
 
 

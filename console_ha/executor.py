@@ -21,7 +21,8 @@ from .datadir import DataDir
 from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
 from .ha_client import BUSY_MESSAGE, HomeAssistantClient
 from .registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
-from .secret_store import Secret, TokenStore
+from .secret_store import Secret, TokenLookup, TokenStore
+from .unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,12 @@ class Proposal:
         }
 
 
+TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
+    "The Home Assistant access token was saved for another Home Assistant than the one configured now; "
+    "the household must enter it again on the settings page."
+)
+
+
 def refuse(stage: int, code: str, message: str) -> CapabilityError:
     """A refusal raised at `stage` with its contract code."""
     return CapabilityError(code, message, stage=stage)
@@ -95,10 +102,9 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise refuse(2, "INVALID_ARGUMENTS", "Arguments must be an object.")
-    expected = set(capability.arguments_schema.get("properties", {}))
-    unexpected = sorted(str(k) for k in arguments if k not in expected)
-    if unexpected:
-        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected[0][:64]}.")
+    unexpected = first_unknown(arguments, capability.arguments_schema.get("properties", {}))
+    if unexpected is not None:
+        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected}.")
     if capability.name != GET_HISTORY:
         return {}
     entity_id = arguments.get("entity_id")
@@ -113,11 +119,14 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
 # --- stage 3 ---------------------------------------------------------------------------------
 
 def check_policy(capability: Capability, arguments: Mapping[str, Any], config: HomeAssistantConfig,
-                 has_token: bool) -> None:
-    """Stage 3: opt-in, configuration and allowlist, all against server-held state."""
+                 token: TokenLookup) -> None:
+    """Stage 3: opt-in, configuration (a token that belongs to the configured origin) and allowlist."""
     if not config.enabled:
         raise refuse(3, "CAPABILITY_DISABLED", "The household has not turned on Home Assistant reading.")
-    if not config.base_url or not has_token:
+    if config.base_url and token.elsewhere:
+        # The model is not told either address: it needs to know what is wrong, not where the home is.
+        raise refuse(3, "CAPABILITY_NOT_CONFIGURED", TOKEN_FOR_ANOTHER_HOME_ASSISTANT)
+    if not config.base_url or token.token is None:
         raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "Home Assistant is turned on but not set up yet.")
     if not config.allowlisted_entities:
         # Nothing could be read: no card to bother the household with, no request to send.
@@ -172,24 +181,28 @@ class Executor:
         self._clock = clock
 
     def propose(self, name: object, arguments: object, *, conversation_id: str,
-                turn: Turn | None = None) -> Proposal:
-        """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation."""
+                turn: Turn | None = None, client: str | None = None) -> Proposal:
+        """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation.
+
+        `client` names a front end other than the household's page (an MCP client's API token name);
+        it goes to the audit log and the card, never a value.
+        """
         self.sweep_expired()
         invocation = secrets.token_hex(8)
         label = name if isinstance(name, str) and name in REGISTRY else "unknown"
-        self._audit("proposed", label, 1, invocation)
+        self._audit("proposed", label, 1, invocation, client=client)
         try:
             capability = resolve(name)
             canonical = validate(capability, arguments)
             config = self._load_config()
-            check_policy(capability, canonical, config, self.token_store.exists())
+            check_policy(capability, canonical, config, self._token_for(config))
             check_turn_limit(capability, turn or Turn())
         except CapabilityError as err:
-            self._audit("rejected", label, err.stage, invocation, err.code)
+            self._audit("rejected", label, err.stage, invocation, err.code, client=client)
             raise
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
-                                           shown=what_the_card_shows(capability, config))
-        self._audit("confirmation_requested", capability.name, 4, invocation)
+                                           shown=what_the_card_shows(capability, config), client=client)
+        self._audit("confirmation_requested", capability.name, 4, invocation, client=client)
         return Proposal(
             token=pending.token,
             capability=capability.name,
@@ -204,21 +217,36 @@ class Executor:
             # Looked up before the sweep, so a late answer is told "expired", not "unknown".
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
-            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code)
+            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code,
+                        client=err.pending.client)
             raise
         finally:
             self.sweep_expired()
         capability = REGISTRY[pending.capability]
         if not approve:
-            self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED")
+            self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED",
+                        client=pending.client)
             raise refuse(4, "CONFIRMATION_DENIED", "The household did not allow this read.")
-        self._audit("approved", capability.name, 4, pending.invocation_id)
+        self._audit("approved", capability.name, 4, pending.invocation_id, client=pending.client)
         return self._run(capability, pending)
+
+    def withdraw(self, token: object, *, conversation_id: str) -> None:
+        """The asker took its request back before the household answered: forget the card, nothing is read."""
+        try:
+            pending = self.confirmations.consume(token, conversation_id)
+        except ExpiredConfirmation as err:
+            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code,
+                        client=err.pending.client)
+            return
+        except CapabilityError:
+            return  # already answered, expired and swept, or never issued: nothing is left to withdraw
+        self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
 
     def sweep_expired(self) -> None:
         """Audit and forget confirmations nobody answered in time."""
         for pending in self.confirmations.expire():
-            self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID")
+            self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID",
+                        client=pending.client)
 
     def _run(self, capability: Capability, pending: PendingConfirmation) -> dict[str, Any]:
         arguments = pending.arguments
@@ -227,8 +255,8 @@ class Executor:
         try:
             # The household may have changed the settings while the card was open: check again.
             config = self._load_config()
-            token = self.token_store.read()
-            check_policy(capability, arguments, config, token is not None)
+            token = self._token_for(config)
+            check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config) != pending.shown:
                 # Approved was a read of that Home Assistant (and, for the list, those entities).
                 raise CapabilityError("CONFIRMATION_INVALID", "The Home Assistant settings changed after this "
@@ -237,7 +265,7 @@ class Executor:
             stage = 5
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
-            client = self._client_factory(config.base_url, cast(Secret, token),
+            client = self._client_factory(config.base_url, cast(Secret, token.token),
                                           ca_bundle_path(config, self.config_store.data_dir))
             try:
                 raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
@@ -247,23 +275,29 @@ class Executor:
             stage = 6
             result = shape(capability, raw)
         except HomeAssistantError as err:
-            self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started))
+            self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started),
+                        client=pending.client)
             log.info("capability %s failed: %s", capability.name, err.message)
             raise CapabilityError(err.code, HA_FAILURE_MESSAGES.get(err.code, "Home Assistant failed."),
                                   stage=5) from None
         except CapabilityError as err:
             event = "rejected" if err.stage in (3, 4) else "failed"
             self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,
-                        _elapsed_ms(started))
+                        _elapsed_ms(started), client=pending.client)
             raise
         except Exception:
             # A bug must not leak a traceback (or anything in it) to the model or the household.
             log.exception("capability %s failed unexpectedly at stage %d", capability.name, stage)
             self._audit("failed", capability.name, stage, pending.invocation_id, "INTERNAL_ERROR",
-                        _elapsed_ms(started))
+                        _elapsed_ms(started), client=pending.client)
             raise CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=stage) from None
-        self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started))
+        self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started),
+                    client=pending.client)
         return result
+
+    def _token_for(self, config: HomeAssistantConfig) -> TokenLookup:
+        # The token is read after the configuration (see TokenStore.lookup) and only for its origin.
+        return self.token_store.lookup(config.base_url, configured_url=config.base_url)
 
     def _load_config(self) -> HomeAssistantConfig:
         try:
@@ -273,7 +307,7 @@ class Executor:
                                   "the household can repair it on the settings page.", stage=3) from None
 
     def _audit(self, event: str, capability: str, stage: int, invocation: str, code: str | None = None,
-               duration_ms: int | None = None) -> None:
+               duration_ms: int | None = None, *, client: str | None = None) -> None:
         classification = REGISTRY[capability].classification if capability in REGISTRY else None
         self.audit.record(
             event,
@@ -283,6 +317,7 @@ class Executor:
             invocation=invocation,
             code=code,
             duration_ms=duration_ms,
+            client=client,
         )
 
 

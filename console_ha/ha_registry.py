@@ -111,7 +111,9 @@ def _read_registries(
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     url = websocket_url(base_url)
-    ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True,
+    # redirect_limit=0: websocket-client follows a 3xx to any Location, and the `auth` message (the token)
+    # would go to that origin; the REST client refuses redirects for the same reason.
+    ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True, redirect_limit=0,
                                      socket=_direct_socket(base_url, timeout, ca_bundle))
     try:
         first = _receive(ws, deadline)

@@ -215,7 +215,7 @@ def test_over_real_http_the_executor_answers_the_maximum_allowlist_within_the_bo
     """Saved through the config store, read through the client and all six stages: no RESULT_TOO_LARGE."""
     stub, allowlist = stub_at_the_maximum
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist})
-    TokenStore(data_dir).write(check_token(stub.token))
+    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
     executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
     result = executor.answer(proposal.token, approve=True, conversation_id="c")

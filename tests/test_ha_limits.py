@@ -218,7 +218,7 @@ def test_a_capability_past_the_cap_fails_with_ha_busy_at_stage_5(
     """An approved list_entities finds the cap taken: HA_BUSY at stage 5, audited, nothing sent."""
     ConfigStore(data_dir).update({"enabled": True, "base_url": hung_ha.base_url,
                                   "allowlisted_entities": ["sensor.living_room_temperature"]})
-    TokenStore(data_dir).write(check_token(hung_ha.token))
+    TokenStore(data_dir).write(check_token(hung_ha.token), hung_ha.base_url)
     executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
     hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)

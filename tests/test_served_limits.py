@@ -80,7 +80,7 @@ def test_twelve_pickers_on_a_hung_home_assistant_leave_health_and_pages_answerin
     with StubHomeAssistant() as hung:
         hung.fault("slow", delay=60)
         ConfigStore(data_dir).update({"enabled": True, "base_url": hung.base_url})
-        TokenStore(data_dir).write(check_token(hung.token))
+        TokenStore(data_dir).write(check_token(hung.token), hung.base_url)
         bearer = {"Authorization": f"Bearer {ConsoleSecrets(data_dir).create_api_token('limits')}"}
 
         answers: list[Answer] = []

@@ -45,7 +45,7 @@ def make_executor(
     ConfigStore(data_dir).update(
         {"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": list(allowlist)}
     )
-    TokenStore(data_dir).write(check_token(real_ha.token if token is None else token))
+    TokenStore(data_dir).write(check_token(real_ha.token if token is None else token), real_ha.base_url)
     return Executor(data_dir, clock=clock)
 
 

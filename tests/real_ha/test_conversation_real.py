@@ -40,7 +40,7 @@ def console(tmp_path: Path, real_ha: RealHomeAssistant, model: FakeModel) -> Fla
     """The Console reading the real Home Assistant, its model the fake, driven with an API token."""
     data_dir = DataDir(tmp_path / "console")
     ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": ALLOWLIST})
-    TokenStore(data_dir).write(check_token(real_ha.token))
+    TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
     app = create_app(data_dir, {"TESTING": True, "CONSOLE_HA_LLM_URL": model.url,
                                 "CONSOLE_HA_LLM_MODEL": "fake-model", "CONSOLE_HA_LLM_TIMEOUT": 5})
     client = app.test_client()
