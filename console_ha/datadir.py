@@ -82,3 +82,11 @@ class DataDir:
     @property
     def console_secrets(self) -> Path:
         return self.root / "secrets" / "console"
+
+    @property
+    def model_config(self) -> Path:
+        return self.root / "console" / "model.json"
+
+    @property
+    def model_api_key(self) -> Path:
+        return self.console_secrets / "model-api-key.json"

@@ -125,8 +125,11 @@ class FakeModel:
     function of the request body returning one of those.
     """
 
-    def __init__(self, script: Iterable[Any] = (), *, fallback: Any = None) -> None:
+    def __init__(self, script: Iterable[Any] = (), *, fallback: Any = None,
+                 models: Any = ("fake-model",)) -> None:
         self._script: deque[Any] = deque(script)
+        # What GET /v1/models answers: model ids (listed in OpenAI's form), or a Raw, Hang or Trickle.
+        self.models = models
         # Answered when the script is empty; None means an HTTP 500 that names the cause.
         self.fallback = fallback
         self.requests: list[ModelRequest] = []
@@ -169,6 +172,23 @@ class FakeModel:
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                request = ModelRequest(self.path, dict(self.headers.items()), {})
+                with fake._lock:
+                    fake.requests.append(request)
+                    answer = fake.models
+                if self.path != "/v1/models":
+                    self._send(Raw(404, b'{"error":"not found"}'))
+                elif isinstance(answer, Hang):
+                    fake._stopping.wait(answer.seconds)
+                    self.close_connection = True
+                elif isinstance(answer, Raw):
+                    self._send(answer)
+                else:
+                    listing = {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "fake"}
+                                                          for name in answer]}
+                    self._send(Raw(200, json.dumps(listing).encode()))
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

@@ -680,3 +680,84 @@ def test_what_a_conversation_keeps_of_one_answer_is_bounded(service, model):
     replayed = model.requests[-1].messages
     assert all(len(json.dumps(m)) < 20_000 for m in replayed)
     assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+# --- tool-call dialects of common servers, over HTTP through a whole turn ------------------------
+
+def _dialect(function: dict, *, content: str | None = None, call_id: str | None = "call_d") -> dict:
+    """A chat completion whose one tool call is shaped as a given server shapes it."""
+    call: dict = {"type": "function", "function": function}
+    if call_id is not None:
+        call["id"] = call_id
+    return {"id": "chatcmpl-d", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls",
+                         "message": {"role": "assistant", "content": content, "tool_calls": [call]}}]}
+
+
+DIALECTS = [
+    # OpenAI, vLLM, llama.cpp: arguments as JSON text.
+    pytest.param(_dialect({"name": HISTORY, "arguments": json.dumps(HISTORY_ARGS)}), "call_d", id="arguments-as-text"),
+    # Ollama's own API and some proxies: arguments as an object.
+    pytest.param(_dialect({"name": HISTORY, "arguments": HISTORY_ARGS}), "call_d", id="arguments-as-object"),
+    # Servers that leave out the id: the Console makes one up and answers under it.
+    pytest.param(_dialect({"name": HISTORY, "arguments": json.dumps(HISTORY_ARGS)}, call_id=None), "call_0",
+                 id="missing-id"),
+    # Models that think aloud: content next to the tool calls.
+    pytest.param(_dialect({"name": HISTORY, "arguments": json.dumps(HISTORY_ARGS)},
+                          content="Let me look at the living room sensor."), "call_d", id="content-alongside"),
+]
+
+
+@pytest.mark.parametrize(("answer", "expected_id"), DIALECTS)
+def test_each_tool_call_dialect_leads_to_the_card_the_read_and_the_answer(
+        configured, service, model, answer, expected_id):
+    model.script(answer, answer_from_tool_result)
+    paused = service.send(None, "how was the living room today?")
+    assert paused.reply is None and paused.pending_confirmation is not None
+    assert paused.pending_confirmation.capability == GET_HISTORY
+    assert paused.pending_confirmation.arguments == HISTORY_ARGS
+    done = service.confirm(paused.conversation_id, paused.pending_confirmation.token, approve=True)
+    assert "changed" in done.reply
+    # What is replayed is in the form every server accepts: an id, and arguments as JSON text.
+    replayed, result = model.requests[1].messages[-2:]
+    assert replayed["role"] == "assistant"
+    (call,) = replayed["tool_calls"]
+    assert call["id"] == expected_id and json.loads(call["function"]["arguments"]) == HISTORY_ARGS
+    assert result == {"role": "tool", "tool_call_id": expected_id, "content": result["content"]}
+    assert "summary" in json.loads(result["content"]) or "changes" in json.loads(result["content"])
+    # Text said alongside a tool call is thinking aloud: never shown as the reply.
+    assert [m["content"] for m in service.transcript(paused.conversation_id)[0]] == [
+        "how was the living room today?", done.reply]
+
+
+# --- settings read per turn --------------------------------------------------------------------
+
+def test_the_adapter_reads_its_settings_for_every_request(executor, model):
+    with FakeModel() as other:
+        current = {"url": unused_loopback_url()}
+        adapter = OpenAICompatibleModel.from_source(lambda: ModelSettings((current["url"],), "m", timeout=5))
+        service = ConversationService(executor, adapter)
+        with pytest.raises(ModelUnavailable):
+            service.send(None, "hello")
+        current["url"] = model.url
+        model.script(text("from the first"))
+        assert service.send(None, "hello").reply == "from the first"
+        current["url"] = other.url
+        other.script(text("from the second"))
+        assert service.send(None, "hello").reply == "from the second"
+
+
+def test_a_source_with_nothing_set_up_says_where_to_set_it(executor):
+    service = ConversationService(executor, OpenAICompatibleModel.from_source(lambda: None))
+    with pytest.raises(ModelNotConfigured) as caught:
+        service.send(None, "hello")
+    assert "/settings/model" in caught.value.message
+
+
+def test_a_call_with_null_content_is_replayed_with_empty_text(configured, service, model):
+    """llama-cpp-python's server answers 500 to an assistant message whose content is null (tests/real_model)."""
+    model.script(tool_call(LIST, {}), answer_from_tool_result)
+    paused = service.send(None, "what is on?")
+    service.confirm(paused.conversation_id, paused.pending_confirmation.token, approve=True)
+    replayed = model.requests[1].messages[-2]
+    assert replayed["role"] == "assistant" and replayed["tool_calls"] and replayed["content"] == ""

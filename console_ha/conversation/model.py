@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -41,6 +41,11 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MAX_REPLY_CHARS = 16 * 1024
 MAX_ARGUMENTS_CHARS = 4 * 1024
 _CHUNK_BYTES = 64 * 1024
+# How much of an error answer is kept for the model test to look for words like "model" or "jinja".
+ANSWER_HINT_BYTES = 2048
+# What a page can say when nothing is set up; one place for the words, shown by API and page alike.
+NOT_SET_UP = ("No language model is set up yet. Set the model server on the model settings page "
+              "(/settings/model), or start the Console with CONSOLE_HA_LLM_URL and CONSOLE_HA_LLM_MODEL.")
 # Function names may not contain dots (OpenAI: ^[a-zA-Z0-9_-]{1,64}$), so the dot becomes "__".
 _NAME_SEPARATOR = "__"
 
@@ -52,9 +57,20 @@ class ModelNotConfigured(ConsoleHaError):
 
 
 class ModelUnavailable(ConsoleHaError):
-    """The model is unreachable, timed out, answered non-2xx or answered something malformed; 502 in HTTP."""
+    """The model is unreachable, timed out, answered non-2xx or answered something malformed; 502 in HTTP.
+
+    `kind`, `status` and the start of the server's `answer` are for the settings page's model test, which
+    turns them into plain words; they are attributes, not detail, so no API error body carries them.
+    """
 
     code = "MODEL_UNAVAILABLE"
+
+    def __init__(self, message: str, *, kind: str = "malformed", status: int | None = None,
+                 answer: bytes = b"", **detail: Any) -> None:
+        super().__init__(message, **detail)
+        self.kind = kind  # "unreachable", "refused" (an HTTP error status), "malformed" or "too_large"
+        self.status = status
+        self.answer = answer[:ANSWER_HINT_BYTES]
 
 
 # --- capability names <-> function names -------------------------------------------------------
@@ -139,7 +155,7 @@ class ModelSettings:
         raw_urls = str(values.get(ENV_URL) or "").strip()
         if not raw_urls:
             return None
-        endpoints = tuple(_check_endpoint(url) for url in raw_urls.split(",") if url.strip())
+        endpoints = tuple(check_endpoint(url) for url in raw_urls.split(",") if url.strip())
         model = str(values.get(ENV_MODEL) or "").strip()
         if not endpoints or not model:
             raise ModelNotConfigured(f"Set {ENV_URL} and {ENV_MODEL} to reach the household's model.")
@@ -170,19 +186,24 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{port}"
 
 
-def _check_endpoint(url: str) -> str:
-    """An http(s) base URL with a host and no credentials, query or fragment, without trailing slash."""
+def check_endpoint(url: str, *, label: str = ENV_URL,
+                   error: Callable[[str], ConsoleHaError] = ModelNotConfigured) -> str:
+    """An http(s) base URL with a host and no credentials, query or fragment, without trailing slash.
+
+    `label` names where the URL came from in the message, and `error` makes the exception: the settings
+    page refuses a typed URL with its own error type, the environment's with ModelNotConfigured.
+    """
     text = url.strip().rstrip("/")
     try:
         parts = urlsplit(text)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise ModelNotConfigured(f"{ENV_URL} holds a URL that cannot be parsed.") from None
+        raise error(f"{label} holds a URL that cannot be parsed.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ModelNotConfigured(f"{ENV_URL} must hold http:// or https:// URLs with a host.")
+        raise error(f"{label} must be an http:// or https:// URL with a host.")
     if "@" in parts.netloc or parts.query or parts.fragment:
-        # Credentials belong in CONSOLE_HA_LLM_API_KEY, where they are never logged.
-        raise ModelNotConfigured(f"{ENV_URL} must not hold a user name, password, query or fragment.")
+        # Credentials belong in the API key, where they are never logged.
+        raise error(f"{label} must not hold a user name, password, query or fragment.")
     return text
 
 
@@ -192,9 +213,13 @@ class OpenAICompatibleModel:
     """Sends one chat completion at a time, trying each endpoint in turn when one is down."""
 
     def __init__(self, settings: ModelSettings | None, *, tools: Sequence[Mapping[str, Any]] | None = None,
-                 session: requests.Session | None = None, problem: str | None = None) -> None:
+                 session: requests.Session | None = None, problem: str | None = None,
+                 source: Callable[[], ModelSettings | None] | None = None) -> None:
         self.settings = settings
         self._problem = problem
+        # When given, asked for the settings at every request, so a change on the settings page (or
+        # in the environment) applies from the next turn on without a restart.
+        self._source = source
         self._tools = list(tools) if tools is not None else tool_definitions()
         self._session = session or requests.Session()
         # The environment's proxies must not carry the conversation off the household's network.
@@ -209,51 +234,92 @@ class OpenAICompatibleModel:
             log.warning("the language model settings are invalid: %s", err.message)
             return cls(None, problem=err.message, **kwargs)
 
+    @classmethod
+    def from_source(cls, source: Callable[[], ModelSettings | None], **kwargs: Any) -> OpenAICompatibleModel:
+        """An adapter that reads its settings afresh from `source` for every request."""
+        return cls(None, source=source, **kwargs)
+
+    def current_settings(self) -> ModelSettings:
+        """The settings in force now; ModelNotConfigured when there are none or they are invalid."""
+        settings = self._source() if self._source is not None else self.settings
+        if settings is None:
+            raise ModelNotConfigured(self._problem or NOT_SET_UP)
+        return settings
+
     def origins(self) -> frozenset[str]:
         """scheme://host:port of every configured endpoint."""
-        return self.settings.origins() if self.settings is not None else frozenset()
+        try:
+            return self.current_settings().origins()
+        except ModelNotConfigured:
+            return frozenset()
 
-    def complete(self, messages: Sequence[Mapping[str, Any]]) -> ModelReply:
+    def complete(self, messages: Sequence[Mapping[str, Any]], *, tool_choice: str | Mapping[str, Any] | None = None,
+                 max_tokens: int | None = None) -> ModelReply:
         """One chat completion; ModelNotConfigured or ModelUnavailable when there is no usable answer."""
-        settings = self.settings
-        if settings is None:
-            raise ModelNotConfigured(
-                self._problem or f"No language model is configured; set {ENV_URL} and {ENV_MODEL}.")
-        body = {"model": settings.model, "messages": list(messages), "tools": self._tools}
-        last_error = "no endpoint"
+        settings = self.current_settings()
+        body: dict[str, Any] = {"model": settings.model, "messages": list(messages), "tools": self._tools}
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        failure = ModelUnavailable("The language model could not be reached: no endpoint.", kind="unreachable")
         for index, endpoint in enumerate(settings.endpoints, start=1):
             try:
                 status, payload = self._post(endpoint, body, settings)
             except _Retryable as err:
-                last_error = str(err)
+                failure = ModelUnavailable(f"The language model could not be reached: {err}.", kind="unreachable")
                 log.warning("model endpoint %d of %d failed: %s", index, len(settings.endpoints), err)
                 continue
             if status >= 500:
-                last_error = f"it answered HTTP {status}"
+                failure = ModelUnavailable(f"The language model could not be reached: it answered HTTP {status}.",
+                                           kind="refused", status=status, answer=payload)
                 log.warning("model endpoint %d of %d answered HTTP %d", index, len(settings.endpoints), status)
                 continue
             if not 200 <= status < 300:
                 log.warning("model endpoint %d answered HTTP %d", index, status)
-                raise ModelUnavailable(f"The language model refused the request (HTTP {status}).", model_status=status)
+                raise ModelUnavailable(f"The language model refused the request (HTTP {status}).",
+                                       kind="refused", status=status, answer=payload, model_status=status)
             return parse_reply(payload)
-        raise ModelUnavailable(f"The language model could not be reached: {last_error}.")
+        raise failure
+
+    def list_models(self) -> list[str]:
+        """The model ids `GET {url}/models` lists at the first endpoint; ModelUnavailable when it cannot."""
+        settings = self.current_settings()
+        endpoint = settings.endpoints[0]
+        try:
+            status, payload = self._exchange(lambda timeout: self._session.get(
+                f"{endpoint}/models", headers=_headers(settings), timeout=timeout, stream=True,
+                allow_redirects=False), settings)
+        except _Retryable as err:
+            raise ModelUnavailable(f"The language model could not be reached: {err}.", kind="unreachable") from None
+        if not 200 <= status < 300:
+            raise ModelUnavailable(f"The model server answered HTTP {status} for its list of models.",
+                                   kind="refused", status=status, answer=payload)
+        try:
+            entries = json.loads(payload)["data"]
+            ids = [entry["id"] for entry in entries]
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise ModelUnavailable("The model server's list of models was not an OpenAI model list.",
+                                   answer=payload) from None
+        if not all(isinstance(i, str) for i in ids):
+            raise ModelUnavailable("The model server's list of models was not an OpenAI model list.", answer=payload)
+        return ids
 
     def _post(self, endpoint: str, body: Mapping[str, Any], settings: ModelSettings) -> tuple[int, bytes]:
         """POST the body; the status and at most MAX_RESPONSE_BYTES of answer, within one total deadline."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if settings.api_key is not None:
-            headers["Authorization"] = f"Bearer {settings.api_key.reveal()}"
-        deadline = time.monotonic() + settings.timeout
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"Content-Type": "application/json", **_headers(settings)}
+        return self._exchange(lambda timeout: self._session.post(
+            f"{endpoint}/chat/completions", data=data, headers=headers, timeout=timeout, stream=True,
+            allow_redirects=False), settings)
+
+    def _exchange(self, send: Callable[[tuple[float, float]], requests.Response],
+                  settings: ModelSettings) -> tuple[int, bytes]:
+        """`send` a request; its status and at most MAX_RESPONSE_BYTES of answer, within one total deadline."""
+        deadline = time.monotonic() + settings.timeout
+        timeout = (min(CONNECT_TIMEOUT_SECONDS, settings.timeout), settings.timeout)
         try:
-            with call_before(deadline, lambda: self._session.post(
-                f"{endpoint}/chat/completions",
-                data=data,
-                headers=headers,
-                timeout=(min(CONNECT_TIMEOUT_SECONDS, settings.timeout), settings.timeout),
-                stream=True,
-                allow_redirects=False,
-            ), requests.Response.close) as response:
+            with call_before(deadline, lambda: send(timeout), requests.Response.close) as response:
                 chunks: list[bytes] = []
                 size = 0
                 while True:
@@ -268,7 +334,7 @@ class OpenAICompatibleModel:
                         break
                     size += len(chunk)
                     if size > MAX_RESPONSE_BYTES:
-                        raise ModelUnavailable("The language model's answer was too large.")
+                        raise ModelUnavailable("The language model's answer was too large.", kind="too_large")
                     chunks.append(chunk)
                 return response.status_code, b"".join(chunks)
         except (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError):
@@ -278,6 +344,14 @@ class OpenAICompatibleModel:
         except requests.RequestException as err:
             # The exception text may hold the URL; the URL never holds credentials (checked above).
             raise _Retryable(f"connection failed ({type(err).__name__})") from None
+
+
+def _headers(settings: ModelSettings) -> dict[str, str]:
+    """Accept JSON, and the API key as a bearer token when there is one."""
+    headers = {"Accept": "application/json"}
+    if settings.api_key is not None:
+        headers["Authorization"] = f"Bearer {settings.api_key.reveal()}"
+    return headers
 
 
 class _Retryable(Exception):
@@ -306,7 +380,9 @@ def parse_reply(raw: bytes) -> ModelReply:
     if not isinstance(raw_calls, list):
         raise ModelUnavailable("The language model's tool calls were malformed.")
     calls = tuple(_parse_tool_call(index, item) for index, item in enumerate(raw_calls))
-    replay: dict[str, Any] = {"role": "assistant", "content": content}
+    # Replayed content is always text: llama-cpp-python's server refuses an assistant message whose content is
+    # null (found by tests/real_model), and "" means the same to every server.
+    replay: dict[str, Any] = {"role": "assistant", "content": content if content is not None else ""}
     if calls:
         replay["tool_calls"] = [
             {

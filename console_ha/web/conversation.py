@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
@@ -13,17 +11,17 @@ from flask.typing import ResponseReturnValue
 
 from ..conversation import ConversationService, OpenAICompatibleModel, TurnResult
 from ..conversation.activity import summarise
-from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL
 from ..conversation.service import MAX_MESSAGE_CHARS
 from ..errors import ConsoleHaError
 from ..executor import Executor, Proposal
+from ..model_settings import ModelStore, settings_in_force
 from .bodies import json_object
 from .errors import InvalidRequest, status_for
+from .model_settings import current_setup, model_environment
 
 bp = Blueprint("conversation", __name__)
 
 EXTENSION = "console_ha_conversation"
-MODEL_SETTINGS = (ENV_URL, ENV_MODEL, ENV_API_KEY, ENV_TIMEOUT)
 MAX_CONVERSATION_ID_CHARS = 64
 MAX_TOKEN_CHARS = 256
 
@@ -38,15 +36,10 @@ def _create_service(state: BlueprintSetupState) -> None:
         # Looked up per invocation, so a test (or the settings code) may swap the client factory later.
         client_factory=lambda base_url, token, ca_bundle: shared.ha_client(base_url, token, ca_bundle),
     )
-    model = OpenAICompatibleModel.from_mapping(_model_settings(app.config))
+    store = ModelStore(shared.data_dir)
+    # Read afresh for every request to the model: a save on /settings/model applies from the next turn.
+    model = OpenAICompatibleModel.from_source(lambda: settings_in_force(model_environment(app.config), store))
     app.extensions[EXTENSION] = ConversationService(executor, model)
-
-
-def _model_settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The model settings: the environment, overridden by the app's config (tests, the CLI)."""
-    values: dict[str, Any] = {key: os.environ[key] for key in MODEL_SETTINGS if key in os.environ}
-    values.update({key: config[key] for key in MODEL_SETTINGS if config.get(key) is not None})
-    return values
 
 
 def conversation_service() -> ConversationService:
@@ -141,6 +134,8 @@ def _render_page(conversation_id: str | None, *, error: ConsoleHaError | None = 
         error=None if expired else error,
         draft=draft,
         max_message_chars=MAX_MESSAGE_CHARS,
+        # Said on load, before a first message would fail on it.
+        model_problem=current_setup().problem,
     )
 
 

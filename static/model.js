@@ -1,0 +1,145 @@
+// The model settings page: Test model and Save without leaving the page. The page works without this
+// module (plain form posts); this keeps what was typed, fills the model choices, and says what happened.
+
+const form = document.getElementById("model-settings");
+const baseUrl = document.getElementById("base-url");
+const model = document.getElementById("model");
+const apiKey = document.getElementById("api-key");
+const apiKeyStatus = document.getElementById("api-key-status");
+const testButton = document.getElementById("test-model");
+const saveButton = document.getElementById("save");
+const testStatus = document.getElementById("test-status");
+const saveStatus = document.getElementById("save-status");
+const choices = document.getElementById("model-choices");
+const modelList = document.getElementById("model-list");
+const modelItems = document.getElementById("model-list-items");
+const itemTemplate = document.getElementById("model-item");
+const optionTemplate = document.getElementById("model-option");
+const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+const fields = { base_url: baseUrl, model, api_key: apiKey };
+
+function say(element, text, kind = "") {
+  element.textContent = text;
+  element.className = kind ? `status status--${kind}` : "status";
+}
+
+function clearFieldErrors() {
+  for (const [name, input] of Object.entries(fields)) {
+    input.removeAttribute("aria-invalid");
+    const error = document.getElementById(`${name.replace("_", "-")}-error`);
+    if (error) {
+      error.textContent = "";
+      error.hidden = true;
+    }
+  }
+}
+
+function showFieldError(name, message) {
+  const input = fields[name];
+  const error = input && document.getElementById(`${name.replace("_", "-")}-error`);
+  if (!error) return false;
+  error.textContent = message;
+  error.hidden = false;
+  input.setAttribute("aria-invalid", "true");
+  const described = new Set((input.getAttribute("aria-describedby") || "").split(" ").filter(Boolean));
+  described.add(error.id);
+  input.setAttribute("aria-describedby", [...described].join(" "));
+  input.focus();
+  return true;
+}
+
+async function send(url, body) {
+  const response = await fetch(url, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
+    body: JSON.stringify(body),
+  });
+  if (response.status === 401) {
+    window.location.assign(form.dataset.loginUrl);
+    return null;
+  }
+  const answer = await response.json().catch(() => ({}));
+  return { ok: response.ok, answer };
+}
+
+function showModels(names) {
+  // The server's own names, offered as the Model field's choices and listed for reading.
+  choices.replaceChildren();
+  modelItems.replaceChildren();
+  for (const name of names) {
+    const option = optionTemplate.content.firstElementChild.cloneNode(true);
+    option.value = name;
+    choices.append(option);
+    const item = itemTemplate.content.firstElementChild.cloneNode(true);
+    item.querySelector("code").textContent = name;
+    modelItems.append(item);
+  }
+  modelList.hidden = names.length === 0;
+}
+
+function typed() {
+  return { base_url: baseUrl.value.trim(), model: model.value.trim(), api_key: apiKey.value };
+}
+
+async function testModel() {
+  clearFieldErrors();
+  testButton.disabled = true;
+  say(testStatus, "Testing the model… a server loading its model can take a minute.", "busy");
+  try {
+    const result = await send(form.dataset.testUrl, typed());
+    if (result === null) return;
+    const { ok, answer } = result;
+    if (!ok) {
+      const error = answer.error ?? {};
+      say(testStatus, error.message ?? "The test could not run.", "error");
+      showFieldError(error.field, error.message ?? "");
+      return;
+    }
+    showModels(answer.models ?? []);
+    say(testStatus, answer.message, answer.ok ? "ok" : "error");
+  } catch {
+    say(testStatus, "The Console did not answer. Check that it is still running, then try again.", "error");
+  } finally {
+    testButton.disabled = false;
+  }
+}
+
+async function save() {
+  clearFieldErrors();
+  saveButton.disabled = true;
+  say(saveStatus, "Saving…", "busy");
+  const remove = document.getElementById("remove-api-key");
+  const body = { ...typed(), remove_api_key: Boolean(remove?.checked) };
+  try {
+    const result = await send(form.dataset.configUrl, body);
+    if (result === null) return;
+    const { ok, answer } = result;
+    if (!ok) {
+      const error = answer.error ?? {};
+      say(saveStatus, `${error.message ?? "The settings could not be saved."} Nothing was saved.`, "error");
+      showFieldError(error.field, error.message ?? "");
+      return;
+    }
+    // The key field is write-only: once saved, it empties again and the hint says a key is kept.
+    apiKey.value = "";
+    if (remove) remove.checked = false;
+    apiKeyStatus.textContent = answer.has_api_key
+      ? "An API key is saved for this server; it is never shown. Leave this empty to keep it."
+      : "Most servers on your own network need none. Leave this empty if yours doesn’t.";
+    // The page's "not set up" notice no longer holds once a turn would reach a model.
+    if (answer.ready) document.getElementById("model-problem")?.setAttribute("hidden", "");
+    const removed = answer.api_key_removed ? " The API key you had saved was for another server, so it was removed." : "";
+    say(saveStatus, `Saved.${removed}`, "ok");
+  } catch {
+    say(saveStatus, "The Console did not answer, so nothing was saved. Try again.", "error");
+  } finally {
+    saveButton.disabled = false;
+  }
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (event.submitter === testButton) testModel();
+  else save();
+});
