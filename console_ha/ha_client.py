@@ -14,14 +14,14 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO, cast
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import orjson
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
-from .config_store import is_entity_id, normalise_base_url
+from .config_store import is_entity_id, normalise_base_url, origin_of
 from .errors import (
     HABadResponse,
     HABusy,
@@ -63,16 +63,6 @@ BUSY_MESSAGE = ("Home Assistant is still busy with earlier requests from this Co
 # What a Home Assistant token can hold (check_token's rule); anything else could break the header.
 _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,4096}")
 _PATH_RE = re.compile(r"/api/[A-Za-z0-9._~:%@+,=-]*(?:/[A-Za-z0-9._~:%@+,=-]+)*")
-
-
-def origin_of(base_url: str) -> str:
-    """`scheme://host:port` of a URL, the port always written, so that every path on one server is one key."""
-    parts = urlsplit(base_url)
-    scheme = parts.scheme.lower()
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{parts.port or (443 if scheme == 'https' else 80)}"
 
 
 class CallLimits:
