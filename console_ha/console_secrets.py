@@ -36,8 +36,6 @@ SESSION_SEEN_GRANULARITY = 3600
 # Browsers logged in at once; past it the longest-idle session ends. A household has a handful.
 MAX_SESSIONS = 64
 SESSION_ID_BYTES = 32
-# A temporary file older than this was left by a crash, not by a write in progress (which takes ms).
-LEFTOVER_MIN_AGE = 60.0
 
 
 class PasswordAlreadySet(ConsoleHaError):
@@ -132,24 +130,6 @@ class ConsoleSecrets:
     @property
     def sessions_path(self) -> Path:
         return self.directory / "sessions.json"
-
-    def sweep_leftovers(self, min_age: float = LEFTOVER_MIN_AGE) -> int:
-        """Remove temporary files a crash left behind (one may be a full copy of the session key).
-
-        Only files older than `min_age` seconds: a younger one may be another process's write in progress.
-        """
-        removed = 0
-        now = time.time()
-        for leftover in self.directory.glob(".*.tmp") if self.directory.is_dir() else ():
-            try:
-                if now - leftover.stat().st_mtime >= min_age:
-                    leftover.unlink()
-                    removed += 1
-            except FileNotFoundError:
-                continue
-        if removed:
-            log.warning("removed %d leftover temporary file(s) from %s", removed, self.directory)
-        return removed
 
     def _ensure_dir(self) -> None:
         self._dd.ensure()

@@ -139,7 +139,6 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     )
     app.config.update(DEFAULTS)
     console_secrets = ConsoleSecrets(data_dir)
-    console_secrets.sweep_leftovers()
     app.config["SECRET_KEY"] = console_secrets.session_key()
     if test_config:
         app.config.update(test_config)
