@@ -169,17 +169,23 @@ class ConsoleSecrets:
 
     def verify_password(self, password: str) -> bool:
         """Whether `password` matches the stored hash (False when none is set)."""
+        return self.verified_fingerprint(password) is not None
+
+    def verified_fingerprint(self, password: str) -> str | None:
+        """The fingerprint of the stored hash `password` matches, or None.
+
+        The hash is read once and the fingerprint is of that hash: the check is slow on purpose, and a
+        password changed meanwhile must not lend its fingerprint to a login made with the old one.
+        """
         hashed = self.password_hash()
         if hashed is None or not isinstance(password, str) or len(password) > MAX_PASSWORD_LENGTH:
-            return False
-        return check_password_hash(hashed, password)
+            return None
+        return _fingerprint(hashed) if check_password_hash(hashed, password) else None
 
     def password_fingerprint(self) -> str | None:
         """A short digest of the stored hash: sessions carry it, so a new password ends every old session."""
         hashed = self.password_hash()
-        if hashed is None:
-            return None
-        return hashlib.sha256(hashed.encode("utf-8")).hexdigest()[:32]
+        return None if hashed is None else _fingerprint(hashed)
 
     # -- API tokens -------------------------------------------------------------------------------
 
@@ -374,3 +380,6 @@ class ConsoleSecrets:
             )
         return key
 
+
+def _fingerprint(hashed: str) -> str:
+    return hashlib.sha256(hashed.encode("utf-8")).hexdigest()[:32]
