@@ -112,7 +112,7 @@ class ConsoleServices:
     )
     discover: Callable[..., list[Instance]] = discover
     areas: AreaCache = field(default_factory=AreaCache)
-    # One zeroconf browse at a time: a second click waits for the first rather than starting another.
+    # One zeroconf browse at a time: another asked for meanwhile is refused at once (settings_api.discover).
     discovery_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
