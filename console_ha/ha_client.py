@@ -51,7 +51,7 @@ UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 # How many calls the Console may have in flight to one Home Assistant (one origin), and to all of them.
 # Each call can hold a server worker thread until its deadline (8-10 s) when Home Assistant hangs;
 # `console-ha serve` runs 8 waitress threads, so at most 6 wait on Home Assistant and 2 are always
-# free for /health and the pages (docs/security-limits.md). A household's busiest moment, the
+# free for /health and the pages (docs/security.md). A household's busiest moment, the
 # picker (states plus the area WebSocket) beside a capability and a connection test, needs 4.
 MAX_CALLS_PER_ORIGIN = 4
 MAX_CALLS_IN_ALL = 6

@@ -1,4 +1,4 @@
-// How much of what the assistant can read at once the ticked entities take (docs/security-limits.md).
+// How much of what the assistant can read at once the ticked entities take (docs/security.md).
 //
 // list_entities answers within 64 KiB, and a save is refused when the chosen entities could not fit.
 // This script shows, while boxes are ticked, how close the choice is. The server sends the two numbers
