@@ -58,6 +58,11 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# Discovery requests that may hold a server thread at once: one browsing and one waiting for it. More
+# would queue on the lock, each holding a thread for a whole browse, and /health would wait behind them.
+DISCOVERY_REQUESTS = 2
+
+
 def _resource_folder(name: str) -> str:
     # A checkout serves its top-level folder; an installed wheel its copy under console_ha/_<name>.
     checkout = _CHECKOUT / name
@@ -112,8 +117,12 @@ class ConsoleServices:
     )
     discover: Callable[..., list[Instance]] = discover
     areas: AreaCache = field(default_factory=AreaCache)
-    # One zeroconf browse at a time: another asked for meanwhile is refused at once (settings_api.discover).
+    # One zeroconf browse at a time; a second request (a reload while the first still browses) waits for
+    # it, and past DISCOVERY_REQUESTS in all a request is refused at once (settings_api.discover).
     discovery_lock: threading.Lock = field(default_factory=threading.Lock)
+    discovery_requests: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(DISCOVERY_REQUESTS)
+    )
 
 
 def services() -> ConsoleServices:

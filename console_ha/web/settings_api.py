@@ -311,14 +311,16 @@ def discover() -> Response:
     """Home Assistant instances a bounded zeroconf browse finds on the configured interfaces."""
     svc = services()
     timeout = float(current_app.config["CONSOLE_HA_DISCOVERY_TIMEOUT"])
-    # Refused, not queued, while one runs: queued requests would each hold a server thread for a whole
+    # At most DISCOVERY_REQUESTS hold a server thread (one browsing, one waiting for it, as after a
+    # reload); more are refused at once, not queued: queued, each would hold a thread for a whole
     # browse after the other, and /health and the pages would wait behind them (HA_BUSY's reason).
-    if not svc.discovery_lock.acquire(blocking=False):
+    if not svc.discovery_requests.acquire(blocking=False):
         raise HABusy(DISCOVERY_RUNNING, reason="discovery_running")
     try:
-        instances = svc.discover(timeout=timeout)
+        with svc.discovery_lock:
+            instances = svc.discover(timeout=timeout)
     finally:
-        svc.discovery_lock.release()
+        svc.discovery_requests.release()
     return jsonify(instances=[instance.to_json() for instance in instances])
 
 
