@@ -62,7 +62,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.threads <= RESERVED_THREADS:
         raise InvalidConfig(f"--threads must be at least {RESERVED_THREADS + 1}: {RESERVED_THREADS} are kept "
                             "for /health and the pages, whatever Home Assistant does.", field="threads")
-    # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security-limits.md).
+    # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security.md).
     CALL_LIMITS.fit_to_threads(args.threads)
     data_dir = _data_dir(args)
     names = [*listen_names(args.host), *args.trusted_host]

@@ -78,6 +78,9 @@ class StoredConfig:
     revision: str
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def normalise_base_url(value: object) -> str:
     """Check a base URL (http/https, host, no credentials, query or fragment) and normalise it."""
     if not isinstance(value, str):
@@ -118,6 +121,26 @@ def normalise_base_url(value: object) -> str:
         host = f"[{host}]"
     netloc = host if port is None else f"{host}:{port}"
     return urlunsplit((parts.scheme.lower(), netloc, path, "", ""))
+
+
+def origin_of(url: str) -> str:
+    """`scheme://host:port` of an http(s) URL, the port always written out: http://h and http://h:80 agree.
+
+    The one definition of "which server": the token's binding, the Home Assistant call cap and the
+    check that the model is not Home Assistant all compare these.
+
+    Host names are compared as written, lower-cased (no DNS): `ha.local` and `192.168.1.5` are different
+    origins even when they are the same machine, which only costs the household a second paste.
+    """
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = parts.hostname  # lower-cased, brackets of an IPv6 literal removed
+    if scheme not in DEFAULT_PORTS or not host:
+        raise ValueError("not an http or https URL with a host")
+    port = parts.port or DEFAULT_PORTS[scheme]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
 
 
 def _is_host(host: str) -> bool:

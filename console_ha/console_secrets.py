@@ -36,8 +36,6 @@ SESSION_SEEN_GRANULARITY = 3600
 # Browsers logged in at once; past it the longest-idle session ends. A household has a handful.
 MAX_SESSIONS = 64
 SESSION_ID_BYTES = 32
-# A temporary file older than this was left by a crash, not by a write in progress (which takes ms).
-LEFTOVER_MIN_AGE = 60.0
 
 
 class PasswordAlreadySet(ConsoleHaError):
@@ -133,24 +131,6 @@ class ConsoleSecrets:
     def sessions_path(self) -> Path:
         return self.directory / "sessions.json"
 
-    def sweep_leftovers(self, min_age: float = LEFTOVER_MIN_AGE) -> int:
-        """Remove temporary files a crash left behind (one may be a full copy of the session key).
-
-        Only files older than `min_age` seconds: a younger one may be another process's write in progress.
-        """
-        removed = 0
-        now = time.time()
-        for leftover in self.directory.glob(".*.tmp") if self.directory.is_dir() else ():
-            try:
-                if now - leftover.stat().st_mtime >= min_age:
-                    leftover.unlink()
-                    removed += 1
-            except FileNotFoundError:
-                continue
-        if removed:
-            log.warning("removed %d leftover temporary file(s) from %s", removed, self.directory)
-        return removed
-
     def _ensure_dir(self) -> None:
         self._dd.ensure()
         ensure_dir(self._dd.root / "secrets", 0o700)
@@ -189,17 +169,23 @@ class ConsoleSecrets:
 
     def verify_password(self, password: str) -> bool:
         """Whether `password` matches the stored hash (False when none is set)."""
+        return self.verified_fingerprint(password) is not None
+
+    def verified_fingerprint(self, password: str) -> str | None:
+        """The fingerprint of the stored hash `password` matches, or None.
+
+        The hash is read once and the fingerprint is of that hash: the check is slow on purpose, and a
+        password changed meanwhile must not lend its fingerprint to a login made with the old one.
+        """
         hashed = self.password_hash()
         if hashed is None or not isinstance(password, str) or len(password) > MAX_PASSWORD_LENGTH:
-            return False
-        return check_password_hash(hashed, password)
+            return None
+        return _fingerprint(hashed) if check_password_hash(hashed, password) else None
 
     def password_fingerprint(self) -> str | None:
         """A short digest of the stored hash: sessions carry it, so a new password ends every old session."""
         hashed = self.password_hash()
-        if hashed is None:
-            return None
-        return hashlib.sha256(hashed.encode("utf-8")).hexdigest()[:32]
+        return None if hashed is None else _fingerprint(hashed)
 
     # -- API tokens -------------------------------------------------------------------------------
 
@@ -394,3 +380,6 @@ class ConsoleSecrets:
             )
         return key
 
+
+def _fingerprint(hashed: str) -> str:
+    return hashlib.sha256(hashed.encode("utf-8")).hexdigest()[:32]

@@ -14,14 +14,14 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO, cast
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import orjson
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
-from .config_store import is_entity_id, normalise_base_url
+from .config_store import is_entity_id, normalise_base_url, origin_of
 from .errors import (
     HABadResponse,
     HABusy,
@@ -51,7 +51,7 @@ UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 # How many calls the Console may have in flight to one Home Assistant (one origin), and to all of them.
 # Each call can hold a server worker thread until its deadline (8-10 s) when Home Assistant hangs;
 # `console-ha serve` runs 8 waitress threads, so at most 6 wait on Home Assistant and 2 are always
-# free for /health and the pages (docs/security-limits.md). A household's busiest moment, the
+# free for /health and the pages (docs/security.md). A household's busiest moment, the
 # picker (states plus the area WebSocket) beside a capability and a connection test, needs 4.
 MAX_CALLS_PER_ORIGIN = 4
 MAX_CALLS_IN_ALL = 6
@@ -63,16 +63,6 @@ BUSY_MESSAGE = ("Home Assistant is still busy with earlier requests from this Co
 # What a Home Assistant token can hold (check_token's rule); anything else could break the header.
 _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,4096}")
 _PATH_RE = re.compile(r"/api/[A-Za-z0-9._~:%@+,=-]*(?:/[A-Za-z0-9._~:%@+,=-]+)*")
-
-
-def origin_of(base_url: str) -> str:
-    """`scheme://host:port` of a URL, the port always written, so that every path on one server is one key."""
-    parts = urlsplit(base_url)
-    scheme = parts.scheme.lower()
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{parts.port or (443 if scheme == 'https' else 80)}"
 
 
 class CallLimits:

@@ -111,10 +111,31 @@ def _read_registries(
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     url = websocket_url(base_url)
+    sock = _direct_socket(base_url, timeout, ca_bundle)
+    # Each socket read has a timeout, but a server trickling bytes resets it with each one: at the
+    # deadline the socket is shut, so the handshake and every message end there (as the REST client's).
+    watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), _shut_socket, args=(sock,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        return _converse(url, sock, token, timeout=timeout, deadline=deadline)
+    finally:
+        watchdog.cancel()
+        sock.close()
+
+
+def _shut_socket(sock: socket.socket) -> None:
+    """Shut `sock` so that a read blocked on it returns at once."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _converse(url: str, sock: socket.socket, token: Secret, *, timeout: float, deadline: float) -> dict[str, Any]:
     # redirect_limit=0: websocket-client follows a 3xx to any Location, and the `auth` message (the token)
     # would go to that origin; the REST client refuses redirects for the same reason.
-    ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True, redirect_limit=0,
-                                     socket=_direct_socket(base_url, timeout, ca_bundle))
+    ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True, redirect_limit=0, socket=sock)
     try:
         first = _receive(ws, deadline)
         if first.get("type") != "auth_required":

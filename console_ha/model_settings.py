@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write, ensure_dir, path_lock
+from .config_store import origin_of
 from .conversation.model import (
     DEFAULT_TIMEOUT_SECONDS,
     ENV_API_KEY,
@@ -31,7 +32,6 @@ from .conversation.model import (
     ModelUnavailable,
     OpenAICompatibleModel,
     check_endpoint,
-    origin_of,
 )
 from .datadir import DataDir
 from .errors import ConfigInvalid, InvalidConfig

@@ -12,16 +12,15 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from .atomic import atomic_write, ensure_dir, path_lock
+from .config_store import origin_of
 from .datadir import DataDir
 from .errors import InvalidConfig
 
 log = logging.getLogger(__name__)
 
 MAX_TOKEN_LENGTH = 4096
-DEFAULT_PORTS = {"http": 80, "https": 443}
 
 # The `reason` detail of every refusal for that cause, so a page can tell it from "no token yet".
 TOKEN_FOR_ANOTHER_ORIGIN_REASON = "token_for_another_origin"
@@ -72,23 +71,6 @@ def check_token(value: object) -> Secret:
             "The access token has characters a Home Assistant token never has.", field="access_token"
         )
     return Secret(token)
-
-
-def origin_of(url: str) -> str:
-    """`scheme://host:port` of an http(s) URL, the port always written out: http://h and http://h:80 agree.
-
-    Host names are compared as written, lower-cased (no DNS): `ha.local` and `192.168.1.5` are different
-    origins even when they are the same machine, which only costs the household a second paste.
-    """
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    host = parts.hostname  # lower-cased, brackets of an IPv6 literal removed
-    if scheme not in DEFAULT_PORTS or not host:
-        raise ValueError("not an http or https URL with a host")
-    port = parts.port or DEFAULT_PORTS[scheme]
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port}"
 
 
 def _origin_or_none(url: str) -> str | None:

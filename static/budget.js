@@ -1,4 +1,4 @@
-// How much of what the assistant can read at once the ticked entities take (docs/security-limits.md).
+// How much of what the assistant can read at once the ticked entities take (docs/security.md).
 //
 // list_entities answers within 64 KiB, and a save is refused when the chosen entities could not fit.
 // This script shows, while boxes are ticked, how close the choice is. The server sends the two numbers
@@ -9,7 +9,8 @@
 const script = document.getElementById("budget-script");
 const BUDGET = Number(script.dataset.budgetBytes);
 const ENTITY_BYTES = Number(script.dataset.entityBytes);
-const ENTITY_ID = /^[a-z0-9_]+\.[a-z0-9_]+$/;
+// The entity-id rule of a save (console_ha.config_store.ENTITY_ID_RE), from the settings form.
+const ENTITY_ID = new RegExp(document.getElementById("ha-settings")?.dataset.entityIdPattern || "^$");
 const number = new Intl.NumberFormat();
 
 /** The most bytes one entity can add to the assistant's read (entity_budget.entity_cost). */

@@ -1,7 +1,6 @@
 // The Home Assistant settings page, enhanced: discovery, test connection, the live entity picker
 // and saving through the JSON API. The page works without this file; this makes it pleasant.
 
-const LIMIT = 2000; // the server's maximum allowlist (console_ha.config_store.MAX_ALLOWLIST)
 const NO_AREA = "No area";
 
 // Failures in household words, by the contract's error codes.
@@ -129,6 +128,8 @@ function init(form) {
     discover: form.dataset.discoverUrl,
     test: form.dataset.testUrl,
   };
+  // The server's maximum allowlist (console_ha.config_store.MAX_ALLOWLIST), from the page.
+  const LIMIT = Number(form.dataset.allowlistLimit) || Infinity;
   const el = {
     revision: $("revision"),
     enabled: $("enabled"),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import threading
 
 import pytest
 
+from console_ha.atomic import path_lock, sweep_temp_files
 from console_ha.console_secrets import ConsoleSecrets, PasswordAlreadySet
 from console_ha.datadir import DataDir
 from console_ha.errors import ConsoleHaError, InvalidConfig
@@ -139,7 +141,6 @@ def test_a_damaged_session_key_is_an_error_that_says_what_to_do(store: ConsoleSe
 
 # --- the data dir itself ---------------------------------------------------------------------------
 
-import os  # noqa: E402
 import stat as stat_module  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -196,18 +197,37 @@ def test_a_data_dir_this_user_cannot_narrow_is_an_error_that_says_so(
 def test_leftover_temporary_files_are_swept_when_the_app_starts(data_dir: DataDir) -> None:
     """A crash mid-write can leave `.session-key.*.tmp` (a full copy of the key): gone at the next start.
 
-    A fresh one may be another process's write in progress, so it is kept.
+    The one sweep (atomic.sweep_temp_files, from settings.recover) serves secrets/console too.
     """
     from console_ha.web import create_app
 
     store = ConsoleSecrets(data_dir)
     store.session_key()
-    stale = store.directory / ".session-key.abc123.tmp"
+    stale = store.directory / ".session-key.ab12cd34.tmp"
     stale.write_text("00" * 32)
-    os.utime(stale, (0, 0))
-    fresh = store.directory / ".api-tokens.json.def456.tmp"
-    fresh.write_text("{}")
+    other = store.directory / ".api-tokens.json.ef_56789.tmp"
+    other.write_text("{}")
     create_app(data_dir, {"TESTING": True})
     assert not stale.exists()
-    assert fresh.exists()
+    assert not other.exists()
     assert store.session_key_path.exists()
+
+
+def test_a_write_in_progress_is_not_swept(data_dir: DataDir) -> None:
+    """A temporary file whose writer still holds the target's lock is left to that writer."""
+    store = ConsoleSecrets(data_dir)
+    store.session_key()
+    target = store.api_tokens_path
+    in_progress = store.directory / ".api-tokens.json.gh78ij90.tmp"
+    swept: list[list[Path]] = []
+    with path_lock(target):
+        in_progress.write_text("{}")
+        sweeper = threading.Thread(target=lambda: swept.append(sweep_temp_files(data_dir.root)))
+        sweeper.start()
+        sweeper.join(0.5)
+        assert sweeper.is_alive(), "the sweep must wait for the writer's lock"
+        assert in_progress.exists()
+        os.replace(in_progress, target)  # the writer finishes as atomic_write does
+    sweeper.join(10)
+    assert swept == [[]]
+    assert target.read_text() == "{}"

@@ -265,3 +265,42 @@ def test_the_area_cache_keeps_answers_and_retries_failures_sooner() -> None:
     assert cache.get("http://ha", Secret("c")) is None
     assert cache.get("http://ha", Secret("c")) == {"x.y": "Attic"}
     assert calls == ["a", "b", "c", "c"]
+
+
+def test_a_trickling_handshake_gives_its_place_back_at_the_deadline() -> None:
+    """A server trickling its handshake, each byte within the read timeout, cannot hold the call past it.
+
+    Each socket read has the timeout, but a trickle resets it on every byte: the whole call needs its
+    own deadline, as the REST client's watchdog gives its calls.
+    """
+    from console_ha.ha_client import CALL_LIMITS
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            for byte in b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" * 4:
+                if stop.wait(0.4):
+                    return
+                try:
+                    conn.send(bytes([byte]))
+                except OSError:
+                    return
+
+    server = threading.Thread(target=trickle, daemon=True)
+    server.start()
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        assert fetch_entity_areas(base_url, Secret(TOKEN), timeout=1.0) is None
+        elapsed = time.monotonic() - started
+        assert CALL_LIMITS.in_flight(base_url) == 0
+    finally:
+        stop.set()
+        listener.close()
+        server.join(5)
+    assert elapsed < 3.0, f"the call held its place for {elapsed:.1f} s past a 1 s deadline"

@@ -1,4 +1,4 @@
-"""The hardened systemd unit in packaging/: it parses, and it keeps the promises docs/security-web.md makes."""
+"""The hardened systemd unit in packaging/: it parses, and it keeps the promises docs/security.md makes."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from console_ha.console_secrets import ConsoleSecrets
 from console_ha.datadir import DataDir
 from console_ha.ha_client import MAX_CALLS_PER_ORIGIN
 from console_ha.secret_store import TokenStore, check_token
+from console_ha.web import DISCOVERY_REQUESTS
 from tests.stub_ha import StubHomeAssistant
 
 ENTITIES = "api/v1/conversation/home-assistant/entities"
@@ -114,3 +115,32 @@ def test_twelve_pickers_on_a_hung_home_assistant_leave_health_and_pages_answerin
     waited = [a for a in answers if a.code != "HA_BUSY"]
     assert len(waited) <= MAX_CALLS_PER_ORIGIN
     assert all((a.status, a.code) == (502, "HA_TIMEOUT") for a in waited), waited
+
+
+def test_parallel_discoveries_leave_health_answering(data_dir: DataDir, served: str) -> None:
+    """One mDNS browse at a time, one request waiting for it, and the others refused at once.
+
+    Queued behind one lock, twelve browses of 3 s each held every thread for up to half a minute.
+    """
+    bearer = {"Authorization": f"Bearer {ConsoleSecrets(data_dir).create_api_token('discover')}"}
+    answers: list[Answer] = []
+    lock = threading.Lock()
+
+    def discover() -> None:
+        answer = get(served + "api/v1/conversation/home-assistant/discover", bearer)
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=discover) for _ in range(PICKERS)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    health = get(served + "health")
+    for thread in threads:
+        thread.join(60)
+
+    assert (health.status, health.seconds < 2.0) == (200, True), health
+    browsed = [a for a in answers if a.status == 200]
+    busy = [a for a in answers if a.code == "HA_BUSY"]
+    assert 1 <= len(browsed) <= DISCOVERY_REQUESTS and len(browsed) + len(busy) == PICKERS, answers
+    assert all(a.status == 503 and a.seconds < PROMPT for a in busy), busy

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
+from ..config_store import origin_of
 from ..errors import ConsoleHaError
 from ..http_deadline import call_before, set_read_timeout
 from ..registry import REGISTRY, Capability
@@ -177,13 +178,6 @@ class ModelSettings:
     def origins(self) -> frozenset[str]:
         """scheme://host:port of every endpoint, to compare with Home Assistant's."""
         return frozenset(origin_of(url) for url in self.endpoints)
-
-
-def origin_of(url: str) -> str:
-    """scheme://host:port with the default port spelled out, for comparing two base URLs."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{port}"
 
 
 def check_endpoint(url: str, *, label: str = ENV_URL,

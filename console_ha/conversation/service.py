@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..config_store import origin_of
 from ..confirmations import ConfirmationInvalid
 from ..errors import CapabilityError, ConfigInvalid, ConsoleHaError
 from ..executor import Executor, Proposal, Turn
 from ..registry import GET_HISTORY, LIST_ENTITIES
-from .model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name, origin_of
+from .model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
 
 log = logging.getLogger(__name__)
 

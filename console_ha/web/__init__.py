@@ -58,6 +58,11 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# Discovery requests that may hold a server thread at once: one browsing and one waiting for it. More
+# would queue on the lock, each holding a thread for a whole browse, and /health would wait behind them.
+DISCOVERY_REQUESTS = 2
+
+
 def _resource_folder(name: str) -> str:
     # A checkout serves its top-level folder; an installed wheel its copy under console_ha/_<name>.
     checkout = _CHECKOUT / name
@@ -112,8 +117,12 @@ class ConsoleServices:
     )
     discover: Callable[..., list[Instance]] = discover
     areas: AreaCache = field(default_factory=AreaCache)
-    # One zeroconf browse at a time: a second click waits for the first rather than starting another.
+    # One zeroconf browse at a time; a second request (a reload while the first still browses) waits for
+    # it, and past DISCOVERY_REQUESTS in all a request is refused at once (settings_api.discover).
     discovery_lock: threading.Lock = field(default_factory=threading.Lock)
+    discovery_requests: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(DISCOVERY_REQUESTS)
+    )
 
 
 def services() -> ConsoleServices:
@@ -139,7 +148,6 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     )
     app.config.update(DEFAULTS)
     console_secrets = ConsoleSecrets(data_dir)
-    console_secrets.sweep_leftovers()
     app.config["SECRET_KEY"] = console_secrets.session_key()
     if test_config:
         app.config.update(test_config)

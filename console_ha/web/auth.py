@@ -89,13 +89,14 @@ def _session_is_valid() -> bool:
     return secrets.session_active(session.get(SESSION_ID), _idle_limit())
 
 
-def _start_session() -> None:
-    # A fresh session (and with it a fresh CSRF token) at every login.
+def _start_session(fingerprint: str | None = None) -> None:
+    # A fresh session (and with it a fresh CSRF token) at every login. `fingerprint` is of the hash the
+    # password was checked against: one changed during the check leaves this session ended at once.
     secrets = services().secrets
     secrets.end_session(session.get(SESSION_ID))
     session.clear()
     session.permanent = True
-    session[SESSION_KEY] = secrets.password_fingerprint()
+    session[SESSION_KEY] = fingerprint or secrets.password_fingerprint()
     session[SESSION_ID] = secrets.start_session(_idle_limit())
 
 
@@ -159,15 +160,22 @@ def login() -> Response | tuple[str, int] | str:
         error = WRONG_PASSWORD if password else NO_PASSWORD
         return render_template("login.html", next=next_url, error=error), 400
     client = client_key(request.remote_addr)
+    checked: list[str] = []
+
+    def check() -> bool:
+        fingerprint = secrets.verified_fingerprint(password)
+        checked.extend([fingerprint] if fingerprint else [])
+        return fingerprint is not None
+
     try:
-        right = services().login_throttle.attempt(client, lambda: secrets.verify_password(password))
+        right = services().login_throttle.attempt(client, check)
     except LoginThrottled as err:
         log.warning("login from %s refused: waiting %d s after wrong passwords", client, err.retry_after)
         return error_response(err, {"Retry-After": str(err.retry_after)})
     if not right:
         log.warning("wrong Console password from %s", request.remote_addr)
         return render_template("login.html", next=next_url, error=WRONG_PASSWORD), 401
-    _start_session()
+    _start_session(checked[0])
     log.info("household logged in from %s", request.remote_addr)
     return redirect(next_url)
 

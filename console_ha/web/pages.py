@@ -17,7 +17,7 @@ from flask import (
 )
 
 from .. import settings as settings_writer
-from ..config_store import HomeAssistantConfig, StoredConfig
+from ..config_store import ENTITY_ID_RE, MAX_ALLOWLIST, HomeAssistantConfig, StoredConfig
 from ..entity_budget import BUDGET_BYTES, ENTITY_BYTES
 from ..errors import ConfigInvalid, InvalidConfig
 from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token, origin_of
@@ -115,6 +115,8 @@ def _render(
         error_field=form_error.detail.get("field") if form_error else None,
         # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
         budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
+        # For static/settings.js and budget.js: the rules a save checks, so the scripts hold no copies.
+        limits={"allowlist": MAX_ALLOWLIST, "entity_id_pattern": ENTITY_ID_RE.pattern},
         **_urls(),
     )
     return html, status

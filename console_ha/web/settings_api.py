@@ -25,6 +25,7 @@ from ..errors import (
     CapabilityError,
     ConfigInvalid,
     HABadResponse,
+    HABusy,
     HANotFound,
     InvalidConfig,
 )
@@ -52,6 +53,9 @@ SENSITIVE_DOMAINS = frozenset({"lock", "alarm_control_panel", "camera", "person"
 SENSITIVE_BINARY_SENSOR_CLASSES = frozenset(
     {"door", "garage_door", "window", "opening", "lock", "presence", "occupancy"}
 )
+
+DISCOVERY_RUNNING = ("The Console is already looking for Home Assistant on your network. Wait a few seconds "
+                     "for that search, then look again.")
 
 NOT_HOME_ASSISTANT = (
     "Something answers at this address, but it is not Home Assistant's API. Check the URL: it is usually "
@@ -307,8 +311,16 @@ def discover() -> Response:
     """Home Assistant instances a bounded zeroconf browse finds on the configured interfaces."""
     svc = services()
     timeout = float(current_app.config["CONSOLE_HA_DISCOVERY_TIMEOUT"])
-    with svc.discovery_lock:
-        instances = svc.discover(timeout=timeout)
+    # At most DISCOVERY_REQUESTS hold a server thread (one browsing, one waiting for it, as after a
+    # reload); more are refused at once, not queued: queued, each would hold a thread for a whole
+    # browse after the other, and /health and the pages would wait behind them (HA_BUSY's reason).
+    if not svc.discovery_requests.acquire(blocking=False):
+        raise HABusy(DISCOVERY_RUNNING, reason="discovery_running")
+    try:
+        with svc.discovery_lock:
+            instances = svc.discover(timeout=timeout)
+    finally:
+        svc.discovery_requests.release()
     return jsonify(instances=[instance.to_json() for instance in instances])
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from flask.testing import FlaskClient
+from markupsafe import escape
 
-from console_ha.config_store import ConfigStore
+from console_ha.config_store import ENTITY_ID_RE, MAX_ALLOWLIST, ConfigStore
 from console_ha.datadir import DataDir
 from console_ha.entity_budget import BUDGET_BYTES, ENTITY_BYTES, entity_cost
 
@@ -56,3 +58,20 @@ def test_the_page_gives_the_meter_the_servers_numbers(logged_in: FlaskClient) ->
     assert 'src="/static/budget.js"' in tag.group(0)
     assert f'data-budget-bytes="{BUDGET_BYTES}"' in tag.group(0)
     assert f'data-entity-bytes="{ENTITY_BYTES}"' in tag.group(0)
+
+
+def test_the_page_gives_the_picker_the_servers_limits(logged_in: FlaskClient) -> None:
+    """settings.js and budget.js get the allowlist's size limit and the entity-id rule from the page.
+
+    One fact, one place: config_store's MAX_ALLOWLIST and ENTITY_ID_RE, not copies in the scripts.
+    """
+    html = logged_in.get(PAGE).get_data(as_text=True)
+    form = re.search(r'<form id="ha-settings"[^>]*>', html)
+    assert form, "the page has no settings form"
+    assert f'data-allowlist-limit="{MAX_ALLOWLIST}"' in form.group(0)
+    assert f'data-entity-id-pattern="{escape(ENTITY_ID_RE.pattern)}"' in form.group(0)
+    static = Path(__file__).resolve().parents[2] / "static"
+    for script in ("settings.js", "budget.js"):
+        source = (static / script).read_text()
+        assert str(MAX_ALLOWLIST) not in source, f"{script} copies MAX_ALLOWLIST"
+        assert "[a-z0-9_]" not in source, f"{script} copies the entity-id pattern"

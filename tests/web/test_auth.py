@@ -23,6 +23,7 @@ from .conftest import (
     log_in,
     page_csrf,
 )
+from .live import served
 
 _CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
@@ -361,8 +362,6 @@ from console_ha import cli  # noqa: E402
 from console_ha.console_secrets import MAX_SESSIONS  # noqa: E402
 from console_ha.login_throttle import LoginThrottle  # noqa: E402
 
-from .live import served  # noqa: E402
-
 
 def test_logout_ends_the_session_for_a_copied_cookie_over_real_http(
     make_app: Callable[..., Flask], password: str
@@ -479,17 +478,18 @@ def test_a_new_login_ends_the_browsers_previous_session(client: FlaskClient, pas
 def _count_checks(app: Flask) -> list[bool]:
     """Record every real password check the app makes (the slow hash comparison)."""
     secrets = app.extensions["console_ha"].secrets
-    real = secrets.verify_password
+    # The login's one password check (verify_password is the same check, without the fingerprint).
+    real = secrets.verified_fingerprint
     checks: list[bool] = []
     guard = threading.Lock()
 
-    def counted(password: str) -> bool:
+    def counted(password: str) -> str | None:
         result = real(password)
         with guard:
-            checks.append(result)
+            checks.append(result is not None)
         return result
 
-    secrets.verify_password = counted
+    secrets.verified_fingerprint = counted
     return checks
 
 
@@ -690,3 +690,29 @@ def test_revoking_by_id_removes_only_that_token(console_secrets: ConsoleSecrets)
     assert console_secrets.verify_api_token(first) is not None
     assert [t.digest for t in console_secrets.api_tokens()] == [tokens[0].digest]
     assert console_secrets.revoke_api_token("0" * 16) is None
+
+
+def test_a_password_changed_during_the_login_check_ends_that_login_too(
+        app: Flask, password: str, data_dir: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old password, checked while `set-password` replaced it, opens nothing: over real HTTP.
+
+    The hash check is slow on purpose, so a login with a leaked password can be in the middle of it
+    when the household changes that password; the session it starts must carry the checked hash,
+    not the new one, or the leaked password would outlive its change.
+    """
+    import console_ha.console_secrets as module
+
+    real_check = module.check_password_hash
+
+    def check_then_change(hashed: str, candidate: str) -> bool:
+        right = real_check(hashed, candidate)
+        # `console-ha set-password` in another process finishes while this check runs.
+        ConsoleSecrets(data_dir).set_password("a-new-password-42", method=FAST_HASH)
+        return right
+
+    monkeypatch.setattr(module, "check_password_hash", check_then_change)
+    with served(app) as console:
+        browser = console.browser()
+        assert browser.log_in(password).status_code == 302
+        page = browser.get("/settings/home-assistant")
+    assert page.status_code == 302 and "/login" in page.headers["Location"]

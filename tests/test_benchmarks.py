@@ -1,0 +1,28 @@
+"""The conversation benchmark runs: one short pass, so a change to the adapters cannot silently break it."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def test_the_conversation_benchmark_completes_a_confirmed_invocation(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each path and capability prints its line (it once died on a body its timer had already read)."""
+    for name in ("CONSOLE_HA_LLM_URL", "CONSOLE_HA_LLM_MODEL", "CONSOLE_HA_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    spec = importlib.util.spec_from_file_location("bench_conversation", BENCHMARKS / "bench_conversation.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_conversation", module)
+    spec.loader.exec_module(module)
+    module.main(["--iterations", "1", "--warmup", "0"])
+    lines = capsys.readouterr().out.splitlines()
+    for path in ("http", "service"):
+        for capability in ("list_entities", "get_history"):
+            assert any(line.split()[:2] == [path, capability] for line in lines), lines
