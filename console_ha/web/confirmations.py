@@ -63,6 +63,8 @@ def answer(token: str) -> Response:
 @bp.get("/confirmations")
 def page() -> str:
     """The household's page of waiting cards; it updates itself, and its forms work without JavaScript."""
+    # It lists every program's cards: a program's API token sees only its own, through the API.
+    _household_only()
     return _render()
 
 

@@ -85,6 +85,15 @@ def test_a_program_sees_only_its_own_cards(app, bearer, configured):
     assert [p["token"] for p in bearer.get("/api/v1/confirmations").get_json()["pending"]] == [mine.token]
 
 
+def test_a_program_cannot_read_the_household_s_page_of_every_card(app, bearer, configured):
+    """The page lists every program's cards; a program with an API token gets 403, not others' reads."""
+    theirs = waiting(app, "someone else")
+    page = bearer.get("/confirmations")
+    assert page.status_code == 403
+    assert theirs.token not in page.get_data(as_text=True)
+    assert "sensor.living_room_temperature" not in page.get_data(as_text=True)
+
+
 def test_unknown_tokens_are_409_and_bad_bodies_400(app, household, configured):
     unknown = household.post("/api/v1/confirmations/no-such-token", json={"approve": True})
     assert unknown.status_code == 409 and unknown.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
