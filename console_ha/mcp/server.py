@@ -39,10 +39,11 @@ INSTRUCTIONS = (
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling (the API token's name) and the page where the household answers."""
+    """Who is calling (the API token's name and id) and the page where the household answers."""
 
     client: str
     answer_url: str
+    token_id: str = ""
 
 
 def tool_name(capability: Capability) -> str:
@@ -112,18 +113,18 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
             except Exception:  # a client gone away must not end the wait early; its cancel does
                 log.debug("could not send a progress notification", exc_info=True)
 
-        return await _call(queue, caller.client, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
+        return await _call(queue, caller, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
                            progress_interval)
 
     return server
 
 
-async def _call(queue: HouseholdQueue, client: str, capability: str, arguments: dict[str, Any],
+async def _call(queue: HouseholdQueue, caller: Caller, capability: str, arguments: dict[str, Any],
                 report: Any, progress_interval: float) -> types.CallToolResult:
     try:
         # On the event loop itself (a settings read and an audit line, milliseconds): in a worker thread,
         # a cancellation arriving meanwhile would lose the card it made, left open with nobody waiting.
-        waiting = queue.ask(client, capability, arguments)
+        waiting = queue.ask(caller.client, capability, arguments)
     except CapabilityError as err:
         return error_of(err)
     try:

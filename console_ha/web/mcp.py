@@ -63,7 +63,8 @@ class McpEndpoint:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
-        # Which API token opened each MCP session: another token cannot use (or cancel in) it.
+        # Which API token (token_id, not its name, which two tokens may share) opened each MCP session:
+        # another token cannot use (or cancel in) it.
         self._owners: OrderedDict[str, str] = OrderedDict()
 
     def wsgi_app(self) -> Callable[..., Any]:
@@ -122,7 +123,7 @@ class McpEndpoint:
             return
         scope[CALLER_SCOPE_KEY] = caller
         session_id = _header(scope, b"mcp-session-id")
-        if session_id is not None and self._owners.get(session_id) != caller.client:
+        if session_id is not None and self._owners.get(session_id) != caller.token_id:
             # Answered as the SDK answers an unknown session: to this token, it does not exist.
             await _send_json(send, 404, error_body("NOT_FOUND", "There is no such MCP session."))
             return
@@ -136,7 +137,7 @@ class McpEndpoint:
             if message["type"] == "http.response.start" and session_id is None:
                 opened = _header(message, b"mcp-session-id")
                 if opened is not None:
-                    self._owners[opened] = caller.client
+                    self._owners[opened] = caller.token_id
                     while len(self._owners) > 4 * MAX_SESSIONS:
                         self._owners.popitem(last=False)
             await send(message)
@@ -194,5 +195,6 @@ def endpoint() -> Response:
         # the client stays connected, and the Console has nothing to announce outside a call.
         return Response(status=405, headers={"Allow": "POST, DELETE"})
     environ = request.environ
-    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True))
+    token_id = principal.token_id or ""
+    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id)
     return Response.from_app(mcp_endpoint().wsgi_app(), environ)

@@ -467,3 +467,24 @@ def test_a_client_that_drops_its_connection_mid_wait_leaves_the_console_working(
                             headers=in_session, timeout=5)
     assert listing.status_code == 200 and HISTORY in listing.text
     assert household.get(configured.url + "/confirmations", timeout=5).status_code == 200
+
+
+def test_a_session_belongs_to_its_token_not_to_another_token_of_the_same_name(console, api_token, data_dir):
+    """Token names are not unique (two devices may both be "laptop"): a session is its own token's alone."""
+    from console_ha.console_secrets import ConsoleSecrets
+
+    twin = ConsoleSecrets(data_dir).create_api_token(CLIENT_NAME)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    opened = requests.post(console.mcp_url, json=initialize, timeout=5,
+                           headers={**headers, "Authorization": f"Bearer {api_token}"})
+    session_id = opened.headers["mcp-session-id"]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    in_session = {**headers, "mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"}
+    foreign = requests.post(console.mcp_url, json=listing, timeout=5,
+                            headers={**in_session, "Authorization": f"Bearer {twin}"})
+    assert foreign.status_code == 404
+    own = requests.post(console.mcp_url, json=listing, timeout=5,
+                        headers={**in_session, "Authorization": f"Bearer {api_token}"})
+    assert own.status_code == 200 and "home_assistant_get_history" in own.text
