@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,10 @@ INSTRUCTIONS = (
 )
 
 
+def _always() -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who is calling (the API token's name and id) and the page where the household answers."""
@@ -44,6 +49,8 @@ class Caller:
     client: str
     answer_url: str
     token_id: str = ""
+    # Whether the caller's API token is still valid: one revoked while its call waited gets no read.
+    still_allowed: Callable[[], bool] = _always
 
 
 def tool_name(capability: Capability) -> str:
@@ -137,6 +144,11 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
     try:
         if not decided:
             return error_of(await anyio.to_thread.run_sync(queue.expire, waiting))
+        if not await anyio.to_thread.run_sync(caller.still_allowed):
+            # Revoked while it waited: the token is refused from then on, an approved read included.
+            await anyio.to_thread.run_sync(queue.withdraw, waiting)
+            return error_of(CapabilityError("UNAUTHENTICATED", "This program's API token was revoked while the "
+                                            "call waited; nothing was read.", stage=None))
         return result_of(await anyio.to_thread.run_sync(queue.complete, waiting))
     except CapabilityError as err:
         return error_of(err)

@@ -27,6 +27,7 @@ from ..confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from ..executor import Executor
 from ..household import MAX_WAITING, HouseholdQueue
 from ..mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
+from . import services
 from .auth import current_principal
 from .errors import Unauthenticated, error_body
 
@@ -196,5 +197,7 @@ def endpoint() -> Response:
         return Response(status=405, headers={"Allow": "POST, DELETE"})
     environ = request.environ
     token_id = principal.token_id or ""
-    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id)
+    secrets = services().secrets
+    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
+                                         lambda: secrets.has_api_token(token_id))
     return Response.from_app(mcp_endpoint().wsgi_app(), environ)

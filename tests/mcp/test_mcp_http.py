@@ -469,6 +469,37 @@ def test_a_client_that_drops_its_connection_mid_wait_leaves_the_console_working(
     assert household.get(configured.url + "/confirmations", timeout=5).status_code == 200
 
 
+def test_a_token_revoked_while_its_call_waits_never_receives_the_read(configured, api_token, household, data_dir,
+                                                                       stub_ha):
+    """Revoked means refused from then on: a call already waiting is not read for, even if approved."""
+    from console_ha.console_secrets import ConsoleSecrets
+
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = requests.post(configured.mcp_url, json=initialize, headers=headers, timeout=5)
+    in_session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers=in_session, timeout=5)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": HISTORY, "arguments": {"entity_id": ENTITY, "period": "day"}}}
+
+    async def scenario() -> str:
+        answer = asyncio.create_task(anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=call, headers=in_session, timeout=20).text))
+        token = (await pending_cards(configured, household))[0]["token"]
+        ConsoleSecrets(data_dir).revoke_api_tokens(CLIENT_NAME)
+        await household_answers(configured, household, token, True)
+        return await asyncio.wait_for(answer, 20)
+
+    stream = run(scenario)
+    messages = [json.loads(line.removeprefix("data:")) for line in stream.splitlines() if line.startswith("data:")]
+    result = types.CallToolResult.model_validate(next(m for m in messages if m.get("id") == 2)["result"])
+    assert error_of(result)["code"] == "UNAUTHENTICATED"
+    assert stub_ha.requests_to("/api/history") == []
+    assert "executed" not in [e["event"] for e in audit_events(configured)]
+
+
 def test_a_session_belongs_to_its_token_not_to_another_token_of_the_same_name(console, api_token, data_dir):
     """Token names are not unique (two devices may both be "laptop"): a session is its own token's alone."""
     from console_ha.console_secrets import ConsoleSecrets
