@@ -10,6 +10,7 @@ notifications reach the client while it waits. See docs/mcp.md for why this shap
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import threading
@@ -29,7 +30,7 @@ from ..household import MAX_WAITING, HouseholdQueue
 from ..mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
 from . import services
 from .auth import current_principal
-from .errors import Unauthenticated, error_body
+from .errors import InvalidRequest, Unauthenticated, error_body
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,28 @@ class McpEndpoint:
         # Which API token (token_id, not its name, which two tokens may share) opened each MCP session:
         # another token cannot use (or cancel in) it.
         self._owners: OrderedDict[str, str] = OrderedDict()
+        # The (session, JSON-RPC id) of every request whose response is still open. The SDK keys a
+        # request's response stream by its id alone: a second request with the same id would take the
+        # first's stream over, leaving the first response (and its worker thread) open for good.
+        # Keyed by the token too, so another token's request (which gets 404) never collides with it.
+        self._in_flight: set[tuple[str, str, str]] = set()
+
+    def claim(self, token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
+        """Note a request's id as in flight in its session; InvalidRequest when it already is."""
+        key = _request_key(token_id, session_id, body)
+        if key is None:
+            return None
+        with self._lock:
+            if key in self._in_flight:
+                raise InvalidRequest("A request with this id is still open in this MCP session; "
+                                     "use a new id for each request.")
+            self._in_flight.add(key)
+        return key
+
+    def release(self, key: tuple[str, str, str]) -> None:
+        """The request's response has ended: its id may be used again."""
+        with self._lock:
+            self._in_flight.discard(key)
 
     def wsgi_app(self) -> Callable[..., Any]:
         """The bridged WSGI app; the first call starts the event loop and the session manager."""
@@ -146,6 +169,20 @@ class McpEndpoint:
         await self._manager.handle_request(scope, receive, send_and_note_owner)
 
 
+def _request_key(token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
+    # Only a request (a message with a method and an id) inside a session has a response to wait for;
+    # anything else, malformed bodies included, is the SDK's to answer.
+    if session_id is None:
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    return token_id, session_id, json.dumps(message["id"])
+
+
 def _header(holder: dict[str, Any], name: bytes) -> str | None:
     for key, value in holder.get("headers", []):
         if key.lower() == name:
@@ -195,9 +232,23 @@ def endpoint() -> Response:
         # No server-initiated stream: it would hold one of the server's worker threads for as long as
         # the client stays connected, and the Console has nothing to announce outside a call.
         return Response(status=405, headers={"Allow": "POST, DELETE"})
-    environ = request.environ
+    served = mcp_endpoint()
+    # Read here (Flask's MAX_CONTENT_LENGTH bounds it) to see the request's id, then handed on unread.
+    body = request.get_data(cache=True)
     token_id = principal.token_id or ""
+    key = served.claim(token_id, request.headers.get("mcp-session-id"), body) if request.method == "POST" else None
+    environ = request.environ
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
     secrets = services().secrets
     environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
                                          lambda: secrets.has_api_token(token_id))
-    return Response.from_app(mcp_endpoint().wsgi_app(), environ)
+    try:
+        response = Response.from_app(served.wsgi_app(), environ)
+    except BaseException:
+        if key is not None:
+            served.release(key)
+        raise
+    if key is not None:
+        response.call_on_close(lambda: served.release(key))
+    return response

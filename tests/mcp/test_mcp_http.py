@@ -519,3 +519,37 @@ def test_a_session_belongs_to_its_token_not_to_another_token_of_the_same_name(co
     own = requests.post(console.mcp_url, json=listing, timeout=5,
                         headers={**in_session, "Authorization": f"Bearer {api_token}"})
     assert own.status_code == 200 and "home_assistant_get_history" in own.text
+
+
+def test_a_request_id_already_in_flight_in_the_session_is_refused_and_the_first_call_still_ends(
+        configured, api_token, household):
+    """A reused id would take over the first request's response stream, leaving that response (and one of
+    the server's worker threads) open for good: the second is refused, the first gets its answer."""
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = requests.post(configured.mcp_url, json=initialize, headers=headers, timeout=5)
+    in_session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers=in_session, timeout=5)
+    first = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": LIST, "arguments": {}}}
+    again = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": HISTORY, "arguments": {"entity_id": ENTITY, "period": "day"}}}
+
+    async def scenario() -> tuple[requests.Response, requests.Response]:
+        waiting = asyncio.create_task(anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=first, headers=in_session, timeout=15)))
+        card = (await pending_cards(configured, household))[0]
+        refused = await anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=again, headers=in_session, timeout=5))
+        assert len(await pending_cards(configured, household)) == 1, "the reused id made a card"
+        await household_answers(configured, household, card["token"], False)
+        return refused, await asyncio.wait_for(waiting, 15)
+
+    refused, answered = run(scenario)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "INVALID_REQUEST"
+    assert answered.status_code == 200 and "CONFIRMATION_DENIED" in answered.text
+    # Once the first request has ended, its id may be used again.
+    ping = requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "id": 7, "method": "ping"},
+                         headers=in_session, timeout=5)
+    assert ping.status_code == 200
