@@ -42,6 +42,9 @@ CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
 # A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed.
 MAX_REQUEST_BYTES = 64 * 1024
 MAX_SESSIONS = 64
+# One API token's share of them: a host that reconnects without closing its sessions (they last until
+# idle for SESSION_IDLE_SECONDS), or a hostile one, must not lock every other program out.
+MAX_SESSIONS_PER_TOKEN = 16
 SESSION_IDLE_SECONDS = 30 * 60
 AFTER_RESPONSE_SECONDS = 5.0
 
@@ -151,6 +154,11 @@ class McpEndpoint:
             # Answered as the SDK answers an unknown session: to this token, it does not exist.
             await _send_json(send, 404, error_body("NOT_FOUND", "There is no such MCP session."))
             return
+        if session_id is None and len(self._open_sessions_of(caller.token_id)) >= MAX_SESSIONS_PER_TOKEN:
+            await _send_json(send, 429, error_body(
+                "RATE_LIMITED", f"This API token already has {MAX_SESSIONS_PER_TOKEN} MCP sessions open; close "
+                "one (HTTP DELETE) or wait until one has been idle for 30 minutes."))
+            return
 
         async def send_and_note_owner(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -167,6 +175,13 @@ class McpEndpoint:
             await send(message)
 
         await self._manager.handle_request(scope, receive, send_and_note_owner)
+
+    def _open_sessions_of(self, token_id: str) -> list[str]:
+        # The SDK offers no public view of its open sessions; `_server_instances` is its registry (the
+        # `mcp` version is pinned exactly, and the test of this limit fails if that changes). Runs on
+        # the event loop, as does every change to both maps.
+        live = self._manager._server_instances
+        return [sid for sid, owner in self._owners.items() if owner == token_id and sid in live]
 
 
 def _request_key(token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:

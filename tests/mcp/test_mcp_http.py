@@ -553,3 +553,28 @@ def test_a_request_id_already_in_flight_in_the_session_is_refused_and_the_first_
     ping = requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "id": 7, "method": "ping"},
                          headers=in_session, timeout=5)
     assert ping.status_code == 200
+
+
+def test_one_program_cannot_take_every_mcp_session(console, api_token, data_dir):
+    """A host that reconnects without closing its sessions (or a hostile one) fills only its own share."""
+    from console_ha.console_secrets import ConsoleSecrets
+    from console_ha.web.mcp import MAX_SESSIONS, MAX_SESSIONS_PER_TOKEN
+
+    assert MAX_SESSIONS_PER_TOKEN < MAX_SESSIONS
+    other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    mine = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
+    opened = [requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5)
+              for _ in range(MAX_SESSIONS_PER_TOKEN)]
+    assert all(answer.status_code == 200 for answer in opened)
+    refused = requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "RATE_LIMITED"
+    theirs = requests.post(console.mcp_url, json=initialize, timeout=5,
+                           headers={**mine, "Authorization": f"Bearer {other_token}"})
+    assert theirs.status_code == 200
+    closed = requests.delete(console.mcp_url, timeout=5, headers={
+        **mine, "mcp-session-id": opened[0].headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"})
+    assert closed.status_code == 200
+    again = requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5)
+    assert again.status_code == 200
