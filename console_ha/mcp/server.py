@@ -120,8 +120,14 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
             except Exception:  # a client gone away must not end the wait early; its cancel does
                 log.debug("could not send a progress notification", exc_info=True)
 
-        return await _call(queue, caller, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
-                           progress_interval)
+        try:
+            return await _call(queue, caller, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
+                               progress_interval)
+        except Exception:
+            # Else the SDK would answer with the exception's own words (a file path, say) and not the
+            # contract's shape. Cancellation is not an Exception and still ends the call as it should.
+            log.exception("an MCP tool call failed unexpectedly")
+            return error_of(CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=None))
 
     return server
 

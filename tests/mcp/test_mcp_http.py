@@ -578,3 +578,22 @@ def test_one_program_cannot_take_every_mcp_session(console, api_token, data_dir)
     assert closed.status_code == 200
     again = requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5)
     assert again.status_code == 200
+
+
+def test_a_failure_inside_the_console_is_internal_error_in_the_contract_s_shape(configured, api_token,
+                                                                                monkeypatch):
+    """Not the SDK's fallback (the exception's own words as text): the contract's code, and nothing of it."""
+    from console_ha.audit import AuditLog as Audit
+
+    def full_disk(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(28, "No space left on device", "/srv/private-place/audit.jsonl")
+
+    monkeypatch.setattr(Audit, "record", full_disk)
+
+    async def scenario() -> types.CallToolResult:
+        async with mcp_session(configured.mcp_url, api_token) as session:
+            return await session.call_tool(LIST, {})
+
+    result = run(scenario)
+    assert error_of(result)["code"] == "INTERNAL_ERROR"
+    assert "private-place" not in result.model_dump_json() and "space" not in result.model_dump_json()
