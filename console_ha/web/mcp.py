@@ -14,7 +14,6 @@ import io
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -70,7 +69,7 @@ class McpEndpoint:
         self._thread: threading.Thread | None = None
         # Which API token (token_id, not its name, which two tokens may share) opened each MCP session:
         # another token cannot use (or cancel in) it.
-        self._owners: OrderedDict[str, str] = OrderedDict()
+        self._owners: dict[str, str] = {}
         # The (session, JSON-RPC id) of every request whose response is still open. The SDK keys a
         # request's response stream by its id alone: a second request with the same id would take the
         # first's stream over, leaving the first response (and its worker thread) open for good.
@@ -169,9 +168,12 @@ class McpEndpoint:
             if message["type"] == "http.response.start" and session_id is None:
                 opened = _header(message, b"mcp-session-id")
                 if opened is not None:
+                    # Forget sessions that have ended (so the map stays within MAX_SESSIONS), never a live
+                    # one by age: that would end it for its owner, whom it would then answer 404.
+                    live = self._manager._server_instances
+                    for ended in [sid for sid in self._owners if sid not in live]:
+                        del self._owners[ended]
                     self._owners[opened] = caller.token_id
-                    while len(self._owners) > 4 * MAX_SESSIONS:
-                        self._owners.popitem(last=False)
             await send(message)
 
         await self._manager.handle_request(scope, receive, send_and_note_owner)

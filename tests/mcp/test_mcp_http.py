@@ -597,3 +597,26 @@ def test_a_failure_inside_the_console_is_internal_error_in_the_contract_s_shape(
     result = run(scenario)
     assert error_of(result)["code"] == "INTERNAL_ERROR"
     assert "private-place" not in result.model_dump_json() and "space" not in result.model_dump_json()
+
+
+def test_another_program_opening_and_closing_many_sessions_does_not_end_a_live_one(console, api_token, data_dir):
+    """The record of who owns which session forgets closed sessions, never a live one."""
+    from console_ha.console_secrets import ConsoleSecrets
+    from console_ha.web.mcp import MAX_SESSIONS
+
+    other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    mine = {**headers, "Authorization": f"Bearer {api_token}"}
+    theirs = {**headers, "Authorization": f"Bearer {other_token}"}
+    live = requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5).headers["mcp-session-id"]
+    with requests.Session() as churn:
+        for _ in range(4 * MAX_SESSIONS + 8):
+            opened = churn.post(console.mcp_url, json=initialize, headers=theirs, timeout=5)
+            assert opened.status_code == 200
+            churn.delete(console.mcp_url, headers={**theirs, "mcp-session-id": opened.headers["mcp-session-id"]},
+                         timeout=5)
+    listing = requests.post(console.mcp_url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, timeout=5,
+                            headers={**mine, "mcp-session-id": live})
+    assert listing.status_code == 200 and "home_assistant_get_history" in listing.text
