@@ -60,6 +60,16 @@ def api_token() -> str:
     return token
 
 
+class _Session:
+    """One MCP session with the Console, and how many requests are using it."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.lost = anyio.Event()
+        self.users = 0
+        self.unused = anyio.Event()
+
+
 class Upstream:
     """The MCP session with the Console, opened again whenever the Console has ended the last one.
 
@@ -71,9 +81,8 @@ class Upstream:
     def __init__(self, url: str, http: httpx.AsyncClient) -> None:
         self._url = url
         self._http = http
-        self._session: ClientSession | None = None
+        self._current: _Session | None = None
         self._ready = anyio.Event()
-        self._lost = anyio.Event()
         self.instructions: str | None = None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -83,30 +92,40 @@ class Upstream:
             async with streamable_http_client(self._url, http_client=self._http) as (read, write, _), \
                     ClientSession(read, write) as session:
                 self.instructions = (await session.initialize()).instructions
-                self._session, self._lost = session, anyio.Event()
+                current = self._current = _Session(session)
                 self._ready.set()
                 if not started:
                     started = True
                     task_status.started()
-                await self._lost.wait()
+                await current.lost.wait()
+                # Closing the SDK's client cancels its requests without an answer: let each request still
+                # in the lost session get its own 404 first, so that it, too, is sent again.
+                while current.users:
+                    current.unused = anyio.Event()
+                    await current.unused.wait()
 
     async def send(self, request: Callable[[ClientSession], Awaitable[T]]) -> T:
         """`request` in the current session; once more in a new one when the Console had ended it."""
-        await self._ready.wait()
-        session = self._session
-        assert session is not None
-        try:
-            return await request(session)
-        except McpError as err:
-            if err.error.code != SESSION_TERMINATED:
-                raise
-            log.info("the Console ended the MCP session; opening a new one")
-        if session is self._session:
-            self._ready = anyio.Event()
-            self._lost.set()
-        await self._ready.wait()
-        assert self._session is not None
-        return await request(self._session)
+        for attempt in range(2):
+            await self._ready.wait()
+            current = self._current
+            assert current is not None
+            current.users += 1
+            try:
+                return await request(current.session)
+            except McpError as err:
+                if err.error.code != SESSION_TERMINATED or attempt:
+                    raise
+                if not current.lost.is_set():
+                    # The first request to find it gone asks for a new session; the others wait for it.
+                    log.info("the Console ended the MCP session; opening a new one")
+                    self._ready = anyio.Event()
+                    current.lost.set()
+            finally:
+                current.users -= 1
+                if not current.users:
+                    current.unused.set()
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
 
 def build_forwarder(upstream: Upstream, instructions: str | None) -> Server:

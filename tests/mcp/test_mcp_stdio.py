@@ -91,15 +91,19 @@ def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_id
     monkeypatch.setattr(web_mcp, "SESSION_IDLE_SECONDS", 1.0)
     console = make_console()
 
-    async def scenario() -> tuple[list[types.Tool], types.CallToolResult]:
+    async def scenario() -> tuple[list[types.Tool], types.CallToolResult, types.CallToolResult]:
         async with stdio_client(command(console.url, api_token)) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
             assert len((await session.list_tools()).tools) == 2
             await asyncio.sleep(3)  # the Console's session idles out
             tools = (await asyncio.wait_for(session.list_tools(), 20)).tools
-            return tools, await asyncio.wait_for(session.call_tool(LIST, {}), 20)
+            first = await asyncio.wait_for(session.call_tool(LIST, {}), 20)
+            await asyncio.sleep(3)  # and again, now with two requests finding it gone at once
+            both = await asyncio.wait_for(asyncio.gather(session.list_tools(), session.call_tool(LIST, {})), 20)
+            return tools, first, both[1]
 
-    tools, refused = run(scenario)
+    tools, refused, refused_again = run(scenario)
     assert {tool.name for tool in tools} == {LIST, HISTORY}
     assert error_of(refused)["code"] == "CAPABILITY_DISABLED"
+    assert error_of(refused_again)["code"] == "CAPABILITY_DISABLED"
