@@ -71,6 +71,15 @@ def _get_history_card(config: HomeAssistantConfig, arguments: Mapping[str, Any])
 _CARDS = {LIST_ENTITIES: _list_entities_card, GET_HISTORY: _get_history_card}
 
 
+# What the program that asked sees of its own waiting card (GET /api/v1/confirmations with its API
+# token): the household's card names Home Assistant's address and the allowed devices, which the
+# program has not been allowed to learn.
+CARD_FOR_THE_ASKING_PROGRAM = Card(
+    title="Waiting for the household",
+    body="The household answers this request on the Console, where its card says what would be read.",
+)
+
+
 def card_for(capability: str, config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
     """The card for one validated invocation of a registered capability."""
     return _CARDS[capability](config, arguments)

@@ -249,6 +249,10 @@ class ConsoleSecrets:
         log.info("revoked the API token %r", gone[0].name)
         return gone[0]
 
+    def has_api_token(self, token_id: str) -> bool:
+        """Whether the API token whose `token_id` this is is still stored (not revoked)."""
+        return any(hmac.compare_digest(t.token_id, token_id) for t in self.api_tokens())
+
     def verify_api_token(self, token: str) -> ApiToken | None:
         """The stored token that `token` is, or None; every stored hash is compared in constant time."""
         if not isinstance(token, str) or not token or len(token) > 512:

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cards import destination_for
+from .cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
 from .confirmations import ConfirmationInvalid
 from .errors import CapabilityError
 from .executor import Executor, Proposal, Turn
@@ -45,6 +45,10 @@ class WaitingRead:
     def to_dict(self) -> dict[str, Any]:
         """The contract's pending item: the conversation card plus who asked and where the answer goes."""
         return {**self.proposal.to_dict(), "client": self.client, "destination": destination_for(self.client)}
+
+    def to_program_dict(self) -> dict[str, Any]:
+        """The same item as the program that asked sees it: its own arguments, none of the card's facts."""
+        return {**self.to_dict(), "card": CARD_FOR_THE_ASKING_PROGRAM.to_dict()}
 
 
 class HouseholdQueue:

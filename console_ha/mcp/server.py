@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +38,19 @@ INSTRUCTIONS = (
 )
 
 
+def _always() -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling (the API token's name) and the page where the household answers."""
+    """Who is calling (the API token's name and id) and the page where the household answers."""
 
     client: str
     answer_url: str
+    token_id: str = ""
+    # Whether the caller's API token is still valid: one revoked while its call waited gets no read.
+    still_allowed: Callable[[], bool] = _always
 
 
 def tool_name(capability: Capability) -> str:
@@ -112,18 +120,24 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
             except Exception:  # a client gone away must not end the wait early; its cancel does
                 log.debug("could not send a progress notification", exc_info=True)
 
-        return await _call(queue, caller.client, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
-                           progress_interval)
+        try:
+            return await _call(queue, caller, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
+                               progress_interval)
+        except Exception:
+            # Else the SDK would answer with the exception's own words (a file path, say) and not the
+            # contract's shape. Cancellation is not an Exception and still ends the call as it should.
+            log.exception("an MCP tool call failed unexpectedly")
+            return error_of(CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=None))
 
     return server
 
 
-async def _call(queue: HouseholdQueue, client: str, capability: str, arguments: dict[str, Any],
+async def _call(queue: HouseholdQueue, caller: Caller, capability: str, arguments: dict[str, Any],
                 report: Any, progress_interval: float) -> types.CallToolResult:
     try:
         # On the event loop itself (a settings read and an audit line, milliseconds): in a worker thread,
         # a cancellation arriving meanwhile would lose the card it made, left open with nobody waiting.
-        waiting = queue.ask(client, capability, arguments)
+        waiting = queue.ask(caller.client, capability, arguments)
     except CapabilityError as err:
         return error_of(err)
     try:
@@ -136,6 +150,11 @@ async def _call(queue: HouseholdQueue, client: str, capability: str, arguments: 
     try:
         if not decided:
             return error_of(await anyio.to_thread.run_sync(queue.expire, waiting))
+        if not await anyio.to_thread.run_sync(caller.still_allowed):
+            # Revoked while it waited: the token is refused from then on, an approved read included.
+            await anyio.to_thread.run_sync(queue.withdraw, waiting)
+            return error_of(CapabilityError("UNAUTHENTICATED", "This program's API token was revoked while the "
+                                            "call waited; nothing was read.", stage=None))
         return result_of(await anyio.to_thread.run_sync(queue.complete, waiting))
     except CapabilityError as err:
         return error_of(err)

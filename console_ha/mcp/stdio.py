@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -19,6 +20,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import McpError
 
 from .. import __version__
 from ..confirmations import CONFIRMATION_TTL_SECONDS
@@ -29,6 +31,11 @@ log = logging.getLogger(__name__)
 TOKEN_ENV = "CONSOLE_HA_API_TOKEN"
 # A call may wait for the household as long as a card stays open; the HTTP read must outlast that.
 READ_TIMEOUT_SECONDS = CONFIRMATION_TTL_SECONDS + 60
+# The code the SDK's client gives a request answered 404 for its session: the Console ended the session
+# (idle for 30 minutes, or restarted), so the request never reached it.
+SESSION_TERMINATED = 32600
+
+T = TypeVar("T")
 
 
 class McpForwardError(ConsoleHaError):
@@ -53,13 +60,81 @@ def api_token() -> str:
     return token
 
 
-def build_forwarder(upstream: ClientSession, instructions: str | None) -> Server:
+class _Session:
+    """One MCP session with the Console, and how many requests are using it."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.lost = anyio.Event()
+        self.users = 0
+        self.unused = anyio.Event()
+
+
+class Upstream:
+    """The MCP session with the Console, opened again whenever the Console has ended the last one.
+
+    A host keeps this command running for days; the Console ends a session idle for 30 minutes, and a
+    restart ends them all. Each session lives in a task of its own (the SDK's client must be closed in
+    the task that opened it); a request that finds its session gone is sent once more in a new one.
+    """
+
+    def __init__(self, url: str, http: httpx.AsyncClient) -> None:
+        self._url = url
+        self._http = http
+        self._current: _Session | None = None
+        self._ready = anyio.Event()
+        self.instructions: str | None = None
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Keep a session open, opening a new one each time the current one is lost."""
+        started = False
+        while True:
+            async with streamable_http_client(self._url, http_client=self._http) as (read, write, _), \
+                    ClientSession(read, write) as session:
+                self.instructions = (await session.initialize()).instructions
+                current = self._current = _Session(session)
+                self._ready.set()
+                if not started:
+                    started = True
+                    task_status.started()
+                await current.lost.wait()
+                # Closing the SDK's client cancels its requests without an answer: let each request still
+                # in the lost session get its own 404 first, so that it, too, is sent again.
+                while current.users:
+                    current.unused = anyio.Event()
+                    await current.unused.wait()
+
+    async def send(self, request: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """`request` in the current session; once more in a new one when the Console had ended it."""
+        for attempt in range(2):
+            await self._ready.wait()
+            current = self._current
+            assert current is not None
+            current.users += 1
+            try:
+                return await request(current.session)
+            except McpError as err:
+                if err.error.code != SESSION_TERMINATED or attempt:
+                    raise
+                if not current.lost.is_set():
+                    # The first request to find it gone asks for a new session; the others wait for it.
+                    log.info("the Console ended the MCP session; opening a new one")
+                    self._ready = anyio.Event()
+                    current.lost.set()
+            finally:
+                current.users -= 1
+                if not current.users:
+                    current.unused.set()
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+def build_forwarder(upstream: Upstream, instructions: str | None) -> Server:
     """A stdio-side server whose tools and calls are the Console's, relayed through `upstream`."""
     server: Server = Server("console-ha", version=__version__, instructions=instructions)
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
-        return (await upstream.list_tools()).tools
+        return (await upstream.send(lambda session: session.list_tools())).tools
 
     @server.call_tool(validate_input=False)  # the Console validates (stage 2), with the contract's codes
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -71,18 +146,22 @@ def build_forwarder(upstream: ClientSession, instructions: str | None) -> Server
                 await context.session.send_progress_notification(
                     progress_token, progress, total, message, related_request_id=str(context.request_id))
 
-        # The SDK numbers requests in order and sends this call's before its first pause, so this is the
-        # id the Console will know it by: needed to pass a cancellation on.
-        upstream_id = upstream._request_id
-        try:
-            return await upstream.call_tool(name, arguments,
-                                            progress_callback=relay if progress_token is not None else None)
-        except anyio.get_cancelled_exc_class():
-            # The host cancelled: tell the Console, so the household's card goes away too.
-            with anyio.CancelScope(shield=True):
-                await upstream.send_notification(types.ClientNotification(types.CancelledNotification(
-                    params=types.CancelledNotificationParams(requestId=upstream_id, reason="cancelled by the host"))))
-            raise
+        async def call(session: ClientSession) -> types.CallToolResult:
+            # The SDK numbers requests in order and sends this call's before its first pause, so this is
+            # the id the Console will know it by: needed to pass a cancellation on.
+            upstream_id = session._request_id
+            try:
+                return await session.call_tool(name, arguments,
+                                               progress_callback=relay if progress_token is not None else None)
+            except anyio.get_cancelled_exc_class():
+                # The host cancelled: tell the Console, so the household's card goes away too.
+                with anyio.CancelScope(shield=True):
+                    await session.send_notification(types.ClientNotification(types.CancelledNotification(
+                        params=types.CancelledNotificationParams(requestId=upstream_id,
+                                                                 reason="cancelled by the host"))))
+                raise
+
+        return await upstream.send(call)
 
     return server
 
@@ -91,13 +170,13 @@ async def forward(url: str, token: str) -> None:
     """Serve MCP on stdio until the host closes it, relaying to the Console at `url`."""
     headers = {"Authorization": f"Bearer {token}"}
     timeout = httpx.Timeout(30.0, read=READ_TIMEOUT_SECONDS)
-    async with httpx.AsyncClient(headers=headers, timeout=timeout) as http, \
-            streamable_http_client(endpoint_url(url), http_client=http) as (read, write, _), \
-            ClientSession(read, write) as upstream:
-        initialized = await upstream.initialize()
-        server = build_forwarder(upstream, initialized.instructions)
+    async with httpx.AsyncClient(headers=headers, timeout=timeout) as http, anyio.create_task_group() as group:
+        upstream = Upstream(endpoint_url(url), http)
+        await group.start(upstream.run)
+        server = build_forwarder(upstream, upstream.instructions)
         async with stdio_server() as (stdin, stdout):
             await server.run(stdin, stdout, server.create_initialization_options())
+        group.cancel_scope.cancel()
 
 
 def run(url: str) -> int:

@@ -50,6 +50,8 @@ class Principal:
 
     method: Literal["session", "bearer"]
     name: str
+    # Which API token (its token_id), for a bearer: names are not unique, two devices may share one.
+    token_id: str | None = None
 
 
 def current_principal() -> Principal | None:
@@ -113,7 +115,7 @@ def authenticate() -> Response | None:
             log.info("refused an Authorization header on %s %s", request.method, request.path)
             raise Unauthenticated("The API token is not valid.")
         # Bearer requests need no CSRF token: a browser never adds this header on another site's behalf.
-        g.principal = Principal("bearer", token.name)
+        g.principal = Principal("bearer", token.name, token.token_id)
         return None
     if _session_is_valid():
         g.principal = Principal("session", "household")

@@ -46,8 +46,9 @@ def _token(value: object) -> str:
 def pending() -> Response:
     """The cards waiting now: all of them for the household; a program sees only its own."""
     principal = current_principal()
-    client = principal.name if principal is not None and principal.method == "bearer" else None
-    return jsonify(pending=[waiting.to_dict() for waiting in household_queue().pending(client)])
+    if principal is not None and principal.method == "bearer":
+        return jsonify(pending=[waiting.to_program_dict() for waiting in household_queue().pending(principal.name)])
+    return jsonify(pending=[waiting.to_dict() for waiting in household_queue().pending()])
 
 
 @bp.post("/api/v1/confirmations/<token>")
@@ -63,6 +64,8 @@ def answer(token: str) -> Response:
 @bp.get("/confirmations")
 def page() -> str:
     """The household's page of waiting cards; it updates itself, and its forms work without JavaScript."""
+    # It lists every program's cards: a program's API token sees only its own, through the API.
+    _household_only()
     return _render()
 
 

@@ -10,10 +10,10 @@ notifications reach the client while it waits. See docs/mcp.md for why this shap
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -27,8 +27,9 @@ from ..confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from ..executor import Executor
 from ..household import MAX_WAITING, HouseholdQueue
 from ..mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
+from . import services
 from .auth import current_principal
-from .errors import Unauthenticated, error_body
+from .errors import InvalidRequest, Unauthenticated, error_body
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
 # A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed.
 MAX_REQUEST_BYTES = 64 * 1024
 MAX_SESSIONS = 64
+# One API token's share of them: a host that reconnects without closing its sessions (they last until
+# idle for SESSION_IDLE_SECONDS), or a hostile one, must not lock every other program out.
+MAX_SESSIONS_PER_TOKEN = 16
 SESSION_IDLE_SECONDS = 30 * 60
 AFTER_RESPONSE_SECONDS = 5.0
 
@@ -63,8 +67,31 @@ class McpEndpoint:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
-        # Which API token opened each MCP session: another token cannot use (or cancel in) it.
-        self._owners: OrderedDict[str, str] = OrderedDict()
+        # Which API token (token_id, not its name, which two tokens may share) opened each MCP session:
+        # another token cannot use (or cancel in) it.
+        self._owners: dict[str, str] = {}
+        # The (session, JSON-RPC id) of every request whose response is still open. The SDK keys a
+        # request's response stream by its id alone: a second request with the same id would take the
+        # first's stream over, leaving the first response (and its worker thread) open for good.
+        # Keyed by the token too, so another token's request (which gets 404) never collides with it.
+        self._in_flight: set[tuple[str, str, str]] = set()
+
+    def claim(self, token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
+        """Note a request's id as in flight in its session; InvalidRequest when it already is."""
+        key = _request_key(token_id, session_id, body)
+        if key is None:
+            return None
+        with self._lock:
+            if key in self._in_flight:
+                raise InvalidRequest("A request with this id is still open in this MCP session; "
+                                     "use a new id for each request.")
+            self._in_flight.add(key)
+        return key
+
+    def release(self, key: tuple[str, str, str]) -> None:
+        """The request's response has ended: its id may be used again."""
+        with self._lock:
+            self._in_flight.discard(key)
 
     def wsgi_app(self) -> Callable[..., Any]:
         """The bridged WSGI app; the first call starts the event loop and the session manager."""
@@ -122,9 +149,14 @@ class McpEndpoint:
             return
         scope[CALLER_SCOPE_KEY] = caller
         session_id = _header(scope, b"mcp-session-id")
-        if session_id is not None and self._owners.get(session_id) != caller.client:
+        if session_id is not None and self._owners.get(session_id) != caller.token_id:
             # Answered as the SDK answers an unknown session: to this token, it does not exist.
             await _send_json(send, 404, error_body("NOT_FOUND", "There is no such MCP session."))
+            return
+        if session_id is None and len(self._open_sessions_of(caller.token_id)) >= MAX_SESSIONS_PER_TOKEN:
+            await _send_json(send, 429, error_body(
+                "RATE_LIMITED", f"This API token already has {MAX_SESSIONS_PER_TOKEN} MCP sessions open; close "
+                "one (HTTP DELETE) or wait until one has been idle for 30 minutes."))
             return
 
         async def send_and_note_owner(message: dict[str, Any]) -> None:
@@ -136,12 +168,36 @@ class McpEndpoint:
             if message["type"] == "http.response.start" and session_id is None:
                 opened = _header(message, b"mcp-session-id")
                 if opened is not None:
-                    self._owners[opened] = caller.client
-                    while len(self._owners) > 4 * MAX_SESSIONS:
-                        self._owners.popitem(last=False)
+                    # Forget sessions that have ended (so the map stays within MAX_SESSIONS), never a live
+                    # one by age: that would end it for its owner, whom it would then answer 404.
+                    live = self._manager._server_instances
+                    for ended in [sid for sid in self._owners if sid not in live]:
+                        del self._owners[ended]
+                    self._owners[opened] = caller.token_id
             await send(message)
 
         await self._manager.handle_request(scope, receive, send_and_note_owner)
+
+    def _open_sessions_of(self, token_id: str) -> list[str]:
+        # The SDK offers no public view of its open sessions; `_server_instances` is its registry (the
+        # `mcp` version is pinned exactly, and the test of this limit fails if that changes). Runs on
+        # the event loop, as does every change to both maps.
+        live = self._manager._server_instances
+        return [sid for sid, owner in self._owners.items() if owner == token_id and sid in live]
+
+
+def _request_key(token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
+    # Only a request (a message with a method and an id) inside a session has a response to wait for;
+    # anything else, malformed bodies included, is the SDK's to answer.
+    if session_id is None:
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    return token_id, session_id, json.dumps(message["id"])
 
 
 def _header(holder: dict[str, Any], name: bytes) -> str | None:
@@ -193,6 +249,23 @@ def endpoint() -> Response:
         # No server-initiated stream: it would hold one of the server's worker threads for as long as
         # the client stays connected, and the Console has nothing to announce outside a call.
         return Response(status=405, headers={"Allow": "POST, DELETE"})
+    served = mcp_endpoint()
+    # Read here (Flask's MAX_CONTENT_LENGTH bounds it) to see the request's id, then handed on unread.
+    body = request.get_data(cache=True)
+    token_id = principal.token_id or ""
+    key = served.claim(token_id, request.headers.get("mcp-session-id"), body) if request.method == "POST" else None
     environ = request.environ
-    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True))
-    return Response.from_app(mcp_endpoint().wsgi_app(), environ)
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    secrets = services().secrets
+    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
+                                         lambda: secrets.has_api_token(token_id))
+    try:
+        response = Response.from_app(served.wsgi_app(), environ)
+    except BaseException:
+        if key is not None:
+            served.release(key)
+        raise
+    if key is not None:
+        response.call_on_close(lambda: served.release(key))
+    return response

@@ -467,3 +467,156 @@ def test_a_client_that_drops_its_connection_mid_wait_leaves_the_console_working(
                             headers=in_session, timeout=5)
     assert listing.status_code == 200 and HISTORY in listing.text
     assert household.get(configured.url + "/confirmations", timeout=5).status_code == 200
+
+
+def test_a_token_revoked_while_its_call_waits_never_receives_the_read(configured, api_token, household, data_dir,
+                                                                       stub_ha):
+    """Revoked means refused from then on: a call already waiting is not read for, even if approved."""
+    from console_ha.console_secrets import ConsoleSecrets
+
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = requests.post(configured.mcp_url, json=initialize, headers=headers, timeout=5)
+    in_session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers=in_session, timeout=5)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": HISTORY, "arguments": {"entity_id": ENTITY, "period": "day"}}}
+
+    async def scenario() -> str:
+        answer = asyncio.create_task(anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=call, headers=in_session, timeout=20).text))
+        token = (await pending_cards(configured, household))[0]["token"]
+        ConsoleSecrets(data_dir).revoke_api_tokens(CLIENT_NAME)
+        await household_answers(configured, household, token, True)
+        return await asyncio.wait_for(answer, 20)
+
+    stream = run(scenario)
+    messages = [json.loads(line.removeprefix("data:")) for line in stream.splitlines() if line.startswith("data:")]
+    result = types.CallToolResult.model_validate(next(m for m in messages if m.get("id") == 2)["result"])
+    assert error_of(result)["code"] == "UNAUTHENTICATED"
+    assert stub_ha.requests_to("/api/history") == []
+    assert "executed" not in [e["event"] for e in audit_events(configured)]
+
+
+def test_a_session_belongs_to_its_token_not_to_another_token_of_the_same_name(console, api_token, data_dir):
+    """Token names are not unique (two devices may both be "laptop"): a session is its own token's alone."""
+    from console_ha.console_secrets import ConsoleSecrets
+
+    twin = ConsoleSecrets(data_dir).create_api_token(CLIENT_NAME)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    opened = requests.post(console.mcp_url, json=initialize, timeout=5,
+                           headers={**headers, "Authorization": f"Bearer {api_token}"})
+    session_id = opened.headers["mcp-session-id"]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    in_session = {**headers, "mcp-session-id": session_id, "mcp-protocol-version": "2025-06-18"}
+    foreign = requests.post(console.mcp_url, json=listing, timeout=5,
+                            headers={**in_session, "Authorization": f"Bearer {twin}"})
+    assert foreign.status_code == 404
+    own = requests.post(console.mcp_url, json=listing, timeout=5,
+                        headers={**in_session, "Authorization": f"Bearer {api_token}"})
+    assert own.status_code == 200 and "home_assistant_get_history" in own.text
+
+
+def test_a_request_id_already_in_flight_in_the_session_is_refused_and_the_first_call_still_ends(
+        configured, api_token, household):
+    """A reused id would take over the first request's response stream, leaving that response (and one of
+    the server's worker threads) open for good: the second is refused, the first gets its answer."""
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = requests.post(configured.mcp_url, json=initialize, headers=headers, timeout=5)
+    in_session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers=in_session, timeout=5)
+    first = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": LIST, "arguments": {}}}
+    again = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": HISTORY, "arguments": {"entity_id": ENTITY, "period": "day"}}}
+
+    async def scenario() -> tuple[requests.Response, requests.Response]:
+        waiting = asyncio.create_task(anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=first, headers=in_session, timeout=15)))
+        card = (await pending_cards(configured, household))[0]
+        refused = await anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=again, headers=in_session, timeout=5))
+        assert len(await pending_cards(configured, household)) == 1, "the reused id made a card"
+        await household_answers(configured, household, card["token"], False)
+        return refused, await asyncio.wait_for(waiting, 15)
+
+    refused, answered = run(scenario)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "INVALID_REQUEST"
+    assert answered.status_code == 200 and "CONFIRMATION_DENIED" in answered.text
+    # Once the first request has ended, its id may be used again.
+    ping = requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "id": 7, "method": "ping"},
+                         headers=in_session, timeout=5)
+    assert ping.status_code == 200
+
+
+def test_one_program_cannot_take_every_mcp_session(console, api_token, data_dir):
+    """A host that reconnects without closing its sessions (or a hostile one) fills only its own share."""
+    from console_ha.console_secrets import ConsoleSecrets
+    from console_ha.web.mcp import MAX_SESSIONS, MAX_SESSIONS_PER_TOKEN
+
+    assert MAX_SESSIONS_PER_TOKEN < MAX_SESSIONS
+    other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    mine = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
+    opened = [requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5)
+              for _ in range(MAX_SESSIONS_PER_TOKEN)]
+    assert all(answer.status_code == 200 for answer in opened)
+    refused = requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "RATE_LIMITED"
+    theirs = requests.post(console.mcp_url, json=initialize, timeout=5,
+                           headers={**mine, "Authorization": f"Bearer {other_token}"})
+    assert theirs.status_code == 200
+    closed = requests.delete(console.mcp_url, timeout=5, headers={
+        **mine, "mcp-session-id": opened[0].headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"})
+    assert closed.status_code == 200
+    again = requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5)
+    assert again.status_code == 200
+
+
+def test_a_failure_inside_the_console_is_internal_error_in_the_contract_s_shape(configured, api_token,
+                                                                                monkeypatch):
+    """Not the SDK's fallback (the exception's own words as text): the contract's code, and nothing of it."""
+    from console_ha.audit import AuditLog as Audit
+
+    def full_disk(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(28, "No space left on device", "/srv/private-place/audit.jsonl")
+
+    monkeypatch.setattr(Audit, "record", full_disk)
+
+    async def scenario() -> types.CallToolResult:
+        async with mcp_session(configured.mcp_url, api_token) as session:
+            return await session.call_tool(LIST, {})
+
+    result = run(scenario)
+    assert error_of(result)["code"] == "INTERNAL_ERROR"
+    assert "private-place" not in result.model_dump_json() and "space" not in result.model_dump_json()
+
+
+def test_another_program_opening_and_closing_many_sessions_does_not_end_a_live_one(console, api_token, data_dir):
+    """The record of who owns which session forgets closed sessions, never a live one."""
+    from console_ha.console_secrets import ConsoleSecrets
+    from console_ha.web.mcp import MAX_SESSIONS
+
+    other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    mine = {**headers, "Authorization": f"Bearer {api_token}"}
+    theirs = {**headers, "Authorization": f"Bearer {other_token}"}
+    live = requests.post(console.mcp_url, json=initialize, headers=mine, timeout=5).headers["mcp-session-id"]
+    with requests.Session() as churn:
+        for _ in range(4 * MAX_SESSIONS + 8):
+            opened = churn.post(console.mcp_url, json=initialize, headers=theirs, timeout=5)
+            assert opened.status_code == 200
+            churn.delete(console.mcp_url, headers={**theirs, "mcp-session-id": opened.headers["mcp-session-id"]},
+                         timeout=5)
+    listing = requests.post(console.mcp_url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, timeout=5,
+                            headers={**mine, "mcp-session-id": live})
+    assert listing.status_code == 200 and "home_assistant_get_history" in listing.text

@@ -81,3 +81,29 @@ def test_without_a_token_or_with_a_wrong_one_the_command_says_why_and_exits(cons
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert wrong.returncode == 2 and "was not accepted" in wrong.stderr
     assert "not-a-token" not in wrong.stderr
+
+
+def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_idle_one(make_console, api_token,
+                                                                                      monkeypatch):
+    """A host keeps the command running for days; the Console ends idle sessions (after 30 minutes)."""
+    import console_ha.web.mcp as web_mcp
+
+    monkeypatch.setattr(web_mcp, "SESSION_IDLE_SECONDS", 1.0)
+    console = make_console()
+
+    async def scenario() -> tuple[list[types.Tool], types.CallToolResult, types.CallToolResult]:
+        async with stdio_client(command(console.url, api_token)) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            assert len((await session.list_tools()).tools) == 2
+            await asyncio.sleep(3)  # the Console's session idles out
+            tools = (await asyncio.wait_for(session.list_tools(), 20)).tools
+            first = await asyncio.wait_for(session.call_tool(LIST, {}), 20)
+            await asyncio.sleep(3)  # and again, now with two requests finding it gone at once
+            both = await asyncio.wait_for(asyncio.gather(session.list_tools(), session.call_tool(LIST, {})), 20)
+            return tools, first, both[1]
+
+    tools, refused, refused_again = run(scenario)
+    assert {tool.name for tool in tools} == {LIST, HISTORY}
+    assert error_of(refused)["code"] == "CAPABILITY_DISABLED"
+    assert error_of(refused_again)["code"] == "CAPABILITY_DISABLED"

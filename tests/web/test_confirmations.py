@@ -85,6 +85,29 @@ def test_a_program_sees_only_its_own_cards(app, bearer, configured):
     assert [p["token"] for p in bearer.get("/api/v1/confirmations").get_json()["pending"]] == [mine.token]
 
 
+def test_a_program_s_own_waiting_card_tells_it_nothing_the_household_has_not_approved(app, bearer, configured):
+    """The card names Home Assistant's address and the allowed devices: for the household's eyes only."""
+    listing = queue_of(app).ask("tests", "home_assistant.list_entities", {})
+    history = waiting(app, "tests")
+    household_view = [listing.to_dict(), history.to_dict()]
+    assert "Living room" in str(household_view) and configured.base_url.split("//")[1] in str(household_view)
+    mine = bearer.get("/api/v1/confirmations").get_json()["pending"]
+    assert [item["token"] for item in mine] == [listing.token, history.token]
+    assert {"token", "capability", "arguments", "card", "expires_at", "client"} <= set(mine[0])
+    shown = str(mine)
+    assert configured.base_url.split("//")[1] not in shown
+    assert "Living room" not in shown and "living room" not in shown.replace("sensor.living_room", "")
+
+
+def test_a_program_cannot_read_the_household_s_page_of_every_card(app, bearer, configured):
+    """The page lists every program's cards; a program with an API token gets 403, not others' reads."""
+    theirs = waiting(app, "someone else")
+    page = bearer.get("/confirmations")
+    assert page.status_code == 403
+    assert theirs.token not in page.get_data(as_text=True)
+    assert "sensor.living_room_temperature" not in page.get_data(as_text=True)
+
+
 def test_unknown_tokens_are_409_and_bad_bodies_400(app, household, configured):
     unknown = household.post("/api/v1/confirmations/no-such-token", json={"approve": True})
     assert unknown.status_code == 409 and unknown.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
