@@ -11,7 +11,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, BinaryIO, cast
 from urllib.parse import quote, unquote
 
@@ -20,6 +20,7 @@ import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
+from . import ha_ws
 from .config_store import is_entity_id, normalise_base_url
 from .errors import (
     HABadResponse,
@@ -31,6 +32,7 @@ from .errors import (
     HomeAssistantError,
     InvalidConfig,
 )
+from .ha_ws import HomeAssistantWebSocket
 from .http_deadline import call_before, set_read_timeout
 from .secret_store import Secret
 
@@ -158,6 +160,7 @@ class HomeAssistantClient:
             raise TypeError("token must be a Secret")
         self._base_url = normalised
         self._token = token
+        self._ca_bundle = ca_bundle
         self._tls_problem: str | None = None
         ssl_context: ssl.SSLContext | None = None
         # Only https needs a context. Loading the system trust store takes about 18 ms, which an
@@ -247,6 +250,11 @@ class HomeAssistantClient:
         if not _is_state(data) or data["entity_id"] != entity_id:
             raise _wrong_shape()
         return data
+
+    def websocket(self, *, timeout: float, max_bytes: int) -> AbstractContextManager[HomeAssistantWebSocket]:
+        """One authenticated WebSocket to this client's Home Assistant (the token goes nowhere else)."""
+        return ha_ws.connect(self._base_url, self._token, timeout=timeout, max_bytes=max_bytes,
+                             ca_bundle=self._ca_bundle)
 
     # --- the one place a request is made -----------------------------------------------------
 

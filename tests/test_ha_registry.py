@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from console_ha import ha_registry
+from wsproto import ConnectionType, WSConnection
+
+from console_ha import ha_registry, ha_ws
 from console_ha.ha_registry import (
     AreaCache,
-    RegistryError,
     entity_areas,
     fetch_entity_areas,
     websocket_url,
@@ -200,11 +201,22 @@ def test_a_command_outside_the_allowlist_is_never_sent() -> None:
     """The check is made before sending, whatever the caller asks for."""
 
     class NoSocket:
-        def send(self, data: str) -> None:
+        def settimeout(self, seconds: float) -> None:
+            raise AssertionError("about to send")
+
+        def sendall(self, data: bytes) -> None:
             raise AssertionError("sent")
 
-    with pytest.raises(RegistryError):
-        ha_registry._send_command(NoSocket(), 1, "call_service")  # type: ignore[arg-type]
+    connection = ha_ws.HomeAssistantWebSocket(NoSocket(), WSConnection(ConnectionType.CLIENT),  # type: ignore[arg-type]
+                                              deadline=time.monotonic() + 5, timeout=5, max_bytes=1000)
+    for message in ({"type": "call_service", "domain": "lock", "service": "unlock"},
+                    {"type": "config/entity_registry/update", "entity_id": "lock.front_door"},
+                    {"type": "auth", "access_token": "x"},
+                    {"type": "history/history_during_period", "id": 7}):
+        with pytest.raises(ValueError):
+            connection.command(message)
+        with pytest.raises(ValueError):
+            connection.stream(message)
 
 
 @pytest.mark.parametrize("behaviour", ["http", "silent", "fail"])

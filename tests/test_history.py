@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from console_ha.errors import HABadResponse, HATimeout
 from console_ha.ha_client import HomeAssistantClient
+from console_ha import history
 from console_ha.history import HistoryDigest, digest_history, fetch_history
 from console_ha.secret_store import Secret
 from tests.stub_ha import StubHomeAssistant
@@ -54,28 +55,37 @@ def test_counts_how_many_times_each_state_was_entered() -> None:
     for day in range(5):
         rows += [row(at(24 * day + 8), "on"), row(at(24 * day + 8.01), "off")]
     result = digest(rows)
-    assert result.summary == {"kind": "states", "times_changed_to": {"on": 5, "off": 5}}
+    assert result.summary == {"kind": "states", "states": {
+        # The week less five 36-second openings; the door was closed when the window opened.
+        "off": {"seconds_in_state": 7 * 86400 - 5 * 36, "times_changed_to": 5,
+                "last_changed_to": "2025-04-05T08:00:36Z"},
+        "on": {"seconds_in_state": 5 * 36, "times_changed_to": 5, "last_changed_to": "2025-04-05T08:00:00Z"},
+    }}
     assert result.total_changes == 10 and not result.truncated
 
 
 def test_repeated_states_are_not_changes() -> None:
     result = digest([row(START, "on"), row(at(1), "on"), row(at(2), "off"), row(at(3), "off")])
     assert result.total_changes == 1
-    assert result.summary["times_changed_to"] == {"off": 1}  # type: ignore[typeddict-item]
+    states = result.summary["states"]  # type: ignore[typeddict-item]
+    assert {s: (t["times_changed_to"], t["seconds_in_state"]) for s, t in states.items()} == {
+        "off": (1, 7 * 86400 - 2 * 3600), "on": (0, 2 * 3600)}
+    assert states["on"]["last_changed_to"] is None  # in force since before the window opened
 
 
 def test_no_rows_means_no_history() -> None:
     result = digest([])
     assert (result.initial_state, result.total_changes, result.changes, result.truncated) == (None, 0, [], False)
-    assert result.summary == {"kind": "states", "times_changed_to": {}}
+    assert result.summary == {"kind": "states", "states": {}}
 
 
 def test_numeric_summary_is_time_weighted_and_skips_unavailable_stretches() -> None:
     """10 for a day, unavailable for two days, 20 for four days: the mean is (10*1 + 20*4) / 5."""
     rows = [row(START, "10"), row(at(24), "unavailable"), row(at(72), "20")]
     result = digest(rows, unit="W")
-    assert result.summary == {"kind": "numeric", "min": 10.0, "max": 20.0, "mean": 18.0,
-                              "first": 10.0, "last": 20.0, "unit": "W"}
+    assert result.summary == {"kind": "numeric", "min": 10.0, "min_at": "2025-04-01T00:00:00Z", "max": 20.0,
+                              "max_at": "2025-04-04T00:00:00Z", "mean": 18.0, "first": 10.0, "last": 20.0,
+                              "unit": "W"}
     assert result.total_changes == 2
 
 
@@ -86,7 +96,11 @@ def test_one_word_among_numbers_makes_the_entity_categorical() -> None:
 
 def test_an_entity_only_ever_unavailable_is_not_numeric() -> None:
     result = digest([row(START, "unavailable"), row(at(1), "unknown")])
-    assert result.summary == {"kind": "states", "times_changed_to": {"unknown": 1}}
+    assert result.summary == {"kind": "states", "states": {
+        "unknown": {"seconds_in_state": 7 * 86400 - 3600, "times_changed_to": 1,
+                    "last_changed_to": "2025-04-01T01:00:00Z"},
+        "unavailable": {"seconds_in_state": 3600, "times_changed_to": 0, "last_changed_to": None},
+    }}
 
 
 def test_the_result_is_plain_json() -> None:
@@ -171,26 +185,54 @@ STATE_POOLS = {
 
 @st.composite
 def series(draw: st.DrawFn) -> tuple[str | None, list[tuple[int, str]], int]:
+    """An initial state (or none), then changes at microsecond offsets into the week, in time order.
+
+    Offsets may be 0 (a change exactly at the window's start) and the window's length (exactly "now");
+    unavailable and unknown come in spells among the other states.
+    """
     pool = draw(st.sampled_from(sorted(STATE_POOLS)))
     states = st.one_of(STATE_POOLS[pool], st.sampled_from(UNAVAILABLE)) if pool == "numeric" else STATE_POOLS[pool]
     initial = draw(st.one_of(st.none(), states))
     window_us = int((END - START) / timedelta(microseconds=1))
-    offsets = sorted(draw(st.lists(st.integers(1, window_us - 1), max_size=120)))
+    offsets = sorted(draw(st.lists(st.one_of(st.integers(1, window_us - 1), st.sampled_from([0, 1, window_us])),
+                                   max_size=120)))
     changes = [(offset, draw(states)) for offset in offsets]
     max_changes = draw(st.integers(4, 20))
     return initial, changes, max_changes
 
 
+def _seconds(micros: int) -> int:
+    return (micros + 500_000) // 1_000_000
+
+
+def _stamp(offset: int) -> str:
+    return (START + timedelta(microseconds=offset)).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def brute_force(initial: str | None, rows: list[tuple[int, str]]) -> dict[str, Any]:
     """The same answers computed the obvious way, holding everything."""
     end_us = int((END - START) / timedelta(microseconds=1))
-    timeline: list[tuple[int, str]] = [(0, initial)] if initial is not None else []
+    # The state in force when the window opened: the initial row, or a row exactly at the start.
+    in_force = initial
+    for offset, state in rows:
+        if offset == 0:
+            in_force = state
+    timeline: list[tuple[int, str]] = [(0, in_force)] if in_force is not None else []
     changes: list[tuple[int, str]] = []
     for offset, state in rows:
-        if timeline and timeline[-1][1] == state:
+        if offset == 0 or (timeline and timeline[-1][1] == state):
             continue
         timeline.append((offset, state))
         changes.append((offset, state))
+    # Each state's stretches, the last one running to the window's end.
+    stretches = list(zip(timeline, [t for t, _ in timeline[1:]] + [end_us], strict=False))
+    per_state: dict[str, dict[str, Any]] = {}
+    for (since, state), until in stretches:
+        entry = per_state.setdefault(state, {"micros": 0, "times_changed_to": 0, "last_changed_to": None})
+        entry["micros"] += until - since
+    for offset, state in changes:
+        per_state[state]["times_changed_to"] += 1
+        per_state[state]["last_changed_to"] = _stamp(offset)
     available = [s for _, s in timeline if s not in UNAVAILABLE]
 
     def number(state: str) -> float | None:
@@ -201,26 +243,30 @@ def brute_force(initial: str | None, rows: list[tuple[int, str]]) -> dict[str, A
         return value if math.isfinite(value) else None
 
     numeric = bool(available) and all(number(s) is not None for s in available)
-    counts: dict[str, int] = {}
-    for _, state in changes:
-        counts[state] = counts.get(state, 0) + 1
-    result: dict[str, Any] = {"changes": changes, "counts": counts, "numeric": numeric}
+    result: dict[str, Any] = {"changes": changes, "numeric": numeric, "states": {
+        state: {"seconds_in_state": _seconds(e["micros"]), "times_changed_to": e["times_changed_to"],
+                "last_changed_to": e["last_changed_to"]} for state, e in per_state.items()}}
     if numeric:
-        values = [float(s) for s in available]
+        values = [(since, float(s)) for since, s in timeline if s not in UNAVAILABLE]
         weighted = seconds = 0.0
-        for (since, state), (until, _) in zip(timeline, timeline[1:] + [(end_us, "")], strict=True):
+        for (since, state), until in stretches:
             if state not in UNAVAILABLE and until > since:
                 weighted += float(state) * (until - since)
                 seconds += until - since
-        result.update(min=min(values), max=max(values), first=values[0], last=values[-1],
+        low = min(v for _, v in values)
+        high = max(v for _, v in values)
+        result.update(min=low, max=high, first=values[0][1], last=values[-1][1],
+                      min_at=_stamp(next(t for t, v in values if v == low)),
+                      max_at=_stamp(next(t for t, v in values if v == high)),
                       mean=weighted / seconds if seconds else None,
                       change_values=[float(s) for _, s in changes if s not in UNAVAILABLE])
     return result
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(series())
 def test_summary_matches_a_brute_force_computation(case: tuple[str | None, list[tuple[int, str]], int]) -> None:
+    """Time in each state, changes into it, when it last began; min/max with when; mean; the points."""
     initial, changes, max_changes = case
     rows = ([row(START, initial)] if initial is not None else []) + [
         row(START + timedelta(microseconds=offset), state) for offset, state in changes]
@@ -238,7 +284,7 @@ def test_summary_matches_a_brute_force_computation(case: tuple[str | None, list[
     if expected["numeric"]:
         summary = result.summary
         assert summary["kind"] == "numeric"
-        for key in ("min", "max", "first", "last"):
+        for key in ("min", "max", "first", "last", "min_at", "max_at"):
             assert summary[key] == expected[key], key  # type: ignore[literal-required]
         if expected["mean"] is None:
             assert summary["mean"] is None  # type: ignore[typeddict-item]
@@ -249,7 +295,55 @@ def test_summary_matches_a_brute_force_computation(case: tuple[str | None, list[
             assert min(expected["change_values"]) in picked
             assert max(expected["change_values"]) in picked
     else:
-        assert result.summary == {"kind": "states", "times_changed_to": expected["counts"]}
+        assert result.summary == {"kind": "states", "states": expected["states"]}
+
+
+def test_unavailable_and_unknown_are_their_own_states_never_off() -> None:
+    """A switch off for 2 h, unavailable 1 h, on 3 h, unknown 30 min, then off to the end."""
+    rows = [row(START, "off"), row(at(2), "unavailable"), row(at(3), "on"), row(at(6), "unknown"),
+            row(at(6.5), "off")]
+    states = digest(rows).summary["states"]  # type: ignore[typeddict-item]
+    assert {s: t["seconds_in_state"] for s, t in states.items()} == {
+        "off": 7 * 86400 - 4.5 * 3600, "on": 3 * 3600, "unavailable": 3600, "unknown": 1800}
+
+
+def test_the_state_in_force_at_the_end_runs_to_now() -> None:
+    """"How long has the heating been on?": the last change's state counts up to the window's end."""
+    end = START + timedelta(hours=5)
+    result = digest_history([row(START, "idle"), row(START + timedelta(hours=4, minutes=20), "heating")],
+                            start=START, end=end)
+    heating = result.summary["states"]["heating"]  # type: ignore[typeddict-item]
+    assert heating == {"seconds_in_state": 40 * 60, "times_changed_to": 1, "last_changed_to": "2025-04-01T04:20:00Z"}
+
+
+def test_a_change_exactly_at_the_start_is_the_state_in_force() -> None:
+    """A change stamped with the window's start is in force from the start; it is not a change in the window."""
+    result = digest([row(START, "off"), row(START, "on"), row(at(1), "off")])
+    assert result.initial_state == {"state": "on", "since": "2025-04-01T00:00:00Z"}
+    assert result.total_changes == 1
+    states = result.summary["states"]  # type: ignore[typeddict-item]
+    assert states["on"] == {"seconds_in_state": 3600, "times_changed_to": 0, "last_changed_to": None}
+
+
+def test_many_distinct_states_name_ten_and_sum_the_rest() -> None:
+    """A free-text entity with 300 states: the ten with most time (the current one among them), the rest summed."""
+    rows = [row(START, "state 0")]
+    hours = 0.0
+    for i in range(1, 300):
+        hours += 0.01 if i % 7 else 2.0  # every seventh state holds for two hours
+        rows.append(row(at(hours), f"state {i}"))
+    rows.append(row(at(hours + 0.01), "state 1"))  # back to a short-lived early state, in force at the end
+    result = digest(rows)
+    summary = result.summary
+    assert summary["kind"] == "states"
+    named = summary["states"]  # type: ignore[typeddict-item]
+    assert len(named) == history.MAX_REPORTED_STATES
+    assert named["state 1"]["times_changed_to"] == 2  # the state in force now is always named
+    other = summary["other_states"]  # type: ignore[typeddict-item]
+    assert other["times_changed_to"] + sum(t["times_changed_to"] for t in named.values()) == 300
+    total = other["seconds_in_state"] + sum(t["seconds_in_state"] for t in named.values())
+    assert abs(total - 7 * 86400) <= len(named) + 1  # each figure is rounded to the second
+    assert len(json.dumps(result.to_result())) < 8 * 1024
 
 
 # --- over HTTP -----------------------------------------------------------------------------------
