@@ -44,6 +44,7 @@ ALLOWED_COMMANDS = frozenset({
     HISTORY_COMMAND,
 })
 READ_CHUNK_BYTES = 64 * 1024
+PARSE_SLICE_BYTES = 8 * 1024
 # Command errors that mean "this Home Assistant cannot answer that over the WebSocket": ask REST instead.
 UNSUPPORTED_ERRORS = frozenset({"unknown_command", "invalid_format"})
 
@@ -202,10 +203,13 @@ class HomeAssistantWebSocket:
         events = ijson.sendable_list()
         parser = ijson.basic_parse_coro(events, use_float=True)
         for chunk in self._message_chunks():
-            parser.send(chunk)
-            if events:
-                yield from events
-                del events[:]
+            # In slices: the parser turns all it is given into events at once, and a slice of brackets
+            # is one event a byte, refused only once the caller sees them.
+            for offset in range(0, len(chunk), PARSE_SLICE_BYTES):
+                parser.send(chunk[offset:offset + PARSE_SLICE_BYTES])
+                if events:
+                    yield from events
+                    del events[:]
         parser.close()  # the end of the message: a cut-short JSON text raises here
         yield from events
 

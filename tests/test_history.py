@@ -7,6 +7,7 @@ import math
 import random
 import time
 import tracemalloc
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,12 +15,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console_ha.errors import HABadResponse, HATimeout
+from console_ha import capabilities, history
+from console_ha.capabilities import Deadline, read_history
+from console_ha.errors import HABadResponse, HATimeout, HAUnauthorized
 from console_ha.ha_client import HomeAssistantClient
-from console_ha import history
 from console_ha.history import HistoryDigest, digest_history, fetch_history
 from console_ha.secret_store import Secret
 from tests.stub_ha import StubHomeAssistant
+from tests.stub_ha_ws import TOKEN as WS_TOKEN
+from tests.stub_ha_ws import StubWebSocket
+from tests.stub_ha_ws import running as running_ws
 
 START = datetime(2025, 4, 1, tzinfo=UTC)
 END = START + timedelta(days=7)
@@ -378,7 +383,9 @@ def test_counts_door_openings_over_a_week(stub_ha: StubHomeAssistant) -> None:
     result = fetch_history(client_for(stub_ha), "binary_sensor.front_door", start=start, end=end, timeout=5,
                            max_bytes=1_000_000)
     assert result.initial_state is not None and result.initial_state["state"] == "off"
-    assert result.summary == {"kind": "states", "times_changed_to": {"on": 13, "off": 13}}
+    states = result.summary["states"]  # type: ignore[typeddict-item]
+    assert {s: t["times_changed_to"] for s, t in states.items()} == {"on": 13, "off": 13}
+    assert states["on"]["seconds_in_state"] == 13 * 60
 
 
 def test_an_entity_without_history_has_no_changes(stub_ha: StubHomeAssistant) -> None:
@@ -492,3 +499,170 @@ def test_values_near_the_float_limits_give_no_mean_rather_than_nan(values: list[
 def test_a_row_outside_the_window_or_the_calendar_is_a_bad_response(stamp: str) -> None:
     with pytest.raises(HABadResponse):
         digest([{"state": "on", "last_changed": stamp}])
+
+
+# --- over the WebSocket, with REST as the fallback -------------------------------------------------
+
+
+@pytest.fixture
+def ws_stub() -> Iterator[StubWebSocket]:
+    with running_ws() as server:
+        yield server
+
+
+def iso_z(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def compressed(rows: list[tuple[datetime, str]]) -> list[dict[str, Any]]:
+    """Rows as HA's history/history_during_period writes them with minimal_response and no_attributes."""
+    return [{"s": state, "lu": moment.timestamp()} for moment, state in rows]
+
+
+def ws_client(server: StubWebSocket, token: str = WS_TOKEN) -> HomeAssistantClient:
+    return HomeAssistantClient(server.base_url, Secret(token))
+
+
+def read(client: HomeAssistantClient, entity_id: str, start: datetime, end: datetime,
+         seconds: float = 5) -> HistoryDigest:
+    return read_history(client, entity_id, start=start, end=end, deadline=Deadline(seconds), unit=None)
+
+
+def test_the_websocket_gives_the_same_digest_as_the_rows(ws_stub: StubWebSocket) -> None:
+    """One request/response: the rows' digest, with exactly the auth message and one allowlisted read."""
+    end = datetime.now(UTC).replace(microsecond=0)
+    start = end - timedelta(days=1)
+    rows = [(start, "off")] + [(start + timedelta(minutes=7 * i + 3), "on" if i % 2 == 0 else "off")
+                               for i in range(150)]
+    ws_stub.history["binary_sensor.front_door"] = compressed(rows)
+    result = read(ws_client(ws_stub), "binary_sensor.front_door", start, end)
+    expected = digest_history([row(moment, state) for moment, state in rows], start=start, end=end)
+    assert result == expected
+    auth, command = ws_stub.received
+    assert auth == {"type": "auth", "access_token": WS_TOKEN}
+    assert command == {"id": 1, "type": "history/history_during_period", "start_time": iso_z(start),
+                       "end_time": iso_z(end), "entity_ids": ["binary_sensor.front_door"],
+                       "minimal_response": True, "no_attributes": True}
+
+
+def test_a_row_that_last_changed_before_it_was_updated_counts_from_its_change(ws_stub: StubWebSocket) -> None:
+    """`lc` (last changed) wins over `lu` (last updated) where HA sends both."""
+    end = datetime.now(UTC).replace(microsecond=0)
+    start = end - timedelta(hours=1)
+    ws_stub.history["climate.hall"] = [
+        {"s": "heat", "lu": start.timestamp()},
+        {"s": "off", "lu": (start + timedelta(minutes=30)).timestamp(),
+         "lc": (start + timedelta(minutes=20)).timestamp()}]
+    states = read(ws_client(ws_stub), "climate.hall", start, end).summary["states"]  # type: ignore[typeddict-item]
+    assert states["heat"]["seconds_in_state"] == 20 * 60 and states["off"]["seconds_in_state"] == 40 * 60
+
+
+def test_no_websocket_means_the_rest_api(stub_ha: StubHomeAssistant) -> None:
+    """The stub HA serves REST only: the upgrade is refused, and the same history comes over REST."""
+    end = datetime.now(UTC)
+    start = end - timedelta(days=1)
+    stub_ha.history["binary_sensor.front_door"] = [(start - timedelta(hours=1), "off"),
+                                                   (start + timedelta(hours=2), "on")]
+    result = read(HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token)), "binary_sensor.front_door",
+                  start, end)
+    assert result.total_changes == 1 and result.changes[0]["state"] == "on"
+    assert [r.path.split("/")[2] for r in stub_ha.requests] == ["websocket", "history"]
+
+
+def test_an_unknown_command_means_the_rest_api(ws_stub: StubWebSocket, stub_ha: StubHomeAssistant,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older HA without the command answers unknown_command: REST is asked, within the same deadline."""
+    ws_stub.history_error = "unknown_command"
+    asked: list[str] = []
+
+    def rest(client: Any, entity_id: str, **kwargs: Any) -> str:
+        asked.append(entity_id)
+        return "from REST"
+
+    monkeypatch.setattr(capabilities, "fetch_history", rest)
+    end = datetime.now(UTC)
+    assert read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end) == "from REST"  # type: ignore[comparison-overlap]
+    assert asked == ["sensor.x"]
+
+
+@pytest.mark.parametrize(("setup", "error", "reason"), [
+    (lambda s: setattr(s, "history_error", "home_assistant_error"), HABadResponse, "command_failed"),
+    (lambda s: setattr(s, "history_body", lambda i: b'{"id": %d, "type": "result", "success": true, "result": '
+                       b'{"light.other": []}}' % i), HABadResponse, "wrong_shape"),
+    (lambda s: setattr(s, "history_body", lambda i: b'{"id": %d, "type": "result", "success": true, "result": '
+                       b'{"sensor.x": [{"s": "1", "lu": "yesterday"}]}}' % i), HABadResponse, "wrong_shape"),
+    (lambda s: setattr(s, "history_body", lambda i: b'{"id": %d, "type": "result", "success": true, "result": '
+                       b'{"sensor.x": [{"s": "1", "lu": 1}' % i), HABadResponse, "invalid_json"),
+    (lambda s: setattr(s, "history_body", lambda i: b'{"id": 77, "type": "result", "success": true, "result": {}}'),
+     HABadResponse, "wrong_shape"),
+], ids=["command-failed", "other-entity", "bad-time", "cut-short", "other-id"])
+def test_a_bad_websocket_answer_is_a_bad_response_not_a_fallback(ws_stub: StubWebSocket, setup: Any,
+                                                                  error: type[Exception], reason: str) -> None:
+    setup(ws_stub)
+    end = datetime.now(UTC)
+    with pytest.raises(error) as caught:
+        read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end)
+    assert caught.value.detail["reason"] == reason  # type: ignore[attr-defined]
+
+
+def test_a_refused_token_is_unauthorized_and_no_command_is_sent(ws_stub: StubWebSocket) -> None:
+    end = datetime.now(UTC)
+    with pytest.raises(HAUnauthorized):
+        read(ws_client(ws_stub, token="not-the-token"), "sensor.x", end - timedelta(hours=1), end)
+    assert [m["type"] for m in ws_stub.received] == ["auth"]
+
+
+def test_the_deadline_covers_the_whole_websocket_call(ws_stub: StubWebSocket) -> None:
+    """A Home Assistant that never answers the read: HA_TIMEOUT at the deadline, not later."""
+    ws_stub.history_delay = 3
+    end = datetime.now(UTC)
+    began = time.monotonic()
+    with pytest.raises(HATimeout):
+        read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end, seconds=0.5)
+    assert time.monotonic() - began < 1.0
+
+
+def test_the_byte_cap_covers_the_websocket(ws_stub: StubWebSocket, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capabilities, "MAX_HISTORY_BYTES", 50_000)
+    end = datetime.now(UTC)
+    ws_stub.history["sensor.x"] = compressed([(end - timedelta(seconds=i), str(i)) for i in range(5000, 0, -1)])
+    with pytest.raises(HABadResponse) as caught:
+        read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=2), end)
+    assert caught.value.detail["reason"] == "too_large"
+
+
+def test_a_deeply_nested_websocket_answer_is_refused_in_little_memory(ws_stub: StubWebSocket) -> None:
+    """The same safety as over REST: nesting deeper than a history is refused as it arrives."""
+    ws_stub.history_body = lambda i: b'{"id": %d, "type": "result", "success": true, "result": {"sensor.x": [' % i + (
+        b"[" * 1_000_000)
+    end = datetime.now(UTC)
+    tracemalloc.start()
+    try:
+        with pytest.raises(HABadResponse):
+            read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024
+
+
+def test_a_large_websocket_answer_is_never_held_whole(ws_stub: StubWebSocket) -> None:
+    """100,000 rows (about 4 MB) stream through in far less memory than the message itself."""
+    end = datetime.now(UTC).replace(microsecond=0)
+    start = end - timedelta(days=7)
+    step = (end - start - timedelta(minutes=1)) / 100_000
+    rows = [{"s": f"{i % 5000}.5", "lu": (start + step * (i + 1)).timestamp()} for i in range(100_000)]
+    # Built before tracing starts, so that only the client's memory is measured.
+    body = json.dumps({"id": 1, "type": "result", "success": True, "result": {"sensor.grid_power": rows}}).encode()
+    del rows
+    ws_stub.history_body = lambda i: body
+    client = ws_client(ws_stub)
+    read(client, "sensor.grid_power", end - timedelta(hours=1), end)  # warm: imports and the like
+    tracemalloc.start()
+    try:
+        result = read(client, "sensor.grid_power", start, end, seconds=30)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.total_changes == 100_000
+    assert len(body) > 3_500_000 and peak < 2 * 1024 * 1024
