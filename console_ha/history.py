@@ -14,15 +14,13 @@ from .config_store import is_entity_id
 from .errors import HABadResponse, HANotFound
 from .ha_client import UNAVAILABLE_STATES, HomeAssistantClient
 from .ha_ws import HISTORY_COMMAND, HomeAssistantWebSocket, command_failed
+from .registry import MAX_REPORTED_STATES
 
 DEFAULT_MAX_CHANGES = 50
 MIN_MAX_CHANGES = 4  # room for the first, last, minimum and maximum changes
 # Distinct states tracked by name; a free-text entity can have thousands, and memory stays bounded.
 # States first seen after this many are folded into `other_states`.
 MAX_COUNTED_STATES = 100
-# Distinct states reported by name in a result: the ones the entity spent most time in (and the state in
-# force at the end), so that a result stays small (docs/capabilities.md); the rest are summed in `other_states`.
-MAX_REPORTED_STATES = 10
 # How deep a history body may nest: the body, an entity's list, a row, its (empty) attributes, and room.
 MAX_ROW_DEPTH = 6
 # The same over the WebSocket: the message, its result, an entity's list, a row, its attributes, and room.

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from console_ha.capabilities import Deadline, read_history
 from console_ha.errors import HABadResponse, HATimeout, HAUnauthorized
 from console_ha.ha_client import HomeAssistantClient
 from console_ha.history import HistoryDigest, digest_history, fetch_history
+from console_ha.registry import GET_HISTORY_CAPABILITY, HISTORY_FIELD_MEANINGS
 from console_ha.secret_store import Secret
 from tests.stub_ha import StubHomeAssistant
 from tests.stub_ha_ws import TOKEN as WS_TOKEN
@@ -666,3 +668,33 @@ def test_a_large_websocket_answer_is_never_held_whole(ws_stub: StubWebSocket) ->
         tracemalloc.stop()
     assert result.total_changes == 100_000
     assert len(body) > 3_500_000 and peak < 2 * 1024 * 1024
+
+
+# --- the result against its declared schema ---------------------------------------------------------
+
+
+def _as_result(result: HistoryDigest) -> dict[str, Any]:
+    return {"entity_id": "sensor.x", "friendly_name": "X", "period": "week", **result.to_result(),
+            "retrieved_at": "2025-04-08T00:00:00Z"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(series())
+def test_every_result_matches_the_declared_schema(case: tuple[str | None, list[tuple[int, str]], int]) -> None:
+    initial, changes, _ = case
+    rows = ([row(START, initial)] if initial is not None else []) + [
+        row(START + timedelta(microseconds=offset), state) for offset, state in changes]
+    jsonschema.validate(_as_result(digest(rows)), GET_HISTORY_CAPABILITY.result_schema)
+
+
+def test_a_result_with_many_states_matches_the_declared_schema() -> None:
+    rows = [row(at(i / 10), f"mode {i % 40}") for i in range(1, 1000)]
+    result = _as_result(digest(rows))
+    jsonschema.validate(result, GET_HISTORY_CAPABILITY.result_schema)
+    assert "other_states" in result["summary"]
+
+
+def test_the_schema_describes_each_field_as_the_system_prompt_does() -> None:
+    schema = json.dumps(GET_HISTORY_CAPABILITY.result_schema)
+    for meaning in HISTORY_FIELD_MEANINGS.values():
+        assert json.dumps(meaning) in schema
