@@ -10,7 +10,7 @@ import socket
 import ssl
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -100,14 +100,14 @@ class HomeAssistantWebSocket:
                 raise command_failed(str(error.get("code", "")) if isinstance(error, dict) else "")
             return answer.get("result")
 
-    def stream(self, message: dict[str, Any]) -> tuple[int, Iterator[tuple[str, Any]]]:
-        """Send one allowlisted command; its id, and the parser events of the next message as they arrive.
+    def stream(self, message: dict[str, Any]) -> tuple[int, Iterator[bytes]]:
+        """Send one allowlisted command; its id, and the pieces of the next message as they come off the socket.
 
-        The answer is never held whole: each piece of the frame goes through ijson's push parser as it
-        comes off the socket. The caller checks the envelope (id, type, success) from the events.
+        The answer need never be held whole (see parse_events). The caller checks its envelope (id, type,
+        success): nothing is subscribed to, so the next message is the answer.
         """
         message_id = self._send_command(message)
-        return message_id, self._message_events()
+        return message_id, self._message_chunks()
 
     # --- the wire --------------------------------------------------------------------------------
 
@@ -199,20 +199,6 @@ class HomeAssistantWebSocket:
         except orjson.JSONDecodeError:
             raise _bad("a WebSocket message was not JSON") from None
 
-    def _message_events(self) -> Iterator[tuple[str, Any]]:
-        events = ijson.sendable_list()
-        parser = ijson.basic_parse_coro(events, use_float=True)
-        for chunk in self._message_chunks():
-            # In slices: the parser turns all it is given into events at once, and a slice of brackets
-            # is one event a byte, refused only once the caller sees them.
-            for offset in range(0, len(chunk), PARSE_SLICE_BYTES):
-                parser.send(chunk[offset:offset + PARSE_SLICE_BYTES])
-                if events:
-                    yield from events
-                    del events[:]
-        parser.close()  # the end of the message: a cut-short JSON text raises here
-        yield from events
-
     def close(self) -> None:
         """Say goodbye (without waiting for the answer) and close the socket."""
         try:
@@ -222,6 +208,22 @@ class HomeAssistantWebSocket:
             pass
         finally:
             self._sock.close()
+
+
+def parse_events(chunks: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
+    """ijson's basic_parse events of a JSON text arriving in pieces, without holding it whole."""
+    events = ijson.sendable_list()
+    parser = ijson.basic_parse_coro(events, use_float=True)
+    for chunk in chunks:
+        # In slices: the parser turns all it is given into events at once, and a slice of brackets
+        # is one event a byte, refused only once the caller sees them.
+        for offset in range(0, len(chunk), PARSE_SLICE_BYTES):
+            parser.send(chunk[offset:offset + PARSE_SLICE_BYTES])
+            if events:
+                yield from events
+                del events[:]
+    parser.close()  # the end of the text: one cut short raises here
+    yield from events
 
 
 @contextmanager
