@@ -99,8 +99,10 @@ class _Handler(socketserver.BaseRequestHandler):
         if server.history_delay:
             time.sleep(server.history_delay)
         result = {entity_id: rows for entity_id, rows in server.history.items() if entity_id in message["entity_ids"]}
+        # Compact, as HA's orjson writes it, unless a test asks for the spaces of json.dumps.
+        separators = (",", ":") if server.compact else (", ", ": ")
         payload = json.dumps({"id": message["id"], "type": "result", "success": True, "result": result},
-                             separators=(",", ":")).encode()
+                             separators=separators).encode()
         self._send_raw(sock, payload)
 
     def _receive(self, sock: socket.socket) -> dict[str, Any] | None:
@@ -168,6 +170,7 @@ class StubWebSocket(socketserver.ThreadingTCPServer):
         self.history_error: str | None = None
         self.history_body: Any = None  # message id → raw bytes of the answer, to send instead
         self.history_delay = 0.0
+        self.compact = True
 
     @property
     def base_url(self) -> str:

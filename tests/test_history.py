@@ -530,8 +530,13 @@ def read(client: HomeAssistantClient, entity_id: str, start: datetime, end: date
     return read_history(client, entity_id, start=start, end=end, deadline=Deadline(seconds), unit=None)
 
 
-def test_the_websocket_gives_the_same_digest_as_the_rows(ws_stub: StubWebSocket) -> None:
-    """One request/response: the rows' digest, with exactly the auth message and one allowlisted read."""
+@pytest.mark.parametrize("compact", [True, False], ids=["split-by-rows", "parser-events"])
+def test_the_websocket_gives_the_same_digest_as_the_rows(ws_stub: StubWebSocket, compact: bool) -> None:
+    """One request/response: the rows' digest, with exactly the auth message and one allowlisted read.
+
+    HA's compact answer is cut into rows for orjson; any other layout goes through parser events.
+    """
+    ws_stub.compact = compact
     end = datetime.now(UTC).replace(microsecond=0)
     start = end - timedelta(days=1)
     rows = [(start, "off")] + [(start + timedelta(minutes=7 * i + 3), "on" if i % 2 == 0 else "off")
@@ -635,8 +640,8 @@ def test_the_byte_cap_covers_the_websocket(ws_stub: StubWebSocket, monkeypatch: 
 
 def test_a_deeply_nested_websocket_answer_is_refused_in_little_memory(ws_stub: StubWebSocket) -> None:
     """The same safety as over REST: nesting deeper than a history is refused as it arrives."""
-    ws_stub.history_body = lambda i: b'{"id": %d, "type": "result", "success": true, "result": {"sensor.x": [' % i + (
-        b"[" * 1_000_000)
+    body = b'{"id": 1, "type": "result", "success": true, "result": {"sensor.x": [' + b"[" * 1_000_000
+    ws_stub.history_body = lambda i: body  # built before tracing: only the client's memory is measured
     end = datetime.now(UTC)
     tracemalloc.start()
     try:
@@ -698,3 +703,53 @@ def test_the_schema_describes_each_field_as_the_system_prompt_does() -> None:
     schema = json.dumps(GET_HISTORY_CAPABILITY.result_schema)
     for meaning in HISTORY_FIELD_MEANINGS.values():
         assert json.dumps(meaning) in schema
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(states=st.lists(st.one_of(st.sampled_from(['x},{"s":"y', ']}}', '},{"s":', "\\", '"', "on", "é☃"]),
+                                 st.text(max_size=12)), min_size=1, max_size=60),
+       batch=st.sampled_from([8, 64, 4096]))
+def test_cutting_the_answer_at_row_boundaries_never_changes_a_row(states: list[str], batch: int) -> None:
+    """States holding `},{"s":`, brackets, quotes or backslashes come through the split as they went in."""
+    end = datetime(2025, 4, 8, tzinfo=UTC)
+    start = end - timedelta(days=1)
+    rows = [(start + timedelta(minutes=10 * i + 1), state) for i, state in enumerate(states)]
+    body = json.dumps({"id": 3, "type": "result", "success": True, "result": {"sensor.x": compressed(rows)}},
+                      separators=(",", ":")).encode()
+    pieces = iter([body[i:i + 7] for i in range(0, len(body), 7)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(history, "_BATCH_BYTES", batch)
+        digester = history._Digester(start=start, end=end, max_changes=50, unit=None)
+        for taken in history._ws_row_batches(pieces, "sensor.x", 3):
+            digester.add(taken)
+    assert digester.finish() == digest_history([row(moment, state) for moment, state in rows], start=start, end=end)
+
+
+def test_a_deeply_nested_compact_answer_is_refused_in_little_memory(ws_stub: StubWebSocket) -> None:
+    """HA's own head, then brackets: no row boundary within a megabyte is no history, refused as it arrives."""
+    body = b'{"id":1,"type":"result","success":true,"result":{"sensor.x":[' + b"[" * 3_000_000
+    ws_stub.history_body = lambda i: body  # built before tracing: only the client's memory is measured
+    end = datetime.now(UTC)
+    tracemalloc.start()
+    try:
+        with pytest.raises(HABadResponse):
+            read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024
+
+
+@pytest.mark.parametrize("rows", [
+    b'{"s":"1","lu":1},{"s":' + b"[" * 5000 + b"]" * 5000 + b',"lu":2}',
+    b'{"s":"1","lu":1},{"s":2,"lu":2}',
+    b'{"s":"1"}',
+    b'{"s":"1","lu":"1"}',
+    b'{"s":"1","lu":1}],"light.other":[{"s":"1","lu":2}',
+], ids=["deep-state", "number-state", "no-time", "text-time", "second-entity"])
+def test_a_bad_row_in_a_compact_answer_is_a_bad_response(ws_stub: StubWebSocket, rows: bytes) -> None:
+    ws_stub.history_body = lambda i: (b'{"id":%d,"type":"result","success":true,"result":{"sensor.x":[' % i
+                                      + rows + b"]}}")
+    end = datetime.now(UTC)
+    with pytest.raises(HABadResponse):
+        read(ws_client(ws_stub), "sensor.x", datetime(1970, 1, 1, tzinfo=UTC), end)
