@@ -305,6 +305,16 @@ def test_summary_matches_a_brute_force_computation(case: tuple[str | None, list[
         assert result.summary == {"kind": "states", "states": expected["states"]}
 
 
+def test_a_free_text_entity_stays_within_8_kib() -> None:
+    """5,000 changes among 300 distinct 32-character states: 50 points and 10 named states, under 8 KiB."""
+    rng = random.Random(11)
+    names = [f"{i:03d} " + "".join(rng.choice("abcdefghij ") for _ in range(28)) for i in range(300)]
+    rows = [row(at(0.03 * i + 0.01), rng.choice(names)) for i in range(5000)]
+    result = _as_result(digest(rows))
+    assert len(result["changes"]) == 50 and len(result["summary"]["states"]) == 10
+    assert len(json.dumps(result).encode()) < 8 * 1024
+
+
 def test_unavailable_and_unknown_are_their_own_states_never_off() -> None:
     """A switch off for 2 h, unavailable 1 h, on 3 h, unknown 30 min, then off to the end."""
     rows = [row(START, "off"), row(at(2), "unavailable"), row(at(3), "on"), row(at(6), "unknown"),
