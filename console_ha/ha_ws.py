@@ -44,7 +44,10 @@ ALLOWED_COMMANDS = frozenset({
     HISTORY_COMMAND,
 })
 READ_CHUNK_BYTES = 64 * 1024
+CLOSE_WAIT = 0.2
 PARSE_SLICE_BYTES = 8 * 1024
+# auth_required, auth_ok and auth_invalid are a few dozen bytes; no byte cap of a read applies to them.
+AUTH_MESSAGE_BYTES = 64 * 1024
 # Command errors that mean "this Home Assistant cannot answer that over the WebSocket": ask REST instead.
 UNSUPPORTED_ERRORS = frozenset({"unknown_command", "invalid_format"})
 
@@ -189,11 +192,15 @@ class HomeAssistantWebSocket:
             if event.message_finished:
                 return
 
-    def _next_message(self) -> Any:
+    def _next_message(self, limit: int | None = None) -> Any:
         """The next whole message, parsed (for the small messages of auth and the registry lists)."""
+        limit = self._max_bytes if limit is None else limit
         body = bytearray()
         for chunk in self._message_chunks():
             body += chunk
+            if len(body) > limit:
+                raise HABadResponse(f"A message from Home Assistant was larger than the {limit:,} bytes allowed "
+                                    "for it.", reason="too_large")
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -202,7 +209,8 @@ class HomeAssistantWebSocket:
     def close(self) -> None:
         """Say goodbye (without waiting for the answer) and close the socket."""
         try:
-            self._sock.settimeout(0.2)
+            # A goodbye is polite, not owed: never past the deadline.
+            self._sock.settimeout(max(0.001, min(CLOSE_WAIT, self._deadline - time.monotonic())))
             self._sock.sendall(self._ws.send(CloseConnection(code=1000)))
         except (OSError, ProtocolError):
             pass
@@ -244,13 +252,13 @@ def connect(base_url: str, token: Secret, *, timeout: float, max_bytes: int,
                                         timeout=timeout, max_bytes=max_bytes)
     try:
         _handshake(connection, url)
-        first = connection._next_message()
+        first = connection._next_message(AUTH_MESSAGE_BYTES)
         if not isinstance(first, dict) or first.get("type") != "auth_required":
             raise WebSocketUnsupported("Home Assistant's WebSocket did not ask for authentication.",
                                        reason="websocket_unsupported")
         # The token goes into this one message and nowhere else.
         connection._send_json({"type": "auth", "access_token": token.reveal()})
-        answer = connection._next_message()
+        answer = connection._next_message(AUTH_MESSAGE_BYTES)
         if not isinstance(answer, dict) or answer.get("type") != "auth_ok":
             raise HAUnauthorized("Home Assistant refused the access token. Create a new long-lived access "
                                  "token in your Home Assistant profile and save it here.")
@@ -264,7 +272,14 @@ def _handshake(connection: HomeAssistantWebSocket, url: str) -> None:
     parts = urlsplit(url)
     connection._send(connection._ws.send(Request(host=parts.netloc, target=parts.path)))
     while True:
-        event = connection._next_event()
+        try:
+            event = connection._next_event()
+        except HABadResponse as err:
+            if err.detail.get("reason") != "incomplete":
+                raise
+            # Closed on the upgrade (a proxy that does not carry WebSockets, say): no WebSocket here.
+            raise WebSocketUnsupported("Home Assistant closed the connection instead of opening a WebSocket.",
+                                       reason="websocket_unsupported") from None
         if isinstance(event, AcceptConnection):
             return
         if isinstance(event, (RejectConnection, RejectData)):

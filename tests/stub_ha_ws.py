@@ -54,6 +54,14 @@ class _Handler(socketserver.BaseRequestHandler):
             line.split(": ", 1) for line in request.decode().split("\r\n")[1:] if ": " in line
         )
         key = headers.get("Sec-WebSocket-Key")
+        if self.server.behaviour == "hang_up":
+            return  # closes the connection on the upgrade, as a proxy without WebSockets may
+        if self.server.behaviour == "huge_greeting":
+            accept = base64.b64encode(hashlib.sha1((key or "").encode() + _GUID.encode()).digest()).decode()
+            sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         + f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode())
+            self._send_raw(sock, b'{"type": "auth_required", "padding": "' + b"x" * 10_000_000 + b'"}')
+            return
         if self.server.behaviour == "http" or key is None:
             sock.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
             return

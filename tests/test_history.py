@@ -586,6 +586,24 @@ def test_no_websocket_means_the_rest_api(stub_ha: StubHomeAssistant) -> None:
     assert [r.path.split("/")[2] for r in stub_ha.requests] == ["websocket", "history"]
 
 
+def test_a_hang_up_on_the_upgrade_means_the_rest_api(ws_stub: StubWebSocket,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    ws_stub.behaviour = "hang_up"
+    monkeypatch.setattr(capabilities, "fetch_history", lambda *a, **k: "from REST")
+    end = datetime.now(UTC)
+    assert read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end) == "from REST"  # type: ignore[comparison-overlap]
+
+
+def test_a_huge_greeting_is_refused_before_it_is_held(ws_stub: StubWebSocket) -> None:
+    """The history's byte cap is for the history: the auth messages have their own small one."""
+    ws_stub.behaviour = "huge_greeting"
+    end = datetime.now(UTC)
+    with pytest.raises(HABadResponse) as caught:
+        read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end)
+    assert caught.value.detail["reason"] == "too_large"
+    assert ws_stub.received == []  # the token was never sent
+
+
 def test_an_unknown_command_means_the_rest_api(ws_stub: StubWebSocket, stub_ha: StubHomeAssistant,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """An older HA without the command answers unknown_command: REST is asked, within the same deadline."""
