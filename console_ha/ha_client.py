@@ -253,6 +253,8 @@ class HomeAssistantClient:
 
     def websocket(self, *, timeout: float, max_bytes: int) -> AbstractContextManager[HomeAssistantWebSocket]:
         """One authenticated WebSocket to this client's Home Assistant (the token goes nowhere else)."""
+        if self._tls_problem and self._base_url.startswith("https:"):
+            raise HATLSError(self._tls_problem, reason="ca_bundle")
         return ha_ws.connect(self._base_url, self._token, timeout=timeout, max_bytes=max_bytes,
                              ca_bundle=self._ca_bundle)
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from console_ha import ha_ws
+from console_ha.errors import HATLSError
+from console_ha.ha_client import HomeAssistantClient
+from console_ha.secret_store import Secret
 
 PACKAGE = Path(__file__).resolve().parent.parent / "console_ha"
 WS_MODULE = PACKAGE / "ha_ws.py"
@@ -93,3 +98,11 @@ def test_the_scan_would_catch_a_send_elsewhere() -> None:
     tree = ast.parse("ws.send('x')\nself._sock.sendall(b'x')\nconnection._send_json({'type': 'call_service'})")
     assert len(_wire_calls(tree)) == 3
     assert _wire_calls(ast.parse("service.send(conversation_id, text)\ncoro.send(chunk)")) == []
+
+
+def test_an_unreadable_ca_bundle_is_a_tls_error_before_connecting(tmp_path: Path) -> None:
+    """As over REST: the household's CA file cannot be read, so nothing is sent."""
+    client = HomeAssistantClient("https://127.0.0.1:9", Secret("t"), ca_bundle=str(tmp_path / "missing.pem"))
+    with pytest.raises(HATLSError) as caught:
+        client.websocket(timeout=1, max_bytes=1000)
+    assert caught.value.detail["reason"] == "ca_bundle"

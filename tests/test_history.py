@@ -556,6 +556,10 @@ def test_the_websocket_gives_the_same_digest_as_the_rows(ws_stub: StubWebSocket,
     expected = digest_history([row(moment, state) for moment, state in rows], start=start, end=end)
     assert result == expected
     auth, command = ws_stub.received
+    (handshake,) = ws_stub.handshakes
+    assert handshake.startswith("GET /api/websocket HTTP/1.1\r\n")
+    assert f"host: 127.0.0.1:{ws_stub.server_address[1]}\r\n" in handshake.lower()
+    assert WS_TOKEN not in handshake  # the token is in the auth message only
     assert auth == {"type": "auth", "access_token": WS_TOKEN}
     assert command == {"id": 1, "type": "history/history_during_period", "start_time": iso_z(start),
                        "end_time": iso_z(end), "entity_ids": ["binary_sensor.front_door"],
