@@ -234,19 +234,25 @@ def _compact_rows(piece: bytes) -> list[Row]:
         failure = _invalid_json()
     if failure is not None:
         raise failure  # outside the except block: orjson's error quotes the body
-    rows = []
-    append = rows.append
-    for item in items:
-        if type(item) is not dict:
-            raise _malformed()
-        state = item.get("s")
-        stamp = item.get("lc")
-        if stamp is None:
-            stamp = item.get("lu")
-        if type(state) is not str or (type(stamp) is not float and type(stamp) is not int):
-            raise _malformed()
-        append((round(stamp * _MICROS_PER_SECOND), state))
+    try:
+        # One pass that builds the rows; a row without a number for its time, or not an object, fails in it.
+        rows = [(round(_time_of(item) * _MICROS_PER_SECOND), item["s"]) for item in items]
+    except (TypeError, KeyError, AttributeError):
+        raise _malformed() from None
+    # A second, cheap pass for what the first lets through: states that are not text.
+    if not all(type(state) is str for _, state in rows):
+        raise _malformed()
     return rows
+
+
+def _time_of(item: dict[str, Any]) -> float:
+    """A compressed row's time: `lc` (last changed) where HA sends it, else `lu`; only a JSON number."""
+    stamp = item.get("lc")
+    if stamp is None:
+        stamp = item["lu"]
+    if type(stamp) is not float and type(stamp) is not int:
+        raise TypeError
+    return stamp
 
 
 def digest_history(rows: Iterable[object], *, start: datetime, end: datetime,
@@ -470,14 +476,18 @@ class _Digester:
         first_value, last_value = self._first_value, self._last_value
         low_change, high_change = self._min_change, self._max_change
         weighted_sum, weighted_time = self._weighted_sum, self._weighted_time
+        # The extremes' values on their own, so the loop compares floats rather than indexing tuples.
+        low = low_change[3] if low_change else math.inf
+        high = high_change[3] if high_change else -math.inf
+        earliest, end_of_rows = _EARLIEST, _END
         try:
             for moment, state in rows:
                 if moment < last_time:
                     raise HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
-                if moment > end or moment < _EARLIEST:
+                if moment > end or moment < earliest:
                     raise _malformed()  # a change after the window it was asked for, or before any clock
                 last_time = moment
-                if moment <= start and not opened:
+                if not opened and moment <= start:
                     # The state in force when the window opens (HA stamps it with the start; a change
                     # exactly at the start is this too): not a change. Should more rows precede the
                     # start, the last one is the state in force.
@@ -505,7 +515,7 @@ class _Digester:
                     if value is not None:
                         weighted_sum += value * duration
                         weighted_time += duration
-                if state is _END:
+                if state is end_of_rows:
                     break
                 index = total
                 total += 1
@@ -549,9 +559,11 @@ class _Digester:
                         if first_value is None:
                             first_value = value
                         last_value = value
-                        if low_change is None or value < low_change[3]:
+                        if value < low:
+                            low = value
                             low_change = (index, moment, state, value)
-                        if high_change is None or value > high_change[3]:
+                        if value > high:
+                            high = value
                             high_change = (index, moment, state, value)
                 if not all_numeric:
                     value = None
