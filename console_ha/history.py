@@ -548,6 +548,7 @@ class _Digester:
                 tally[2] = moment
                 value = None
                 if all_numeric and state not in unavailable:
+                    # _as_number(state), written out: it runs once a change.
                     try:
                         value = float(state)
                     except ValueError:
@@ -689,6 +690,7 @@ def _seconds(micros: int) -> int:
 
 
 def _as_number(state: str) -> float | None:
+    """The state's number, or None when it is not a finite one."""
     try:
         value = float(state)
     except ValueError:
