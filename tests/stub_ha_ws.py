@@ -54,6 +54,10 @@ class _Handler(socketserver.BaseRequestHandler):
             line.split(": ", 1) for line in request.decode().split("\r\n")[1:] if ": " in line
         )
         key = headers.get("Sec-WebSocket-Key")
+        if self.server.behaviour == "redirect":
+            sock.sendall(b"HTTP/1.1 302 Found\r\nLocation: " + self.server.redirect_to.encode()
+                         + b"\r\nContent-Length: 0\r\n\r\n")
+            return
         if self.server.behaviour == "hang_up":
             return  # closes the connection on the upgrade, as a proxy without WebSockets may
         if self.server.behaviour == "huge_greeting":
@@ -106,6 +110,16 @@ class _Handler(socketserver.BaseRequestHandler):
             return
         if server.history_delay:
             time.sleep(server.history_delay)
+        if server.trickle:
+            payload = json.dumps({"id": message["id"], "type": "result", "success": True, "result": {}}).encode()
+            sock.sendall(struct.pack("!BB", 0x81, 126) + struct.pack("!H", len(payload) * 50))
+            for byte in payload * 50:
+                try:
+                    sock.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.05)
+            return
         result = {entity_id: rows for entity_id, rows in server.history.items() if entity_id in message["entity_ids"]}
         # Compact, as HA's orjson writes it, unless a test asks for the spaces of json.dumps.
         separators = (",", ":") if server.compact else (", ", ": ")
@@ -179,6 +193,8 @@ class StubWebSocket(socketserver.ThreadingTCPServer):
         self.history_body: Any = None  # message id → raw bytes of the answer, to send instead
         self.history_delay = 0.0
         self.compact = True
+        self.trickle = False
+        self.redirect_to = ""
 
     @property
     def base_url(self) -> str:

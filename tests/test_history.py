@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import socket
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from console_ha import capabilities, history
 from console_ha.capabilities import Deadline, read_history
-from console_ha.errors import HABadResponse, HATimeout, HAUnauthorized
+from console_ha.errors import HABadResponse, HATimeout, HAUnauthorized, HomeAssistantError
 from console_ha.ha_client import HomeAssistantClient
 from console_ha.history import HistoryDigest, digest_history, fetch_history
 from console_ha.registry import GET_HISTORY_CAPABILITY, HISTORY_FIELD_MEANINGS
@@ -659,6 +660,34 @@ def test_the_deadline_covers_the_whole_websocket_call(ws_stub: StubWebSocket) ->
     with pytest.raises(HATimeout):
         read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end, seconds=0.5)
     assert time.monotonic() - began < 1.0
+
+
+def test_the_deadline_holds_for_an_answer_sent_a_byte_at_a_time(ws_stub: StubWebSocket) -> None:
+    ws_stub.trickle = True
+    end = datetime.now(UTC)
+    began = time.monotonic()
+    with pytest.raises(HATimeout):
+        read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end, seconds=0.6)
+    assert time.monotonic() - began < 1.1
+
+
+def test_a_redirected_upgrade_sends_the_token_nowhere(ws_stub: StubWebSocket) -> None:
+    """A 302 on the upgrade is no WebSocket: nothing is sent to where it points, and REST (no redirects) answers."""
+    elsewhere = socket.socket()
+    elsewhere.bind(("127.0.0.1", 0))
+    elsewhere.listen()
+    elsewhere.settimeout(0.3)
+    ws_stub.behaviour = "redirect"
+    ws_stub.redirect_to = f"http://127.0.0.1:{elsewhere.getsockname()[1]}/api/websocket"
+    end = datetime.now(UTC)
+    try:
+        with pytest.raises(HomeAssistantError):  # REST at the same address is no Home Assistant either
+            read(ws_client(ws_stub), "sensor.x", end - timedelta(hours=1), end)
+        with pytest.raises(TimeoutError):
+            elsewhere.accept()
+    finally:
+        elsewhere.close()
+    assert ws_stub.received == []
 
 
 def test_the_byte_cap_covers_the_websocket(ws_stub: StubWebSocket, monkeypatch: pytest.MonkeyPatch) -> None:
