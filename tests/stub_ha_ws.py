@@ -81,7 +81,7 @@ class _Handler(socketserver.BaseRequestHandler):
         auth = self._receive(sock)
         if auth is None:
             return
-        if auth.get("access_token") != TOKEN:
+        if auth.get("access_token") != self.server.token:
             self._send(sock, {"type": "auth_invalid", "message": "Invalid access token or password"})
             return
         self._send(sock, {"type": "auth_ok", "ha_version": "2025.4.4"})
@@ -185,6 +185,7 @@ class StubWebSocket(socketserver.ThreadingTCPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.behaviour = "ha"
+        self.token = TOKEN
         self.received: list[dict[str, Any]] = []
         self.handshakes: list[str] = []
         # entity_id → compressed rows ({"s", "lu"}), as HA answers with minimal_response and no_attributes.
