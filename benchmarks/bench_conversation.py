@@ -114,7 +114,7 @@ def run(iterations: int, warmup: int) -> None:
     with StubHomeAssistant() as ha, FakeModel() as model, tempfile.TemporaryDirectory() as tmp:
         data_dir = DataDir(Path(tmp) / "data")
         ConfigStore(data_dir).update({"enabled": True, "base_url": ha.base_url, "allowlisted_entities": ALLOWED})
-        TokenStore(data_dir).write(Secret(ha.token))
+        TokenStore(data_dir).write(Secret(ha.token), ha.base_url)
         app = create_app(data_dir, {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "bench"})
         api_token = ConsoleSecrets(data_dir).create_api_token("bench")
         client = app.test_client()

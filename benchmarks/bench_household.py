@@ -237,7 +237,7 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
 
     dd = DataDir(Path(data_dir))
     config = ConfigStore(dd).load()
-    token = TokenStore(dd).read()
+    token = TokenStore(dd).read_for(config.base_url, configured_url=config.base_url)
     assert token is not None
     session = requests.Session()
     session.trust_env = False
@@ -552,7 +552,7 @@ def run(args: argparse.Namespace) -> None:
         allowlist = created[::step][:ALLOWLISTED]
         ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url,
                                       "allowlisted_entities": [*allowlist[:-1], CHATTY_ENTITY]})
-        TokenStore(data_dir).write(check_token(real_ha.token))
+        TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
         api_token = ConsoleSecrets(data_dir).create_api_token("household benchmark")
         with serve_wsgi(create_app(data_dir)) as console_url:
             print(f"measuring the large instance ({args.repeats} rounds) ...", flush=True)

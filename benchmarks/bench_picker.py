@@ -239,7 +239,7 @@ def main() -> None:
         secrets.set_password(PASSWORD, method="pbkdf2:sha256:1000")
         api_token = secrets.create_api_token("benchmark")
         ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url})
-        TokenStore(data_dir).write(Secret(stub.token))
+        TokenStore(data_dir).write(Secret(stub.token), stub.base_url)
         app = create_app(data_dir)
         # The stub has no WebSocket registries: hand the Console the areas as the registry cache would.
         app.extensions["console_ha"].areas = AreaCache(fetch=lambda *a, **k: dict(areas))

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .config_store import HomeAssistantConfig
+from .entity_budget import CAP_LEVELS, TextCaps, entry, iso, json_size
 from .errors import HABadResponse, HATimeout
 from .ha_client import UNAVAILABLE_STATES, HomeAssistantClient
 from .ha_ws import WebSocketUnsupported
 from .history import HistoryDigest, fetch_history, fetch_history_ws
-from .registry import GET_HISTORY, LIST_ENTITIES
+from .registry import GET_HISTORY, LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
 
 # Home Assistant's own bodies may be far larger than a result; they are capped separately.
 # 32 MiB is about 70,000 entities, ten times a large household's; parsing it costs a few hundred MiB.
@@ -37,31 +38,25 @@ class Deadline:
         return left
 
 
-def iso(moment: datetime) -> str:
-    """UTC ISO 8601 with a Z, as every timestamp in a result is written."""
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def narrow_state(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields a conversation needs from one Home Assistant state; no raw attributes."""
-    entity_id = state["entity_id"]
+def narrow_state(state: Mapping[str, Any], caps: TextCaps = CAP_LEVELS[0]) -> dict[str, Any]:
+    """The fields a conversation needs from one Home Assistant state, each within `caps`; no raw attributes."""
     attributes = state.get("attributes")
     if not isinstance(attributes, Mapping):
         attributes = {}
     value = str(state.get("state", ""))
-    return {
-        "entity_id": entity_id,
-        "friendly_name": _text(attributes.get("friendly_name")) or entity_id,
-        "domain": entity_id.partition(".")[0],
-        "state": value,
-        "unit_of_measurement": _text(attributes.get("unit_of_measurement")),
-        "last_changed": _text(state.get("last_changed")),
-        "unavailable": value in UNAVAILABLE_STATES,
-    }
+    return entry(
+        state["entity_id"],
+        name=_text(attributes.get("friendly_name")),
+        state=value,
+        unit=_text(attributes.get("unit_of_measurement")),
+        last_changed=state.get("last_changed"),
+        unavailable=value in UNAVAILABLE_STATES,
+        caps=caps,
+    )
 
 
 def list_entities(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
@@ -70,16 +65,25 @@ def list_entities(client: HomeAssistantClient, config: HomeAssistantConfig, argu
     wanted = set(config.allowlisted_entities)
     states = client.states(timeout=deadline.remaining(), max_bytes=MAX_STATES_BYTES)
     deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Mapping[str, Any]] = {}
     for state in states:
         entity_id = state.get("entity_id")
         if entity_id in wanted:
-            found[entity_id] = narrow_state(state)
-    return {
-        "entities": [found[e] for e in config.allowlisted_entities if e in found],
-        "missing_entities": [e for e in config.allowlisted_entities if e not in found],
-        "retrieved_at": iso(now),
-    }
+            found[entity_id] = state
+    present = [e for e in config.allowlisted_entities if e in found]
+    result: dict[str, Any] = {}
+    # Names and states are cut no further than this result needs: the roomiest level that fits. The
+    # tightest always fits an allowlist a save accepted (entity_budget.check_fits).
+    for caps in CAP_LEVELS:
+        result = {
+            "entities": [narrow_state(found[e], caps) for e in present],
+            "missing_entities": [e for e in config.allowlisted_entities if e not in found],
+            "retrieved_at": iso(now),
+        }
+        if json_size(result) <= LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes:
+            break
+    # Still too large only for an allowlist saved before saves were checked; stage 6 refuses it.
+    return result
 
 
 def get_history(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],

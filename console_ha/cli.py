@@ -14,6 +14,7 @@ from types import FrameType
 from .console_secrets import ConsoleSecrets
 from .datadir import DataDir, resolve_data_dir
 from .errors import ConsoleHaError, InvalidConfig
+from .settings import recover
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,9 @@ DEFAULT_THREADS = 8
 
 
 def _data_dir(args: argparse.Namespace) -> DataDir:
-    return DataDir(resolve_data_dir(args.data_dir))
+    data_dir = DataDir(resolve_data_dir(args.data_dir))
+    recover(data_dir)  # every command starts by sweeping what killed writes left behind (settings.recover)
+    return data_dir
 
 
 def _is_loopback(host: str) -> bool:
@@ -40,11 +43,19 @@ def serve(args: argparse.Namespace) -> int:
     # Imported here so set-password and api-token start without loading Flask.
     from waitress import create_server
 
+    from .ha_client import CALL_LIMITS, RESERVED_THREADS
     from .web import create_app
+    from .web.security import listen_names
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.threads <= RESERVED_THREADS:
+        raise InvalidConfig(f"--threads must be at least {RESERVED_THREADS + 1}: {RESERVED_THREADS} are kept "
+                            "for /health and the pages, whatever Home Assistant does.", field="threads")
+    # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security-limits.md).
+    CALL_LIMITS.fit_to_threads(args.threads)
     data_dir = _data_dir(args)
-    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies})
+    names = [*listen_names(args.host), *args.trusted_host]
+    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names})
     server = create_server(app, host=args.host, port=args.port, threads=args.threads)
     port = server.effective_port  # type: ignore[union-attr]
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -57,6 +68,8 @@ def serve(args: argparse.Namespace) -> int:
         )
     print(f"Console listening on http://{host}:{port}/", flush=True)
     print(f"Data dir: {data_dir.root}", flush=True)
+    # The one place a household sees why a name it types is refused (400 UNTRUSTED_HOST).
+    print(f"Answers to: {', '.join(str(n) for n in app.config['TRUSTED_HOSTS'])}", flush=True)
     if not ConsoleSecrets(data_dir).has_password():
         print("No password yet: open the URL to set one, or run `console-ha set-password`.", flush=True)
 
@@ -103,9 +116,9 @@ def api_token_create(args: argparse.Namespace) -> int:
 
 
 def api_token_list(args: argparse.Namespace) -> int:
-    """List the API tokens' names and creation times (never the tokens)."""
+    """List the API tokens' names, creation and last-use times (never the tokens)."""
     for token in ConsoleSecrets(_data_dir(args)).api_tokens():
-        print(f"{token.created}  {token.name}")
+        print(f"{token.created}  last used {token.last_used or 'never':20}  {token.name}")
     return 0
 
 
@@ -135,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="worker threads (default 8)")
     run.add_argument(
         "--secure-cookies", action="store_true", help="mark the session cookie Secure (behind https only)"
+    )
+    run.add_argument(
+        "--trusted-host", action="append", default=[], metavar="NAME",
+        help="another host name the Console answers to, such as console.local (repeatable; also "
+        "$CONSOLE_HA_TRUSTED_HOSTS, comma-separated). Loopback names and the --host address always are.",
     )
     run.set_defaults(handler=serve)
 

@@ -19,7 +19,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .atomic import atomic_write, ensure_dir, path_lock
 from .datadir import DataDir
+from .entity_budget import check_fits
 from .errors import ConfigInvalid, InvalidConfig
+from .unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
@@ -200,12 +202,22 @@ _CHECKS = {
 }
 
 
-def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
-    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field."""
-    unknown = sorted(set(changes) - set(FIELDS))
-    if unknown:
-        raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any], *,
+                  saving: bool = True) -> HomeAssistantConfig:
+    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field.
+
+    A save (`saving`) also refuses a new allowlist list_entities could not answer within its bound. A file
+    already on disk is read without that check, and an allowlist saved again unchanged is not refused:
+    one saved before the check existed must still open and let the household change other settings
+    (and a failed save must be able to put it back), while the page shows it is over the limit.
+    """
+    unknown = first_unknown(changes, FIELDS)
+    if unknown is not None:
+        raise InvalidConfig(f"Unknown setting: {unknown}.", field=unknown)
     checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
+    allowlist = checked.get("allowlisted_entities")
+    if saving and allowlist is not None and allowlist != current.allowlisted_entities:
+        check_fits(allowlist)
     return replace(current, **checked)
 
 
@@ -219,7 +231,7 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
         raise ConfigInvalid("The configuration file must hold a JSON object.")
     known = {key: value for key, value in data.items() if key in FIELDS}
     try:
-        return apply_changes(HomeAssistantConfig(), known)
+        return apply_changes(HomeAssistantConfig(), known, saving=False)
     except InvalidConfig as err:
         raise ConfigInvalid(
             f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")
@@ -236,6 +248,15 @@ def ca_bundle_path(config: HomeAssistantConfig, data_dir: DataDir) -> str | None
         return config.ca_bundle
     stored = data_dir.ha_ca_bundle
     return str(stored) if stored.is_file() else None
+
+
+def check_revision(current: StoredConfig, expected_revision: str | None) -> None:
+    """Refuse (409 CONFIG_STALE) when the file changed since the caller read `expected_revision`."""
+    if expected_revision is not None and expected_revision != current.revision:
+        raise InvalidConfig(
+            "The settings were changed elsewhere since this page loaded. Reload to see them; nothing was saved.",
+            code="CONFIG_STALE",
+        )
 
 
 def _revision(raw: bytes | None) -> str:
@@ -278,12 +299,7 @@ class ConfigStore:
         """Validate and apply `changes`; with `expected_revision`, refuse if the file changed since."""
         with path_lock(self.path):
             current = self.read()
-            if expected_revision is not None and expected_revision != current.revision:
-                raise InvalidConfig(
-                    "The settings were changed elsewhere since this page loaded. "
-                    "Reload to see them; nothing was saved.",
-                    code="CONFIG_STALE",
-                )
+            check_revision(current, expected_revision)
             new = apply_changes(current.config, changes)
             return self._write(new)
 

@@ -1,14 +1,15 @@
-"""The Console's own secrets under `secrets/console/`: password hash, API token hashes, session key."""
+"""The Console's own secrets under `secrets/console/`: password hash, API tokens, sessions, session key."""
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import hmac
 import json
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -27,6 +28,16 @@ MAX_PASSWORD_LENGTH = 1024
 MAX_TOKEN_NAME_LENGTH = 100
 API_TOKEN_PREFIX = "cha_"
 SESSION_KEY_BYTES = 32
+# A token's last use is written at most this often (seconds): a program polling every second must not
+# rewrite the token file every second.
+API_TOKEN_USE_GRANULARITY = 60
+# A session's last activity is written at most this often (seconds), for the same reason.
+SESSION_SEEN_GRANULARITY = 3600
+# Browsers logged in at once; past it the longest-idle session ends. A household has a handful.
+MAX_SESSIONS = 64
+SESSION_ID_BYTES = 32
+# A temporary file older than this was left by a crash, not by a write in progress (which takes ms).
+LEFTOVER_MIN_AGE = 60.0
 
 
 class PasswordAlreadySet(ConsoleHaError):
@@ -37,11 +48,17 @@ class PasswordAlreadySet(ConsoleHaError):
 
 @dataclass(frozen=True)
 class ApiToken:
-    """What is kept of an API token: its name, when it was made, and a SHA-256 hash of it."""
+    """What is kept of an API token: its name, when it was made and last used, and a SHA-256 hash of it."""
 
     name: str
     created: str
     digest: str
+    last_used: str | None = None
+
+    @property
+    def token_id(self) -> str:
+        """A handle for the page's revoke button: a prefix of the hash, which says nothing of the token."""
+        return self.digest[:16]
 
 
 def check_password(value: object) -> str:
@@ -72,6 +89,19 @@ def check_token_name(value: object) -> str:
     return name
 
 
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _parse_utc(text: str | None) -> float:
+    if not text:
+        return 0.0
+    try:
+        return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return 0.0
+
+
 def _digest(token: str) -> str:
     # API tokens carry 256 random bits, so a fast hash is enough; a slow one would only slow every request.
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -99,7 +129,30 @@ class ConsoleSecrets:
     def session_key_path(self) -> Path:
         return self.directory / "session-key"
 
+    @property
+    def sessions_path(self) -> Path:
+        return self.directory / "sessions.json"
+
+    def sweep_leftovers(self, min_age: float = LEFTOVER_MIN_AGE) -> int:
+        """Remove temporary files a crash left behind (one may be a full copy of the session key).
+
+        Only files older than `min_age` seconds: a younger one may be another process's write in progress.
+        """
+        removed = 0
+        now = time.time()
+        for leftover in self.directory.glob(".*.tmp") if self.directory.is_dir() else ():
+            try:
+                if now - leftover.stat().st_mtime >= min_age:
+                    leftover.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                continue
+        if removed:
+            log.warning("removed %d leftover temporary file(s) from %s", removed, self.directory)
+        return removed
+
     def _ensure_dir(self) -> None:
+        self._dd.ensure()
         ensure_dir(self._dd.root / "secrets", 0o700)
         ensure_dir(self.directory, 0o700)
 
@@ -129,7 +182,10 @@ class ConsoleSecrets:
             if only_if_unset and self.has_password():
                 raise PasswordAlreadySet("A Console password is set already; log in with it.")
             atomic_write(self.password_path, hashed.encode("utf-8") + b"\n", mode=0o600)
-        log.info("the Console password was set")
+        # Sessions also carry a fingerprint of the hash (web.auth), so a crash between these two writes
+        # still ends them; this makes the change visible in the file and frees their slots.
+        self.end_all_sessions()
+        log.info("the Console password was set; every session was ended")
 
     def verify_password(self, password: str) -> bool:
         """Whether `password` matches the stored hash (False when none is set)."""
@@ -155,7 +211,7 @@ class ConsoleSecrets:
             return []
         try:
             entries = json.loads(raw)["tokens"]
-            return [ApiToken(e["name"], e["created"], e["sha256"]) for e in entries]
+            return [ApiToken(e["name"], e["created"], e["sha256"], e.get("last_used")) for e in entries]
         except (ValueError, KeyError, TypeError) as err:
             # A damaged file must not let anyone in; it shuts every API token out until fixed.
             log.error("the API token file %s cannot be read (%s); no API token is accepted",
@@ -163,14 +219,15 @@ class ConsoleSecrets:
             return []
 
     def _write_api_tokens(self, tokens: list[ApiToken]) -> None:
-        body = {"tokens": [{"name": t.name, "created": t.created, "sha256": t.digest} for t in tokens]}
+        body = {"tokens": [{"name": t.name, "created": t.created, "sha256": t.digest, "last_used": t.last_used}
+                           for t in tokens]}
         atomic_write(self.api_tokens_path, (json.dumps(body, indent=2) + "\n").encode("utf-8"), mode=0o600)
 
     def create_api_token(self, name: str) -> str:
         """Make a new API token named `name`, store only its hash, and return it (shown once)."""
         name = check_token_name(name)
         token = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        created = _utc_now()
         self._ensure_dir()
         with path_lock(self.api_tokens_path):
             tokens = self.api_tokens()
@@ -193,6 +250,19 @@ class ConsoleSecrets:
         log.info("revoked %d API token(s) named %r", removed, name)
         return removed
 
+    def revoke_api_token(self, token_id: str) -> ApiToken | None:
+        """Remove the one API token whose `token_id` this is; returns it, or None when there is none."""
+        if not self.api_tokens_path.exists():
+            return None
+        with path_lock(self.api_tokens_path):
+            tokens = self.api_tokens()
+            gone = [t for t in tokens if hmac.compare_digest(t.token_id, token_id)]
+            if not gone:
+                return None
+            self._write_api_tokens([t for t in tokens if t not in gone])
+        log.info("revoked the API token %r", gone[0].name)
+        return gone[0]
+
     def verify_api_token(self, token: str) -> ApiToken | None:
         """The stored token that `token` is, or None; every stored hash is compared in constant time."""
         if not isinstance(token, str) or not token or len(token) > 512:
@@ -203,7 +273,93 @@ class ConsoleSecrets:
             # No early exit: the time taken does not depend on which entry matched.
             if hmac.compare_digest(stored.digest, digest):
                 found = stored
+        if found is not None and time.time() - _parse_utc(found.last_used) >= API_TOKEN_USE_GRANULARITY:
+            self._note_use(found)
         return found
+
+    def _note_use(self, used: ApiToken) -> None:
+        # Re-read under the lock: a token revoked meanwhile must not come back.
+        with path_lock(self.api_tokens_path):
+            tokens = self.api_tokens()
+            now = _utc_now()
+            updated = [replace(t, last_used=now) if t.digest == used.digest else t for t in tokens]
+            if updated != tokens:
+                self._write_api_tokens(updated)
+
+    # -- sessions ---------------------------------------------------------------------------------
+    #
+    # The cookie is signed, so it cannot be forged; but a signed cookie alone stays valid wherever it is
+    # copied to. Each session therefore has an id whose hash is kept here: logging out removes it, a new
+    # password removes them all, and a copied cookie of an ended session opens nothing.
+
+    def _read_sessions(self) -> dict[str, int]:
+        try:
+            raw = self.sessions_path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        try:
+            entries = json.loads(raw)["sessions"]
+            return {str(k): int(v["seen"]) for k, v in entries.items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            # Damaged: no session is valid (everyone logs in again), which is safe and fixes itself.
+            log.error("the sessions file %s cannot be read (%s); every browser must log in again",
+                      self.sessions_path, type(err).__name__)
+            return {}
+
+    def _write_sessions(self, sessions: dict[str, int]) -> None:
+        body = {"sessions": {k: {"seen": v} for k, v in sessions.items()}}
+        atomic_write(self.sessions_path, (json.dumps(body, indent=1) + "\n").encode("utf-8"), mode=0o600)
+
+    def start_session(self, idle_limit: float) -> str:
+        """Make a new session id and keep its hash; the oldest sessions end past MAX_SESSIONS."""
+        session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
+        now = int(time.time())
+        self._ensure_dir()
+        with path_lock(self.sessions_path):
+            sessions = {k: v for k, v in self._read_sessions().items() if now - v < idle_limit}
+            sessions[_digest(session_id)] = now
+            if len(sessions) > MAX_SESSIONS:
+                kept = sorted(sessions.items(), key=lambda item: item[1])[-MAX_SESSIONS:]
+                sessions = dict(kept)
+            self._write_sessions(sessions)
+        return session_id
+
+    def session_active(self, session_id: object, idle_limit: float) -> bool:
+        """Whether `session_id` names a session that has not ended nor been idle past `idle_limit` seconds."""
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= 128:
+            return False
+        seen = self._read_sessions().get(_digest(session_id))
+        now = time.time()
+        if seen is None or now - seen >= idle_limit:
+            return False
+        if now - seen >= SESSION_SEEN_GRANULARITY:
+            self._touch_session(session_id)
+        return True
+
+    def _touch_session(self, session_id: str) -> None:
+        digest = _digest(session_id)
+        with path_lock(self.sessions_path):
+            sessions = self._read_sessions()
+            # Ended meanwhile (a logout in another tab): it stays ended.
+            if digest in sessions:
+                sessions[digest] = int(time.time())
+                self._write_sessions(sessions)
+
+    def end_session(self, session_id: object) -> None:
+        """End one session: its cookie, wherever it was copied, opens nothing any more."""
+        if not isinstance(session_id, str) or not self.sessions_path.exists():
+            return
+        with path_lock(self.sessions_path):
+            sessions = self._read_sessions()
+            if sessions.pop(_digest(session_id), None) is not None:
+                self._write_sessions(sessions)
+
+    def end_all_sessions(self) -> None:
+        """End every session (a new password does this)."""
+        if not self.sessions_path.exists():
+            return
+        with path_lock(self.sessions_path):
+            self._write_sessions({})
 
     # -- session signing key ----------------------------------------------------------------------
 

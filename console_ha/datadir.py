@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import ConsoleHaError
+
+log = logging.getLogger(__name__)
+
 ENV_DATA_DIR = "CONSOLE_HA_DATA_DIR"
+# The data dir holds the household's settings, audit log and secrets: only the Console's own user enters.
+DATA_DIR_MODE = 0o700
 
 
 def default_data_dir() -> Path:
@@ -31,6 +39,21 @@ class DataDir:
     """The contract's file layout under one data dir."""
 
     root: Path
+
+    def ensure(self) -> None:
+        """Create the data dir 0700, or narrow an existing one to 0700 (its parents are left as they are)."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=DATA_DIR_MODE)
+        mode = stat.S_IMODE(self.root.stat().st_mode)
+        if mode != DATA_DIR_MODE:
+            # A directory made by hand (or by an older version) under the default umask is 0755.
+            try:
+                os.chmod(self.root, DATA_DIR_MODE)
+            except PermissionError as err:
+                raise ConsoleHaError(
+                    f"The data dir {self.root} is open to other users ({mode:o}) and this user cannot "
+                    f"change that; make it {DATA_DIR_MODE:o} (chmod {DATA_DIR_MODE:o}) or use another one."
+                ) from err
+            log.warning("the data dir %s was %o; it is now %o", self.root, mode, DATA_DIR_MODE)
 
     @property
     def capabilities(self) -> Path:

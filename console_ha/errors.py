@@ -92,3 +92,9 @@ class HATLSError(HomeAssistantError):
     """The https connection to Home Assistant failed certificate or TLS checks."""
 
     default_code = "HA_TLS_ERROR"
+
+
+class HABusy(HomeAssistantError):
+    """The Console already has as many calls waiting on this Home Assistant as it allows; nothing was sent."""
+
+    default_code = "HA_BUSY"

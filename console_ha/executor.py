@@ -19,9 +19,10 @@ from .config_store import ConfigStore, HomeAssistantConfig, ca_bundle_path, is_e
 from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from .datadir import DataDir
 from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
-from .ha_client import HomeAssistantClient
+from .ha_client import BUSY_MESSAGE, HomeAssistantClient
 from .registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
-from .secret_store import Secret, TokenStore
+from .secret_store import Secret, TokenLookup, TokenStore
+from .unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ HA_FAILURE_MESSAGES = {
     "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
     "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
     "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
+    "HA_BUSY": BUSY_MESSAGE,
 }
 
 
@@ -71,6 +73,12 @@ class Proposal:
         }
 
 
+TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
+    "The Home Assistant access token was saved for another Home Assistant than the one configured now; "
+    "the household must enter it again on the settings page."
+)
+
+
 def refuse(stage: int, code: str, message: str) -> CapabilityError:
     """A refusal raised at `stage` with its contract code."""
     return CapabilityError(code, message, stage=stage)
@@ -94,10 +102,9 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise refuse(2, "INVALID_ARGUMENTS", "Arguments must be an object.")
-    expected = set(capability.arguments_schema.get("properties", {}))
-    unexpected = sorted(str(k) for k in arguments if k not in expected)
-    if unexpected:
-        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected[0][:64]}.")
+    unexpected = first_unknown(arguments, capability.arguments_schema.get("properties", {}))
+    if unexpected is not None:
+        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected}.")
     if capability.name != GET_HISTORY:
         return {}
     entity_id = arguments.get("entity_id")
@@ -112,11 +119,14 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
 # --- stage 3 ---------------------------------------------------------------------------------
 
 def check_policy(capability: Capability, arguments: Mapping[str, Any], config: HomeAssistantConfig,
-                 has_token: bool) -> None:
-    """Stage 3: opt-in, configuration and allowlist, all against server-held state."""
+                 token: TokenLookup) -> None:
+    """Stage 3: opt-in, configuration (a token that belongs to the configured origin) and allowlist."""
     if not config.enabled:
         raise refuse(3, "CAPABILITY_DISABLED", "The household has not turned on Home Assistant reading.")
-    if not config.base_url or not has_token:
+    if config.base_url and token.elsewhere:
+        # The model is not told either address: it needs to know what is wrong, not where the home is.
+        raise refuse(3, "CAPABILITY_NOT_CONFIGURED", TOKEN_FOR_ANOTHER_HOME_ASSISTANT)
+    if not config.base_url or token.token is None:
         raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "Home Assistant is turned on but not set up yet.")
     if not config.allowlisted_entities:
         # Nothing could be read: no card to bother the household with, no request to send.
@@ -181,7 +191,7 @@ class Executor:
             capability = resolve(name)
             canonical = validate(capability, arguments)
             config = self._load_config()
-            check_policy(capability, canonical, config, self.token_store.exists())
+            check_policy(capability, canonical, config, self._token_for(config))
             check_turn_limit(capability, turn or Turn())
         except CapabilityError as err:
             self._audit("rejected", label, err.stage, invocation, err.code)
@@ -226,8 +236,8 @@ class Executor:
         try:
             # The household may have changed the settings while the card was open: check again.
             config = self._load_config()
-            token = self.token_store.read()
-            check_policy(capability, arguments, config, token is not None)
+            token = self._token_for(config)
+            check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config) != pending.shown:
                 # Approved was a read of that Home Assistant (and, for the list, those entities).
                 raise CapabilityError("CONFIRMATION_INVALID", "The Home Assistant settings changed after this "
@@ -236,7 +246,7 @@ class Executor:
             stage = 5
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
-            client = self._client_factory(config.base_url, cast(Secret, token),
+            client = self._client_factory(config.base_url, cast(Secret, token.token),
                                           ca_bundle_path(config, self.config_store.data_dir))
             try:
                 raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
@@ -263,6 +273,10 @@ class Executor:
             raise CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=stage) from None
         self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started))
         return result
+
+    def _token_for(self, config: HomeAssistantConfig) -> TokenLookup:
+        # The token is read after the configuration (see TokenStore.lookup) and only for its origin.
+        return self.token_store.lookup(config.base_url, configured_url=config.base_url)
 
     def _load_config(self) -> HomeAssistantConfig:
         try:

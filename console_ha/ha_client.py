@@ -10,10 +10,11 @@ import socket
 import ssl
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any, BinaryIO, cast
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 import requests
@@ -24,6 +25,7 @@ from . import ha_ws
 from .config_store import is_entity_id, normalise_base_url
 from .errors import (
     HABadResponse,
+    HABusy,
     HANotFound,
     HATimeout,
     HATLSError,
@@ -48,9 +50,91 @@ READ_ONLY_API_SECTIONS = frozenset({"", "config", "states", "history"})
 # The states in which Home Assistant says it does not know an entity's value.
 UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 
+# How many calls the Console may have in flight to one Home Assistant (one origin), and to all of them.
+# Each call can hold a server worker thread until its deadline (8-10 s) when Home Assistant hangs;
+# `console-ha serve` runs 8 waitress threads, so at most 6 wait on Home Assistant and 2 are always
+# free for /health and the pages (docs/security-limits.md). A household's busiest moment, the
+# picker (states plus the area WebSocket) beside a capability and a connection test, needs 4.
+MAX_CALLS_PER_ORIGIN = 4
+MAX_CALLS_IN_ALL = 6
+# Worker threads no Home Assistant call may take: /health and the pages answer on these.
+RESERVED_THREADS = 2
+BUSY_MESSAGE = ("Home Assistant is still busy with earlier requests from this Console, so this one was "
+                "not sent. Try again in a moment.")
+
 # What a Home Assistant token can hold (check_token's rule); anything else could break the header.
 _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,4096}")
 _PATH_RE = re.compile(r"/api/[A-Za-z0-9._~:%@+,=-]*(?:/[A-Za-z0-9._~:%@+,=-]+)*")
+
+
+def origin_of(base_url: str) -> str:
+    """`scheme://host:port` of a URL, the port always written, so that every path on one server is one key."""
+    parts = urlsplit(base_url)
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{parts.port or (443 if scheme == 'https' else 80)}"
+
+
+class CallLimits:
+    """Counts the Console's calls in flight to each Home Assistant; one past a cap is refused at once.
+
+    Refused, not queued: a queued call would hold its worker thread just the same. A lock and two
+    counters rather than a semaphore per origin, so that both caps are checked in one step and no
+    per-origin object outlives its last call.
+    """
+
+    def __init__(self, per_origin: int = MAX_CALLS_PER_ORIGIN, in_all: int = MAX_CALLS_IN_ALL) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self.configure(per_origin=per_origin, in_all=in_all)
+
+    def configure(self, *, per_origin: int, in_all: int) -> None:
+        """Set both caps (at least 1 each); calls already in flight keep their places."""
+        if per_origin < 1 or in_all < 1:
+            raise ValueError("each cap must allow at least one call")
+        with self._lock:
+            self.per_origin = per_origin
+            self.in_all = in_all
+
+    def fit_to_threads(self, threads: int) -> None:
+        """Caps that leave RESERVED_THREADS of a server's `threads` free whatever Home Assistant does."""
+        if threads <= RESERVED_THREADS:
+            raise ValueError(f"the server needs more than {RESERVED_THREADS} threads")
+        in_all = min(MAX_CALLS_IN_ALL, threads - RESERVED_THREADS)
+        self.configure(per_origin=min(MAX_CALLS_PER_ORIGIN, in_all), in_all=in_all)
+
+    def in_flight(self, base_url: str | None = None) -> int:
+        """Calls in flight to the origin of `base_url`, or to every Home Assistant."""
+        with self._lock:
+            if base_url is None:
+                return sum(self._counts.values())
+            return self._counts[origin_of(base_url)]
+
+    @contextmanager
+    def slot(self, base_url: str) -> Iterator[None]:
+        """Hold one place for a call to `base_url`'s Home Assistant; HABusy at once when none is free."""
+        origin = origin_of(base_url)
+        with self._lock:
+            here, everywhere = self._counts[origin], sum(self._counts.values())
+            busy = here >= self.per_origin or everywhere >= self.in_all
+            if not busy:
+                self._counts[origin] += 1
+        if busy:
+            log.info("not calling %s: %d calls to it and %d in all already in flight", origin, here, everywhere)
+            raise HABusy(BUSY_MESSAGE)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._counts[origin] -= 1
+                if self._counts[origin] <= 0:
+                    del self._counts[origin]
+
+
+# The one count for the whole process: every client and the area WebSocket, whoever made them.
+CALL_LIMITS = CallLimits()
 
 
 class _VerifiedAdapter(HTTPAdapter):
@@ -152,7 +236,7 @@ class HomeAssistantClient:
     """Reads Home Assistant's REST API. It can send GET and nothing else."""
 
     def __init__(self, base_url: str, token: Secret, *, ca_bundle: str | None = None,
-                 session: requests.Session | None = None) -> None:
+                 session: requests.Session | None = None, limits: CallLimits | None = None) -> None:
         normalised = normalise_base_url(base_url)
         if not normalised:
             raise InvalidConfig("The Home Assistant URL is not set.", field="base_url")
@@ -161,6 +245,7 @@ class HomeAssistantClient:
         self._base_url = normalised
         self._token = token
         self._ca_bundle = ca_bundle
+        self._limits = limits or CALL_LIMITS
         self._tls_problem: str | None = None
         ssl_context: ssl.SSLContext | None = None
         # Only https needs a context. Loading the system trust store takes about 18 ms, which an
@@ -251,12 +336,18 @@ class HomeAssistantClient:
             raise _wrong_shape()
         return data
 
-    def websocket(self, *, timeout: float, max_bytes: int) -> AbstractContextManager[HomeAssistantWebSocket]:
-        """One authenticated WebSocket to this client's Home Assistant (the token goes nowhere else)."""
+    @contextmanager
+    def websocket(self, *, timeout: float, max_bytes: int) -> Iterator[HomeAssistantWebSocket]:
+        """One authenticated WebSocket to this client's Home Assistant (the token goes nowhere else).
+
+        It holds one of the places the calls to this Home Assistant share (HABusy when none is free).
+        """
         if self._tls_problem and self._base_url.startswith("https:"):
             raise HATLSError(self._tls_problem, reason="ca_bundle")
-        return ha_ws.connect(self._base_url, self._token, timeout=timeout, max_bytes=max_bytes,
-                             ca_bundle=self._ca_bundle)
+        with self._limits.slot(self._base_url), ha_ws.connect(
+                self._base_url, self._token, timeout=timeout, max_bytes=max_bytes, ca_bundle=self._ca_bundle
+        ) as connection:
+            yield connection
 
     # --- the one place a request is made -----------------------------------------------------
 
@@ -279,6 +370,15 @@ class HomeAssistantClient:
         if not _TOKEN_RE.fullmatch(token):
             raise HAUnauthorized("The stored access token has characters a Home Assistant token never has; "
                                  "paste it again.", reason="malformed_token")
+        with self._limits.slot(self._base_url):
+            # The deadline starts once a place is held; refusing took no time to speak of.
+            with self._get_within(path, url, token, params=params, timeout=timeout, max_bytes=max_bytes) as body:
+                yield body
+
+    @contextmanager
+    def _get_within(self, path: str, url: str, token: str, *, params: Mapping[str, str] | None, timeout: float,
+              max_bytes: int) -> Iterator[_BodyReader]:
+        """The GET itself, once _request has checked its arguments and holds a place for it."""
         started = time.monotonic()
         deadline = started + timeout
         headers = {

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import ha_ws
+from .ha_client import CALL_LIMITS
 from .ha_ws import websocket_url
 from .secret_store import Secret
 
@@ -35,7 +36,9 @@ def fetch_entity_areas(
 ) -> EntityAreas | None:
     """entity_id → area name for every entity with an area; None when the registries cannot be read."""
     try:
-        lists = _read_registries(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
+        # The WebSocket holds one of the places the REST calls to this Home Assistant share.
+        with CALL_LIMITS.slot(base_url):
+            lists = _read_registries(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
     except Exception as err:  # noqa: BLE001 - areas are optional: any failure just leaves them out
         log.info("entity areas unavailable from %s: %s", base_url, type(err).__name__)
         return None
@@ -72,7 +75,8 @@ def entity_areas(
 def _read_registries(
     base_url: str, token: Secret, *, timeout: float, ca_bundle: str | None
 ) -> dict[str, Any]:
-    """The three lists, over one WebSocket that lives for this call only."""
+    """The three lists, over one WebSocket that lives for this call only (it follows no redirect: wsproto
+    reports a 3xx as a refused upgrade, so the auth message, the token, never goes to another origin)."""
     with ha_ws.connect(base_url, token, timeout=timeout, max_bytes=MAX_MESSAGE_BYTES, ca_bundle=ca_bundle) as ws:
         results = {command: ws.command({"type": command}) for command in REGISTRY_COMMANDS}
     for command, result in results.items():

@@ -35,6 +35,21 @@ class Bounds:
 
 
 @dataclass(frozen=True)
+class TextCaps:
+    """The most bytes (compact UTF-8 JSON, escapes included) a result's name, state and unit may take."""
+
+    name: int
+    state: int
+    unit: int
+
+
+# list_entities' text bounds, roomiest to tightest: it uses the roomiest level whose result fits its
+# 64 KiB, and a save guarantees the tightest (entity_budget.py). 32 bytes of state keep a timestamp
+# state ("2026-11-30T10:00:00+00:00") whole.
+LIST_ENTITIES_TEXT_CAPS: tuple[TextCaps, ...] = (TextCaps(96, 64, 16), TextCaps(48, 48, 12), TextCaps(24, 32, 8))
+
+
+@dataclass(frozen=True)
 class Capability:
     """A registered capability: what the model is told, and what the executor enforces."""
 
@@ -47,38 +62,46 @@ class Capability:
 
 
 _TIMESTAMP = {"type": "string", "format": "date-time"}
+_ROOMY = LIST_ENTITIES_TEXT_CAPS[0]
 _ENTITY_ID = {"type": "string", "pattern": r"^[a-z0-9_]+\.[a-z0-9_]+$", "maxLength": 255}
 
 LIST_ENTITIES_CAPABILITY = Capability(
     name=LIST_ENTITIES,
     description=(
         "Read the current state of every Home Assistant entity the household has allowed the "
-        "assistant to see. Takes no arguments. Each read asks the household for approval first."
+        "assistant to see. Takes no arguments. Each read asks the household for approval first. "
+        "A name or state too long for the result is cut and ends in \u2026."
     ),
     arguments_schema={"type": "object", "properties": {}, "additionalProperties": False},
     result_schema={
         "type": "object",
-        "required": ["entities", "retrieved_at"],
+        "required": ["entities", "missing_entities", "retrieved_at"],
+        "additionalProperties": False,
         "properties": {
             "entities": {
                 "type": "array",
                 "items": {
                     "type": "object",
                     "required": ["entity_id", "friendly_name", "domain", "state", "unit_of_measurement",
-                                 "last_changed"],
+                                 "last_changed", "unavailable"],
+                    "additionalProperties": False,
                     "properties": {
-                        "entity_id": {"type": "string"},
-                        "friendly_name": {"type": "string"},
-                        "domain": {"type": "string"},
-                        "state": {"type": "string"},
-                        "unit_of_measurement": {"type": ["string", "null"]},
-                        # null when Home Assistant's state carries no time (it always does; a stub may not)
-                        "last_changed": {**_TIMESTAMP, "type": ["string", "null"]},
+                        "entity_id": _ENTITY_ID,
+                        # Bytes bound the text; a character is at least one, so they bound its length too.
+                        # Text that was cut ends in "…".
+                        "friendly_name": {"type": "string", "maxLength": _ROOMY.name},
+                        "domain": {"type": "string", "pattern": r"^[a-z0-9_]+$"},
+                        "state": {"type": "string", "maxLength": _ROOMY.state},
+                        "unit_of_measurement": {"type": ["string", "null"], "maxLength": _ROOMY.unit},
+                        # to the second, in UTC; null when Home Assistant's state carries no readable time
+                        "last_changed": {"type": ["string", "null"], "format": "date-time",
+                                         "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
                         "unavailable": {"type": "boolean"},
                     },
                 },
             },
-            "missing_entities": {"type": "array", "items": {"type": "string"}},
+            # allowlisted entities Home Assistant no longer has
+            "missing_entities": {"type": "array", "items": _ENTITY_ID},
             "retrieved_at": _TIMESTAMP,
         },
     },

@@ -1,10 +1,18 @@
-"""The Home Assistant access token, stored apart from the configuration: directory 0700, file 0600."""
+"""The Home Assistant access token and the origin it belongs to, stored apart from the configuration.
+
+The file `secrets/home-assistant/access-token` (0600, in a 0700 directory) is one record written
+atomically: the token on the first line, the origin (`scheme://host:port`) it was saved for on the
+second. A token is only ever handed out for its own origin (`TokenStore.lookup`), so whatever the
+configuration file says, and whenever a process died, the token never goes to another Home Assistant.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .atomic import atomic_write, ensure_dir, path_lock
 from .datadir import DataDir
@@ -13,6 +21,19 @@ from .errors import InvalidConfig
 log = logging.getLogger(__name__)
 
 MAX_TOKEN_LENGTH = 4096
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# The `reason` detail of every refusal for that cause, so a page can tell it from "no token yet".
+TOKEN_FOR_ANOTHER_ORIGIN_REASON = "token_for_another_origin"
+# The household's words when the stored token belongs to another Home Assistant; one place for every path.
+TOKEN_FOR_ANOTHER_ORIGIN = (
+    "The stored access token was saved for the Home Assistant at {saved_for}, and the Console only ever "
+    "sends it there. To use {asked_for}, enter the access token of that Home Assistant."
+)
+TOKEN_WITHOUT_ORIGIN = (
+    "The stored access token was saved without a Home Assistant URL, so the Console cannot tell which "
+    "Home Assistant it belongs to. Enter the access token again with the URL."
+)
 
 
 class Secret:
@@ -53,8 +74,70 @@ def check_token(value: object) -> Secret:
     return Secret(token)
 
 
+def origin_of(url: str) -> str:
+    """`scheme://host:port` of an http(s) URL, the port always written out: http://h and http://h:80 agree.
+
+    Host names are compared as written, lower-cased (no DNS): `ha.local` and `192.168.1.5` are different
+    origins even when they are the same machine, which only costs the household a second paste.
+    """
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = parts.hostname  # lower-cased, brackets of an IPv6 literal removed
+    if scheme not in DEFAULT_PORTS or not host:
+        raise ValueError("not an http or https URL with a host")
+    port = parts.port or DEFAULT_PORTS[scheme]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+def _origin_or_none(url: str) -> str | None:
+    try:
+        return origin_of(url) if url else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class StoredToken:
+    """The token file's record: the token and the origin it was saved for (None in a legacy file)."""
+
+    token: Secret
+    origin: str | None
+
+    def bound_origin(self, configured_url: str) -> str | None:
+        """The origin this token belongs to.
+
+        A legacy file (the token alone, written by a release before origins were stored, or by hand)
+        belongs to the origin of the URL configured beside it: that is what it was written for, and this
+        release never writes a file without its origin, so no save of ours can leave one behind.
+        """
+        return self.origin if self.origin is not None else _origin_or_none(configured_url)
+
+
+@dataclass(frozen=True)
+class TokenLookup:
+    """The answer to "which token may go to this origin?": the token, or why there is none."""
+
+    token: Secret | None
+    stored: bool  # whether any token is stored at all
+    saved_for: str | None  # the origin the stored token belongs to
+    asked_for: str | None  # the origin asked about
+
+    @property
+    def elsewhere(self) -> bool:
+        """A token is stored, but for another Home Assistant: it must be entered again for this one."""
+        return self.stored and self.token is None
+
+    def message(self) -> str:
+        """Why the stored token cannot be used here, in the household's words."""
+        if self.saved_for is None:
+            return TOKEN_WITHOUT_ORIGIN
+        return TOKEN_FOR_ANOTHER_ORIGIN.format(saved_for=self.saved_for, asked_for=self.asked_for or "this address")
+
+
 class TokenStore:
-    """Reads, writes and removes `secrets/home-assistant/access-token`."""
+    """Reads, writes and removes `secrets/home-assistant/access-token`, always with its origin."""
 
     def __init__(self, data_dir: DataDir) -> None:
         self._dd = data_dir
@@ -63,8 +146,8 @@ class TokenStore:
     def path(self) -> Path:
         return self._dd.ha_token
 
-    def read(self) -> Secret | None:
-        """The stored token, or None when there is none (or it is empty)."""
+    def read_record(self) -> StoredToken | None:
+        """The stored record, or None when there is none (or it is damaged)."""
         try:
             text = self.path.read_text(encoding="ascii")
         except FileNotFoundError:
@@ -73,23 +156,64 @@ class TokenStore:
             log.warning("the stored Home Assistant token cannot be read (%s); treating it as absent",
                         type(err).__name__)
             return None
+        lines = text.splitlines()
+        while lines and not lines[-1].strip():
+            lines.pop()  # a file edited by hand may end in blank lines
+        if not lines:
+            return None
         try:
-            return check_token(text) if text.strip() else None
+            if len(lines) not in (1, 2):
+                raise InvalidConfig("not one or two lines", field="access_token")
+            token = check_token(lines[0])
+            origin = lines[1].strip() if len(lines) == 2 else None
+            if origin is not None and _origin_or_none(origin) != origin:
+                raise InvalidConfig("the origin line is not an origin", field="access_token")
         except InvalidConfig:
             # The same rules as for a pasted token: a damaged file is "no token", not a doomed read.
             log.warning("the stored Home Assistant token file is damaged; treating it as absent")
             return None
+        return StoredToken(token, origin)
+
+    def lookup(self, url: str, *, configured_url: str) -> TokenLookup:
+        """The stored token if it belongs to `url`'s origin; the one rule every sending path goes through.
+
+        `configured_url` is the base URL the caller read from the configuration file *before* calling
+        this (it only matters for a legacy file): a save writes the token before the configuration, so a
+        configuration read first can never pair a legacy token with a URL saved after it.
+        """
+        asked_for = _origin_or_none(url)
+        record = self.read_record()
+        if record is None:
+            return TokenLookup(None, False, None, asked_for)
+        saved_for = record.bound_origin(configured_url)
+        usable = asked_for is not None and saved_for == asked_for
+        return TokenLookup(record.token if usable else None, True, saved_for, asked_for)
+
+    def read_for(self, url: str, *, configured_url: str) -> Secret | None:
+        """The stored token for `url`'s origin; None when none is stored or it belongs to another origin."""
+        return self.lookup(url, configured_url=configured_url).token
 
     def exists(self) -> bool:
-        """Whether a usable token is stored."""
-        return self.read() is not None
+        """Whether a token is stored, for whichever origin (`lookup` says whether it may go somewhere)."""
+        return self.read_record() is not None
 
-    def write(self, token: Secret) -> None:
-        """Store `token` atomically with private permissions."""
+    def write(self, token: Secret, origin: str) -> None:
+        """Store `token` bound to `origin` (a URL or an origin), atomically, with private permissions."""
+        self._write_record(StoredToken(token, origin_of(origin)))
+
+    def put_back(self, record: StoredToken | None) -> None:
+        """Restore a record exactly as `read_record` returned it (None: no token), after a failed save."""
+        if record is None:
+            self.remove()
+        else:
+            self._write_record(record)
+
+    def _write_record(self, record: StoredToken) -> None:
+        lines = [record.token.reveal()] + ([record.origin] if record.origin is not None else [])
         ensure_dir(self._dd.root / "secrets", 0o700)
         ensure_dir(self._dd.ha_secrets, 0o700)
         with path_lock(self.path):
-            atomic_write(self.path, token.reveal().encode("ascii") + b"\n", mode=0o600)
+            atomic_write(self.path, "".join(line + "\n" for line in lines).encode("ascii"), mode=0o600)
 
     def remove(self) -> None:
         """Forget the stored token; no error when there is none."""

@@ -1,4 +1,12 @@
-"""Saving the household's Home Assistant settings: the configuration file and the token, together."""
+"""Saving the household's Home Assistant settings: the configuration file and the token, together.
+
+Crash consistency rests on one rule, not on the order of two writes: the token is stored with the
+origin it belongs to in one atomic record, and is only ever handed out for that origin
+(`TokenStore.lookup`). Whatever moment a process dies, the worst a reader can find is a URL whose token
+was saved for another origin, which it treats as "no token". The token is written first all the same,
+so a legacy record (a token without its origin, bound to the configured URL) is never paired with a
+URL saved after it.
+"""
 
 from __future__ import annotations
 
@@ -6,35 +14,85 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from .atomic import path_lock
-from .config_store import ConfigStore, StoredConfig
-from .secret_store import Secret, TokenStore
+from .atomic import path_lock, sweep_temp_files
+from .config_store import ConfigStore, StoredConfig, apply_changes, check_revision
+from .datadir import DataDir
+from .errors import ConfigInvalid, InvalidConfig
+from .secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, TokenStore, origin_of
 
 log = logging.getLogger(__name__)
+
+TOKEN_NEEDS_A_URL = "Enter the Home Assistant URL this access token belongs to."
 
 
 def save_settings(config_store: ConfigStore, token_store: TokenStore, changes: Mapping[str, Any], *,
                   token: Secret | None = None, remove_token: bool = False,
                   expected_revision: str | None = None) -> StoredConfig:
-    """Write validated `changes`, then the token: both, or (as far as the disk allows) neither.
+    """Validate `changes`, then write the token (bound to the saved URL's origin), then the file.
 
-    The token must already be checked (`check_token`), so that nothing is written when it is bad. A save
-    that fails at the token (a full disk) puts the settings file back as it was, and saves run one at a
-    time, so no save pairs one request's URL with another's token.
+    The token must already be checked (`check_token`), so that nothing is written when it is bad. A new
+    URL of another origin than the stored token's needs a new token (400 on `access_token`): the stored
+    one is never moved to another Home Assistant. Saves run one at a time; a file that cannot be written
+    puts the token record back as it was.
     """
     with path_lock(config_store.data_dir.capabilities / "settings-save"):
-        before = config_store.read() if changes and (token is not None or remove_token) else None
-        stored = (
-            config_store.update(changes, expected_revision=expected_revision) if changes else config_store.read()
-        )
+        current = config_store.read()
+        check_revision(current, expected_revision)
+        new = apply_changes(current.config, changes)
+        refuse_moving_the_token(token_store, new.base_url, configured_url=current.config.base_url,
+                                token=token, remove_token=remove_token)
+        record = token_store.read_record()
+        if token is not None:
+            token_store.write(token, new.base_url)
+        elif remove_token:
+            token_store.remove()
+        elif record is not None and record.origin is None and current.config.base_url:
+            # A legacy record belongs to the configured URL; writing that origin down keeps the binding
+            # whatever the file says later (the URL cleared, then another typed).
+            token_store.write(record.token, current.config.base_url)
         try:
-            if token is not None:
-                token_store.write(token)
-            elif remove_token:
-                token_store.remove()
-        except OSError:
-            if before is not None:
-                log.error("the token could not be saved; putting the settings file back as it was")
-                config_store.update(before.config.to_json())
+            stored = config_store.update(changes, expected_revision=expected_revision) if changes else current
+        except BaseException:
+            if token is not None or remove_token:
+                log.error("the settings file could not be saved; putting the token back as it was")
+                token_store.put_back(record)
             raise
     return stored
+
+
+def refuse_moving_the_token(token_store: TokenStore, new_url: str, *, configured_url: str,
+                            token: Secret | None, remove_token: bool) -> None:
+    """400 INVALID_CONFIG when a save would leave the stored token beside a URL of another origin.
+
+    A new token is bound to the URL saved with it, so it needs a URL; a removed one goes nowhere.
+    """
+    if token is not None:
+        if not new_url:
+            raise InvalidConfig(TOKEN_NEEDS_A_URL, field="base_url")
+        return
+    if remove_token or not new_url:
+        return
+    lookup = token_store.lookup(new_url, configured_url=configured_url)
+    if lookup.elsewhere:
+        raise InvalidConfig(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
+
+
+def recover(data_dir: DataDir) -> None:
+    """At start: sweep temporary files killed writes left behind, and bind a legacy token to its origin."""
+    sweep_temp_files(data_dir.root)
+    token_store = TokenStore(data_dir)
+    record = token_store.read_record()
+    if record is None or record.origin is not None:
+        return
+    try:
+        configured = ConfigStore(data_dir).load().base_url
+    except ConfigInvalid:
+        return  # the page explains the damaged file; the legacy token stays unusable until it is fixed
+    try:
+        with path_lock(data_dir.capabilities / "settings-save"):
+            if configured and token_store.read_record() == record:
+                token_store.write(record.token, origin_of(configured))
+                log.info("the stored Home Assistant token is now bound to %s", origin_of(configured))
+    except OSError as err:
+        # Not fatal: the record is read as bound to the configured URL anyway, and the next save writes it.
+        log.warning("could not write the stored token's origin (%s)", err.strerror)

@@ -222,14 +222,61 @@ function init(form) {
 
   // ---------- token status ----------
 
+  function describeToken(stored, elsewhere = false) {
+    el.tokenStatus.textContent = !stored
+      ? "No token is stored yet."
+      : elsewhere
+        ? "A token is stored, but for another Home Assistant."
+        : "A token is stored. Leave this field empty to keep it.";
+  }
+
   function showTokenStored(stored) {
     el.tokenStatus.dataset.stored = String(stored);
-    el.tokenStatus.textContent = stored
-      ? "A token is stored. Leave this field empty to keep it."
-      : "No token is stored yet.";
+    describeToken(stored);
     el.removeRow.hidden = !stored;
     el.remove.checked = false;
   }
+
+  // ---------- the stored token belongs to its Home Assistant ----------
+
+  // The server never sends the stored token to another origin (it refuses); this says so before Save or
+  // Test connection is pressed, in the server's words rendered into the page.
+  const originNote = {
+    el: $("token-origin-note"),
+    other: $("token-origin-other"),
+    unbound: $("token-origin-unbound"),
+    saved: $("token-origin-saved"),
+    typed: $("token-origin-typed"),
+  };
+
+  /** scheme://host:port with the port written out, as the server's secret_store.origin_of; "" if not a URL. */
+  function originOf(text) {
+    let url;
+    try {
+      url = new URL(text.trim());
+    } catch {
+      return "";
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) return "";
+    return `${url.protocol}//${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
+  }
+
+  function showTokenOrigin() {
+    const stored = el.tokenStatus.dataset.stored === "true";
+    const saved = originNote.el.dataset.tokenOrigin || "";
+    const typed = originOf(el.url.value);
+    originNote.saved.textContent = saved;
+    originNote.typed.textContent = typed;
+    originNote.other.hidden = saved === "";
+    originNote.unbound.hidden = saved !== "";
+    const elsewhere = stored && typed !== "" && typed !== saved;
+    describeToken(stored, elsewhere);
+    // A token typed into the field is the one that will be used: the note is then beside the point.
+    originNote.el.hidden = !(elsewhere && el.token.value.trim() === "");
+  }
+
+  el.url.addEventListener("input", showTokenOrigin);
+  el.token.addEventListener("input", showTokenOrigin);
 
   // ---------- discovery ----------
 
@@ -256,7 +303,9 @@ function init(form) {
         ` <span class="mono">${esc(instance.base_url)}</span>` +
         (instance.version ? ` <span class="hint">Home Assistant ${esc(instance.version)}</span>` : "");
       button.addEventListener("click", () => {
+        // Only the address: the stored token stays with the Home Assistant it was saved for.
         el.url.value = instance.base_url;
+        showTokenOrigin();
         dirty = true;
         setStatus(el.discoveryStatus, `Filled in the address of “${instance.name}”.`);
         el.token.focus();
@@ -269,6 +318,7 @@ function init(form) {
       setStatus(el.discoveryStatus, "No Home Assistant found on your network. Type its address below.");
     } else if (instances.length === 1 && el.url.value.trim() === "") {
       el.url.value = instances[0].base_url;
+      showTokenOrigin();
       dirty = true;
       setStatus(el.discoveryStatus, `Found “${instances[0].name}” and filled in its address.`);
     } else if (instances.length === 1) {
@@ -315,7 +365,9 @@ function init(form) {
     el.picker.removeAttribute("aria-busy");
     if (!result.ok) {
       const notConfigured = result.error.code === "CAPABILITY_NOT_CONFIGURED";
-      if (notConfigured) setStatus(el.pickerStatus, say(result.error));
+      // A token saved for another Home Assistant: the server's sentence says which, and what to do.
+      if (result.error.reason === "token_for_another_origin") setStatus(el.pickerStatus, result.error.message, "error");
+      else if (notConfigured) setStatus(el.pickerStatus, say(result.error));
       else showError(el.pickerStatus, result.error);
       el.pickerRetry.hidden = notConfigured;
       return;
@@ -627,6 +679,8 @@ function init(form) {
       el.token.value = "";
       showTokenStored(Boolean(data.has_access_token));
       el.url.value = data.base_url ?? el.url.value;
+      originNote.el.dataset.tokenOrigin = data.access_token_origin || "";
+      showTokenOrigin();
       savedUrl = el.url.value;
       el.enabled.checked = Boolean(data.enabled);
       dirty = false;
@@ -681,6 +735,7 @@ function init(form) {
   // ---------- start ----------
 
   el.test.hidden = false;
+  showTokenOrigin();
   if (el.url.value.trim() === "") {
     discover();
   } else {

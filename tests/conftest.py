@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -20,6 +21,16 @@ if TYPE_CHECKING:
 os.environ["CONSOLE_HA_MDNS_INTERFACES"] = "127.0.0.1"
 
 
+@pytest.fixture(autouse=True)
+def _call_limits_restored() -> Iterator[None]:
+    """`console-ha serve` fits the process-wide Home Assistant call caps to its threads: undo that per test."""
+    from console_ha.ha_client import CALL_LIMITS
+
+    caps = {"per_origin": CALL_LIMITS.per_origin, "in_all": CALL_LIMITS.in_all}
+    yield
+    CALL_LIMITS.configure(**caps)
+
+
 @pytest.fixture
 def data_dir(tmp_path) -> DataDir:
     """An empty data dir, as on a device that has never been configured."""
@@ -33,6 +44,81 @@ def stub_ha() -> Iterator[StubHomeAssistant]:
 
     with StubHomeAssistant() as server:
         yield server
+
+
+@pytest.fixture
+def two_homes() -> Iterator[tuple[StubHomeAssistant, StubHomeAssistant]]:
+    """Two stub Home Assistants on two ports, each with its own token; seeing the other's fails the test."""
+    from tests.stub_ha import StubHomeAssistant
+
+    with StubHomeAssistant(seed=1) as home, StubHomeAssistant(seed=2) as other:
+        for stub, rival in ((home, other), (other, home)):
+            stub.refuse_tokens_of(rival)
+            stub.serve_registries({"light.living_room": "Living room"})
+        yield home, other
+    for stub in (home, other):
+        assert stub.foreign_tokens_seen == [], (
+            f"the Home Assistant at {stub.base_url} received another origin's token: {stub.foreign_tokens_seen}"
+        )
+
+
+# --- no secret in any response or log line, in every test of the suite ---------------------------------
+
+# Stored tokens shorter than this are test placeholders ("t") that ordinary words would contain.
+MIN_STORED_SECRET = 8
+
+
+@pytest.fixture
+def hidden_secrets() -> list[str]:
+    """Secrets a test handled; none of them may appear in any response or log line of that test."""
+    return []
+
+
+@pytest.fixture
+def recorded_responses() -> list[bytes]:
+    """The raw bytes (headers and body) of every response the test's clients received."""
+    return []
+
+
+@pytest.fixture(autouse=True)
+def _secrets_never_shown(
+    request: pytest.FixtureRequest,
+    hidden_secrets: list[str],
+    recorded_responses: list[bytes],
+    caplog: pytest.LogCaptureFixture,
+) -> Iterator[None]:
+    """After each test: no handled or stored secret is in any response, log line, or data file beside it.
+
+    The secrets: those the test names (`hidden_secrets`), every stub (or real) Home Assistant's token,
+    and the Home Assistant token stored in the test's data dir when the test ends.
+    """
+    caplog.set_level(logging.DEBUG)
+    for name in ("stub_ha", "two_homes", "real_ha"):
+        if name in request.fixturenames:
+            value = request.getfixturevalue(name)
+            hidden_secrets.extend(ha.token for ha in (value if isinstance(value, tuple) else (value,)) if ha.token)
+    data_dir: DataDir | None = request.getfixturevalue("data_dir") if "data_dir" in request.fixturenames else None
+    yield
+    secrets = list(hidden_secrets)
+    if data_dir is not None:
+        secrets += _stored_token(data_dir)
+    logged = caplog.text + "\n".join(record.getMessage() for record in caplog.records)
+    for secret in secrets:
+        assert all(secret.encode() not in raw for raw in recorded_responses), "a secret appeared in a response"
+        assert secret not in logged, "a secret appeared in a log line"
+    if data_dir is not None and data_dir.root.exists():
+        for path in data_dir.root.rglob("*"):
+            if path.is_file() and "secrets" not in path.relative_to(data_dir.root).parts:
+                content = path.read_bytes()
+                assert all(s.encode() not in content for s in secrets), f"a secret appeared in {path.name}"
+
+
+def _stored_token(data_dir: DataDir) -> list[str]:
+    try:
+        first = data_dir.ha_token.read_text(encoding="ascii").split("\n", 1)[0].strip()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [first] if len(first) >= MIN_STORED_SECRET else []
 
 
 class Clock:

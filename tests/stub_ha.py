@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import random
 import secrets
 import socket
 import ssl
 import string
+import struct
 import threading
 import time
 from bisect import bisect_left, bisect_right
@@ -18,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
+
+_WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455's fixed key suffix
 
 FAULT_KINDS = frozenset(
     {"401", "403", "404", "500", "slow", "slow_body", "trickle_headers", "trickle_body", "invalid_json",
@@ -272,9 +276,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = unquote(parts.path)
         query = parse_qs(parts.query, keep_blank_values=True)
         stub.requests.append(StubRequest(method, path, query, dict(self.headers.items())))
+        stub._guard(f"{method} {self.path}", "\n".join(f"{k}: {v}" for k, v in self.headers.items()))
         length = int(self.headers.get("Content-Length") or 0)
         if length:
-            self.rfile.read(length)
+            stub._guard(f"{method} {self.path} body", self.rfile.read(length).decode("utf-8", "replace"))
+        if (path == "/api/websocket" and stub.registries is not None
+                and self.headers.get("Upgrade", "").lower() == "websocket"):
+            self._websocket()
+            return
         fault = stub._fault_for(path)
         if fault is not None and fault.kind == "drop":
             self.close_connection = True
@@ -291,6 +300,71 @@ class _Handler(BaseHTTPRequestHandler):
         response = stub._respond(method, path, query, self.headers.get("Authorization"), fault)
         self._write(response, head=method == "HEAD",
                     pace=fault.delay if fault is not None and fault.kind == "slow_body" else 0.0)
+
+    # --- the WebSocket API: auth, then the three registry lists the picker asks for ---------
+
+    def _websocket(self) -> None:
+        """Home Assistant's WebSocket protocol, as far as the Console speaks it (RFC 6455 framing by hand)."""
+        stub = self.server.stub
+        self.close_connection = True
+        if stub.ws_redirect:
+            # A proxy or an impostor sending the WebSocket elsewhere: a client that follows it takes its
+            # `auth` message (the token) to another origin.
+            self.wfile.write(f"HTTP/1.1 302 Found\r\nLocation: {stub.ws_redirect}\r\nContent-Length: 0\r\n\r\n"
+                             .encode())
+            return
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
+        self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         + f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode())
+        self._ws_send({"type": "auth_required", "ha_version": stub.config["version"]})
+        try:
+            auth = self._ws_receive()
+            if auth is None:
+                return
+            if auth.get("type") != "auth" or (auth.get("access_token") != stub.token and not stub.rogue):
+                self._ws_send({"type": "auth_invalid", "message": "Invalid access token or password"})
+                return
+            self._ws_send({"type": "auth_ok", "ha_version": stub.config["version"]})
+            while (message := self._ws_receive()) is not None:
+                result = (stub.registries or {}).get(str(message.get("type")))
+                self._ws_send({"id": message.get("id"), "type": "result", "success": result is not None,
+                               "result": result})
+        except (OSError, ValueError):
+            return
+
+    def _ws_send(self, message: dict[str, Any]) -> None:
+        payload = _dumps(message)
+        size = len(payload)
+        if size < 126:
+            header = bytes([0x81, size])
+        elif size < 65536:
+            header = bytes([0x81, 126]) + struct.pack("!H", size)
+        else:
+            header = bytes([0x81, 127]) + struct.pack("!Q", size)
+        self.wfile.write(header + payload)
+        self.wfile.flush()
+
+    def _ws_receive(self) -> dict[str, Any] | None:
+        """The next text message from the client (masked, as clients must), or None when it closes."""
+        stub = self.server.stub
+        head = self.rfile.read(2)
+        if len(head) < 2:
+            return None
+        opcode, length = head[0] & 0x0F, head[1] & 0x7F
+        if length == 126:
+            length = struct.unpack("!H", self.rfile.read(2))[0]
+        elif length == 127:
+            length = struct.unpack("!Q", self.rfile.read(8))[0]
+        mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(length)))
+        if opcode == 0x8:
+            return None
+        text = payload.decode("utf-8", "replace")
+        stub.ws_messages.append(text)
+        stub._guard("WebSocket message", text)
+        message = json.loads(text)
+        return message if isinstance(message, dict) else {}
 
     def _trickle(self, fault: Fault) -> None:
         """One byte every `delay` seconds: of the status line and headers, or of a chunked body's framing."""
@@ -362,6 +436,18 @@ class StubHomeAssistant:
         self.config: dict[str, Any] = default_config()
         self.history: dict[str, list[tuple[datetime, str]]] = {}
         self.requests: list[StubRequest] = []
+        # Every text message a WebSocket client sent, the `auth` message with its token among them.
+        self.ws_messages: list[str] = []
+        # Registry lists the WebSocket answers with (command -> result); None: no WebSocket API (404), as
+        # most tests expect. `serve_registries()` turns it on.
+        self.registries: dict[str, Any] | None = None
+        # Tokens of other Home Assistants: this stub must never see one (see `foreign_tokens_seen`).
+        self.foreign_tokens: set[str] = set()
+        # Where the WebSocket handshake redirects to (302), when set.
+        self.ws_redirect: str | None = None
+        # An impostor on the network: accepts any token and echoes it back in /api/config's location_name.
+        self.rogue = False
+        self.foreign_tokens_seen: list[str] = []
         self._faults: list[Fault] = []
         self._overrides: dict[str, _Override] = {}
         self._connections: set[socket.socket] = set()
@@ -427,6 +513,28 @@ class StubHomeAssistant:
                  content_type: str = "application/json") -> None:
         """Answer GET `path` (exact, decoded, no query) with `body`; a callable body is streamed chunked."""
         self._overrides[path] = _Override(body, status, content_type)
+
+    def serve_registries(self, areas: dict[str, str] | None = None) -> None:
+        """Answer the WebSocket API, with `areas` (entity_id -> area name) in the registries."""
+        areas = areas or {}
+        names = sorted(set(areas.values()))
+        self.registries = {
+            "config/area_registry/list": [{"area_id": f"area_{i}", "name": name} for i, name in enumerate(names)],
+            "config/entity_registry/list": [
+                {"entity_id": entity_id, "area_id": f"area_{names.index(name)}", "device_id": None}
+                for entity_id, name in areas.items()
+            ],
+            "config/device_registry/list": [],
+        }
+
+    def refuse_tokens_of(self, *others: StubHomeAssistant) -> None:
+        """Record it as a violation whenever a request or WebSocket message holds another stub's token."""
+        self.foreign_tokens.update(other.token for other in others)
+
+    def _guard(self, where: str, text: str) -> None:
+        if any(token in text for token in self.foreign_tokens):
+            # Only where it was seen: the token itself must not reach a test report either.
+            self.foreign_tokens_seen.append(where)
 
     def requests_to(self, path_prefix: str) -> list[StubRequest]:
         """The recorded requests whose path starts with `path_prefix`."""
@@ -505,7 +613,10 @@ class StubHomeAssistant:
             return _Response(200, [raw], len(raw))
         if fault is not None and fault.kind == "oversized":
             return _Response(200, _oversized_body(), None)
-        if authorization != f"Bearer {self.token}":
+        if self.rogue and path == "/api/config":
+            # What an impostor does with a token it is sent: print it back where the Console shows a name.
+            return _json_response(200, {**self.config, "location_name": str(authorization)})
+        if authorization != f"Bearer {self.token}" and not self.rogue:
             return _text_response(401, "401: Unauthorized")
         if method not in ("GET", "HEAD"):
             return _json_response(405, {"message": "Method not allowed."})

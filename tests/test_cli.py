@@ -189,3 +189,76 @@ def test_serve_with_a_damaged_session_key_says_what_to_do_without_a_traceback(tm
     assert main(["serve", "--data-dir", str(tmp_path), "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert "damaged" in err and "Traceback" not in err
+
+
+def _start_serving(data_dir: DataDir, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console_ha", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--data-dir", str(data_dir.root), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )
+    url_line = process.stdout.readline()
+    assert url_line.startswith("Console listening on http://127.0.0.1:"), url_line + process.stderr.read()
+    return process, url_line.split()[-1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    process.stdout.close()
+    process.stderr.close()
+
+
+def _status_for_host(url: str, host: str) -> int:
+    import http.client
+
+    address, port = url.removeprefix("http://").rstrip("/").split(":")
+    connection = http.client.HTTPConnection(address, int(port), timeout=5)
+    try:
+        connection.putrequest("GET", "/health", skip_host=True)
+        connection.putheader("Host", host)
+        connection.endheaders()
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_serve_answers_its_trusted_host_names_and_refuses_others_over_real_http(data_dir: DataDir) -> None:
+    """--trusted-host and CONSOLE_HA_TRUSTED_HOSTS add names; any other Host gets 400; the names are printed."""
+    process, url = _start_serving(data_dir, "--trusted-host", "console.local", "--trusted-host", "den.home.arpa",
+                                  env={"CONSOLE_HA_TRUSTED_HOSTS": "kitchen.local"})
+    try:
+        process.stdout.readline()  # the data dir
+        answers = process.stdout.readline()
+        assert answers.strip() == "Answers to: localhost, 127.0.0.1, [::1], console.local, den.home.arpa, kitchen.local"
+        port = url.rstrip("/").rsplit(":", 1)[1]
+        for host in ("console.local", f"console.local:{port}", "den.home.arpa", "kitchen.local", f"127.0.0.1:{port}"):
+            assert _status_for_host(url, host) == 200, host
+        for host in ("evil.example", f"evil.example:{port}", "console.local.evil.example"):
+            assert _status_for_host(url, host) == 400, host
+    finally:
+        _stop(process)
+
+
+def test_serve_refuses_a_trusted_host_that_is_a_url(data_dir: DataDir, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--trusted-host http://console.local` could never match: exit 2 with the reason."""
+    assert cli.main(["serve", "--data-dir", str(data_dir.root), "--port", "0",
+                     "--trusted-host", "http://console.local"]) == 2
+    assert "not a host name" in capsys.readouterr().err
+
+
+def test_set_password_makes_a_new_data_dir_0700(
+    data_dir: DataDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first command run on a device creates the data dir closed to other users."""
+    import stat
+
+    monkeypatch.setattr(sys, "stdin", _Stdin("piped password\n"))
+    assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 0
+    assert stat.S_IMODE(data_dir.root.stat().st_mode) == 0o700

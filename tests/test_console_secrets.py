@@ -135,3 +135,79 @@ def test_a_damaged_session_key_is_an_error_that_says_what_to_do(store: ConsoleSe
     store.session_key_path.write_text("abcd\n")
     with pytest.raises(ConsoleHaError, match="remove it"):
         store.session_key()
+
+
+# --- the data dir itself ---------------------------------------------------------------------------
+
+import os  # noqa: E402
+import stat as stat_module  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+def _mode(path: Path) -> int:
+    return stat_module.S_IMODE(path.stat().st_mode)
+
+
+def test_the_first_secret_creates_the_data_dir_0700(data_dir: DataDir) -> None:
+    """Under the usual umask a new directory would be 0755; the data dir is 0700 from the start."""
+    old = os.umask(0o022)
+    try:
+        ConsoleSecrets(data_dir).create_api_token("x")
+    finally:
+        os.umask(old)
+    assert _mode(data_dir.root) == 0o700
+    assert _mode(data_dir.root / "secrets") == 0o700
+
+
+def test_an_existing_open_data_dir_is_narrowed_to_0700(data_dir: DataDir, caplog: pytest.LogCaptureFixture) -> None:
+    """A directory made by hand (0755) is made 0700, and the log says so."""
+    data_dir.root.mkdir(parents=True, mode=0o755)
+    os.chmod(data_dir.root, 0o755)
+    data_dir.ensure()
+    assert _mode(data_dir.root) == 0o700
+    assert "is now 700" in caplog.text
+
+
+def test_the_app_keeps_the_data_dir_0700(data_dir: DataDir) -> None:
+    """create_app makes (or narrows) the data dir before anything is written into it."""
+    from console_ha.web import create_app
+
+    data_dir.root.mkdir(parents=True)
+    os.chmod(data_dir.root, 0o777)
+    create_app(data_dir, {"TESTING": True})
+    assert _mode(data_dir.root) == 0o700
+
+
+def test_a_data_dir_this_user_cannot_narrow_is_an_error_that_says_so(
+    data_dir: DataDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone else's open directory: console-ha says what to do rather than running in it."""
+    data_dir.root.mkdir(parents=True)
+    os.chmod(data_dir.root, 0o755)
+
+    def refuse(*args: object) -> None:
+        raise PermissionError("not the owner")
+
+    monkeypatch.setattr("console_ha.datadir.os.chmod", refuse)
+    with pytest.raises(ConsoleHaError, match="open to other users"):
+        data_dir.ensure()
+
+
+def test_leftover_temporary_files_are_swept_when_the_app_starts(data_dir: DataDir) -> None:
+    """A crash mid-write can leave `.session-key.*.tmp` (a full copy of the key): gone at the next start.
+
+    A fresh one may be another process's write in progress, so it is kept.
+    """
+    from console_ha.web import create_app
+
+    store = ConsoleSecrets(data_dir)
+    store.session_key()
+    stale = store.directory / ".session-key.abc123.tmp"
+    stale.write_text("00" * 32)
+    os.utime(stale, (0, 0))
+    fresh = store.directory / ".api-tokens.json.def456.tmp"
+    fresh.write_text("{}")
+    create_app(data_dir, {"TESTING": True})
+    assert not stale.exists()
+    assert fresh.exists()
+    assert store.session_key_path.exists()

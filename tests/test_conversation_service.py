@@ -62,7 +62,7 @@ def model() -> Iterator[FakeModel]:
 def configured(data_dir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
     """Home Assistant reading turned on, with a token and two allowlisted entities."""
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token))
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
     return stub_ha
 
 

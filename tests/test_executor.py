@@ -25,7 +25,7 @@ def configure(data_dir, stub, **changes):
     settings_ = {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED}
     settings_.update(changes)
     ConfigStore(data_dir).update(settings_)
-    TokenStore(data_dir).write(check_token(stub.token))
+    TokenStore(data_dir).write(check_token(stub.token), settings_["base_url"])
 
 
 def ha_requests(stub):
@@ -78,7 +78,7 @@ def test_enabled_but_unconfigured_is_distinct_from_disabled(executor, data_dir, 
         "allowlisted_entities": ALLOWED,
     })
     if missing != "token":
-        TokenStore(data_dir).write(check_token("a-token"))
+        TokenStore(data_dir).write(check_token("a-token"), "http://127.0.0.1:9")
     err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
     assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
 
@@ -279,13 +279,16 @@ def test_unreachable_home_assistant(executor, data_dir, stub_ha):
 
 
 def test_result_over_64_kib_is_refused_at_shape(executor, data_dir, stub_ha):
+    """An allowlist too large for the bound, in a file saved before saves were checked: stage 6 refuses."""
     many = [f"sensor.bulk_{i:04d}" for i in range(400)]
     for entity_id in many:
         stub_ha.states.append({"entity_id": entity_id, "state": "1" * 100,
                                "attributes": {"friendly_name": "A very long friendly name " * 4},
                                "last_changed": "2026-11-30T00:00:00+00:00",
                                "last_updated": "2026-11-30T00:00:00+00:00"})
-    configure(data_dir, stub_ha, allowlisted_entities=many)
+    configure(data_dir, stub_ha)
+    data_dir.ha_config.write_text(json.dumps({"enabled": True, "base_url": stub_ha.base_url,
+                                              "allowlisted_entities": many}))
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
     err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
     assert (err.code, err.stage) == ("RESULT_TOO_LARGE", 6)
@@ -348,7 +351,7 @@ arguments = st.one_of(
 @given(name=st.sampled_from([LIST_ENTITIES, GET_HISTORY]) | json_values, args=arguments)
 def test_any_proposal_either_pauses_or_raises_a_contract_error(data_dir, name, args):
     ConfigStore(data_dir).update({"enabled": True, "base_url": "http://127.0.0.1:9", "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token("token-for-fuzzing"))
+    TokenStore(data_dir).write(check_token("token-for-fuzzing"), "http://127.0.0.1:9")
     executor = Executor(data_dir)
     try:
         proposal = executor.propose(name, args, conversation_id="c")
@@ -406,6 +409,9 @@ def test_an_approval_covers_only_what_the_card_showed(executor, data_dir, stub_h
     configure(data_dir, stub_ha)
     proposal = executor.propose(name, args, conversation_id="c")
     ConfigStore(data_dir).update(change)
+    if "base_url" in change:
+        # As a save of another Home Assistant would leave it: with that Home Assistant's own token.
+        TokenStore(data_dir).write(check_token(stub_ha.token), change["base_url"])
     err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
     assert (err.code, err.stage, err.detail["reason"]) == ("CONFIRMATION_INVALID", 4, "settings_changed")
     assert ha_requests(stub_ha) == []
@@ -418,3 +424,33 @@ def test_an_empty_allowlist_is_not_configured_and_asks_nobody(executor, data_dir
     err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
     assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
     assert executor.confirmations.pending_count() == 0 and ha_requests(stub_ha) == []
+
+
+# --- the token belongs to the Home Assistant it was saved for ------------------------------------
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+def test_a_token_saved_for_another_origin_is_not_configured(executor, data_dir, two_homes, name, args):
+    """URL of `other` in the file, token saved for `home`: refused at policy, no card, nothing sent."""
+    home, other = two_homes
+    configure(data_dir, home)
+    ConfigStore(data_dir).update({"base_url": other.base_url})  # a hand edit, or an old release's crash
+    err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
+    assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
+    assert "saved for another Home Assistant" in err.message and "enter it again" in err.message
+    assert "127.0.0.1" not in err.message  # the model is not told where the home is
+    assert executor.confirmations.pending_count() == 0
+    assert [r.path for r in home.requests + other.requests] == []  # paths only: headers hold tokens
+
+
+@pytest.mark.parametrize(("name", "args"), BOTH)
+def test_an_approved_read_checks_the_tokens_origin_again(executor, data_dir, two_homes, name, args):
+    """The URL changed to another origin while the card was open (no new token): nothing is read anywhere."""
+    home, other = two_homes
+    configure(data_dir, home)
+    proposal = executor.propose(name, args, conversation_id="c")
+    ConfigStore(data_dir).update({"base_url": other.base_url})
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
+    assert [r.path for r in home.requests + other.requests] == []  # paths only: headers hold tokens
+    assert audit_lines(data_dir)[-1]["event"] == "rejected"

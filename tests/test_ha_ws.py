@@ -103,6 +103,6 @@ def test_the_scan_would_catch_a_send_elsewhere() -> None:
 def test_an_unreadable_ca_bundle_is_a_tls_error_before_connecting(tmp_path: Path) -> None:
     """As over REST: the household's CA file cannot be read, so nothing is sent."""
     client = HomeAssistantClient("https://127.0.0.1:9", Secret("t"), ca_bundle=str(tmp_path / "missing.pem"))
-    with pytest.raises(HATLSError) as caught:
-        client.websocket(timeout=1, max_bytes=1000)
+    with pytest.raises(HATLSError) as caught, client.websocket(timeout=1, max_bytes=1000):
+        pass
     assert caught.value.detail["reason"] == "ca_bundle"

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from console_ha import capabilities, history
 from console_ha.capabilities import Deadline, read_history
-from console_ha.errors import HABadResponse, HATimeout, HAUnauthorized, HomeAssistantError
-from console_ha.ha_client import HomeAssistantClient
+from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, HomeAssistantError
+from console_ha.ha_client import CallLimits, HomeAssistantClient
 from console_ha.history import HistoryDigest, digest_history, fetch_history
 from console_ha.registry import GET_HISTORY_CAPABILITY, HISTORY_FIELD_MEANINGS
 from console_ha.secret_store import Secret
@@ -688,6 +688,18 @@ def test_a_redirected_upgrade_sends_the_token_nowhere(ws_stub: StubWebSocket) ->
     finally:
         elsewhere.close()
     assert ws_stub.received == []
+
+
+def test_the_websocket_holds_one_of_the_places_calls_to_home_assistant_share(ws_stub: StubWebSocket) -> None:
+    """While the read is in flight its WebSocket counts against the per-origin cap; none free is HA_BUSY."""
+    limits = CallLimits(per_origin=1, in_all=4)
+    client = HomeAssistantClient(ws_stub.base_url, Secret(WS_TOKEN), limits=limits)
+    end = datetime.now(UTC)
+    with limits.slot(ws_stub.base_url), pytest.raises(HABusy):
+        read(client, "sensor.x", end - timedelta(hours=1), end)
+    assert ws_stub.handshakes == []  # refused before connecting
+    read(client, "sensor.x", end - timedelta(hours=1), end)  # the place is free again: the read runs
+    assert [m["type"] for m in ws_stub.received] == ["auth", "history/history_during_period"]
 
 
 def test_the_byte_cap_covers_the_websocket(ws_stub: StubWebSocket, monkeypatch: pytest.MonkeyPatch) -> None:

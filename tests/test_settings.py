@@ -1,26 +1,28 @@
-"""Saving settings writes the file and the token together, or puts the file back."""
+"""Saving settings writes the token (bound to its origin) and the file together, or neither; recovery at start."""
 
 from __future__ import annotations
 
 import pytest
 
+from console_ha import cli
 from console_ha.config_store import ConfigStore
-from console_ha.secret_store import TokenStore, check_token
-from console_ha.settings import save_settings
+from console_ha.errors import InvalidConfig
+from console_ha.secret_store import StoredToken, TokenStore, check_token
+from console_ha.settings import recover, save_settings
 
 
 def test_a_token_that_cannot_be_written_leaves_the_settings_as_they_were(data_dir, monkeypatch):
     configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
     save_settings(configs, tokens, {"base_url": "http://old.local:8123"}, token=check_token("old-token"))
 
-    def full_disk(self, token):
+    def full_disk(self, token, origin):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(TokenStore, "write", full_disk)
     with pytest.raises(OSError):
         save_settings(configs, tokens, {"base_url": "http://new.local:8123"}, token=check_token("new-token"))
     assert configs.load().base_url == "http://old.local:8123"
-    assert tokens.read() == check_token("old-token")
+    assert tokens.read_record() == StoredToken(check_token("old-token"), "http://old.local:8123")
 
 
 def test_settings_and_token_are_saved_together(data_dir):
@@ -29,4 +31,84 @@ def test_settings_and_token_are_saved_together(data_dir):
                            token=check_token("a-token"))
     assert stored.config.enabled and configs.load().base_url == "http://ha.local:8123"
     save_settings(configs, tokens, {}, remove_token=True)
-    assert tokens.read() is None and configs.load().enabled
+    assert tokens.read_record() is None and configs.load().enabled
+
+
+def test_recover_sweeps_temporary_files_and_binds_a_legacy_token(data_dir):
+    """At start: a killed write's `.tmp` copies go; a token file without its origin gets the configured one."""
+    configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+    save_settings(configs, tokens, {"base_url": "http://ha.local:8123"}, token=check_token("a-token-123"))
+    tokens.path.write_text("a-token-123\n")
+    leftover = tokens.path.with_name(".access-token.a1b2c3d4.tmp")
+    leftover.write_text("a-token-123\nhttp://ha.local:8123\n")
+    recover(data_dir)
+    assert not leftover.exists()
+    assert tokens.path.read_text() == "a-token-123\nhttp://ha.local:8123\n"
+
+
+def test_recover_leaves_a_legacy_token_without_a_url_unbound(data_dir):
+    """Nothing to bind it to: it stays as it is, and no URL can use it until it is entered again."""
+    tokens = TokenStore(data_dir)
+    tokens.write(check_token("a-token-123"), "http://ha.local:8123")
+    tokens.path.write_text("a-token-123\n")
+    recover(data_dir)
+    assert tokens.read_record() == StoredToken(check_token("a-token-123"), None)
+    assert tokens.lookup("http://ha.local:8123", configured_url="").elsewhere
+
+
+def test_every_cli_command_sweeps_leftovers(data_dir, capsys):
+    """`console-ha api-token list` (any command with a data dir) starts with the same sweep as the app."""
+    leftover = data_dir.console_secrets / ".api-tokens.json.zz_00000.tmp"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_text("{}")
+    assert cli.main(["api-token", "list", "--data-dir", str(data_dir.root)]) == 0
+    assert not leftover.exists()
+
+
+def test_a_file_that_cannot_be_written_puts_the_token_back(data_dir, monkeypatch):
+    """The token is written first; if the settings file then fails, the previous token record returns."""
+    configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+    save_settings(configs, tokens, {"base_url": "http://old.local:8123"}, token=check_token("old-token"))
+
+    def full_disk(self, changes, *, expected_revision=None):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ConfigStore, "update", full_disk)
+    with pytest.raises(OSError):
+        save_settings(configs, tokens, {"base_url": "http://new.local:8123"}, token=check_token("new-token"))
+    assert tokens.read_record() == StoredToken(check_token("old-token"), "http://old.local:8123")
+    assert configs.load().base_url == "http://old.local:8123"
+
+
+def test_a_save_refused_for_the_tokens_origin_writes_nothing(data_dir):
+    configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+    save_settings(configs, tokens, {"base_url": "http://ha.local:8123"}, token=check_token("a-token-123"))
+    before = (configs.path.read_bytes(), tokens.path.read_bytes())
+    with pytest.raises(InvalidConfig) as refused:
+        save_settings(configs, tokens, {"base_url": "http://other.local:8123", "enabled": True})
+    assert refused.value.detail["field"] == "access_token"
+    assert (configs.path.read_bytes(), tokens.path.read_bytes()) == before
+
+
+def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatch, caplog):
+    """A leftover that cannot be removed, a legacy token that cannot be rewritten: logged, not fatal."""
+    import os
+
+    from console_ha import atomic, secret_store
+
+    tokens = TokenStore(data_dir)
+    ConfigStore(data_dir).update({"base_url": "http://ha.local:8123"})
+    tokens.write(check_token("a-token-123"), "http://ha.local:8123")
+    tokens.path.write_text("a-token-123\n")
+    leftover = tokens.path.with_name(".access-token.a1b2c3d4.tmp")
+    leftover.write_text("x")
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr(atomic.os, "unlink", read_only)
+    monkeypatch.setattr(secret_store, "atomic_write", read_only)
+    recover(data_dir)
+    monkeypatch.setattr(atomic.os, "unlink", os.unlink)
+    assert leftover.exists() and tokens.read_for("http://ha.local:8123", configured_url="http://ha.local:8123")
+    assert "could not remove" in caplog.text and "could not write the stored token's origin" in caplog.text

@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from flask_wtf.csrf import CSRFProtect
 
 from ..config_store import ConfigStore
@@ -23,7 +21,9 @@ from ..datadir import DataDir, resolve_data_dir
 from ..discovery import Instance, discover
 from ..ha_client import HomeAssistantClient
 from ..ha_registry import AreaCache
+from ..login_throttle import LoginThrottle
 from ..secret_store import Secret, TokenStore
+from ..settings import recover
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +47,9 @@ DEFAULTS: dict[str, Any] = {
     # No expiry of its own: a settings page left open for hours must still save. The token is bound
     # to the session, which expires, and a new login replaces it.
     "WTF_CSRF_TIME_LIMIT": None,
-    "RATELIMIT_STORAGE_URI": "memory://",
-    "RATELIMIT_HEADERS_ENABLED": True,
-    # Wrong passwords per client address before it must wait.
-    "CONSOLE_HA_LOGIN_LIMIT": "5 per minute; 20 per hour",
+    # Host names answered beyond loopback (`serve --host`/`--trusted-host`; CONSOLE_HA_TRUSTED_HOSTS adds
+    # more). create_app turns them into Flask's TRUSTED_HOSTS.
+    "CONSOLE_HA_TRUSTED_HOSTS": (),
     # Bounds on the settings page's calls to the outside, in seconds.
     "CONSOLE_HA_DISCOVERY_TIMEOUT": 3.0,
     "CONSOLE_HA_STATES_TIMEOUT": 8.0,
@@ -107,7 +106,7 @@ class ConsoleServices:
     token_store: TokenStore
     secrets: ConsoleSecrets
     csrf: CSRFProtect
-    limiter: Limiter
+    login_throttle: LoginThrottle
     ha_client: Callable[[str, Secret, str | None], HomeAssistantClient] = field(
         default_factory=HomeAssistantClients
     )
@@ -124,11 +123,14 @@ def services() -> ConsoleServices:
 
 def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] | None = None) -> Flask:
     """Build the Console's Flask app for `data_dir` (default: the resolved data dir)."""
-    from . import auth, conversation, pages, settings_api
+    from . import api_tokens, auth, conversation, pages, settings_api
     from .errors import register_error_handlers
-    from .security import register_security_headers
+    from .security import init_app as init_security
+    from .security import names_from_env, trusted_hosts
 
     data_dir = data_dir or DataDir(resolve_data_dir())
+    data_dir.ensure()
+    recover(data_dir)  # temp files a killed write left behind; a legacy token bound to its origin
     app = Flask(
         __name__,
         template_folder=_resource_folder("templates"),
@@ -137,24 +139,25 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     )
     app.config.update(DEFAULTS)
     console_secrets = ConsoleSecrets(data_dir)
+    console_secrets.sweep_leftovers()
     app.config["SECRET_KEY"] = console_secrets.session_key()
     if test_config:
         app.config.update(test_config)
+    app.config["TRUSTED_HOSTS"] = trusted_hosts([*app.config["CONSOLE_HA_TRUSTED_HOSTS"], *names_from_env()])
 
     csrf = CSRFProtect(app)
-    limiter = Limiter(key_func=get_remote_address, app=app)
     app.extensions["console_ha"] = ConsoleServices(
         data_dir=data_dir,
         config_store=ConfigStore(data_dir),
         token_store=TokenStore(data_dir),
         secrets=console_secrets,
         csrf=csrf,
-        limiter=limiter,
+        login_throttle=LoginThrottle(),
     )
 
     register_error_handlers(app)
-    register_security_headers(app)
-    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp):
+    init_security(app)
+    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp):
         app.register_blueprint(blueprint)
     auth.init_app(app)
     log.debug("console app created for data dir %s", data_dir.root)

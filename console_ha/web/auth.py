@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import hmac
 import logging
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from flask import (
@@ -26,10 +23,12 @@ from flask import (
 )
 from flask_wtf.csrf import CSRFError
 
-from ..console_secrets import PasswordAlreadySet
+from ..console_secrets import MAX_PASSWORD_LENGTH, PasswordAlreadySet
 from ..errors import InvalidConfig
+from ..login_throttle import LoginThrottled, client_key
 from . import services
-from .errors import Unauthenticated, is_api_request
+from .errors import Unauthenticated, error_response, is_api_request
+from .security import MUTATING_METHODS
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +36,12 @@ bp = Blueprint("auth", __name__)
 
 # The only endpoints anyone may reach without logging in. A test walks the URL map against this set.
 OPEN_ENDPOINTS = frozenset({"auth.login", "auth.setup", "auth.health", "static"})
-MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SESSION_KEY = "auth"
+# The server-side id of the session (console_secrets keeps its hash): logout ends it for every copy.
+SESSION_ID = "sid"
 WRONG_PASSWORD = "That password is not right. Try again."
 STALE_FORM = "The form was out of date. Try again."
+NO_PASSWORD = "Type the password."
 
 
 @dataclass(frozen=True)
@@ -73,18 +74,29 @@ def _requested_path() -> str:
     return f"{request.path}?{query}" if query else request.path
 
 
+def _idle_limit() -> float:
+    return current_app.permanent_session_lifetime.total_seconds()
+
+
 def _session_is_valid() -> bool:
-    # The session holds a fingerprint of the password hash: a new password ends every older session.
+    # The session holds a fingerprint of the password hash (a new password ends every older session)
+    # and an id the server must still know (logout ended it, wherever the cookie was copied to).
+    secrets = services().secrets
     stored = session.get(SESSION_KEY)
-    current = services().secrets.password_fingerprint()
-    return isinstance(stored, str) and current is not None and hmac.compare_digest(stored, current)
+    current = secrets.password_fingerprint()
+    if not (isinstance(stored, str) and current is not None and hmac.compare_digest(stored, current)):
+        return False
+    return secrets.session_active(session.get(SESSION_ID), _idle_limit())
 
 
 def _start_session() -> None:
     # A fresh session (and with it a fresh CSRF token) at every login.
+    secrets = services().secrets
+    secrets.end_session(session.get(SESSION_ID))
     session.clear()
     session.permanent = True
-    session[SESSION_KEY] = services().secrets.password_fingerprint()
+    session[SESSION_KEY] = secrets.password_fingerprint()
+    session[SESSION_ID] = secrets.start_session(_idle_limit())
 
 
 def authenticate() -> Response | None:
@@ -124,7 +136,11 @@ def health() -> Response:
 
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Response | tuple[str, int] | str:
-    """The password form; a right password starts a session and goes on to `next`."""
+    """The password form; a right password starts a session and goes on to `next`.
+
+    Only a real password check counts towards the throttle: a form refused before it (no CSRF token, a
+    foreign Origin, which security.py refused earlier, no password) costs the household nothing.
+    """
     secrets = services().secrets
     next_url = safe_next(request.values.get("next"))
     if not secrets.has_password():
@@ -137,7 +153,18 @@ def login() -> Response | tuple[str, int] | str:
         services().csrf.protect()
     except CSRFError:
         return render_template("login.html", next=next_url, error=STALE_FORM), 400
-    if not secrets.verify_password(request.form.get("password", "")):
+    password = request.form.get("password", "")
+    if not password or len(password) > MAX_PASSWORD_LENGTH:
+        # No check: nothing can match, and a megabyte "password" is not worth a slow hash.
+        error = WRONG_PASSWORD if password else NO_PASSWORD
+        return render_template("login.html", next=next_url, error=error), 400
+    client = client_key(request.remote_addr)
+    try:
+        right = services().login_throttle.attempt(client, lambda: secrets.verify_password(password))
+    except LoginThrottled as err:
+        log.warning("login from %s refused: waiting %d s after wrong passwords", client, err.retry_after)
+        return error_response(err, {"Retry-After": str(err.retry_after)})
+    if not right:
         log.warning("wrong Console password from %s", request.remote_addr)
         return render_template("login.html", next=next_url, error=WRONG_PASSWORD), 401
     _start_session()
@@ -174,38 +201,13 @@ def setup() -> Response | tuple[str, int] | str:
 
 @bp.post("/logout")
 def logout() -> Response:
-    """End the session (its CSRF token was checked before this ran)."""
+    """End the session on the server too, so a copy of its cookie opens nothing (CSRF was checked)."""
+    services().secrets.end_session(session.get(SESSION_ID))
     session.clear()
     return redirect(url_for("auth.login"))
 
 
-def _one_attempt_at_a_time(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Password attempts run one after another, so each sees the failures counted before it.
-
-    The limiter checks before the view and counts a failure after it: in parallel, forty guesses would
-    all pass the check before the first was counted. A household logs in rarely; waiting costs nothing.
-    """
-    attempts = threading.Lock()
-
-    @functools.wraps(view)
-    def serialised(*args: Any, **kwargs: Any) -> Any:
-        if request.method != "POST":
-            return view(*args, **kwargs)
-        with attempts:
-            return view(*args, **kwargs)
-
-    return serialised
-
-
 def init_app(app: Flask) -> None:
-    """Install the authentication check, the login rate limit and the template helpers."""
+    """Install the authentication check and the template helpers."""
     app.before_request(authenticate)
-    limiter = app.extensions["console_ha"].limiter
-    # Only failed attempts count (a right password redirects); past the limit even a right one waits.
-    limited = limiter.limit(
-        lambda: current_app.config["CONSOLE_HA_LOGIN_LIMIT"],
-        methods=["POST"],
-        deduct_when=lambda response: response.status_code != 302,
-    )
-    app.view_functions["auth.login"] = _one_attempt_at_a_time(limited(app.view_functions["auth.login"]))
     app.context_processor(lambda: {"principal": current_principal()})

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from flask import request
 
+from ..unknown_keys import first_unknown
 from .errors import InvalidRequest
 
 
-def json_object(*, optional: bool = False) -> dict[str, Any]:
-    """The request body as a JSON object; INVALID_REQUEST for anything else (413 past the size cap)."""
+def json_object(*, optional: bool = False, allowed: Iterable[str] | None = None) -> dict[str, Any]:
+    """The request body as a JSON object; INVALID_REQUEST for anything else (413 past the size cap).
+
+    With `allowed`, a key outside it is INVALID_REQUEST naming that key (cut, as unknown_keys says).
+    """
     raw = request.get_data(cache=True)
     if not raw.strip():
         if optional:
@@ -29,4 +34,6 @@ def json_object(*, optional: bool = False) -> dict[str, Any]:
         raise InvalidRequest("The request body is not valid JSON.") from err
     if not isinstance(data, dict):
         raise InvalidRequest("The request body must be a JSON object.")
+    if allowed is not None and (unknown := first_unknown(data, allowed)) is not None:
+        raise InvalidRequest(f"Unknown field: {unknown}.", field=unknown)
     return data

@@ -59,7 +59,7 @@ def conversation_service() -> ConversationService:
 @bp.post("/api/v1/conversation/message")
 def message() -> Response:
     """A message starts or continues a conversation; a confirmation resumes a paused turn."""
-    body = json_object()
+    body = json_object(allowed=("conversation_id", "message", "confirmation"))
     conversation_id = _conversation_id(body.get("conversation_id"))
     text, confirmation = body.get("message"), body.get("confirmation")
     if (text is None) == (confirmation is None):

@@ -20,6 +20,7 @@ STATUS: MappingProxyType[str, int] = MappingProxyType(
     {
         # requests and sessions
         "INVALID_REQUEST": 400,
+        "UNTRUSTED_HOST": 400,
         "CSRF_INVALID": 400,
         "UNAUTHENTICATED": 401,
         "FORBIDDEN": 403,
@@ -49,6 +50,9 @@ STATUS: MappingProxyType[str, int] = MappingProxyType(
         "HA_NOT_FOUND": 502,
         "HA_BAD_RESPONSE": 502,
         "HA_TLS_ERROR": 502,
+        # Not a failure of Home Assistant's answer but the Console declining to queue one more call
+        # behind those still waiting on it: 503, "try again shortly", like any overloaded service.
+        "HA_BUSY": 503,
         "RESULT_TOO_LARGE": 502,
         # conversation
         "MODEL_NOT_CONFIGURED": 503,

@@ -18,8 +18,9 @@ from flask import (
 
 from .. import settings as settings_writer
 from ..config_store import HomeAssistantConfig, StoredConfig
+from ..entity_budget import BUDGET_BYTES, ENTITY_BYTES
 from ..errors import ConfigInvalid, InvalidConfig
-from ..secret_store import check_token
+from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token, origin_of
 from . import services
 
 log = logging.getLogger(__name__)
@@ -99,18 +100,53 @@ def _render(
     status: int = 200,
 ) -> tuple[str, int]:
     config = stored.config
+    values = values or {"enabled": config.enabled, "base_url": config.base_url}
+    record = services().token_store.read_record()
+    token_origin = record.bound_origin(config.base_url) if record is not None else None
     html = render_template(
         "settings.html",
         config_error=None,
         revision=stored.revision,
-        values=values or {"enabled": config.enabled, "base_url": config.base_url},
-        has_token=services().token_store.exists(),
+        values=values,
+        has_token=record is not None,
+        token_note=_token_note(record is not None, token_origin, str(values.get("base_url") or "")),
         allowlist=allowlist if allowlist is not None else _allowlist(config, config.allowlisted_entities),
         form_error=form_error,
         error_field=form_error.detail.get("field") if form_error else None,
+        # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
+        budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
         **_urls(),
     )
     return html, status
+
+
+@dataclass(frozen=True)
+class TokenNote:
+    """The sentence beside the token field when the URL's origin is not the stored token's.
+
+    The words are the API's refusal (`secret_store.TOKEN_FOR_ANOTHER_ORIGIN`, or `TOKEN_WITHOUT_ORIGIN`
+    for a token stored without a URL), split around the two origins so the script can fill them in as
+    the household types.
+    """
+
+    shown: bool
+    unbound: bool  # the stored token has no origin: any URL needs the token again
+    saved_origin: str
+    typed_origin: str
+    parts: tuple[str, str, str]
+    unbound_words: str = TOKEN_WITHOUT_ORIGIN
+
+
+def _token_note(has_token: bool, token_origin: str | None, typed_url: str) -> TokenNote:
+    try:
+        typed_origin = origin_of(typed_url) if typed_url else ""
+    except ValueError:
+        typed_origin = ""  # the URL's own error says what is wrong with it
+    before, _, rest = TOKEN_FOR_ANOTHER_ORIGIN.partition("{saved_for}")
+    middle, _, after = rest.partition("{asked_for}")
+    shown = has_token and bool(typed_origin) and typed_origin != (token_origin or "")
+    return TokenNote(shown, has_token and token_origin is None, token_origin or "", typed_origin,
+                     (before, middle, after))
 
 
 def _render_broken(err: ConfigInvalid) -> tuple[str, int]:

@@ -20,6 +20,7 @@ from ..config_store import (
     ca_bundle_path,
     normalise_base_url,
 )
+from ..entity_budget import BUDGET_BYTES, entity_cost
 from ..errors import (
     CapabilityError,
     ConfigInvalid,
@@ -28,7 +29,8 @@ from ..errors import (
     InvalidConfig,
 )
 from ..ha_client import UNAVAILABLE_STATES
-from ..secret_store import Secret, check_token
+from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
+from ..unknown_keys import first_unknown
 from . import ConsoleServices, services
 from .bodies import json_object
 
@@ -90,8 +92,11 @@ def save_settings() -> Response:
     _refuse_unknown(body, SETTINGS_FIELDS)
 
     if reset:
-        # Checked against the defaults first: a reset with a bad field writes nothing either.
-        apply_changes(HomeAssistantConfig(), body)
+        # Checked against the defaults first: a reset with a bad field (or a URL the stored token does not
+        # belong to, without a new token) writes nothing either.
+        after_reset = apply_changes(HomeAssistantConfig(), body)
+        settings_writer.refuse_moving_the_token(svc.token_store, after_reset.base_url, configured_url="",
+                                                token=token, remove_token=remove_token)
         svc.config_store.reset()
         revision = None
     try:
@@ -109,10 +114,14 @@ def _settings_json(
     svc: ConsoleServices, config: HomeAssistantConfig, revision: str | None, config_error: dict[str, Any] | None
 ) -> dict[str, Any]:
     names = {e: config.entity_names[e] for e in config.allowlisted_entities if e in config.entity_names}
+    record = svc.token_store.read_record()
     return {
         "enabled": config.enabled,
         "base_url": config.base_url,
-        "has_access_token": svc.token_store.exists(),
+        "has_access_token": record is not None,
+        # The origin the stored token belongs to (never the token): the page asks for a new token when
+        # the URL typed has another.
+        "access_token_origin": record.bound_origin(config.base_url) if record is not None else None,
         "allowlisted_entities": list(config.allowlisted_entities),
         "entity_names": names,
         "revision": revision,
@@ -146,9 +155,9 @@ def _flag(body: dict[str, Any], name: str) -> bool:
 
 
 def _refuse_unknown(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
-    unknown = sorted(set(body) - set(allowed))
-    if unknown:
-        raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+    unknown = first_unknown(body, allowed)
+    if unknown is not None:
+        raise InvalidConfig(f"Unknown setting: {unknown}.", field=unknown)
 
 
 # --- the connection behind the settings ----------------------------------------------------------
@@ -168,6 +177,27 @@ def _not_configured(field: str) -> CapabilityError:
     )
 
 
+def _stored_token(svc: ConsoleServices, config: HomeAssistantConfig) -> Secret:
+    """The stored token for the configured URL: not configured when there is none for its origin."""
+    lookup = svc.token_store.lookup(config.base_url, configured_url=config.base_url)
+    if lookup.elsewhere:
+        raise CapabilityError("CAPABILITY_NOT_CONFIGURED", lookup.message(), stage=3, field="access_token",
+                              reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
+    if lookup.token is None:
+        raise _not_configured("access_token")
+    return lookup.token
+
+
+def _stored_token_for_test(svc: ConsoleServices, base_url: str, config: HomeAssistantConfig) -> Secret:
+    """The stored token for a URL being tested; another origin's is refused like a save would be."""
+    lookup = svc.token_store.lookup(base_url, configured_url=config.base_url)
+    if lookup.elsewhere:
+        raise InvalidConfig(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
+    if lookup.token is None:
+        raise _not_configured("access_token")
+    return lookup.token
+
+
 # --- the picker's proxy ---------------------------------------------------------------------------
 
 
@@ -176,11 +206,10 @@ def entities() -> Response:
     """HA's /api/states through the stored URL and token, narrowed to what the picker shows."""
     svc = services()
     config = _stored_config(svc)
-    token = svc.token_store.read()
     if not config.base_url:
         raise _not_configured("base_url")
-    if token is None:
-        raise _not_configured("access_token")
+    # The one token this request sends, over REST and in the WebSocket's auth message: checked for its origin.
+    token = _stored_token(svc, config)
     ca_bundle = ca_bundle_path(config, svc.data_dir)
 
     # The registries come over a separate WebSocket; ask for them while the states are on their way.
@@ -207,6 +236,8 @@ def entities() -> Response:
         "missing": missing_entities(narrowed, config),
         "areas_known": areas is not None,
         "retrieved_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        # What the allowlist may cost in all: the sum of its entities' `cost` must stay within it.
+        "budget_bytes": BUDGET_BYTES,
     }
     # orjson, unsorted and compact: this is the one large answer, and speed is its point.
     return Response(orjson.dumps(body), mimetype="application/json")
@@ -247,6 +278,7 @@ def narrow_states(
             "allowlisted": entity_id in allowlisted,
             "area": areas.get(entity_id),
             "sensitive": is_sensitive(domain, attributes),
+            "cost": entity_cost(entity_id),
         }
     return [entries[entity_id] for entity_id in sorted(entries)]
 
@@ -260,6 +292,7 @@ def missing_entities(entries: Iterable[Mapping[str, Any]], config: HomeAssistant
             "friendly_name": config.display_name(entity_id),
             "domain": entity_id.partition(".")[0],
             "sensitive": is_sensitive(entity_id.partition(".")[0], {}),
+            "cost": entity_cost(entity_id),
         }
         for entity_id in config.allowlisted_entities
         if entity_id not in reported
@@ -289,11 +322,9 @@ def test_connection() -> Response:
     given_token = _optional_token(body.get("access_token"))
     config = None if given_url and given_token else _stored_config(svc)
     base_url = given_url or (config.base_url if config else "")
-    token = given_token or svc.token_store.read()
     if not base_url:
         raise _not_configured("base_url")
-    if token is None:
-        raise _not_configured("access_token")
+    token = given_token or _stored_token_for_test(svc, base_url, config or HomeAssistantConfig())
 
     client = svc.ha_client(base_url, token, ca_bundle_path(config or HomeAssistantConfig(), svc.data_dir))
     try:
@@ -306,6 +337,10 @@ def test_connection() -> Response:
         raise
     version, location = answer.get("version"), answer.get("location_name")
     if not (isinstance(version, str) and version and isinstance(location, str)):
+        raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
+    if token.reveal() in version or token.reveal() in location:
+        # Home Assistant never says its token back; an impostor would, to have the page show it.
+        log.warning("connection test to %s: the answer holds the token sent; not Home Assistant", base_url)
         raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
     log.info("connection test to %s: Home Assistant %s", base_url, version)
     return jsonify(ok=True, version=version, location_name=location, base_url=base_url)

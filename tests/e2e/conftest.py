@@ -93,7 +93,7 @@ class LiveConsole:
     def configure(self, base_url: str, token: str, **changes: Any) -> None:
         """Store settings directly, as a household that saved them before would have."""
         self.config.update({"base_url": base_url, **changes})
-        self.tokens.write(Secret(token))
+        self.tokens.write(Secret(token), base_url)
 
     @property
     def services(self) -> Any:
@@ -178,6 +178,24 @@ class Received:
 
     def containing(self, needle: str) -> list[str]:
         return [url for url, body in self.responses if needle.encode() in body]
+
+
+@pytest.fixture(autouse=True)
+def _page_responses_are_checked_for_secrets(request: pytest.FixtureRequest, recorded_responses: list[bytes]) -> None:
+    """Every response a test's browser receives joins the suite-wide check that no secret is in one."""
+    if "page" not in request.fixturenames:
+        return
+    page: Page = request.getfixturevalue("page")
+
+    def on_response(response: Response) -> None:
+        try:
+            body = response.body()
+        except PlaywrightError:  # redirects and aborted requests have no body
+            body = b""
+        headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items()).encode()
+        recorded_responses.append(headers + b"\n\n" + body)
+
+    page.on("response", on_response)
 
 
 @pytest.fixture

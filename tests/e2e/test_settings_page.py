@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from console_ha.secret_store import Secret
+from console_ha.secret_store import Secret, StoredToken
 from tests.e2e.conftest import (
     DESKTOP,
     SETTINGS,
@@ -112,7 +112,7 @@ def test_a_saved_token_is_never_shown_again(
     json_urls = [url for url, raw in received.responses if b"application/json" in raw.split(b"\n\n", 1)[0]]
     assert any(url.endswith(API) for url in json_urls) and any(url.endswith("/entities") for url in json_urls)
     assert received.containing(stub_ha.token) == []
-    assert console.tokens.read() == Secret(stub_ha.token)
+    assert console.tokens.read_record() == StoredToken(Secret(stub_ha.token), stub_ha.base_url)
     assert stub_ha.token not in console.config.path.read_text()
 
 
@@ -122,7 +122,7 @@ def test_the_stored_token_can_be_forgotten(configured_page: Page, console: LiveC
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#token-status")).to_have_text("No token is stored yet.")
     expect(page.get_by_role("checkbox", name="Forget the stored token when I save")).to_be_hidden()
-    assert console.tokens.read() is None
+    assert console.tokens.read_record() is None
 
 
 # --- test connection ----------------------------------------------------------------------------------------
@@ -436,7 +436,7 @@ def test_without_javascript_the_page_shows_the_settings_and_can_remove_entities(
     expect(page.get_by_role("status").first).to_contain_text("Saved")
     assert saved_file(console)["allowlisted_entities"] == ["light.living_room"]
     assert saved_file(console)["entity_names"] == {"light.living_room": "Living room light"}
-    assert console.tokens.read() == Secret(stub_ha.token)
+    assert console.tokens.read_record() == StoredToken(Secret(stub_ha.token), stub_ha.base_url)
 
 
 # --- accessibility ------------------------------------------------------------------------------------------------

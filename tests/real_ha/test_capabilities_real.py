@@ -45,7 +45,7 @@ def make_executor(
     ConfigStore(data_dir).update(
         {"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": list(allowlist)}
     )
-    TokenStore(data_dir).write(check_token(real_ha.token if token is None else token))
+    TokenStore(data_dir).write(check_token(real_ha.token if token is None else token), real_ha.base_url)
     return Executor(data_dir, clock=clock)
 
 
@@ -111,7 +111,8 @@ def test_list_entities_returns_exactly_the_allowlisted_entities_with_their_live_
             "domain": raw["entity_id"].split(".")[0],
             "state": raw["state"],
             "unit_of_measurement": raw["attributes"].get("unit_of_measurement"),
-            "last_changed": raw["last_changed"],
+            # Home Assistant's microseconds and +00:00 become seconds and Z: 20 bytes, whatever HA sends
+            "last_changed": seconds_z(raw["last_changed"]),
             "unavailable": raw["state"] in UNAVAILABLE_STATES,
         }
     by_id = {entity["entity_id"]: entity for entity in result["entities"]}

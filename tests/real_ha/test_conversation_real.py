@@ -40,7 +40,7 @@ def console(tmp_path: Path, real_ha: RealHomeAssistant, model: FakeModel) -> Fla
     """The Console reading the real Home Assistant, its model the fake, driven with an API token."""
     data_dir = DataDir(tmp_path / "console")
     ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": ALLOWLIST})
-    TokenStore(data_dir).write(check_token(real_ha.token))
+    TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
     app = create_app(data_dir, {"TESTING": True, "CONSOLE_HA_LLM_URL": model.url,
                                 "CONSOLE_HA_LLM_MODEL": "fake-model", "CONSOLE_HA_LLM_TIMEOUT": 5})
     client = app.test_client()
@@ -87,7 +87,8 @@ def test_ask_approve_and_the_model_reads_the_real_state(
     entities = {e["entity_id"]: e for e in tool_result(model)["entities"]}
     assert list(entities) == ALLOWLIST
     assert entities[SENSOR]["state"] == "19.7"
-    assert entities[SENSOR]["last_changed"] == live["last_changed"]
+    live_changed = datetime.fromisoformat(live["last_changed"]).astimezone(UTC).replace(microsecond=0)
+    assert entities[SENSOR]["last_changed"] == live_changed.isoformat().replace("+00:00", "Z")
     front_door = real_ha.get("/api/states/binary_sensor.front_door").json()["state"]
     assert entities["binary_sensor.front_door"]["state"] == front_door
     assert done.get_json()["reply"].startswith("Living room temperature is 19.7 °C.")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,36 +38,6 @@ class RecordingClient(FlaskClient):
         headers = "\n".join(f"{k}: {v}" for k, v in response.headers.items()).encode()
         self.application.config["RECORDED_RESPONSES"].append(headers + b"\n\n" + response.get_data())
         return response
-
-
-@pytest.fixture
-def hidden_secrets() -> list[str]:
-    """Secrets a test handled; none of them may appear in any response or log line of that test."""
-    return []
-
-
-@pytest.fixture
-def recorded_responses() -> list[bytes]:
-    """The raw bytes (headers and body) of every response the test's clients received."""
-    return []
-
-
-@pytest.fixture(autouse=True)
-def _secrets_never_shown(
-    request: pytest.FixtureRequest,
-    hidden_secrets: list[str],
-    recorded_responses: list[bytes],
-    caplog: pytest.LogCaptureFixture,
-) -> Iterator[None]:
-    """After each test: no handled secret is in any response's bytes or any log record."""
-    caplog.set_level(logging.DEBUG)
-    if "stub_ha" in request.fixturenames:
-        hidden_secrets.append(request.getfixturevalue("stub_ha").token)
-    yield
-    logged = "\n".join(record.getMessage() for record in caplog.records)
-    for secret in hidden_secrets:
-        assert all(secret.encode() not in raw for raw in recorded_responses), "a secret appeared in a response"
-        assert secret not in logged, "a secret appeared in a log line"
 
 
 @pytest.fixture

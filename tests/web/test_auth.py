@@ -163,7 +163,7 @@ def test_repeated_wrong_passwords_lock_the_client_out(client: FlaskClient, passw
 
 
 def test_parallel_guesses_are_counted_before_the_next_is_tried(app, client: FlaskClient, password: str) -> None:
-    """Forty guesses at once: five are judged, the rest wait their turn and find the client locked out."""
+    """Forty guesses at once after one failure: four more are judged, the other 36 are refused at once."""
     import threading
 
     log_in(client, "warm-up")  # the form's CSRF token and one counted failure
@@ -349,3 +349,344 @@ def test_a_fresh_login_gives_a_fresh_csrf_token(client: FlaskClient, password: s
     client.post("/login", data={"password": password, "csrf_token": before})
     assert client.post(API, json={}, headers={"X-CSRFToken": before}).status_code == 400
     assert client.post(API, json={}, headers={"X-CSRFToken": page_csrf(client)}).status_code == 200
+
+
+# --- sessions end on the server ------------------------------------------------------------------
+
+import json  # noqa: E402
+import threading  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+from console_ha import cli  # noqa: E402
+from console_ha.console_secrets import MAX_SESSIONS  # noqa: E402
+from console_ha.login_throttle import LoginThrottle  # noqa: E402
+
+from .live import served  # noqa: E402
+
+
+def test_logout_ends_the_session_for_a_copied_cookie_over_real_http(
+    make_app: Callable[..., Flask], password: str
+) -> None:
+    """A cookie copied before logout (another device, a stolen backup) opens nothing after it."""
+    with served(make_app()) as console:
+        browser = console.browser()
+        assert browser.log_in(password).status_code == 302
+        copy = console.browser()
+        copy.http.cookies.update(browser.http.cookies)
+        assert copy.get(API).status_code == 200
+        token = browser.csrf("/settings/home-assistant")
+        assert browser.post("/logout", data={"csrf_token": token}).status_code == 302
+        assert copy.get(API).status_code == 401
+        assert copy.get("/settings/home-assistant").status_code == 302
+        assert browser.get(API).status_code == 401
+
+
+def test_logging_out_one_browser_keeps_the_others(make_app: Callable[..., Flask], password: str) -> None:
+    """Each login is its own session: the phone logging out does not log out the laptop."""
+    with served(make_app()) as console:
+        phone, laptop = console.browser(), console.browser()
+        phone.log_in(password)
+        laptop.log_in(password)
+        phone.post("/logout", data={"csrf_token": phone.csrf("/settings/home-assistant")})
+        assert phone.get(API).status_code == 401
+        assert laptop.get(API).status_code == 200
+
+
+def test_set_password_on_the_command_line_ends_every_session_over_real_http(
+    make_app: Callable[..., Flask], password: str, data_dir: DataDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`console-ha set-password` (another process, here its main()) logs out every browser at once."""
+    import io
+    import sys
+
+    with served(make_app()) as console:
+        browsers = [console.browser() for _ in range(3)]
+        for browser in browsers:
+            assert browser.log_in(password).status_code == 302
+            assert browser.get(API).status_code == 200
+        monkeypatch.setattr(sys, "stdin", io.StringIO("a new household password\n"))
+        assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 0
+        for browser in browsers:
+            assert browser.get(API).status_code == 401
+    assert json.loads(ConsoleSecrets(data_dir).sessions_path.read_text()) == {"sessions": {}}
+
+
+def test_the_sessions_file_is_private_and_holds_no_session_id(
+    logged_in: FlaskClient, console_secrets: ConsoleSecrets
+) -> None:
+    """0600 in the 0700 directory; only hashes of ids, so reading it gives no cookie."""
+    from itsdangerous import URLSafeTimedSerializer  # noqa: F401  (flask's signer; the cookie is signed)
+
+    path = console_secrets.sessions_path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    cookie = logged_in.get_cookie("console_ha_session").value
+    session_id = logged_in.application.session_interface.get_signing_serializer(
+        logged_in.application).loads(cookie)["sid"]
+    assert session_id not in path.read_text()
+    assert len(json.loads(path.read_text())["sessions"]) == 1
+
+
+def test_a_session_idle_past_its_lifetime_has_ended(console_secrets: ConsoleSecrets) -> None:
+    """The server keeps the last activity (to the hour) and ends a session idle for the whole lifetime."""
+    session_id = console_secrets.start_session(idle_limit=3600)
+    assert console_secrets.session_active(session_id, idle_limit=3600)
+    assert not console_secrets.session_active(session_id, idle_limit=0)
+    assert not console_secrets.session_active("not-a-session", idle_limit=3600)
+    assert not console_secrets.session_active(None, idle_limit=3600)
+
+
+def test_at_most_max_sessions_are_kept_and_the_oldest_ends(console_secrets: ConsoleSecrets,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Logging in again and again cannot grow the file without bound."""
+    import console_ha.console_secrets as module
+
+    now = [1_000_000.0]
+    monkeypatch.setattr(module.time, "time", lambda: now[0])
+    ids = []
+    for _ in range(MAX_SESSIONS + 3):
+        ids.append(console_secrets.start_session(idle_limit=10**9))
+        now[0] += 1
+    assert [console_secrets.session_active(i, idle_limit=10**9) for i in ids[:3]] == [False] * 3
+    assert all(console_secrets.session_active(i, idle_limit=10**9) for i in ids[3:])
+
+
+def test_a_damaged_sessions_file_logs_everyone_out(logged_in: FlaskClient, console_secrets: ConsoleSecrets,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Nobody is let in on a file that cannot be read; logging in again repairs it."""
+    console_secrets.sessions_path.write_text("{not json")
+    assert logged_in.get(API).status_code == 401
+    assert "cannot be read" in caplog.text
+    assert log_in(logged_in).status_code == 302
+    assert logged_in.get(API).status_code == 200
+
+
+def test_a_new_login_ends_the_browsers_previous_session(client: FlaskClient, password: str,
+                                                       console_secrets: ConsoleSecrets) -> None:
+    """Logging in again from the same browser replaces its session rather than adding one."""
+    log_in(client, password)
+    first = client.get_cookie("console_ha_session").value
+    again = client.post("/login", data={"password": password, "csrf_token": page_csrf(client)})
+    assert again.status_code == 302
+    assert len(json.loads(console_secrets.sessions_path.read_text())["sessions"]) == 1
+    other = client.application.test_client()
+    other.set_cookie("console_ha_session", first)
+    assert other.get(API).status_code == 401
+
+
+# --- login throttling counts only real password checks ---------------------------------------------
+
+
+def _count_checks(app: Flask) -> list[bool]:
+    """Record every real password check the app makes (the slow hash comparison)."""
+    secrets = app.extensions["console_ha"].secrets
+    real = secrets.verify_password
+    checks: list[bool] = []
+    guard = threading.Lock()
+
+    def counted(password: str) -> bool:
+        result = real(password)
+        with guard:
+            checks.append(result)
+        return result
+
+    secrets.verify_password = counted
+    return checks
+
+
+def test_parallel_wrong_guesses_over_real_http_get_at_most_the_limit_of_checks(
+    make_app: Callable[..., Flask], password: str
+) -> None:
+    """Twenty-four browsers guess at once from one address: five checks, the rest 429 with Retry-After."""
+    app = make_app()
+    # A first wait longer than any slow test machine needs to serve the burst: the burst alone is judged.
+    app.extensions["console_ha"].login_throttle = LoginThrottle(first_delay=60)
+    checks = _count_checks(app)
+    with served(app) as console:
+        browsers = [console.browser() for _ in range(24)]
+        tokens = [b.csrf("/login") for b in browsers]
+        answers: list[tuple[int, str | None]] = []
+        start = threading.Barrier(len(browsers))
+
+        def guess(browser: object, token: str) -> None:
+            start.wait()
+            r = browser.post("/login", data={"password": "a wrong guess", "csrf_token": token})  # type: ignore[attr-defined]
+            answers.append((r.status_code, r.headers.get("Retry-After")))
+
+        threads = [threading.Thread(target=guess, args=pair) for pair in zip(browsers, tokens, strict=True)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    statuses = [status for status, _ in answers]
+    assert len(checks) == 5 and not any(checks)
+    assert statuses.count(401) == 5 and statuses.count(429) == 19
+    assert all(retry is not None and int(retry) >= 1 for status, retry in answers if status == 429)
+
+
+@pytest.mark.parametrize("refused", ["no-csrf", "foreign-origin", "no-password", "huge-password"])
+def test_requests_refused_before_the_check_never_lock_anyone_out_over_real_http(
+    make_app: Callable[..., Flask], password: str, refused: str
+) -> None:
+    """Thirty login posts from another page (no CSRF, foreign Origin, or a malformed form): no check, no lockout."""
+    app = make_app()
+    checks = _count_checks(app)
+    with served(app) as console:
+        attacker = console.browser()
+        token = attacker.csrf("/login")
+        for _ in range(30):
+            if refused == "no-csrf":
+                response = attacker.post("/login", origin=None, data={"password": "guess"})
+            elif refused == "foreign-origin":
+                response = attacker.post("/login", origin="http://evil.example",
+                                         data={"password": "guess", "csrf_token": token})
+            elif refused == "no-password":
+                response = attacker.post("/login", data={"csrf_token": token})
+            else:
+                response = attacker.post("/login", data={"password": "x" * 5000, "csrf_token": token})
+            assert response.status_code in (400, 403), response.status_code
+        assert checks == []
+        household = console.browser()
+        assert household.log_in(password).status_code == 302
+    assert checks == [True]
+
+
+def test_the_wait_grows_and_then_the_right_password_works(
+    make_app: Callable[..., Flask], password: str, clock
+) -> None:
+    """After five wrong passwords: 1 s, then 2 s, 4 s …; once the wait is over the household gets in."""
+    app = make_app()
+    app.extensions["console_ha"].login_throttle = LoginThrottle(clock=clock)
+    client = app.test_client()
+    for _ in range(5):
+        assert log_in(client, "guess").status_code == 401
+    waits = []
+    for _ in range(3):
+        refused = log_in(client, password)
+        assert refused.status_code == 429
+        waits.append(int(refused.headers["Retry-After"]))
+        clock.now += waits[-1]
+        assert log_in(client, "guess").status_code == 401
+    assert waits == [1, 2, 4]
+    assert log_in(client, password).status_code == 429
+    clock.now += 8
+    assert log_in(client, password).status_code == 302
+
+
+def test_the_wait_never_grows_past_five_minutes_and_a_quiet_client_starts_afresh(clock) -> None:
+    """No hour-long lockout: the delay caps at 300 s; fifteen quiet minutes bring the free attempts back."""
+    throttle = LoginThrottle(clock=clock)
+    assert [throttle.delay_after(n) for n in (4, 5, 6, 13, 14, 40)] == [0, 1, 2, 256, 300, 300]
+    for _ in range(20):
+        clock.now += 301
+        throttle.attempt("10.0.0.9", lambda: False)
+    clock.now += 900
+    for _ in range(5):
+        throttle.attempt("10.0.0.9", lambda: False)
+
+
+def test_an_error_inside_the_check_counts_as_a_failed_check(clock) -> None:
+    """A crash in the hash comparison is no free attempt."""
+    from console_ha.login_throttle import LoginThrottled
+
+    throttle = LoginThrottle(free_attempts=1, clock=clock)
+
+    def broken() -> bool:
+        raise RuntimeError("hash library failed")
+
+    with pytest.raises(RuntimeError):
+        throttle.attempt("10.0.0.9", broken)
+    with pytest.raises(LoginThrottled):
+        throttle.attempt("10.0.0.9", lambda: True)
+
+
+@pytest.mark.parametrize("address, key", [("192.0.2.7", "192.0.2.7"), ("::ffff:192.0.2.7", "192.0.2.7"),
+                                          ("2001:db8::1", "2001:db8::/64"), ("2001:db8::ffff:1", "2001:db8::/64")])
+def test_ipv6_clients_are_counted_per_64(address: str, key: str) -> None:
+    """One IPv6 host can take any address of its /64: the count follows the network, not the address."""
+    from console_ha.login_throttle import client_key
+
+    assert client_key(address) == key
+
+
+# --- the API tokens page ---------------------------------------------------------------------------
+
+TOKENS_PAGE = "/settings/api-tokens"
+
+
+def test_the_tokens_page_lists_each_token_by_name_and_last_use(
+    household: FlaskClient, bearer: FlaskClient, console_secrets: ConsoleSecrets
+) -> None:
+    """Never used, then used: the page says when; it never shows a token or its hash."""
+    console_secrets.create_api_token("node-red")
+    html = household.get(TOKENS_PAGE).get_data(as_text=True)
+    assert "node-red" in html and "tests" in html
+    assert html.count("Never used.") == 2
+    assert bearer.get(API).status_code == 200
+    html = household.get(TOKENS_PAGE).get_data(as_text=True)
+    assert html.count("Never used.") == 1 and "Last used <time" in html
+    for token in console_secrets.api_tokens():
+        assert token.digest not in html
+    assert 'aria-label="Revoke node-red"' in html and 'aria-label="Revoke tests"' in html
+
+
+def test_last_use_is_written_at_most_once_a_minute(bearer: FlaskClient, console_secrets: ConsoleSecrets) -> None:
+    """A program polling every second does not rewrite the token file every second."""
+    bearer.get(API)
+    written = console_secrets.api_tokens_path.stat().st_mtime_ns
+    first = console_secrets.api_tokens()[0].last_used
+    for _ in range(5):
+        assert bearer.get(API).status_code == 200
+    assert console_secrets.api_tokens_path.stat().st_mtime_ns == written
+    assert console_secrets.api_tokens()[0].last_used == first is not None
+
+
+def test_the_household_revokes_a_token_on_the_page_over_real_http(
+    make_app: Callable[..., Flask], password: str, api_token: str
+) -> None:
+    """Revoke (session + CSRF + own Origin): the program is refused at its next request."""
+    with served(make_app()) as console:
+        program = console.browser()
+        program.http.headers["Authorization"] = f"Bearer {api_token}"
+        assert program.get(API).status_code == 200
+        household = console.browser()
+        household.log_in(password)
+        page = household.get(TOKENS_PAGE).text
+        action = re.search(r'action="(/settings/api-tokens/[0-9a-f]{16}/revoke)"', page).group(1)
+        assert household.post(action, data={}).status_code == 400  # no CSRF token: nothing revoked
+        assert program.get(API).status_code == 200
+        done = household.post(action, data={"csrf_token": household.csrf(TOKENS_PAGE)})
+        assert done.status_code == 303 and done.headers["Location"] == TOKENS_PAGE
+        assert "Revoked the token “tests”" in household.get(TOKENS_PAGE).text
+        assert program.get(API).status_code == 401
+        again = household.post(action, data={"csrf_token": household.csrf(TOKENS_PAGE)})
+        assert again.status_code == 303
+        assert "already revoked" in household.get(TOKENS_PAGE).text
+
+
+def test_an_api_token_can_neither_list_nor_revoke_tokens(bearer: FlaskClient, console_secrets: ConsoleSecrets) -> None:
+    """403 FORBIDDEN for the page and the revoke, with or without the token's own id; nothing is removed."""
+    assert bearer.get(TOKENS_PAGE).status_code == 403
+    token_id = console_secrets.api_tokens()[0].token_id
+    response = bearer.post(f"{TOKENS_PAGE}/{token_id}/revoke")
+    assert response.status_code == 403 and "FORBIDDEN" in response.get_data(as_text=True)
+    assert len(console_secrets.api_tokens()) == 1
+
+
+def test_the_tokens_page_needs_a_login_and_the_settings_page_links_to_it(
+    client: FlaskClient, password: str
+) -> None:
+    """Logged out: the login page; logged in: the settings page leads there."""
+    assert client.get(TOKENS_PAGE).location.startswith("/login")
+    log_in(client, password)
+    assert f'href="{TOKENS_PAGE}"' in client.get("/settings/home-assistant").get_data(as_text=True)
+
+
+def test_revoking_by_id_removes_only_that_token(console_secrets: ConsoleSecrets) -> None:
+    """Two tokens with the same name: the page's button removes the one it names, by its id."""
+    first = console_secrets.create_api_token("phone")
+    console_secrets.create_api_token("phone")
+    tokens = console_secrets.api_tokens()
+    assert console_secrets.revoke_api_token(tokens[1].token_id) == tokens[1]
+    assert console_secrets.verify_api_token(first) is not None
+    assert [t.digest for t in console_secrets.api_tokens()] == [tokens[0].digest]
+    assert console_secrets.revoke_api_token("0" * 16) is None

@@ -57,7 +57,7 @@ def app(make_app, model: FakeModel) -> Flask:
 def configured(data_dir, stub_ha):
     """Home Assistant reading turned on, as the settings page would leave it."""
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token))
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
     return stub_ha
 
 

@@ -12,6 +12,7 @@ from console_ha.errors import (
     CapabilityError,
     ConsoleHaError,
     HABadResponse,
+    HABusy,
     HANotFound,
     HATimeout,
     HATLSError,
@@ -43,6 +44,11 @@ CONTRACT_CODES = {
     "RESULT_TOO_LARGE": 502,
     "MODEL_NOT_CONFIGURED": 503,
     "MODEL_UNAVAILABLE": 502,
+}
+# Codes this project adds to the contract's, with their statuses (docs/web.md).
+PROJECT_CODES = {
+    # the Console declines to queue another call behind those a hung Home Assistant holds: "try later"
+    "HA_BUSY": 503,
 }
 
 _raised: dict[str, ConsoleHaError] = {}
@@ -88,6 +94,12 @@ def test_every_contract_code_has_its_status() -> None:
         assert STATUS[code] == status, code
 
 
+def test_every_added_code_has_its_status() -> None:
+    """The codes the project adds have the statuses docs/web.md records."""
+    for code, status in PROJECT_CODES.items():
+        assert STATUS[code] == status, code
+
+
 @pytest.mark.parametrize("code", sorted(STATUS))
 def test_every_code_answers_its_status_and_the_contract_shape(api: FlaskClient, code: str) -> None:
     """JSON on API paths: the status from the table and {"error": {"code", "message", ...detail}}."""
@@ -119,6 +131,7 @@ def test_every_code_on_a_page_path_renders_the_error_page(api: FlaskClient, code
         (HANotFound("No such entity."), "HA_NOT_FOUND"),
         (HABadResponse("Odd answer.", reason="invalid_json"), "HA_BAD_RESPONSE"),
         (HATLSError("Certificate not trusted.", reason="certificate"), "HA_TLS_ERROR"),
+        (HABusy("Home Assistant is still busy with earlier requests."), "HA_BUSY"),
         (CapabilityError("CONFIRMATION_INVALID", "That confirmation is no longer valid.", stage=4),
          "CONFIRMATION_INVALID"),
     ],

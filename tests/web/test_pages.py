@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from console_ha.config_store import ConfigStore
 from console_ha.datadir import DataDir
-from console_ha.secret_store import Secret, TokenStore
+from console_ha.secret_store import Secret, StoredToken, TokenStore
 
 from .conftest import page_csrf
 
@@ -27,7 +27,7 @@ def stored(data_dir: DataDir, hidden_secrets: list[str]) -> ConfigStore:
         "allowlisted_entities": ["light.kitchen", "sensor.hall_temperature"],
         "entity_names": {"light.kitchen": "Kitchen <light>"},
     })
-    TokenStore(data_dir).write(Secret(TOKEN))
+    TokenStore(data_dir).write(Secret(TOKEN), "http://homeassistant.local:8123")
     hidden_secrets.append(TOKEN)
     return store
 
@@ -97,17 +97,17 @@ def test_the_form_saves_without_javascript_and_keeps_the_stored_token(
     response = logged_in.post(PAGE, data=form(
         logged_in,
         revision=stored.read().revision,
-        base_url="http://192.168.1.20:8123/",
+        base_url="http://HomeAssistant.local:8123/api/",
         allowlisted_entities=["light.kitchen"],
         access_token="",
     ))  # `enabled` unticked: a checkbox that is off is not posted
     assert response.status_code == 303 and response.location == PAGE
     config = stored.load()
     assert config.enabled is False
-    assert config.base_url == "http://192.168.1.20:8123"
+    assert config.base_url == "http://homeassistant.local:8123"  # the same origin: the token stays usable
     assert config.allowlisted_entities == ("light.kitchen",)
     assert config.entity_names == {"light.kitchen": "Kitchen <light>"}
-    assert TokenStore(data_dir).read() == Secret(TOKEN)
+    assert TokenStore(data_dir).read_record() == StoredToken(Secret(TOKEN), "http://homeassistant.local:8123")
     assert "Saved." in logged_in.get(PAGE).get_data(as_text=True)
 
 
@@ -116,10 +116,11 @@ def test_the_form_replaces_or_forgets_the_token(
 ) -> None:
     new_token = "eyJhbGciOiJIUzI1NiJ9.new-token.signature"
     hidden_secrets.append(new_token)
-    logged_in.post(PAGE, data=form(logged_in, access_token=new_token, enabled="on"))
-    assert TokenStore(data_dir).read() == Secret(new_token)
-    logged_in.post(PAGE, data=form(logged_in, remove_access_token="on", enabled="on"))
-    assert TokenStore(data_dir).read() is None
+    url = "http://homeassistant.local:8123"  # the URL field's value, posted as a browser posts it
+    logged_in.post(PAGE, data=form(logged_in, base_url=url, access_token=new_token, enabled="on"))
+    assert TokenStore(data_dir).read_record() == StoredToken(Secret(new_token), "http://homeassistant.local:8123")
+    logged_in.post(PAGE, data=form(logged_in, base_url=url, remove_access_token="on", enabled="on"))
+    assert TokenStore(data_dir).read_record() is None
     assert "No token is stored yet." in logged_in.get(PAGE).get_data(as_text=True)
 
 
@@ -144,7 +145,7 @@ def test_a_refused_form_writes_nothing_and_keeps_what_was_typed(
     assert response.status_code == 400
     assert message in html and "Nothing was saved." in html
     assert data_dir.ha_config.read_bytes() == before
-    assert TokenStore(data_dir).read() == Secret(TOKEN)
+    assert TokenStore(data_dir).read_record() == StoredToken(Secret(TOKEN), "http://homeassistant.local:8123")
     assert f'value="{posted["base_url"]}"' in html
     assert "has spaces in it" not in html  # a typed token is never sent back
     if field:

@@ -16,12 +16,14 @@ from flask.testing import FlaskClient
 
 from console_ha.datadir import DataDir
 from console_ha.discovery import Instance
+from console_ha.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.ha_registry import AreaCache
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, files_under, unused_port
 
-ENTITY_KEYS = {"entity_id", "friendly_name", "domain", "state", "unavailable", "allowlisted", "area", "sensitive"}
+ENTITY_KEYS = {"entity_id", "friendly_name", "domain", "state", "unavailable", "allowlisted", "area", "sensitive",
+               "cost"}
 SENSITIVE = {
     "lock.front_door", "person.alex", "camera.driveway", "cover.garage_door",
     "binary_sensor.front_door", "binary_sensor.kitchen_window",
@@ -49,6 +51,7 @@ def test_get_answers_the_defaults_before_anything_is_saved(household: FlaskClien
         "enabled": False,
         "base_url": "",
         "has_access_token": False,
+        "access_token_origin": None,
         "allowlisted_entities": [],
         "entity_names": {},
         "revision": "absent",
@@ -82,7 +85,8 @@ def test_post_saves_the_settings_and_keeps_the_token_apart(
     on_disk = json.loads(data_dir.ha_config.read_text())
     assert on_disk["enabled"] is True and on_disk["allowlisted_entities"] == ["sensor.a", "sensor.b"]
     assert token not in data_dir.ha_config.read_text()
-    assert data_dir.ha_token.read_text().strip() == token
+    # One record: the token, then the origin it was saved for (the port written out).
+    assert data_dir.ha_token.read_text() == f"{token}\nhttp://homeassistant.local:8123\n"
     assert stat.S_IMODE(data_dir.ha_token.stat().st_mode) == 0o600
     assert stat.S_IMODE(data_dir.ha_secrets.stat().st_mode) == 0o700
 
@@ -96,7 +100,7 @@ def test_an_omitted_or_empty_token_leaves_the_stored_one(
     configure(household, "http://ha.local:8123", "stored-token")
     response = household.post(API, json={"allowlisted_entities": ["light.kitchen"], **omitted})
     assert response.get_json()["has_access_token"] is True
-    assert data_dir.ha_token.read_text().strip() == "stored-token"
+    assert data_dir.ha_token.read_text().splitlines()[0] == "stored-token"
 
 
 def test_remove_access_token_forgets_it(household: FlaskClient, data_dir: DataDir) -> None:
@@ -242,10 +246,12 @@ def test_entities_are_narrowed_flagged_and_missing_ones_listed(
     assert temperature == {
         "entity_id": "sensor.living_room_temperature", "friendly_name": "Living room temperature",
         "domain": "sensor", "state": "21.4", "unavailable": False, "allowlisted": True, "area": None,
-        "sensitive": False,
+        "sensitive": False, "cost": entity_cost("sensor.living_room_temperature"),
     }
     assert body["missing"] == [{"entity_id": "sensor.removed_long_ago", "friendly_name": "Old sensor",
-                                "domain": "sensor", "sensitive": False}]
+                                "domain": "sensor", "sensitive": False,
+                                "cost": entity_cost("sensor.removed_long_ago")}]
+    assert body["budget_bytes"] == BUDGET_BYTES
     assert body["areas_known"] is False
     assert body["retrieved_at"].endswith("+00:00")
     # Attributes never pass through: the camera's own access token stays in Home Assistant.
@@ -387,10 +393,13 @@ def test_a_given_url_and_token_are_tested_without_saving_them(
     assert files_under(data_dir.capabilities) == [] and not data_dir.ha_token.exists()
 
 
-def test_a_given_url_uses_the_stored_token(household: FlaskClient, stub_ha: StubHomeAssistant) -> None:
-    """Fixing the URL does not need the token pasted again."""
-    configure(household, "http://ha.local:8123", stub_ha.token)
-    response = household.post(f"{API}/test", json={"base_url": stub_ha.base_url, "access_token": ""})
+def test_a_given_url_of_the_same_origin_uses_the_stored_token(
+    household: FlaskClient, stub_ha: StubHomeAssistant
+) -> None:
+    """Fixing the URL's path or spelling does not need the token pasted again: the origin is the same."""
+    configure(household, stub_ha.base_url, stub_ha.token)
+    response = household.post(f"{API}/test", json={"base_url": stub_ha.base_url.upper() + "/api/",
+                                                    "access_token": ""})
     assert response.get_json()["ok"] is True
 
 

@@ -1,0 +1,148 @@
+"""list_entities' 64 KiB: how each entry's text is bounded, and what each allowlisted entity costs of it.
+
+A save is refused when the allowlist's worst case does not fit (config_store), the picker shows each
+entity's cost (web/settings_api.py), and list_entities cuts names and states no further than it must.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import InvalidConfig
+from .registry import LIST_ENTITIES_CAPABILITY, LIST_ENTITIES_TEXT_CAPS, TextCaps
+
+# Marks text that was cut to fit; one character (3 bytes), counted inside the cap.
+CUT_MARK = "…"
+# Declared with the capability's schema (registry.py); list_entities tries them in order, and a save
+# guarantees the last.
+CAP_LEVELS = LIST_ENTITIES_TEXT_CAPS
+GUARANTEED = CAP_LEVELS[-1]
+_SAMPLE_TIME = "2000-01-01T00:00:00Z"  # every last_changed is written in exactly this many bytes
+
+
+def iso(moment: datetime) -> str:
+    """UTC ISO 8601 to the second with a Z, as every timestamp in a result is written."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def json_size(value: Any) -> int:
+    """Bytes of `value` as the executor measures a result: compact JSON, UTF-8, non-ASCII unescaped."""
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
+
+
+# JSON escapes these two (as two bytes) among what cut keeps; control characters are dropped.
+_ESCAPED = frozenset('"\\')
+_MARK_BYTES = len(CUT_MARK.encode("utf-8"))
+# A name, state or unit is read this far at most: a megabyte-long "name" costs no more time than
+# a long one, and whatever lies beyond is cut.
+SCAN_CHARS = 1024
+
+
+def cut(text: str, max_bytes: int) -> str:
+    """`text` without control or format characters, cut to `max_bytes` as JSON, ending in CUT_MARK if cut.
+
+    One pass that stops at the cap, rather than dumping candidates to JSON, because list_entities may
+    shape hundreds of entries three times over within its deadline.
+    """
+    kept: list[str] = []
+    size = 0
+    fits_with_mark = 0  # how many of `kept` leave room for the mark
+    whole = True
+    for index, char in enumerate(text):
+        if index >= SCAN_CHARS:
+            whole = False
+            break
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf"):
+            # Control and format characters (bidi overrides among them) could make a name read one
+            # way and be another.
+            continue
+        if category == "Cs":
+            char = "\ufffd"  # a lone surrogate is not UTF-8 at all
+        size += 2 if char in _ESCAPED else len(char.encode("utf-8"))
+        if size > max_bytes:
+            whole = False
+            break
+        kept.append(char)
+        if size <= max_bytes - _MARK_BYTES:
+            fits_with_mark = len(kept)
+    if whole:
+        return "".join(kept)
+    return "".join(kept[:fits_with_mark]) + CUT_MARK
+
+
+def timestamp(value: object) -> str | None:
+    """Home Assistant's time as `iso` writes it (always 20 bytes), or None when it is not a time."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+        return iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+    except (ValueError, OverflowError):
+        return None
+
+
+def entry(entity_id: str, *, name: str | None, state: str, unit: str | None, last_changed: object,
+          unavailable: bool, caps: TextCaps) -> dict[str, Any]:
+    """One entity as list_entities returns it: RFC-0018's fields, each variable one within `caps`."""
+    return {
+        "entity_id": entity_id,
+        "friendly_name": cut(name or entity_id, caps.name),
+        "domain": entity_id.partition(".")[0],
+        "state": cut(state, caps.state),
+        "unit_of_measurement": None if unit is None else cut(unit, caps.unit),
+        "last_changed": timestamp(last_changed),
+        "unavailable": unavailable,
+    }
+
+
+def worst_entry_bytes(entity_id: str) -> int:
+    """The largest entry `entry` can make for `entity_id` at the GUARANTEED caps, in bytes."""
+    worst = entry(entity_id, name="x" * GUARANTEED.name, state="x" * GUARANTEED.state,
+                  unit="x" * GUARANTEED.unit, last_changed=_SAMPLE_TIME,
+                  unavailable=False,  # "false" is a byte longer than "true"
+                  caps=GUARANTEED)
+    return json_size(worst)
+
+
+# An entity id and its domain are ASCII that JSON never escapes, and every other part of the worst
+# entry has a fixed size: so the worst case is this many bytes plus the id and the domain. A formula
+# rather than a JSON dump per entity because the picker prices thousands of entities per load;
+# tests check it against worst_entry_bytes for any id.
+ENTITY_BYTES = worst_entry_bytes("a.a") + 1 - len("a.a") - len("a")
+
+
+def entity_cost(entity_id: str) -> int:
+    """The most bytes one allowlisted entity can add to list_entities' result (its entry and a comma)."""
+    return ENTITY_BYTES + len(entity_id) + entity_id.index(".")
+
+
+def _envelope() -> int:
+    return json_size({"entities": [], "missing_entities": [], "retrieved_at": _SAMPLE_TIME})
+
+
+# What the entities may take between them: the bound less the result's own keys and time. An entity
+# Home Assistant lacks is listed in missing_entities by id alone, which costs less than its entry.
+BUDGET_BYTES = LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes - _envelope()
+
+
+def allowlist_cost(entity_ids: Iterable[str]) -> int:
+    """The worst case of an allowlist, in bytes of list_entities' result."""
+    return sum(entity_cost(entity_id) for entity_id in entity_ids)
+
+
+def check_fits(entity_ids: Sequence[str]) -> None:
+    """InvalidConfig on `allowlisted_entities`, saying how many fit, when list_entities could not answer."""
+    cost = allowlist_cost(entity_ids)
+    if cost <= BUDGET_BYTES:
+        return
+    fits = BUDGET_BYTES * len(entity_ids) // cost
+    raise InvalidConfig(
+        f"The assistant can read about {fits:,} entities like these at once, and {len(entity_ids):,} are "
+        f"chosen. Untick {len(entity_ids) - fits:,} or more, then save again.",
+        field="allowlisted_entities", fits=fits, chosen=len(entity_ids), cost=cost, budget=BUDGET_BYTES,
+    )

@@ -1,0 +1,103 @@
+// How much of what the assistant can read at once the ticked entities take (docs/security-limits.md).
+//
+// list_entities answers within 64 KiB, and a save is refused when the chosen entities could not fit.
+// This script shows, while boxes are ticked, how close the choice is. The server sends the two numbers
+// of its cost formula on this script's element (console_ha/entity_budget.py: an entity costs
+// `entity-bytes` plus the length of its id and of its domain; `budget-bytes` is what they may take in
+// all). It reads the page's checkboxes and never changes them: settings.js owns the picker.
+
+const script = document.getElementById("budget-script");
+const BUDGET = Number(script.dataset.budgetBytes);
+const ENTITY_BYTES = Number(script.dataset.entityBytes);
+const ENTITY_ID = /^[a-z0-9_]+\.[a-z0-9_]+$/;
+const number = new Intl.NumberFormat();
+
+/** The most bytes one entity can add to the assistant's read (entity_budget.entity_cost). */
+function cost(entityId) {
+  return ENTITY_BYTES + entityId.length + entityId.indexOf(".");
+}
+
+const section = document.getElementById("picker")?.closest("section");
+if (section && BUDGET > 0 && ENTITY_BYTES > 0) {
+  const region = document.createElement("p");
+  region.id = "allowlist-budget";
+  region.className = "status";
+  region.setAttribute("role", "status");
+  region.setAttribute("aria-live", "polite");
+  region.setAttribute("aria-atomic", "true");
+  const meter = document.createElement("meter");
+  meter.id = "allowlist-budget-meter";
+  meter.min = 0;
+  meter.max = 1;
+  meter.low = 0.8;
+  meter.high = 0.95;
+  meter.optimum = 0;
+  meter.setAttribute("aria-hidden", "true"); // the sentence beside it says the same in words
+  // Through the CSSOM, which a strict Content-Security-Policy allows (a style attribute it would not).
+  meter.style.display = "block";
+  meter.style.width = "100%";
+  document.getElementById("picker").before(region, meter);
+
+  /** Entity ids of every box now on the page, and of the ticked ones. */
+  function boxes() {
+    const all = new Set();
+    const ticked = new Set();
+    for (const cb of section.querySelectorAll('input[type="checkbox"]')) {
+      if (!ENTITY_ID.test(cb.value)) continue;
+      all.add(cb.value);
+      if (cb.checked) ticked.add(cb.value);
+    }
+    return { all, ticked };
+  }
+
+  let shown = "";
+
+  function update() {
+    const { all, ticked } = boxes();
+    let used = 0;
+    for (const id of ticked) used += cost(id);
+    // "About" how many fit: the budget over the average cost of these entities (or of all listed).
+    const sample = ticked.size ? ticked : all;
+    let sampleCost = 0;
+    for (const id of sample) sampleCost += cost(id);
+    const about = sample.size ? Math.floor((BUDGET * sample.size) / sampleCost) : 0;
+    let text;
+    if (used > BUDGET) {
+      const untick = ticked.size - Math.floor((BUDGET * ticked.size) / used);
+      text =
+        `Too many for the assistant to read at once: about ${number.format(about)} of these fit, and ` +
+        `${number.format(ticked.size)} are chosen. Untick ${number.format(untick)} or more before saving.`;
+    } else if (ticked.size === 0) {
+      text = about
+        ? `Nothing chosen yet. The assistant can read about ${number.format(about)} entities at once.`
+        : "Nothing chosen yet.";
+    } else {
+      const percent = Math.floor((used / BUDGET) * 100);
+      text =
+        `Uses ${percent}% of what the assistant can read at once ` +
+        `(${number.format(ticked.size)} of about ${number.format(about)} entities).`;
+    }
+    meter.value = Math.min(used / BUDGET, 1);
+    region.classList.toggle("status--error", used > BUDGET);
+    if (text !== shown) {
+      shown = text; // an unchanged sentence is not announced again
+      region.textContent = text;
+    }
+  }
+
+  // settings.js ticks boxes in its own handlers (one box, "Select all shown", the sensitive dialog)
+  // and builds the list when entities arrive: recount after whatever it does, once per task.
+  let queued = false;
+  function later() {
+    if (queued) return;
+    queued = true;
+    setTimeout(() => {
+      queued = false;
+      update();
+    }, 0);
+  }
+  for (const type of ["click", "change", "keyup"]) section.addEventListener(type, later);
+  document.addEventListener("close", later, true); // a dialog's close does not bubble
+  new MutationObserver(later).observe(section, { childList: true, subtree: true });
+  update();
+}

@@ -1,0 +1,97 @@
+"""The settings page shows how much of what the assistant can read at once the ticked entities take."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from console_ha.entity_budget import BUDGET_BYTES, entity_cost
+from tests.e2e.conftest import DESKTOP, LiveConsole, log_in, screenshot
+from tests.stub_ha import StubHomeAssistant
+
+pytestmark = pytest.mark.browser
+
+BULK = [f"sensor.bulk_{i:03d}" for i in range(320)]
+
+
+def entity(page: Page, entity_id: str):
+    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
+
+
+def about(entity_ids: list[str]) -> int:
+    """How many entities like these fit, as the server reckons it."""
+    return BUDGET_BYTES * len(entity_ids) // sum(entity_cost(e) for e in entity_ids)
+
+
+@pytest.fixture
+def picker(page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> Page:
+    """The settings page of a Console connected to the stub, its picker loaded."""
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True)
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password)
+    expect(page.locator("#picker-status")).to_contain_text("Loaded", timeout=10_000)
+    return page
+
+
+def test_ticking_entities_moves_the_meter(picker: Page) -> None:
+    """Each tick adds the entity's cost: the sentence and the bar follow, in the server's numbers."""
+    page = picker
+    meter = page.get_by_role("status").filter(has_text="the assistant can read")
+    expect(meter).to_contain_text("Nothing chosen yet. The assistant can read about")
+
+    first = ["sensor.living_room_temperature"]
+    entity(page, first[0]).check()
+    percent = entity_cost(first[0]) * 100 // BUDGET_BYTES
+    expect(meter).to_have_text(f"Uses {percent}% of what the assistant can read at once "
+                               f"(1 of about {about(first)} entities).")
+    one = page.locator("#allowlist-budget-meter").evaluate("m => m.value")
+
+    both = [*first, "light.living_room"]
+    entity(page, both[1]).check()
+    percent = sum(entity_cost(e) for e in both) * 100 // BUDGET_BYTES
+    expect(meter).to_have_text(f"Uses {percent}% of what the assistant can read at once "
+                               f"(2 of about {about(both)} entities).")
+    two = page.locator("#allowlist-budget-meter").evaluate("m => m.value")
+    assert 0 < one < two < 1
+    assert two == pytest.approx(sum(entity_cost(e) for e in both) / BUDGET_BYTES)
+
+    entity(page, both[1]).uncheck()
+    expect(meter).to_contain_text("(1 of about")
+
+
+def test_past_the_limit_the_meter_says_so_and_a_save_is_refused(
+        page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> None:
+    """Select all of 320 more entities: the meter warns, and Save shows the server's refusal."""
+    for entity_id in BULK:
+        stub_ha.set_state(entity_id, "1", {"friendly_name": f"Bulk {entity_id[-3:]}"})
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True,
+                      allowlisted_entities=["sensor.living_room_temperature"])
+    before = json.loads(console.config.path.read_text())
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password)
+    expect(page.locator("#picker-status")).to_contain_text("Loaded", timeout=10_000)
+    meter = page.locator("#allowlist-budget")
+    expect(meter).to_contain_text("1 of about")
+
+    page.get_by_role("searchbox", name="Search entities").fill("bulk")
+    page.get_by_role("button", name="Select all shown").click()
+    chosen = ["sensor.living_room_temperature", *BULK]
+    untick = len(chosen) - about(chosen)
+    expect(meter).to_have_text(
+        f"Too many for the assistant to read at once: about {about(chosen)} of these fit, and "
+        f"{len(chosen)} are chosen. Untick {untick} or more before saving.")
+    expect(meter).to_have_class(re.compile(r"\bstatus--error\b"))
+    screenshot(page, "allowlist-budget-over", phone=False, whole_page=False)
+
+    page.get_by_role("button", name="Save").click()
+    status = page.locator("#save-status")
+    expect(status).to_contain_text(f"The assistant can read about {about(chosen)} entities like these at once")
+    expect(status).to_contain_text("Nothing was saved")
+    assert json.loads(console.config.path.read_text()) == before
+
+    page.get_by_role("button", name="Clear all shown").click()
+    expect(meter).to_contain_text("(1 of about")
+    expect(meter).not_to_have_class(re.compile(r"\bstatus--error\b"))

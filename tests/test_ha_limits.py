@@ -1,0 +1,273 @@
+"""Bounded concurrency to Home Assistant: a call past the cap is refused at once with HA_BUSY, over real HTTP."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+
+from console_ha.config_store import ConfigStore
+from console_ha.confirmations import ConfirmationStore
+from console_ha.errors import CapabilityError, HABusy, HATimeout, HomeAssistantError
+from console_ha.executor import Executor
+from console_ha.ha_client import (
+    CALL_LIMITS,
+    MAX_CALLS_IN_ALL,
+    MAX_CALLS_PER_ORIGIN,
+    RESERVED_THREADS,
+    CallLimits,
+    HomeAssistantClient,
+    origin_of,
+)
+from console_ha.ha_registry import fetch_entity_areas
+from console_ha.registry import LIST_ENTITIES
+from console_ha.secret_store import Secret, TokenStore, check_token
+from tests.stub_ha import StubHomeAssistant
+
+# Long enough that a hung call is still hung while the test looks; the stub lets go when it stops.
+HANG = 30.0
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    """Poll until `condition` holds; fail the test when it never does."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail("the condition never held")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def hung_ha() -> Iterator[StubHomeAssistant]:
+    """A Home Assistant that accepts every request and answers none of them (until the test ends)."""
+    with StubHomeAssistant() as stub:
+        stub.fault("slow", delay=HANG)
+        yield stub
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    """Threads for the calls a test leaves hanging."""
+    executor = ThreadPoolExecutor(max_workers=16)
+    yield executor
+    executor.shutdown(wait=False, cancel_futures=True)
+
+
+def hang_calls(stub: StubHomeAssistant, pool: ThreadPoolExecutor, count: int) -> list[Future[object]]:
+    """`count` calls to the stub that are in flight, and seen by it, when this returns."""
+    client = HomeAssistantClient(stub.base_url, Secret(stub.token))
+    seen = len(stub.requests)
+    futures = [pool.submit(client.config, timeout=HANG) for _ in range(count)]
+    wait_for(lambda: len(stub.requests) >= seen + count)
+    return futures
+
+
+# --- the counter itself -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", [
+    ("http://ha.local:8123", "http://HA.local:8123/"),
+    ("http://ha.local", "http://ha.local:80/ha"),
+    ("https://ha.local", "https://ha.local:443"),
+    ("http://[::1]:8123", "http://[::1]:8123/api"),
+])
+def test_one_home_assistant_is_one_origin_whatever_the_path(a: str, b: str) -> None:
+    """Paths, a default port written out and the host's case do not make a second Home Assistant."""
+    assert origin_of(a) == origin_of(b)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("http://ha.local:8123", "https://ha.local:8123"),
+    ("http://ha.local:8123", "http://ha.local:8124"),
+    ("http://ha.local:8123", "http://other.local:8123"),
+])
+def test_another_scheme_host_or_port_is_another_origin(a: str, b: str) -> None:
+    """Each of scheme, host and port makes a Home Assistant of its own."""
+    assert origin_of(a) != origin_of(b)
+
+
+def test_the_cap_is_per_origin_and_in_all_and_places_come_back() -> None:
+    """Past either cap a slot is refused with HA_BUSY; leaving a slot, even by an exception, frees it."""
+    limits = CallLimits(per_origin=2, in_all=3)
+    with limits.slot("http://a:1"), limits.slot("http://a:1/x"):
+        with pytest.raises(HABusy) as caught:
+            with limits.slot("http://a:1"):
+                pass
+        assert caught.value.code == "HA_BUSY" and caught.value.stage == 5
+        with limits.slot("http://b:1"):
+            assert limits.in_flight() == 3
+            with pytest.raises(HABusy):
+                with limits.slot("http://c:1"):
+                    pass
+    with pytest.raises(RuntimeError):
+        with limits.slot("http://a:1"):
+            raise RuntimeError("a call failed")
+    assert limits.in_flight() == 0 and limits.in_flight("http://a:1") == 0
+
+
+@pytest.mark.parametrize("threads, per_origin, in_all", [(3, 1, 1), (4, 2, 2), (6, 4, 4), (8, 4, 6), (32, 4, 6)])
+def test_caps_fitted_to_a_server_leave_its_reserved_threads_free(threads: int, per_origin: int, in_all: int) -> None:
+    """Whatever the thread count, calls to Home Assistant can hold at most all but RESERVED_THREADS."""
+    limits = CallLimits()
+    limits.fit_to_threads(threads)
+    assert (limits.per_origin, limits.in_all) == (per_origin, in_all)
+    assert limits.in_all <= threads - RESERVED_THREADS
+    assert limits.in_all <= MAX_CALLS_IN_ALL and limits.per_origin <= MAX_CALLS_PER_ORIGIN
+
+
+def test_too_few_threads_to_keep_any_free_is_refused() -> None:
+    """A server with no thread to spare cannot be protected: say so rather than pretend."""
+    with pytest.raises(ValueError):
+        CallLimits().fit_to_threads(RESERVED_THREADS)
+
+
+# --- the client over real HTTP ----------------------------------------------------------------
+
+
+def test_a_call_past_the_cap_is_refused_at_once_and_nothing_is_sent(
+        hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+    """With the cap's calls hanging, the next one fails with HA_BUSY in no time, without a request."""
+    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
+    sent = len(hung_ha.requests)
+    client = HomeAssistantClient(hung_ha.base_url, Secret(hung_ha.token))
+    started = time.monotonic()
+    with pytest.raises(HABusy) as caught:
+        client.states(timeout=HANG, max_bytes=1_000_000)
+    assert time.monotonic() - started < 1.0
+    assert caught.value.code == "HA_BUSY" and "Try again" in caught.value.message
+    assert len(hung_ha.requests) == sent
+
+
+def test_another_home_assistant_is_not_held_up_by_a_hung_one(
+        hung_ha: StubHomeAssistant, stub_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+    """A second origin still answers while the first holds its whole per-origin cap."""
+    assert CALL_LIMITS.per_origin < CALL_LIMITS.in_all
+    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
+    answer = HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token)).config(timeout=5)
+    assert answer["version"]
+
+
+def test_places_are_given_back_when_the_hung_calls_end(pool: ThreadPoolExecutor) -> None:
+    """Calls that time out release their places: the next call reaches Home Assistant again."""
+    with StubHomeAssistant() as stub:
+        stub.fault("slow", delay=HANG)
+        client = HomeAssistantClient(stub.base_url, Secret(stub.token))
+        futures = [pool.submit(client.config, timeout=1.0) for _ in range(CALL_LIMITS.per_origin)]
+        wait_for(lambda: len(stub.requests) >= CALL_LIMITS.per_origin)
+        with pytest.raises(HABusy):
+            client.config(timeout=1.0)
+        for future in futures:
+            assert isinstance(future.exception(timeout=10), HATimeout)
+        assert CALL_LIMITS.in_flight(stub.base_url) == 0
+        stub.clear_faults()
+        assert client.config(timeout=5)["version"]
+
+
+def test_concurrent_callers_never_get_more_than_the_cap_through(hung_ha: StubHomeAssistant) -> None:
+    """Twenty callers released at once: exactly the cap's worth reach Home Assistant, the rest are busy."""
+    client = HomeAssistantClient(hung_ha.base_url, Secret(hung_ha.token))
+    start = threading.Barrier(20)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def call() -> None:
+        start.wait()
+        try:
+            client.config(timeout=2.0)
+            outcome = "answered"
+        except HomeAssistantError as err:
+            outcome = err.code
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=call) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(15)
+    assert sorted(set(outcomes)) == ["HA_BUSY", "HA_TIMEOUT"]
+    assert outcomes.count("HA_TIMEOUT") == CALL_LIMITS.per_origin
+    assert len(hung_ha.requests) == CALL_LIMITS.per_origin
+
+
+def test_the_area_websocket_counts_against_the_same_cap(hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+    """With the REST calls holding every place, the area registries are not asked for (and are None)."""
+    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
+    sent = len(hung_ha.requests)
+    started = time.monotonic()
+    assert fetch_entity_areas(hung_ha.base_url, Secret(hung_ha.token), timeout=HANG) is None
+    assert time.monotonic() - started < 1.0
+    assert len(hung_ha.requests) == sent
+
+
+def test_a_hanging_area_websocket_holds_a_place(hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+    """While the WebSocket waits on Home Assistant, it is one of the calls in flight."""
+    pool.submit(fetch_entity_areas, hung_ha.base_url, Secret(hung_ha.token), timeout=HANG)
+    wait_for(lambda: len(hung_ha.requests) >= 1)
+    assert CALL_LIMITS.in_flight(hung_ha.base_url) == 1
+
+
+# --- a capability past the cap -----------------------------------------------------------------
+
+
+def test_a_capability_past_the_cap_fails_with_ha_busy_at_stage_5(
+        data_dir, clock, hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+    """An approved list_entities finds the cap taken: HA_BUSY at stage 5, audited, nothing sent."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": hung_ha.base_url,
+                                  "allowlisted_entities": ["sensor.living_room_temperature"]})
+    TokenStore(data_dir).write(check_token(hung_ha.token), hung_ha.base_url)
+    executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
+    sent = len(hung_ha.requests)
+    started = time.monotonic()
+    with pytest.raises(CapabilityError) as caught:
+        executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert time.monotonic() - started < 1.0
+    assert (caught.value.code, caught.value.stage) == ("HA_BUSY", 5)
+    assert hung_ha.base_url not in caught.value.message
+    assert len(hung_ha.requests) == sent
+    audit = [line for line in data_dir.audit_log.read_text().splitlines() if '"failed"' in line]
+    assert len(audit) == 1 and '"HA_BUSY"' in audit[0]
+
+
+# --- `console-ha serve` fits the caps to its threads ----------------------------------------------
+
+
+class _FakeServer:
+    effective_port = 8000
+
+    def run(self) -> None:
+        raise KeyboardInterrupt
+
+    def close(self) -> None:
+        pass
+
+
+def test_serve_fits_the_caps_to_its_threads(data_dir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 5 threads, calls to Home Assistant may hold 3 of them, never the 2 kept for /health and pages."""
+    import waitress
+
+    from console_ha import cli
+
+    monkeypatch.setattr(waitress, "create_server", lambda app, **kwargs: _FakeServer())
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    assert cli.main(["serve", "--threads", "5", "--port", "0", "--data-dir", str(data_dir.root)]) == 0
+    assert (CALL_LIMITS.per_origin, CALL_LIMITS.in_all) == (3, 3)
+
+
+def test_serve_refuses_threads_it_could_not_keep_free(data_dir, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`--threads 2` would leave Home Assistant able to take every thread: refused, nothing served."""
+    import waitress
+
+    from console_ha import cli
+
+    served: list[object] = []
+    monkeypatch.setattr(waitress, "create_server", lambda app, **kwargs: served.append(kwargs) or _FakeServer())
+    assert cli.main(["serve", "--threads", "2", "--data-dir", str(data_dir.root)]) == 2
+    assert "--threads must be at least 3" in capsys.readouterr().err
+    assert served == []

@@ -1,0 +1,58 @@
+"""An allowlist list_entities could not answer is refused on save, over the API and the no-JavaScript form."""
+
+from __future__ import annotations
+
+import re
+
+from flask.testing import FlaskClient
+
+from console_ha.config_store import ConfigStore
+from console_ha.datadir import DataDir
+from console_ha.entity_budget import BUDGET_BYTES, ENTITY_BYTES, entity_cost
+
+from .conftest import API, page_csrf
+
+PAGE = "/settings/home-assistant"
+# 400 ids of one length: about 290 of them fit.
+TOO_MANY = [f"light.lamp_{i:03d}" for i in range(400)]
+FITS = BUDGET_BYTES // entity_cost(TOO_MANY[0])
+
+
+def test_the_api_refuses_an_allowlist_that_cannot_fit_and_says_how_many_do(
+        household: FlaskClient, data_dir: DataDir) -> None:
+    """400 INVALID_CONFIG, field allowlisted_entities, the number that fits; nothing written."""
+    ConfigStore(data_dir).update({"allowlisted_entities": TOO_MANY[:10]})
+    before = data_dir.ha_config.read_bytes()
+    response = household.post(API, json={"allowlisted_entities": TOO_MANY})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert (error["code"], error["field"], error["fits"], error["chosen"]) == (
+        "INVALID_CONFIG", "allowlisted_entities", FITS, 400)
+    assert f"about {FITS:,} entities" in error["message"]
+    assert data_dir.ha_config.read_bytes() == before
+
+
+def test_the_api_accepts_exactly_as_many_as_fit(household: FlaskClient) -> None:
+    """The limit is the budget, not a round number: FITS are saved, FITS + 1 are not."""
+    assert household.post(API, json={"allowlisted_entities": TOO_MANY[:FITS]}).status_code == 200
+    assert household.post(API, json={"allowlisted_entities": TOO_MANY[:FITS + 1]}).status_code == 400
+
+
+def test_without_javascript_the_refusal_says_how_many_fit(logged_in: FlaskClient, data_dir: DataDir) -> None:
+    """The form's refusal is the page again, with the number that fits, and nothing saved."""
+    response = logged_in.post(PAGE, data={
+        "csrf_token": page_csrf(logged_in), "revision": "", "base_url": "", "allowlisted_entities": TOO_MANY})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 400
+    assert f"about {FITS:,} entities" in html and "Nothing was saved." in html
+    assert not data_dir.ha_config.exists()
+
+
+def test_the_page_gives_the_meter_the_servers_numbers(logged_in: FlaskClient) -> None:
+    """budget.js is loaded with the budget and the per-entity bytes of entity_budget, not copies."""
+    html = logged_in.get(PAGE).get_data(as_text=True)
+    tag = re.search(r'<script[^>]*id="budget-script"[^>]*>', html)
+    assert tag, "the page does not load budget.js"
+    assert 'src="/static/budget.js"' in tag.group(0)
+    assert f'data-budget-bytes="{BUDGET_BYTES}"' in tag.group(0)
+    assert f'data-entity-bytes="{ENTITY_BYTES}"' in tag.group(0)
