@@ -26,6 +26,8 @@ EVENTS = (
     "expired",
     "executed",
     "failed",
+    # The client that asked withdrew the request (MCP cancellation) before the household answered.
+    "cancelled",
 )
 
 
@@ -41,6 +43,8 @@ class AuditEvent:
     invocation: str
     code: str | None = None
     duration_ms: int | None = None
+    # The API token's name of a client other than the household's page (an MCP client); never a value.
+    client: str | None = None
 
 
 def _now_iso() -> str:
@@ -59,11 +63,12 @@ class AuditLog:
         return self._dd.audit_log
 
     def record(self, event: str, *, capability: str, classification: str, stage: int, invocation: str,
-               code: str | None = None, duration_ms: int | None = None) -> AuditEvent:
+               code: str | None = None, duration_ms: int | None = None, client: str | None = None) -> AuditEvent:
         """Append an event; a failure to write is logged, never raised into the invocation."""
         if event not in EVENTS:
             raise ValueError(f"unknown audit event {event!r}")
-        entry = AuditEvent(_now_iso(), event, capability, classification, stage, invocation, code, duration_ms)
+        entry = AuditEvent(_now_iso(), event, capability, classification, stage, invocation, code, duration_ms,
+                           client)
         line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))
         data = (line + "\n").encode("utf-8")
         try:

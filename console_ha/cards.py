@@ -75,3 +75,11 @@ _CARDS = {LIST_ENTITIES: _list_entities_card, GET_HISTORY: _get_history_card}
 def card_for(capability: str, config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
     """The card for one validated invocation of a registered capability."""
     return _CARDS[capability](config, arguments)
+
+
+def destination_for(client: str) -> str:
+    """Who asked, and where what is read goes, for a card asked for by a client other than the Console's page."""
+    return (
+        f"Asked by “{client}”, a program using the Console's API token of that name. If you allow it, "
+        f"what is read goes to that program and to the assistant behind it."
+    )

@@ -1,4 +1,4 @@
-"""The `console-ha` command: serve the Console, set its password, manage API tokens."""
+"""The `console-ha` command: serve the Console, set its password, manage API tokens, forward MCP on stdio."""
 
 from __future__ import annotations
 
@@ -38,6 +38,17 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def server_threads(threads: int) -> int:
+    """The WSGI server's worker threads: `--threads`, plus one for each MCP call that may wait.
+
+    A call waiting for the household keeps its worker thread until the answer; with threads of their
+    own, the waits never take the ones kept for the pages or the Home Assistant calls (RESERVED_THREADS).
+    """
+    from .household import MAX_WAITING
+
+    return threads + MAX_WAITING
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the Console on waitress until interrupted."""
     # Imported here so set-password and api-token start without loading Flask.
@@ -56,7 +67,7 @@ def serve(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     names = [*listen_names(args.host), *args.trusted_host]
     app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names})
-    server = create_server(app, host=args.host, port=args.port, threads=args.threads)
+    server = create_server(app, host=args.host, port=args.port, threads=server_threads(args.threads))
     port = server.effective_port  # type: ignore[union-attr]
     host = f"[{args.host}]" if ":" in args.host else args.host
     if not _is_loopback(args.host):
@@ -132,6 +143,16 @@ def api_token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def mcp(args: argparse.Namespace) -> int:
+    """Forward MCP on stdio to a running Console's /mcp (token from CONSOLE_HA_API_TOKEN)."""
+    # Imported here so the other commands start without loading the MCP SDK.
+    from .mcp.stdio import run
+
+    # Logs go to stderr: stdout is the MCP channel.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    return run(args.url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: serve, set-password, api-token create|list|revoke."""
     parser = argparse.ArgumentParser(prog="console-ha", description=__doc__)
@@ -171,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = token_commands.add_parser("revoke", parents=[data_dir], help="remove the tokens with a name")
     revoke.add_argument("--name", required=True)
     revoke.set_defaults(handler=api_token_revoke)
+
+    forwarder = commands.add_parser(
+        "mcp", help="an MCP server on stdio that forwards to a running Console (token: $CONSOLE_HA_API_TOKEN)"
+    )
+    forwarder.add_argument("--url", required=True, help="the Console's address, such as http://127.0.0.1:8000")
+    forwarder.set_defaults(handler=mcp)
     return parser
 
 

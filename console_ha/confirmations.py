@@ -37,6 +37,8 @@ class PendingConfirmation:
     # What the card told the household beyond the arguments (where the read goes, which entities):
     # an approval holds only while that is still so.
     shown: str = ""
+    # Who asked, when it is not the household's own conversation page: an API token's name.
+    client: str | None = None
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -64,8 +66,13 @@ class ConfirmationStore:
         self._pending: dict[str, PendingConfirmation] = {}
         self._lock = threading.Lock()
 
+    @property
+    def ttl(self) -> float:
+        """How long a card stays open, in seconds."""
+        return self._ttl
+
     def issue(self, conversation_id: str, capability: str, arguments: Mapping[str, Any],
-              invocation_id: str, *, shown: str = "") -> PendingConfirmation:
+              invocation_id: str, *, shown: str = "", client: str | None = None) -> PendingConfirmation:
         """Create a token for exactly this conversation, capability and arguments."""
         now = self._clock()
         pending = PendingConfirmation(
@@ -78,6 +85,7 @@ class ConfirmationStore:
             expires_at=now + self._ttl,
             deadline=self._timer() + self._ttl,
             shown=shown,
+            client=client,
         )
         with self._lock:
             if len(self._pending) >= self._max_pending:

@@ -181,12 +181,16 @@ class Executor:
         self._clock = clock
 
     def propose(self, name: object, arguments: object, *, conversation_id: str,
-                turn: Turn | None = None) -> Proposal:
-        """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation."""
+                turn: Turn | None = None, client: str | None = None) -> Proposal:
+        """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation.
+
+        `client` names a front end other than the household's page (an MCP client's API token name);
+        it goes to the audit log and the card, never a value.
+        """
         self.sweep_expired()
         invocation = secrets.token_hex(8)
         label = name if isinstance(name, str) and name in REGISTRY else "unknown"
-        self._audit("proposed", label, 1, invocation)
+        self._audit("proposed", label, 1, invocation, client=client)
         try:
             capability = resolve(name)
             canonical = validate(capability, arguments)
@@ -194,11 +198,11 @@ class Executor:
             check_policy(capability, canonical, config, self._token_for(config))
             check_turn_limit(capability, turn or Turn())
         except CapabilityError as err:
-            self._audit("rejected", label, err.stage, invocation, err.code)
+            self._audit("rejected", label, err.stage, invocation, err.code, client=client)
             raise
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
-                                           shown=what_the_card_shows(capability, config))
-        self._audit("confirmation_requested", capability.name, 4, invocation)
+                                           shown=what_the_card_shows(capability, config), client=client)
+        self._audit("confirmation_requested", capability.name, 4, invocation, client=client)
         return Proposal(
             token=pending.token,
             capability=capability.name,
@@ -213,21 +217,36 @@ class Executor:
             # Looked up before the sweep, so a late answer is told "expired", not "unknown".
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
-            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code)
+            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code,
+                        client=err.pending.client)
             raise
         finally:
             self.sweep_expired()
         capability = REGISTRY[pending.capability]
         if not approve:
-            self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED")
+            self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED",
+                        client=pending.client)
             raise refuse(4, "CONFIRMATION_DENIED", "The household did not allow this read.")
-        self._audit("approved", capability.name, 4, pending.invocation_id)
+        self._audit("approved", capability.name, 4, pending.invocation_id, client=pending.client)
         return self._run(capability, pending)
+
+    def withdraw(self, token: object, *, conversation_id: str) -> None:
+        """The asker took its request back before the household answered: forget the card, nothing is read."""
+        try:
+            pending = self.confirmations.consume(token, conversation_id)
+        except ExpiredConfirmation as err:
+            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code,
+                        client=err.pending.client)
+            return
+        except CapabilityError:
+            return  # already answered, expired and swept, or never issued: nothing is left to withdraw
+        self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
 
     def sweep_expired(self) -> None:
         """Audit and forget confirmations nobody answered in time."""
         for pending in self.confirmations.expire():
-            self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID")
+            self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID",
+                        client=pending.client)
 
     def _run(self, capability: Capability, pending: PendingConfirmation) -> dict[str, Any]:
         arguments = pending.arguments
@@ -256,22 +275,24 @@ class Executor:
             stage = 6
             result = shape(capability, raw)
         except HomeAssistantError as err:
-            self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started))
+            self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started),
+                        client=pending.client)
             log.info("capability %s failed: %s", capability.name, err.message)
             raise CapabilityError(err.code, HA_FAILURE_MESSAGES.get(err.code, "Home Assistant failed."),
                                   stage=5) from None
         except CapabilityError as err:
             event = "rejected" if err.stage in (3, 4) else "failed"
             self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,
-                        _elapsed_ms(started))
+                        _elapsed_ms(started), client=pending.client)
             raise
         except Exception:
             # A bug must not leak a traceback (or anything in it) to the model or the household.
             log.exception("capability %s failed unexpectedly at stage %d", capability.name, stage)
             self._audit("failed", capability.name, stage, pending.invocation_id, "INTERNAL_ERROR",
-                        _elapsed_ms(started))
+                        _elapsed_ms(started), client=pending.client)
             raise CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=stage) from None
-        self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started))
+        self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started),
+                    client=pending.client)
         return result
 
     def _token_for(self, config: HomeAssistantConfig) -> TokenLookup:
@@ -286,7 +307,7 @@ class Executor:
                                   "the household can repair it on the settings page.", stage=3) from None
 
     def _audit(self, event: str, capability: str, stage: int, invocation: str, code: str | None = None,
-               duration_ms: int | None = None) -> None:
+               duration_ms: int | None = None, *, client: str | None = None) -> None:
         classification = REGISTRY[capability].classification if capability in REGISTRY else None
         self.audit.record(
             event,
@@ -296,6 +317,7 @@ class Executor:
             invocation=invocation,
             code=code,
             duration_ms=duration_ms,
+            client=client,
         )
 
 

@@ -19,6 +19,7 @@ import waitress
 from console_ha import cli
 from console_ha.console_secrets import ConsoleSecrets
 from console_ha.datadir import DataDir
+from console_ha.household import MAX_WAITING
 from console_ha.web import create_app
 
 API = "/api/v1/conversation/home-assistant"
@@ -123,7 +124,8 @@ def test_serve_warns_when_listening_beyond_this_device(
     output = capsys.readouterr()
     assert "warning: listening on 192.0.2.10" in output.err
     assert "http://192.0.2.10:8000/" in output.out
-    assert seen == {"host": "192.0.2.10", "port": 8000, "threads": 4, "closed": True}
+    # --threads 4 for the pages and Home Assistant calls, plus one per MCP call that may wait (MAX_WAITING).
+    assert seen == {"host": "192.0.2.10", "port": 8000, "threads": 4 + MAX_WAITING, "closed": True}
 
 
 @pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("::1", True), ("localhost", True),
@@ -262,3 +264,11 @@ def test_set_password_makes_a_new_data_dir_0700(
     monkeypatch.setattr(sys, "stdin", _Stdin("piped password\n"))
     assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 0
     assert stat.S_IMODE(data_dir.root.stat().st_mode) == 0o700
+
+
+def test_waiting_mcp_calls_get_worker_threads_of_their_own() -> None:
+    """A waiting MCP call keeps a thread until the household answers: the server has one more per wait."""
+    from console_ha.cli import server_threads
+    from console_ha.household import MAX_WAITING
+
+    assert server_threads(8) == 8 + MAX_WAITING

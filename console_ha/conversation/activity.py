@@ -24,7 +24,11 @@ EVENT_WORDS = {
     "expired": "Expired unanswered",
     "executed": "Read done",
     "failed": "Failed",
+    "cancelled": "Withdrawn by the program",
 }
+
+# Who asked, when the audit line names no program: the household's own conversation page.
+CONVERSATION_PAGE = "Conversation page"
 
 
 @dataclass
@@ -38,6 +42,7 @@ class CapabilityActivity:
     denied: int = 0
     expired: int = 0
     completed: int = 0
+    cancelled: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     failed: Counter[str] = field(default_factory=Counter)
 
@@ -66,6 +71,8 @@ class CapabilityActivity:
             self.refused[code] += 1
         elif kind == "failed":
             self.failed[code] += 1
+        elif kind == "cancelled":
+            self.cancelled += 1
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ class ActivityEvent:
     stage: int | None
     code: str | None
     duration_ms: int | None
+    # The API token's name of the program (an MCP client) that asked, or the conversation page.
+    asked_by: str = CONVERSATION_PAGE
 
 
 @dataclass(frozen=True)
@@ -108,6 +117,7 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
             stage=_int_or_none(event.get("stage")),
             code=str(event["code"]) if event.get("code") else None,
             duration_ms=_int_or_none(event.get("duration_ms")),
+            asked_by=str(event["client"]) if event.get("client") else CONVERSATION_PAGE,
         ))
     return Activity(list(per_capability.values()), list(reversed(recent)), total)
 

@@ -123,7 +123,7 @@ def services() -> ConsoleServices:
 
 def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] | None = None) -> Flask:
     """Build the Console's Flask app for `data_dir` (default: the resolved data dir)."""
-    from . import api_tokens, auth, conversation, pages, settings_api
+    from . import api_tokens, auth, confirmations, conversation, mcp, pages, settings_api
     from .errors import register_error_handlers
     from .security import init_app as init_security
     from .security import names_from_env, trusted_hosts
@@ -157,7 +157,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
 
     register_error_handlers(app)
     init_security(app)
-    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp):
+    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp, mcp.bp, confirmations.bp):
         app.register_blueprint(blueprint)
     auth.init_app(app)
     log.debug("console app created for data dir %s", data_dir.root)

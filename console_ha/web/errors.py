@@ -106,8 +106,8 @@ def status_for(code: str) -> int:
 
 
 def is_api_request() -> bool:
-    """API paths answer JSON; everything else is a page for a person."""
-    return request.path == "/api" or request.path.startswith("/api/")
+    """API paths (and the MCP endpoint) answer JSON; everything else is a page for a person."""
+    return request.path in ("/api", "/mcp") or request.path.startswith(("/api/", "/mcp/"))
 
 
 def error_body(code: str, message: str, **detail: Any) -> dict[str, Any]:

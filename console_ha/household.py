@@ -1,0 +1,166 @@
+"""Reads asked for by clients other than the household's own page: each waits for the household's answer.
+
+An MCP client's call passes stages 1-3 of the executor, then waits here as a pending card until the
+household approves or denies it on the Console, it expires, or the client withdraws it. The waiting
+side is any front end (the MCP server awaits `decision`); the answering side is the household's browser.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cards import destination_for
+from .confirmations import ConfirmationInvalid
+from .errors import CapabilityError
+from .executor import Executor, Proposal, Turn
+
+# At most this many reads wait for the household at once, over every client. Each waiting MCP call
+# holds one of the web server's worker threads (its response stays open), so this stays well below
+# `console-ha serve --threads` (8): the household's own pages must always find a free thread.
+MAX_WAITING = 4
+
+
+@dataclass
+class WaitingRead:
+    """One client's read, past policy, waiting for the household."""
+
+    client: str
+    proposal: Proposal
+    conversation_id: str
+    deadline: float  # on the queue's timer; never before the confirmation store's own expiry
+    decision: Future[bool] = field(default_factory=Future)
+
+    @property
+    def token(self) -> str:
+        return self.proposal.token
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's pending item: the conversation card plus who asked and where the answer goes."""
+        return {**self.proposal.to_dict(), "client": self.client, "destination": destination_for(self.client)}
+
+
+class HouseholdQueue:
+    """The reads waiting for the household, bounded overall and to one per capability per client."""
+
+    def __init__(self, executor: Executor, *, max_waiting: int = MAX_WAITING,
+                 timer: Callable[[], float] = time.monotonic) -> None:
+        self._executor = executor
+        self._max_waiting = max_waiting
+        self._timer = timer
+        self._waiting: dict[str, WaitingRead] = {}
+        self._lock = threading.Lock()
+
+    def ask(self, client: str, capability: object, arguments: object) -> WaitingRead:
+        """Stages 1-4 for `client`: a CapabilityError at once, or a read waiting for the household."""
+        with self._lock:
+            # Held across propose, so two calls at once cannot both find the slot free.
+            turn = self._turn_for(client, capability)
+            # Each waiting read is its own "conversation" in the confirmation store: only its own wait
+            # can consume its token, never another client's.
+            conversation_id = "household-queue:" + secrets.token_hex(8)
+            try:
+                proposal = self._executor.propose(capability, arguments, conversation_id=conversation_id,
+                                                  turn=turn, client=client)
+            except CapabilityError as err:
+                raise self._explain_limit(err, client, capability) from None
+            ttl = self._executor.confirmations.ttl
+            waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl)
+            self._waiting[proposal.token] = waiting
+        return waiting
+
+    def pending(self, client: str | None = None) -> list[WaitingRead]:
+        """The reads waiting now, oldest first; only `client`'s own when given."""
+        now = self._timer()
+        with self._lock:
+            items = [w for w in self._waiting.values() if w.deadline > now]
+        return [w for w in items if client is None or w.client == client]
+
+    def remaining(self, waiting: WaitingRead) -> float:
+        """Seconds until `waiting` expires (0 or less once it has)."""
+        return waiting.deadline - self._timer()
+
+    def count(self) -> int:
+        """How many reads wait for the household now."""
+        return len(self.pending())
+
+    def answer(self, token: object, approve: bool) -> str:
+        """The household's answer to one card: "approved" or "denied"; ConfirmationInvalid when not open."""
+        with self._lock:
+            waiting = self._find(token)
+            if waiting is None:
+                raise ConfirmationInvalid("unknown", "That request is not waiting any more: it was answered, "
+                                          "withdrawn or never made.")
+            if self._timer() >= waiting.deadline:
+                # Its own wait ends it (and audits the expiry); the household is told it came too late.
+                raise ConfirmationInvalid("expired", "That request has expired; nothing was read.")
+            del self._waiting[waiting.token]
+            if not waiting.decision.set_running_or_notify_cancel():
+                raise ConfirmationInvalid("unknown", "The program withdrew that request.")
+            waiting.decision.set_result(approve)
+        return "approved" if approve else "denied"
+
+    def complete(self, waiting: WaitingRead) -> dict[str, Any]:
+        """After the household's answer: stages 4-6, the shaped result or a CapabilityError."""
+        approve = waiting.decision.result(timeout=0)
+        return self._executor.answer(waiting.token, approve=approve, conversation_id=waiting.conversation_id)
+
+    def expire(self, waiting: WaitingRead) -> CapabilityError:
+        """The card's time ran out unanswered: audited as expired, the error the client gets."""
+        with self._lock:
+            self._waiting.pop(waiting.token, None)
+            waiting.decision.cancel()
+        try:
+            # Past the store's expiry, so this audits "expired" and reads nothing.
+            self._executor.answer(waiting.token, approve=False, conversation_id=waiting.conversation_id)
+        except CapabilityError:
+            pass
+        return CapabilityError("CONFIRMATION_INVALID", "The household did not answer in time; nothing was read.",
+                               stage=4, reason="expired")
+
+    def withdraw(self, waiting: WaitingRead) -> None:
+        """The client cancelled before the read ran: the card goes away, a late answer is refused.
+
+        Also when the household had just said yes: nobody would receive the read, so it is not made.
+        """
+        with self._lock:
+            self._waiting.pop(waiting.token, None)
+            waiting.decision.cancel()
+        self._executor.withdraw(waiting.token, conversation_id=waiting.conversation_id)
+
+    def _turn_for(self, client: str, capability: object) -> Turn:
+        # MCP has no conversation turn. Its "one invocation per turn" is one waiting card per capability
+        # per client; and when the Console already holds its bound of waiting reads, none at all.
+        now = self._timer()
+        open_reads = [w for w in self._waiting.values() if w.deadline > now]
+        counts: Counter[str] = Counter(w.proposal.capability for w in open_reads if w.client == client)
+        if isinstance(capability, str) and len(open_reads) >= self._max_waiting:
+            counts[capability] = max(counts[capability], 1 << 16)
+        return Turn(counts)
+
+    def _explain_limit(self, err: CapabilityError, client: str, capability: object) -> CapabilityError:
+        if err.code != "INVOCATION_LIMIT_EXCEEDED":
+            return err
+        mine = any(w.client == client and w.proposal.capability == capability for w in self._waiting.values())
+        message = ("A read of this kind from this program is already waiting for the household; wait for "
+                   "their answer first." if mine else
+                   f"The Console already has {self._max_waiting} reads waiting for the household; "
+                   "try again once they are answered.")
+        return CapabilityError(err.code, message, stage=err.stage)
+
+    def _find(self, token: object) -> WaitingRead | None:
+        # Tokens are compared in constant time; few wait at once.
+        if not isinstance(token, str) or not token.isascii():
+            return None
+        for candidate, waiting in self._waiting.items():
+            if hmac.compare_digest(candidate, token):
+                return waiting
+        return None
+

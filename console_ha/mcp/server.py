@@ -1,0 +1,158 @@
+"""The MCP server: two read-only tools, each call through the executor and a household's answer.
+
+Built on the official SDK's low-level server, which takes the capability's own JSON schemas as the
+tools' `inputSchema` and `outputSchema` unchanged. It knows nothing of HTTP: the web layer puts the
+caller (the API token's name, and where the household answers) into the request's ASGI scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+
+from .. import __version__
+from ..confirmations import CONFIRMATION_TTL_SECONDS
+from ..errors import CapabilityError
+from ..household import HouseholdQueue, WaitingRead
+from ..registry import REGISTRY, Capability
+
+log = logging.getLogger(__name__)
+
+# The ASGI scope key under which the web layer hands over who is calling.
+CALLER_SCOPE_KEY = "console_ha.caller"
+# While a call waits, a client that asked for progress hears where to answer this often, in seconds.
+PROGRESS_INTERVAL_SECONDS = 15.0
+INSTRUCTIONS = (
+    "Reads a household's Home Assistant, read-only, within the entities the household allowed. "
+    "Every call waits until the household approves or denies it on their Console (up to "
+    f"{CONFIRMATION_TTL_SECONDS // 60} minutes); a program using these tools cannot approve its own reads."
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling (the API token's name) and the page where the household answers."""
+
+    client: str
+    answer_url: str
+
+
+def tool_name(capability: Capability) -> str:
+    """MCP tool names allow no dots: `home_assistant.get_history` is `home_assistant_get_history`."""
+    return capability.name.replace(".", "_")
+
+
+CAPABILITY_FOR_TOOL = {tool_name(capability): capability.name for capability in REGISTRY.values()}
+
+
+def tools() -> list[types.Tool]:
+    """One tool per capability: its description and schemas as registered, read-only and open-world."""
+    return [
+        types.Tool(
+            name=tool_name(capability),
+            description=capability.description,
+            inputSchema=capability.arguments_schema,
+            outputSchema=capability.result_schema,
+            annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True, destructiveHint=False),
+        )
+        for capability in REGISTRY.values()
+    ]
+
+
+def result_of(value: dict[str, Any]) -> types.CallToolResult:
+    """A shaped result as structured content plus the same JSON as text."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=value)
+
+
+def error_of(err: CapabilityError) -> types.CallToolResult:
+    """A refusal, denial, expiry or failure: `isError` with the contract's error object."""
+    body = {"error": {"code": err.code, "message": err.message}}
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=body,
+                                isError=True)
+
+
+def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> Server:
+    """The MCP server for the Console's `/mcp`; every call goes through `queue` (and so the executor)."""
+    server: Server = Server("console-ha", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.list_tools()
+    async def list_tools() -> list[types.Tool]:
+        return tools()
+
+    # The SDK's own input check is off: the executor's stage 2 validates, audits and answers with the
+    # contract's INVALID_ARGUMENTS, as it does for the conversation page.
+    @server.call_tool(validate_input=False)
+    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        context = server.request_context
+        caller = context.request.scope.get(CALLER_SCOPE_KEY) if context.request is not None else None
+        if not isinstance(caller, Caller):
+            # Only the web layer's bridge calls this server, and it always says who is calling.
+            return error_of(CapabilityError("FORBIDDEN", "The caller is not known.", stage=None))
+        progress_token = context.meta.progressToken if context.meta is not None else None
+
+        async def report(waited: float, total: float) -> None:
+            if progress_token is None:
+                return
+            try:
+                await context.session.send_progress_notification(
+                    progress_token, waited, total,
+                    f"Waiting for the household to approve or deny this read on the Console: {caller.answer_url}",
+                    related_request_id=str(context.request_id),
+                )
+            except Exception:  # a client gone away must not end the wait early; its cancel does
+                log.debug("could not send a progress notification", exc_info=True)
+
+        return await _call(queue, caller.client, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
+                           progress_interval)
+
+    return server
+
+
+async def _call(queue: HouseholdQueue, client: str, capability: str, arguments: dict[str, Any],
+                report: Any, progress_interval: float) -> types.CallToolResult:
+    try:
+        # On the event loop itself (a settings read and an audit line, milliseconds): in a worker thread,
+        # a cancellation arriving meanwhile would lose the card it made, left open with nobody waiting.
+        waiting = queue.ask(client, capability, arguments)
+    except CapabilityError as err:
+        return error_of(err)
+    try:
+        decided = await _wait_for_household(queue, waiting, report, progress_interval)
+    except BaseException:
+        # Cancelled by the client (notifications/cancelled, or its session ended): withdraw the card at
+        # once, without awaiting, since this task is being cancelled.
+        queue.withdraw(waiting)
+        raise
+    try:
+        if not decided:
+            return error_of(await anyio.to_thread.run_sync(queue.expire, waiting))
+        return result_of(await anyio.to_thread.run_sync(queue.complete, waiting))
+    except CapabilityError as err:
+        return error_of(err)
+
+
+async def _wait_for_household(queue: HouseholdQueue, waiting: WaitingRead, report: Any,
+                              progress_interval: float) -> bool:
+    """True once the household answered, False when the card expired first."""
+    # asyncio.wait, not wait_for: a timeout here must not cancel the household's decision.
+    decision = asyncio.wrap_future(waiting.decision)
+    total = max(queue.remaining(waiting), 0.0)
+    started = time.monotonic()
+    while True:
+        await report(min(time.monotonic() - started, total), total)
+        remaining = queue.remaining(waiting)
+        if remaining <= 0:
+            return decision.done()  # an answer that came in the last moment still counts
+        done, _ = await asyncio.wait({decision}, timeout=min(remaining, progress_interval))
+        if done:
+            return True

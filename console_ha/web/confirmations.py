@@ -1,0 +1,99 @@
+"""Household confirmations: the cards of reads asked for by MCP clients, and the household's answers.
+
+Only a logged-in browser session may answer (its CSRF token was checked before the view); an API
+token gets 403 FORBIDDEN, so a program can never approve its own reads.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+
+from ..errors import ConsoleHaError
+from .auth import Principal, current_principal
+from .bodies import json_object
+from .errors import InvalidRequest, status_for
+from .mcp import household_queue
+
+bp = Blueprint("confirmations", __name__)
+
+MAX_TOKEN_CHARS = 256
+POLL_SECONDS = 3
+# Every other page refreshes the nav's count less often: it is a hint, the page itself is the place.
+NAV_POLL_SECONDS = 15
+
+
+class Forbidden(ConsoleHaError):
+    """Authenticated, but not as someone who may do this."""
+
+    code = "FORBIDDEN"
+
+
+def _household_only() -> Principal:
+    principal = current_principal()
+    if principal is None or principal.method != "session":
+        raise Forbidden("Only the household, logged in to the Console in a browser, can answer a request.")
+    return principal
+
+
+def _token(value: object) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_TOKEN_CHARS:
+        raise InvalidRequest("That is not a confirmation token.", field="token")
+    return value
+
+
+@bp.get("/api/v1/confirmations")
+def pending() -> Response:
+    """The cards waiting now: all of them for the household; a program sees only its own."""
+    principal = current_principal()
+    client = principal.name if principal is not None and principal.method == "bearer" else None
+    return jsonify(pending=[waiting.to_dict() for waiting in household_queue().pending(client)])
+
+
+@bp.post("/api/v1/confirmations/<token>")
+def answer(token: str) -> Response:
+    """The household's answer to one card, as `{"approve": true|false}`."""
+    _household_only()
+    approve = json_object().get("approve")
+    if not isinstance(approve, bool):
+        raise InvalidRequest('Send {"approve": true} or {"approve": false}.', field="approve")
+    return jsonify(status=household_queue().answer(_token(token), approve))
+
+
+@bp.get("/confirmations")
+def page() -> str:
+    """The household's page of waiting cards; it updates itself, and its forms work without JavaScript."""
+    return _render()
+
+
+@bp.post("/confirmations")
+def page_post() -> ResponseReturnValue:
+    """A card's form posted without JavaScript: answer it, then show the page again."""
+    _household_only()
+    form = request.form
+    approve = form.get("decision") == "approve"
+    try:
+        status = household_queue().answer(_token(form.get("token")), approve)
+    except ConsoleHaError as err:
+        return _render(error=err), status_for(err.code)
+    flash("Allowed: the program gets this read once." if status == "approved" else "Not allowed: nothing was read.")
+    return redirect(url_for(".page"), code=303)
+
+
+def _render(*, error: ConsoleHaError | None = None) -> str:
+    return render_template(
+        "confirmations.html",
+        pending=[waiting.to_dict() for waiting in household_queue().pending()],
+        error=error,
+        poll_seconds=POLL_SECONDS,
+    )
+
+
+@bp.app_context_processor
+def _waiting_count() -> dict[str, object]:
+    """How many cards wait, for the nav of every page the household sees."""
+    principal = current_principal()
+    if principal is None or principal.method != "session":
+        return {"waiting_count": None}
+    return {"waiting_count": household_queue().count(),
+            "nav_poll_seconds": current_app.config.get("CONSOLE_HA_NAV_POLL_SECONDS", NAV_POLL_SECONDS)}

@@ -1,0 +1,198 @@
+"""`/mcp`: the MCP server over streamable HTTP, served by the Console's own WSGI server and port.
+
+The SDK's streamable HTTP transport is ASGI and the Console is WSGI (waitress). The route below is an
+ordinary Flask view, so everything the app checks before a view (the Host allowlist, the API token)
+holds for `/mcp` too; the view then hands the request to the SDK's session manager through a2wsgi,
+whose event loop runs in one thread for the whole app. Responses stream: a call's progress
+notifications reach the client while it waits. See docs/mcp.md for why this shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from a2wsgi import ASGIMiddleware
+from flask import Blueprint, Response, current_app, request, url_for
+from flask.blueprints import BlueprintSetupState
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from werkzeug.http import is_hop_by_hop_header
+
+from ..confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
+from ..executor import Executor
+from ..household import MAX_WAITING, HouseholdQueue
+from ..mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
+from .auth import current_principal
+from .errors import Unauthenticated, error_body
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("mcp", __name__)
+
+EXTENSION = "console_ha_mcp"
+# The request environ key that carries the caller from the view to the ASGI side.
+CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
+# A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed.
+MAX_REQUEST_BYTES = 64 * 1024
+MAX_SESSIONS = 64
+SESSION_IDLE_SECONDS = 30 * 60
+AFTER_RESPONSE_SECONDS = 5.0
+
+
+class McpEndpoint:
+    """The household queue, the MCP server over it, and the bridge that serves it from WSGI."""
+
+    def __init__(self, queue: HouseholdQueue, *, progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> None:
+        self.queue = queue
+        self._manager = StreamableHTTPSessionManager(
+            app=build_server(queue, progress_interval=progress_interval),
+            # Host checks are the Flask app's (they ran before the view); the SDK's own would need the
+            # same list a second time.
+            security_settings=None,
+            session_idle_timeout=SESSION_IDLE_SECONDS,
+            max_sessions=MAX_SESSIONS,
+            max_request_body_size=MAX_REQUEST_BYTES,
+        )
+        self._lock = threading.Lock()
+        self._wsgi: ASGIMiddleware | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        # Which API token opened each MCP session: another token cannot use (or cancel in) it.
+        self._owners: OrderedDict[str, str] = OrderedDict()
+
+    def wsgi_app(self) -> Callable[..., Any]:
+        """The bridged WSGI app; the first call starts the event loop and the session manager."""
+        with self._lock:
+            if self._wsgi is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="console-ha-mcp", daemon=True)
+                thread.start()
+                asyncio.run_coroutine_threadsafe(self._start(), loop).result(timeout=30)
+                self._loop, self._thread = loop, thread
+                # wait_time: once a response is sent, its ASGI task gets this long to finish before it is
+                # cancelled, so a worker thread is never held by a task that lingers after its answer.
+                self._wsgi = ASGIMiddleware(self._asgi, wait_time=AFTER_RESPONSE_SECONDS, loop=loop)
+            return self._wsgi
+
+    def close(self) -> None:
+        """Stop the session manager (cancelling every open call) and its event loop, for good.
+
+        The SDK's session manager runs once per instance: an app whose endpoint was closed is done.
+        """
+        with self._lock:
+            loop, thread, stop = self._loop, self._thread, self._stop
+            self._wsgi = self._loop = self._thread = self._stop = None
+        if loop is None or thread is None or stop is None:
+            return
+        loop.call_soon_threadsafe(stop.set)
+        done = asyncio.run_coroutine_threadsafe(self._stopped(), loop)
+        try:
+            done.result(timeout=10)
+        except Exception:
+            log.warning("the MCP session manager did not stop in time")
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+    async def _start(self) -> None:
+        started = asyncio.Event()
+        self._stop = asyncio.Event()
+        stop = self._stop
+
+        async def run() -> None:
+            async with self._manager.run():
+                started.set()
+                await stop.wait()
+
+        self._task = asyncio.get_running_loop().create_task(run())
+        await started.wait()
+
+    async def _stopped(self) -> None:
+        await asyncio.wait({self._task}, timeout=10)
+
+    async def _asgi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        caller = scope.get("wsgi_environ", {}).get(CALLER_ENVIRON_KEY)
+        if not isinstance(caller, Caller):  # only the view below calls this, always with a caller
+            await _send_json(send, 401, error_body("UNAUTHENTICATED", "Send an API token."))
+            return
+        scope[CALLER_SCOPE_KEY] = caller
+        session_id = _header(scope, b"mcp-session-id")
+        if session_id is not None and self._owners.get(session_id) != caller.client:
+            # Answered as the SDK answers an unknown session: to this token, it does not exist.
+            await _send_json(send, 404, error_body("NOT_FOUND", "There is no such MCP session."))
+            return
+
+        async def send_and_note_owner(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                # sse-starlette sends `Connection: keep-alive`; WSGI (PEP 3333) forbids hop-by-hop headers
+                # and the WSGI server manages the connection itself.
+                message = {**message, "headers": [(k, v) for k, v in message.get("headers", [])
+                                                  if not is_hop_by_hop_header(k.decode("latin-1"))]}
+            if message["type"] == "http.response.start" and session_id is None:
+                opened = _header(message, b"mcp-session-id")
+                if opened is not None:
+                    self._owners[opened] = caller.client
+                    while len(self._owners) > 4 * MAX_SESSIONS:
+                        self._owners.popitem(last=False)
+            await send(message)
+
+        await self._manager.handle_request(scope, receive, send_and_note_owner)
+
+
+def _header(holder: dict[str, Any], name: bytes) -> str | None:
+    for key, value in holder.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
+    raw = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
+    await send({"type": "http.response.body", "body": raw})
+
+
+@bp.record_once
+def _create_endpoint(state: BlueprintSetupState) -> None:
+    """One executor, queue and MCP server for the app; the event loop starts at the first MCP request."""
+    app = state.app
+    shared = app.extensions["console_ha"]
+    executor = Executor(
+        shared.data_dir,
+        confirmations=ConfirmationStore(ttl=app.config.get("CONSOLE_HA_CONFIRMATION_TTL", CONFIRMATION_TTL_SECONDS)),
+        client_factory=lambda base_url, token, ca_bundle: shared.ha_client(base_url, token, ca_bundle),
+    )
+    queue = HouseholdQueue(executor, max_waiting=app.config.get("CONSOLE_HA_MCP_MAX_WAITING", MAX_WAITING))
+    app.extensions[EXTENSION] = McpEndpoint(
+        queue, progress_interval=app.config.get("CONSOLE_HA_MCP_PROGRESS_INTERVAL", PROGRESS_INTERVAL_SECONDS))
+
+
+def mcp_endpoint() -> McpEndpoint:
+    """The current app's MCP endpoint."""
+    return current_app.extensions[EXTENSION]
+
+
+def household_queue() -> HouseholdQueue:
+    """The reads waiting for the household (the confirmations page answers them)."""
+    return mcp_endpoint().queue
+
+
+@bp.route("/mcp", methods=["GET", "POST", "DELETE"])
+def endpoint() -> Response:
+    """Streamable HTTP for MCP clients with an API token; a browser session is not accepted here."""
+    principal = current_principal()
+    if principal is None or principal.method != "bearer":
+        raise Unauthenticated("The MCP endpoint takes an API token: send Authorization: Bearer <token>.")
+    if request.method in ("GET", "HEAD"):  # Flask adds HEAD to every GET route
+        # No server-initiated stream: it would hold one of the server's worker threads for as long as
+        # the client stays connected, and the Console has nothing to announce outside a call.
+        return Response(status=405, headers={"Allow": "POST, DELETE"})
+    environ = request.environ
+    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True))
+    return Response.from_app(mcp_endpoint().wsgi_app(), environ)

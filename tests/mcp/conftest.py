@@ -1,0 +1,141 @@
+"""A Console served by waitress on loopback (as `console-ha serve` does), an API token, and a household."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+import requests
+from flask import Flask
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from waitress import create_server
+
+from console_ha.config_store import ConfigStore
+from console_ha.console_secrets import ConsoleSecrets
+from console_ha.datadir import DataDir
+from console_ha.secret_store import Secret, TokenStore
+from console_ha.web import create_app
+
+PASSWORD = "correct horse battery staple"
+FAST_HASH = "pbkdf2:sha256:1000"
+CLIENT_NAME = "desk assistant"
+ALLOWED = ["sensor.living_room_temperature", "light.living_room"]
+_CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)">')
+
+
+@dataclass
+class ServedConsole:
+    """A Console on a real port: its URL, app and data dir."""
+
+    app: Flask
+    data_dir: DataDir
+    url: str
+
+    @property
+    def mcp_url(self) -> str:
+        return self.url + "/mcp"
+
+    def configure(self, base_url: str, token: str, allowlist: list[str] = ALLOWED, **changes: Any) -> None:
+        """Settings as a household that saved them would have them."""
+        ConfigStore(self.data_dir).update({"enabled": True, "base_url": base_url,
+                                           "allowlisted_entities": allowlist, **changes})
+        TokenStore(self.data_dir).write(Secret(token), base_url)
+
+
+def serve(app: Flask) -> tuple[Any, threading.Thread, str]:
+    """Serve `app` on waitress (the production server) on an ephemeral loopback port."""
+    server = create_server(app, host="127.0.0.1", port=0, threads=8)
+    thread = threading.Thread(target=server.run, name="waitress-console", daemon=True)
+    thread.start()
+    return server, thread, f"http://127.0.0.1:{server.effective_port}"
+
+
+@pytest.fixture
+def make_console(data_dir: DataDir) -> Iterator[Callable[..., ServedConsole]]:
+    """Start a served Console with config overrides (a short confirmation expiry, say)."""
+    started: list[tuple[Any, threading.Thread, Flask]] = []
+
+    def make(**config: Any) -> ServedConsole:
+        app = create_app(data_dir, {"CONSOLE_HA_CONFIRMATION_TTL": 30.0, **config})
+        server, thread, url = serve(app)
+        started.append((server, thread, app))
+        return ServedConsole(app, data_dir, url)
+
+    yield make
+    for server, thread, app in started:
+        app.extensions["console_ha_mcp"].close()
+        stop(server, thread)
+
+
+def stop(server: Any, thread: threading.Thread) -> None:
+    """Stop waitress: its loop runs while any connection is open, so every kept-alive one is closed first."""
+    for channel in list(server._map.values()):
+        channel.will_close = True
+    server.task_dispatcher.shutdown(timeout=2)
+    server.close()
+    thread.join(5)
+
+
+@pytest.fixture
+def console(make_console: Callable[..., ServedConsole]) -> ServedConsole:
+    """A served Console with a 30-second confirmation expiry."""
+    return make_console()
+
+
+@pytest.fixture
+def api_token(data_dir: DataDir) -> str:
+    """An API token named for the MCP client, as `console-ha api-token create` makes it."""
+    return ConsoleSecrets(data_dir).create_api_token(CLIENT_NAME)
+
+
+@pytest.fixture
+def household_for(data_dir: DataDir) -> Iterator[Callable[[ServedConsole], requests.Session]]:
+    """Log the household's browser in to a served Console."""
+    ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
+    browsers: list[requests.Session] = []
+
+    def open_browser(console: ServedConsole) -> requests.Session:
+        browsers.append(log_in(console))
+        return browsers[-1]
+
+    yield open_browser
+    for browser in browsers:
+        browser.close()
+
+
+@pytest.fixture
+def household(console: ServedConsole, household_for: Callable[[ServedConsole], requests.Session]) -> requests.Session:
+    """The household's browser on the console fixture."""
+    return household_for(console)
+
+
+def log_in(console: ServedConsole) -> requests.Session:
+    """The household's browser: logged in, sending its CSRF token with every request."""
+    browser = requests.Session()
+    page = browser.get(console.url + "/login", timeout=5).text
+    token = _CSRF_META.search(page).group(1)  # type: ignore[union-attr]
+    answer = browser.post(console.url + "/login", data={"password": PASSWORD, "csrf_token": token},
+                          allow_redirects=False, timeout=5)
+    assert answer.status_code == 302
+    page = browser.get(console.url + "/confirmations", timeout=5).text
+    browser.headers["X-CSRFToken"] = _CSRF_META.search(page).group(1)  # type: ignore[union-attr]
+    browser.headers["Origin"] = console.url
+    return browser
+
+
+@asynccontextmanager
+async def mcp_session(url: str, token: str | None) -> AsyncIterator[ClientSession]:
+    """The official SDK's client on streamable HTTP, initialised."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=300)) as http, \
+            streamable_http_client(url, http_client=http) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session

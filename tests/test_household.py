@@ -1,0 +1,98 @@
+"""HouseholdQueue: reads from other front ends wait for the household, within bounds, withdrawable."""
+
+from __future__ import annotations
+
+import pytest
+
+from console_ha.audit import AuditLog
+from console_ha.config_store import ConfigStore
+from console_ha.confirmations import ConfirmationInvalid, ConfirmationStore
+from console_ha.errors import CapabilityError
+from console_ha.executor import Executor
+from console_ha.household import HouseholdQueue
+from console_ha.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.secret_store import TokenStore, check_token
+
+ENTITY = "sensor.living_room_temperature"
+HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
+
+
+@pytest.fixture
+def queue(data_dir, stub_ha, clock) -> HouseholdQueue:
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    return HouseholdQueue(executor, max_waiting=2, timer=clock)
+
+
+def events(data_dir) -> list[str]:
+    return [e["event"] for e in AuditLog(data_dir).events()]
+
+
+def test_an_approved_read_runs_once_and_is_audited_with_the_client(queue, data_dir, stub_ha):
+    waiting = queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
+    assert queue.answer(waiting.token, True) == "approved"
+    result = queue.complete(waiting)
+    assert result["entity_id"] == ENTITY
+    assert events(data_dir) == ["proposed", "confirmation_requested", "approved", "executed"]
+    assert {e["client"] for e in AuditLog(data_dir).events()} == {"desk"}
+
+
+def test_a_withdrawn_read_cannot_be_answered_and_reads_nothing(queue, data_dir, stub_ha):
+    waiting = queue.ask("desk", LIST_ENTITIES, {})
+    queue.withdraw(waiting)
+    with pytest.raises(ConfirmationInvalid):
+        queue.answer(waiting.token, True)
+    assert queue.pending() == []
+    assert events(data_dir)[-1] == "cancelled"
+    assert stub_ha.requests_to("/api/states") == []
+
+
+def test_withdrawn_just_after_the_household_said_yes_nothing_is_read(queue, data_dir, stub_ha):
+    """The yes came, but the program already left: nobody would get the read, so it is not made."""
+    waiting = queue.ask("desk", LIST_ENTITIES, {})
+    queue.answer(waiting.token, True)
+    queue.withdraw(waiting)
+    with pytest.raises(ConfirmationInvalid):
+        queue.complete(waiting)
+    assert events(data_dir)[-1] == "cancelled" and "approved" not in events(data_dir)
+    assert stub_ha.requests_to("/api/states") == []
+
+
+def test_one_waiting_card_per_capability_per_client(queue):
+    queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
+    with pytest.raises(CapabilityError) as refused:
+        queue.ask("desk", GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
+    assert refused.value.code == "INVOCATION_LIMIT_EXCEEDED" and "already waiting" in refused.value.message
+    queue.ask("tablet", GET_HISTORY, HISTORY_ARGS)  # another program may
+
+
+def test_the_queue_is_bounded_overall_and_an_expired_card_frees_its_place(queue, clock):
+    first = queue.ask("desk", LIST_ENTITIES, {})
+    queue.ask("tablet", LIST_ENTITIES, {})
+    with pytest.raises(CapabilityError) as refused:
+        queue.ask("phone", LIST_ENTITIES, {})
+    assert refused.value.code == "INVOCATION_LIMIT_EXCEEDED" and "2 reads waiting" in refused.value.message
+    clock.now += 301
+    assert queue.pending() == []
+    with pytest.raises(ConfirmationInvalid) as late:
+        queue.answer(first.token, True)
+    assert late.value.detail["reason"] == "expired"
+    assert queue.expire(first).code == "CONFIRMATION_INVALID"
+    queue.ask("phone", LIST_ENTITIES, {})
+
+
+def test_refusals_at_stages_one_to_three_make_no_card(queue, data_dir):
+    for capability, arguments in (("home_assistant.call_service", {}), (GET_HISTORY, {"entity_id": "lock.door"}),
+                                  (GET_HISTORY, {"entity_id": "lock.door", "period": "day"})):
+        with pytest.raises(CapabilityError):
+            queue.ask("desk", capability, arguments)
+    assert queue.pending() == []
+    assert "confirmation_requested" not in events(data_dir)
+
+
+def test_pending_for_a_client_is_only_its_own(queue):
+    mine = queue.ask("desk", LIST_ENTITIES, {})
+    queue.ask("tablet", LIST_ENTITIES, {})
+    assert [w.token for w in queue.pending("desk")] == [mine.token]
+    assert len(queue.pending()) == 2

@@ -1,0 +1,190 @@
+"""Household confirmations: `GET /api/v1/confirmations`, `POST /api/v1/confirmations/<token>`, the page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from console_ha.config_store import ConfigStore
+from console_ha.household import HouseholdQueue, WaitingRead
+from console_ha.secret_store import TokenStore, check_token
+
+ALLOWED = ["sensor.living_room_temperature", "light.living_room"]
+
+
+@pytest.fixture
+def configured(data_dir, stub_ha):
+    """Home Assistant reading turned on, as the settings page would leave it."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    return stub_ha
+
+
+def queue_of(app: Flask) -> HouseholdQueue:
+    return app.extensions["console_ha_mcp"].queue
+
+
+def waiting(app: Flask, client: str = "desk assistant") -> WaitingRead:
+    """A program's read waiting for the household, as an MCP call leaves one."""
+    return queue_of(app).ask(client, "home_assistant.get_history",
+                             {"entity_id": "sensor.living_room_temperature", "period": "day"})
+
+
+def badge(html: str) -> tuple[str, bool]:
+    """The nav's waiting count as rendered, and whether it is hidden."""
+    match = re.search(r'<span id="waiting-count" class="badge"([^>]*)><span data-slot="count">(\d+)</span>', html)
+    assert match, "the nav has no waiting count"
+    return match.group(2), " hidden" in match.group(1)
+
+
+def test_the_household_sees_every_waiting_card_with_the_client_s_name(app, household, configured):
+    first, second = waiting(app), waiting(app, "kitchen tablet")
+    answer = household.get("/api/v1/confirmations")
+    assert answer.status_code == 200
+    pending = answer.get_json()["pending"]
+    assert [p["token"] for p in pending] == [first.token, second.token]
+    assert {"token", "capability", "arguments", "card", "expires_at", "client"} <= set(pending[0])
+    assert pending[0]["client"] == "desk assistant" and pending[1]["client"] == "kitchen tablet"
+    assert set(pending[0]["card"]) == {"title", "body", "approve_label", "deny_label"}
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_the_household_answers_a_card_once(app, household, configured, approve):
+    read = waiting(app)
+    answer = household.post(f"/api/v1/confirmations/{read.token}", json={"approve": approve})
+    assert answer.status_code == 200
+    assert answer.get_json() == {"status": "approved" if approve else "denied"}
+    assert read.decision.result(timeout=0) is approve
+    again = household.post(f"/api/v1/confirmations/{read.token}", json={"approve": approve})
+    assert again.status_code == 409 and again.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
+    assert household.get("/api/v1/confirmations").get_json() == {"pending": []}
+
+
+def test_an_api_token_cannot_answer_any_card(app, bearer, household, configured):
+    read = waiting(app, "tests")
+    refused = bearer.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
+    assert refused.status_code == 403 and refused.get_json()["error"]["code"] == "FORBIDDEN"
+    assert not read.decision.done()
+    refused_form = bearer.post("/confirmations", data={"token": read.token, "decision": "approve"})
+    assert refused_form.status_code == 403
+    assert not read.decision.done()
+
+
+def test_a_session_without_its_csrf_token_cannot_answer(app, logged_in, configured):
+    read = waiting(app)
+    answer = logged_in.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
+    assert answer.status_code == 400 and answer.get_json()["error"]["code"] == "CSRF_INVALID"
+    assert not read.decision.done()
+
+
+def test_a_program_sees_only_its_own_cards(app, bearer, configured):
+    mine, _theirs = waiting(app, "tests"), waiting(app, "someone else")
+    assert [p["token"] for p in bearer.get("/api/v1/confirmations").get_json()["pending"]] == [mine.token]
+
+
+def test_unknown_tokens_are_409_and_bad_bodies_400(app, household, configured):
+    unknown = household.post("/api/v1/confirmations/no-such-token", json={"approve": True})
+    assert unknown.status_code == 409 and unknown.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
+    read = waiting(app)
+    for body in ({}, {"approve": "yes"}, {"approve": 1}):
+        bad = household.post(f"/api/v1/confirmations/{read.token}", json=body)
+        assert bad.status_code == 400 and bad.get_json()["error"]["code"] == "INVALID_REQUEST"
+    assert not read.decision.done()
+
+
+def test_an_expired_card_cannot_be_approved(make_app, password, configured):
+    from tests.web.conftest import log_in, page_csrf
+
+    app = make_app(CONSOLE_HA_CONFIRMATION_TTL=0.01)
+    household = app.test_client()
+    log_in(household, password)
+    household.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(household)
+    read = waiting(app)
+    import time
+
+    time.sleep(0.05)
+    late = household.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
+    assert late.status_code == 409
+    assert late.get_json()["error"]["reason"] == "expired"
+    assert not read.decision.done()
+
+
+def test_the_page_shows_each_card_with_its_buttons_and_no_inline_script(app, household, configured):
+    read = waiting(app)
+    html = household.get("/confirmations").get_data(as_text=True)
+    assert read.proposal.card.title in html and read.proposal.card.body in html
+    assert "desk assistant" in html
+    assert re.search(r'<button type="submit" name="decision" value="approve"[^>]*>Allow this once</button>', html)
+    assert re.search(r'<button type="submit" name="decision" value="deny"[^>]*>Don&#39;t allow</button>', html)
+    assert all(not body.strip() for body in re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.S))
+    assert 'href="/confirmations" aria-current="page">Confirmations' in html
+    assert badge(html) == ("1", False)
+
+
+def test_the_nav_shows_how_many_cards_wait_on_every_page(app, household, configured):
+    assert badge(household.get("/activity").get_data(as_text=True)) == ("0", True)
+    waiting(app)
+    waiting(app, "kitchen tablet")
+    html = household.get("/activity").get_data(as_text=True)
+    assert badge(html) == ("2", False)
+
+
+@pytest.mark.parametrize(("decision", "approve"), [("approve", True), ("deny", False)])
+def test_without_javascript_a_form_post_answers_the_card(app, household, configured, decision, approve):
+    read = waiting(app)
+    csrf = household.environ_base.pop("HTTP_X_CSRFTOKEN")
+    answer = household.post("/confirmations", data={"token": read.token, "decision": decision, "csrf_token": csrf})
+    assert answer.status_code == 303 and answer.location.endswith("/confirmations")
+    assert read.decision.result(timeout=0) is approve
+    page = household.get("/confirmations").get_data(as_text=True)
+    assert ("Allowed" if approve else "Not allowed") in page
+    assert "Nothing is waiting for you." in page
+    stale = household.post("/confirmations", data={"token": read.token, "decision": decision, "csrf_token": csrf})
+    assert stale.status_code == 409 and "not waiting any more" in stale.get_data(as_text=True)
+
+
+def test_logged_out_the_page_leads_to_login(client: FlaskClient, password):
+    answer = client.get("/confirmations")
+    assert answer.status_code == 302 and "/login" in answer.location
+
+
+def test_the_activity_page_names_the_program_that_asked_and_never_a_value(app, household, configured):
+    read = waiting(app)
+    household.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
+    queue_of(app).complete(read)
+    withdrawn = waiting(app, "kitchen tablet")
+    queue_of(app).withdraw(withdrawn)
+    html = household.get("/activity").get_data(as_text=True)
+    assert "desk assistant" in html and "kitchen tablet" in html
+    assert "Withdrawn by the program" in html
+    assert "sensor.living_room_temperature" not in html and read.token not in html
+
+
+def test_the_conversation_api_cannot_answer_a_program_s_card(make_app, password, api_token, configured):
+    """The conversation's confirmations are another store: a program's own token is unknown there."""
+    from tests.fake_model import FakeModel
+    from tests.web.conftest import log_in, page_csrf
+
+    with FakeModel() as model:
+        app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model")
+        bearer = app.test_client()
+        bearer.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+        household = app.test_client()
+        log_in(household, password)
+        household.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(household)
+        _conversation_cannot_answer(app, bearer, household)
+
+
+def _conversation_cannot_answer(app: Flask, bearer: FlaskClient, household: FlaskClient) -> None:
+    read = waiting(app, "tests")
+    for client in (bearer, household):
+        answer = client.post("/api/v1/conversation/message",
+                             json={"conversation_id": read.conversation_id,
+                                   "confirmation": {"token": read.token, "approve": True}})
+        assert answer.status_code == 409, answer.get_json()
+        assert answer.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
+    assert not read.decision.done()
+    assert [p["token"] for p in household.get("/api/v1/confirmations").get_json()["pending"]] == [read.token]
