@@ -14,9 +14,10 @@ from console_ha.secret_store import Secret
 
 PACKAGE = Path(__file__).resolve().parent.parent / "console_ha"
 WS_MODULE = PACKAGE / "ha_ws.py"
-# Calls that put bytes on a socket or a WebSocket.
-WIRE_CALLS = {"sendall", "sendto", "sendmsg", "_send", "_send_json", "_send_command", "send_text", "send_bytes"}
-# A receiver whose `.send(...)` writes to the network.
+# Calls that put bytes on a socket whatever their receiver.
+RAW_SOCKET_CALLS = {"sendall", "sendto", "sendmsg"}
+# Calls that write to a WebSocket when their receiver (or, for a bare function, an argument) is one.
+WIRE_CALLS = {"send", "_send", "_send_json", "_send_command", "send_text", "send_bytes"}
 SOCKET_WORDS = ("sock", "ws", "websocket", "connection")
 
 READ_ONLY_COMMANDS = {
@@ -38,10 +39,15 @@ def _calls(tree: ast.AST) -> list[tuple[ast.Call, str]]:
 
 
 def _wire_calls(tree: ast.AST) -> list[str]:
+    """Calls writing to a socket or a WebSocket (an ASGI `send` answering the Console's own client is not one)."""
     offenders = []
     for node, name in _calls(tree):
-        receiver = ast.unparse(node.func.value).lower() if isinstance(node.func, ast.Attribute) else ""
-        if name in WIRE_CALLS or (name == "send" and any(word in receiver for word in SOCKET_WORDS)):
+        if isinstance(node.func, ast.Attribute):
+            near = ast.unparse(node.func.value).lower()
+        else:
+            near = " ".join(ast.unparse(argument).lower() for argument in node.args)
+        if name in RAW_SOCKET_CALLS or name == "_send_command" or (
+                name in WIRE_CALLS and any(word in near for word in SOCKET_WORDS)):
             offenders.append(f"line {node.lineno}: {ast.unparse(node.func)}(")
     return offenders
 
@@ -94,10 +100,24 @@ def test_every_message_the_websocket_module_sends_is_the_auth_or_an_allowlisted_
     assert isinstance(first.body[0], ast.Raise)
 
 
+def test_no_module_but_the_websocket_module_speaks_the_websocket_protocol() -> None:
+    """wsproto (framing, the upgrade) is imported by ha_ws alone."""
+    importers = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any(name.split(".")[0] in ("wsproto", "websocket", "websockets", "aiohttp") for name in names):
+                importers.append(str(path.relative_to(PACKAGE)))
+    assert sorted(set(importers)) == ["ha_ws.py"]
+
+
 def test_the_scan_would_catch_a_send_elsewhere() -> None:
-    tree = ast.parse("ws.send('x')\nself._sock.sendall(b'x')\nconnection._send_json({'type': 'call_service'})")
-    assert len(_wire_calls(tree)) == 3
-    assert _wire_calls(ast.parse("service.send(conversation_id, text)\ncoro.send(chunk)")) == []
+    tree = ast.parse("ws.send('x')\nself._sock.sendall(b'x')\nconnection._send_json({'type': 'call_service'})\n"
+                     "_send_json(ws, {'type': 'call_service'})\n_send_command(x, 'call_service')")
+    assert len(_wire_calls(tree)) == 5
+    assert _wire_calls(ast.parse("service.send(conversation_id, text)\ncoro.send(chunk)\n"
+                                 "await _send_json(send, 401, body)")) == []
 
 
 def test_an_unreadable_ca_bundle_is_a_tls_error_before_connecting(tmp_path: Path) -> None:
