@@ -1,4 +1,5 @@
-"""Benchmark: a week of 200,000 history rows read by requests' .json() versus streamed by fetch_history().
+"""Benchmark: a week of 200,000 history rows read by requests' .json(), streamed over REST by fetch_history(),
+and read over the WebSocket by fetch_history_ws() (one request/response, compressed rows).
 
 Run from the repository root:
 
@@ -21,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from datetime import UTC, datetime, timedelta
@@ -32,7 +34,8 @@ from _measure import proc_status_kib, reset_peak_rss
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-VARIANTS = {"json": "requests.get(...).json()", "digest": "fetch_history() via ijson"}
+VARIANTS = {"json": "requests.get(...).json()", "digest": "fetch_history() via ijson",
+            "ws": "fetch_history_ws() (WebSocket)"}
 MAX_BYTES = 512 * 1024 * 1024  # no cap gets in the way of the comparison
 
 
@@ -45,7 +48,7 @@ def run_child(args: argparse.Namespace) -> None:
     import requests
 
     from console_ha.ha_client import HomeAssistantClient
-    from console_ha.history import fetch_history
+    from console_ha.history import fetch_history, fetch_history_ws
     from console_ha.secret_store import Secret
 
     token = Path(args.token_file).read_text(encoding="ascii").strip()
@@ -63,8 +66,14 @@ def run_child(args: argparse.Namespace) -> None:
             response.raise_for_status()
             data = response.json()
             return {"rows": sum(len(series) for series in data), "body_bytes": len(response.content)}
-        client = HomeAssistantClient(args.base_url, Secret(token))
-        digest = fetch_history(client, args.entity_id, start=start, end=end, timeout=300, max_bytes=MAX_BYTES)
+        if args.variant == "ws":
+            client = HomeAssistantClient(args.ws_url or args.base_url, Secret(token))
+            with client.websocket(timeout=300, max_bytes=MAX_BYTES) as connection:
+                digest = fetch_history_ws(connection, args.entity_id, start=start, end=end)
+        else:
+            client = HomeAssistantClient(args.base_url, Secret(token))
+            digest = fetch_history(client, args.entity_id, start=start, end=end, timeout=300,
+                                   max_bytes=MAX_BYTES)
         return {"rows": digest.total_changes + (digest.initial_state is not None), "points": len(digest.changes)}
 
     figures: dict[str, Any] = {"variant": args.variant}
@@ -95,6 +104,8 @@ def measure(args: argparse.Namespace, variant: str, *, traced: bool) -> dict[str
     command = [sys.executable, __file__, "--child", "--variant", variant, "--base-url", args.base_url,
                "--token-file", args.token_file, "--entity-id", args.entity_id, "--start", args.start,
                "--end", args.end]
+    if args.ws_url:
+        command += ["--ws-url", args.ws_url]
     if traced:
         command.append("--tracemalloc")
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
@@ -106,6 +117,7 @@ def measure(args: argparse.Namespace, variant: str, *, traced: bool) -> dict[str
 def run_parent(args: argparse.Namespace) -> None:
     """Set up the data (the stub unless a real HA is named), measure both variants, print a table."""
     stub = None
+    ws_stub = None
     temp_token = None
     end = datetime.now(UTC).replace(microsecond=0)
     start = end - timedelta(days=args.days)
@@ -121,6 +133,15 @@ def run_parent(args: argparse.Namespace) -> None:
         print(f"stub: {args.rows:,} rows for {args.entity_id} over {args.days} days, "
               f"made in {time.perf_counter() - began:.1f} s")
         args.base_url = stub.base_url
+        # The same rows, compressed as HA's WebSocket sends them, from a WebSocket stub with the same token.
+        from tests.stub_ha_ws import StubWebSocket
+
+        ws_stub = StubWebSocket()
+        ws_stub.token = stub.token
+        ws_stub.history[args.entity_id] = [{"s": state, "lu": moment.timestamp()}
+                                           for moment, state in stub.history[args.entity_id]]
+        threading.Thread(target=ws_stub.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        args.ws_url = ws_stub.base_url
         fd, temp_token = tempfile.mkstemp(prefix="bench-token-")
         os.write(fd, stub.token.encode())
         os.close(fd)
@@ -145,6 +166,9 @@ def run_parent(args: argparse.Namespace) -> None:
     finally:
         if stub is not None:
             stub.stop()
+        if ws_stub is not None:
+            ws_stub.shutdown()
+            ws_stub.server_close()
         if temp_token is not None:
             os.unlink(temp_token)
     report(results, args)
@@ -162,7 +186,7 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
         r = results[variant]
         print(f"{label:<28}{r['wall_s']:>9.2f}{r['rss_delta_mib']:>15.1f}{r['tracemalloc_peak_mib']:>17.2f}"
               f"{r['rss_floor_mib']:>15.1f}")
-    a, b = results["json"], results["digest"]
+    a, b, w = results["json"], results["digest"], results["ws"]
 
     def ratio(x: float, y: float) -> str:
         return f"{x / y:.1f}x" if y > 0 else "n/a"
@@ -170,6 +194,9 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
     print(f"{'ratio .json() / digest':<28}{ratio(a['wall_s'], b['wall_s']):>9}"
           f"{ratio(a['rss_delta_mib'], b['rss_delta_mib']):>15}"
           f"{ratio(a['tracemalloc_peak_mib'], b['tracemalloc_peak_mib']):>17}")
+    print(f"{'ratio .json() / WebSocket':<28}{ratio(a['wall_s'], w['wall_s']):>9}"
+          f"{ratio(a['rss_delta_mib'], w['rss_delta_mib']):>15}"
+          f"{ratio(a['tracemalloc_peak_mib'], w['tracemalloc_peak_mib']):>17}")
     print(f"RSS peak measured as {results['json']['peak_source']}, minus the RSS just before the call")
     print("wall times, all runs: " + "; ".join(
         f"{VARIANTS[v]}: " + ", ".join(f"{t:.2f}" for t in results[v]["wall_all"]) for v in VARIANTS))
@@ -180,6 +207,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-url", help="a real Home Assistant (default: start the stub)")
     parser.add_argument("--token-file", help="file holding a long-lived access token (with --base-url)")
+    parser.add_argument("--ws-url", help=argparse.SUPPRESS)  # the stub's WebSocket (set by the parent)
     parser.add_argument("--entity-id", default="sensor.grid_power")
     parser.add_argument("--rows", type=int, default=200_000, help="rows the stub records (stub only)")
     parser.add_argument("--days", type=float, default=7.0, help="length of the history window")

@@ -62,7 +62,8 @@ def _get_history_card(config: HomeAssistantConfig, arguments: Mapping[str, Any])
     return Card(
         title=f"Read the history of {name}?",
         body=(
-            f"The assistant wants to read how {name} ({entity_id}) changed over {period}. "
+            f"The assistant wants to read how {name} ({entity_id}) changed over {period}: "
+            "when it changed, how long it was in each state, and its lowest and highest values. "
             f"{_leaves_device(config)}"
         ),
     )

@@ -21,6 +21,7 @@ import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
+from . import ha_ws
 from .config_store import is_entity_id, normalise_base_url, origin_of
 from .errors import (
     HABadResponse,
@@ -33,6 +34,7 @@ from .errors import (
     HomeAssistantError,
     InvalidConfig,
 )
+from .ha_ws import HomeAssistantWebSocket
 from .http_deadline import call_before, set_read_timeout
 from .secret_store import Secret
 
@@ -232,6 +234,7 @@ class HomeAssistantClient:
             raise TypeError("token must be a Secret")
         self._base_url = normalised
         self._token = token
+        self._ca_bundle = ca_bundle
         self._limits = limits or CALL_LIMITS
         self._tls_problem: str | None = None
         ssl_context: ssl.SSLContext | None = None
@@ -322,6 +325,19 @@ class HomeAssistantClient:
         if not _is_state(data) or data["entity_id"] != entity_id:
             raise _wrong_shape()
         return data
+
+    @contextmanager
+    def websocket(self, *, timeout: float, max_bytes: int) -> Iterator[HomeAssistantWebSocket]:
+        """One authenticated WebSocket to this client's Home Assistant (the token goes nowhere else).
+
+        It holds one of the places the calls to this Home Assistant share (HABusy when none is free).
+        """
+        if self._tls_problem and self._base_url.startswith("https:"):
+            raise HATLSError(self._tls_problem, reason="ca_bundle")
+        with self._limits.slot(self._base_url), ha_ws.connect(
+                self._base_url, self._token, timeout=timeout, max_bytes=max_bytes, ca_bundle=self._ca_bundle
+        ) as connection:
+            yield connection
 
     # --- the one place a request is made -----------------------------------------------------
 

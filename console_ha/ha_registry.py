@@ -3,45 +3,32 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
-import websocket
-
+from . import ha_ws
 from .ha_client import CALL_LIMITS
+from .ha_ws import websocket_url
 from .secret_store import Secret
 
 log = logging.getLogger(__name__)
 
-# Only these read-only list commands may ever be sent; checked before each send, not merely by convention.
-ALLOWED_COMMANDS = frozenset(
-    {"config/area_registry/list", "config/entity_registry/list", "config/device_registry/list"}
-)
+# The read-only list commands the picker sends (ha_ws allows these and nothing that writes).
+REGISTRY_COMMANDS = ("config/area_registry/list", "config/entity_registry/list", "config/device_registry/list")
+ALLOWED_COMMANDS = frozenset(REGISTRY_COMMANDS)
 DEFAULT_TIMEOUT = 4.0
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
-CLOSE_WAIT = 0.5
 
 EntityAreas = dict[str, str]
 
+__all__ = ["AreaCache", "EntityAreas", "RegistryError", "entity_areas", "fetch_entity_areas", "websocket_url"]
+
 
 class RegistryError(Exception):
-    """The WebSocket conversation did not go as Home Assistant's protocol says."""
-
-
-def websocket_url(base_url: str) -> str:
-    """`http(s)://host[:port][/path]` → `ws(s)://host[:port][/path]/api/websocket`."""
-    if base_url.startswith("https://"):
-        return "wss://" + base_url[len("https://"):] + "/api/websocket"
-    if base_url.startswith("http://"):
-        return "ws://" + base_url[len("http://"):] + "/api/websocket"
-    raise ValueError("base_url must be http or https")
+    """The registry lists were not what Home Assistant's protocol says."""
 
 
 def fetch_entity_areas(
@@ -67,27 +54,6 @@ def fetch_entity_areas(
         return None
 
 
-def _direct_socket(base_url: str, timeout: float, ca_bundle: str | None) -> socket.socket:
-    """A connection straight to Home Assistant, TLS-verified for https.
-
-    websocket-client would take a proxy from the environment (its no-proxy option is only read when a
-    proxy is also given) and send the token's auth message through it; handing it a socket avoids that,
-    as the REST client ignores the environment too (trust_env=False).
-    """
-    parts = urlsplit(base_url)
-    secure = parts.scheme == "https"
-    host = parts.hostname or ""
-    sock = socket.create_connection((host, parts.port or (443 if secure else 80)), timeout=timeout)
-    if not secure:
-        return sock
-    try:
-        context = ssl.create_default_context(cafile=ca_bundle or None)
-        return context.wrap_socket(sock, server_hostname=host)
-    except BaseException:
-        sock.close()
-        raise
-
-
 def entity_areas(
     areas: Iterable[Mapping[str, Any]],
     entities: Iterable[Mapping[str, Any]],
@@ -109,78 +75,14 @@ def entity_areas(
 def _read_registries(
     base_url: str, token: Secret, *, timeout: float, ca_bundle: str | None
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    url = websocket_url(base_url)
-    sock = _direct_socket(base_url, timeout, ca_bundle)
-    # Each socket read has a timeout, but a server trickling bytes resets it with each one: at the
-    # deadline the socket is shut, so the handshake and every message end there (as the REST client's).
-    watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), _shut_socket, args=(sock,))
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        return _converse(url, sock, token, timeout=timeout, deadline=deadline)
-    finally:
-        watchdog.cancel()
-        sock.close()
-
-
-def _shut_socket(sock: socket.socket) -> None:
-    """Shut `sock` so that a read blocked on it returns at once."""
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
-def _converse(url: str, sock: socket.socket, token: Secret, *, timeout: float, deadline: float) -> dict[str, Any]:
-    # redirect_limit=0: websocket-client follows a 3xx to any Location, and the `auth` message (the token)
-    # would go to that origin; the REST client refuses redirects for the same reason.
-    ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True, redirect_limit=0, socket=sock)
-    try:
-        first = _receive(ws, deadline)
-        if first.get("type") != "auth_required":
-            raise RegistryError(f"expected auth_required, got {first.get('type')!r}")
-        # The token goes into this one message and nowhere else.
-        ws.send(json.dumps({"type": "auth", "access_token": token.reveal()}))
-        answer = _receive(ws, deadline)
-        if answer.get("type") != "auth_ok":
-            raise RegistryError(f"authentication answered {answer.get('type')!r}")
-        commands = dict(enumerate(sorted(ALLOWED_COMMANDS), start=1))
-        for message_id, command in commands.items():
-            _send_command(ws, message_id, command)
-        results: dict[str, Any] = {}
-        while len(results) < len(commands):
-            message = _receive(ws, deadline)
-            message_id = message.get("id")
-            if message.get("type") != "result" or message_id not in commands:
-                continue
-            if not message.get("success"):
-                raise RegistryError(f"{commands[message_id]} failed")
-            results[commands[message_id]] = message["result"]
-        return results
-    finally:
-        # A polite close waits for the server's close frame, but never past the deadline.
-        ws.close(timeout=max(0.0, min(CLOSE_WAIT, deadline - time.monotonic())))
-
-
-def _send_command(ws: websocket.WebSocket, message_id: int, command: str) -> None:
-    if command not in ALLOWED_COMMANDS:
-        raise RegistryError(f"refusing to send {command!r}: not a read-only registry list")
-    ws.send(json.dumps({"id": message_id, "type": command}))
-
-
-def _receive(ws: websocket.WebSocket, deadline: float) -> dict[str, Any]:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError("the registries took too long")
-    ws.settimeout(remaining)
-    data = ws.recv()
-    if len(data) > MAX_MESSAGE_BYTES:
-        raise RegistryError("a registry message was too large")
-    message = json.loads(data)
-    if not isinstance(message, dict):
-        raise RegistryError("a message was not a JSON object")
-    return message
+    """The three lists, over one WebSocket that lives for this call only (it follows no redirect: wsproto
+    reports a 3xx as a refused upgrade, so the auth message, the token, never goes to another origin)."""
+    with ha_ws.connect(base_url, token, timeout=timeout, max_bytes=MAX_MESSAGE_BYTES, ca_bundle=ca_bundle) as ws:
+        results = {command: ws.command({"type": command}) for command in REGISTRY_COMMANDS}
+    for command, result in results.items():
+        if not isinstance(result, list):
+            raise RegistryError(f"{command} answered something other than a list")
+    return results
 
 
 class AreaCache:

@@ -2,28 +2,50 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, BinaryIO, Literal, NotRequired, TypedDict
+from typing import Any, BinaryIO, Literal, NotRequired, TypedDict, cast
 
 import ijson
+import orjson
 
 from .config_store import is_entity_id
 from .errors import HABadResponse, HANotFound
 from .ha_client import UNAVAILABLE_STATES, HomeAssistantClient
+from .ha_ws import HISTORY_COMMAND, HomeAssistantWebSocket, command_failed, parse_events
+from .registry import MAX_REPORTED_STATES
 
 DEFAULT_MAX_CHANGES = 50
 MIN_MAX_CHANGES = 4  # room for the first, last, minimum and maximum changes
-# Distinct states counted by name; a free-text entity can have thousands, and memory stays bounded.
+# Distinct states tracked by name; a free-text entity can have thousands, and memory stays bounded.
+# States first seen after this many are folded into `other_states`.
 MAX_COUNTED_STATES = 100
 # How deep a history body may nest: the body, an entity's list, a row, its (empty) attributes, and room.
 MAX_ROW_DEPTH = 6
+# The same over the WebSocket: the message, its result, an entity's list, a row, its attributes, and room.
+MAX_WS_DEPTH = 7
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # No recorder has a row from before 1970; a time earlier than that is not a real history row.
 _EARLIEST = 0
 _MICROSECOND = timedelta(microseconds=1)
+_MICROS_PER_SECOND = 1_000_000
+# The start of an answer as Home Assistant writes it (orjson, compact, keys in this order): the fast path.
+_COMPACT_HEAD = re.compile(rb'\{"id":(?P<id>[0-9]{1,9}),"type":"result","success":true,"result":'
+                           rb'\{"(?P<entity>[a-z0-9_]+\.[a-z0-9_]+)":\[')
+_HEAD_BYTES = 512
+_ROW_BOUNDARY = b'},{"s":'
+_BATCH_BYTES = 64 * 1024  # a 64 KiB piece is about 1,700 rows: about 1 MiB as Python objects
+_MAX_ROW_BYTES = 1024 * 1024
+# Fed after the last row by finish(): it closes the last stretch at the window's end ("now"). Not a str,
+# so no state Home Assistant sends can equal it.
+_END = cast(str, object())
+
+Row = tuple[int, str]
+"""A history row as the digest takes it: (microseconds since the epoch, state)."""
 
 
 class Change(TypedDict):
@@ -45,19 +67,37 @@ class NumericSummary(TypedDict):
 
     kind: Literal["numeric"]
     min: float
+    min_at: str
     max: float
+    max_at: str
     mean: float | None
     first: float
     last: float
     unit: str | None
 
 
+class StateTime(TypedDict):
+    """One state over the window: time spent in it, changes into it, and when it last began."""
+
+    seconds_in_state: int
+    times_changed_to: int
+    last_changed_to: str | None
+
+
+class OtherStates(TypedDict):
+    """The states a result does not name, summed."""
+
+    states: int
+    seconds_in_state: int
+    times_changed_to: int
+
+
 class StatesSummary(TypedDict):
-    """How many times the entity changed to each state (the initial state is not a change)."""
+    """Per state: seconds in it within the window, changes into it, when it last began (most time first)."""
 
     kind: Literal["states"]
-    times_changed_to: dict[str, int]
-    other_states_changes: NotRequired[int]
+    states: dict[str, StateTime]
+    other_states: NotRequired[OtherStates]
 
 
 @dataclass(frozen=True)
@@ -85,43 +125,162 @@ class HistoryDigest:
         }
 
 
-def fetch_history(client: HomeAssistantClient, entity_id: str, *, start: datetime, end: datetime,
-                  timeout: float, max_bytes: int, max_changes: int = DEFAULT_MAX_CHANGES,
-                  unit: str | None = None) -> HistoryDigest:
-    """Ask Home Assistant for one entity's history in [start, end) and digest it as it streams in."""
+def history_params(entity_id: str, *, start: datetime, end: datetime) -> tuple[str, dict[str, str]]:
+    """The REST path and query string for one entity's minimal history in [start, end)."""
     if not is_entity_id(entity_id):
         raise ValueError("entity_id must look like domain.object_id")
-    digester = _Digester(start=start, end=end, max_changes=max_changes, unit=unit)
-    params = {
+    return f"/api/history/period/{_iso_z_exact(start)}", {
         "filter_entity_id": entity_id,
         # Z, never +00:00: in a query a raw "+" arrives as a space and HA rejects the time.
         "end_time": _iso_z_exact(end),
         "minimal_response": "",
         "no_attributes": "",
     }
+
+
+def history_command(entity_id: str, *, start: datetime, end: datetime) -> dict[str, Any]:
+    """The WebSocket command for the same history as history_params asks of REST."""
+    if not is_entity_id(entity_id):
+        raise ValueError("entity_id must look like domain.object_id")
+    return {"type": HISTORY_COMMAND, "start_time": _iso_z_exact(start), "end_time": _iso_z_exact(end),
+            "entity_ids": [entity_id], "minimal_response": True, "no_attributes": True}
+
+
+def fetch_history(client: HomeAssistantClient, entity_id: str, *, start: datetime, end: datetime,
+                  timeout: float, max_bytes: int, max_changes: int = DEFAULT_MAX_CHANGES,
+                  unit: str | None = None) -> HistoryDigest:
+    """Ask Home Assistant's REST API for one entity's history in [start, end) and digest it as it streams in."""
+    path, params = history_params(entity_id, start=start, end=end)
+    digester = _Digester(start=start, end=end, max_changes=max_changes, unit=unit)
     failure: HABadResponse | None = None
     try:
-        with client.stream(f"/api/history/period/{_iso_z_exact(start)}", params=params,
-                           timeout=timeout, max_bytes=max_bytes) as body:
-            digester.add_rows(_history_rows(body), entity_id=entity_id)
+        with client.stream(path, params=params, timeout=timeout, max_bytes=max_bytes) as body:
+            digester.add(_rest_rows(body, entity_id))
     except HANotFound:
         return _Digester(start=start, end=end, max_changes=max_changes, unit=unit).finish()
     except ijson.JSONError:
-        failure = HABadResponse("Home Assistant's history could not be read as JSON.", reason="invalid_json")
+        failure = _invalid_json()
     if failure is not None:
         raise failure  # outside the except block: ijson's error quotes the body, which is household data
     return digester.finish()
+
+
+def fetch_history_ws(connection: HomeAssistantWebSocket, entity_id: str, *, start: datetime, end: datetime,
+                     max_changes: int = DEFAULT_MAX_CHANGES, unit: str | None = None) -> HistoryDigest:
+    """The same digest from one request/response over Home Assistant's WebSocket (compressed rows)."""
+    command = history_command(entity_id, start=start, end=end)
+    digester = _Digester(start=start, end=end, max_changes=max_changes, unit=unit)
+    failure: HABadResponse | None = None
+    try:
+        message_id, chunks = connection.stream(command)
+        for rows in _ws_row_batches(chunks, entity_id, message_id):
+            digester.add(rows)
+    except ijson.JSONError:
+        failure = _invalid_json()
+    if failure is not None:
+        raise failure  # outside the except block, as above
+    return digester.finish()
+
+
+def _ws_row_batches(chunks: Iterator[bytes], entity_id: str, message_id: int) -> Iterator[Iterable[Row]]:
+    """The rows of the answer, in batches: split at row boundaries and parsed by orjson where HA's own
+    compact layout allows, else through parser events (_ws_rows).
+
+    Why split by hand: parser events cost about 1.6 µs a row in Python (ijson's C builders would be
+    faster, but keep a prefix string per level, which a body nested thousands deep turns into memory
+    growing with the square of its depth). In a valid JSON text, `},{"s":` can only stand between two
+    objects of an array: its first quote cannot close a string, since a string's closing quote is never
+    followed by `s":`. So the rows array can be cut there into pieces that orjson parses (it refuses
+    nesting past 1,024 levels without growing memory). Anything that is not a valid history fails in
+    orjson, or in the checks on each row, or at the end of the message.
+    """
+    head = bytearray()
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= _HEAD_BYTES:
+            break
+    match = _COMPACT_HEAD.match(head)
+    if match is None or int(match["id"]) != message_id:
+        # Not the layout Home Assistant writes (an error, another id, spaces): the general path decides.
+        yield _ws_rows(parse_events(itertools.chain((bytes(head),), chunks)), entity_id, message_id)
+        return
+    if match["entity"].decode() != entity_id:
+        raise _other_entity()
+    buffer = head[match.end():]
+    del head
+    for chunk in chunks:
+        buffer += chunk
+        if len(buffer) < _BATCH_BYTES:
+            continue
+        cut = buffer.rfind(_ROW_BOUNDARY)
+        if cut < 0:
+            if len(buffer) > _MAX_ROW_BYTES:
+                raise _malformed()  # no row of a history without attributes is anywhere near this long
+            continue
+        yield _compact_rows(b"[" + buffer[:cut + 1] + b"]")
+        del buffer[:cut + 2]
+    # The last rows, the end of the list, of the result and of the message: `...}]}}` (or `]}}`).
+    if not buffer.endswith(b"]}}"):
+        raise _invalid_json()
+    yield _compact_rows(b"[" + buffer[:-2])
+
+
+def _compact_rows(piece: bytes) -> list[Row]:
+    """A JSON list of compressed rows ({"s", "lu", "lc"?}) as (microseconds, state), checked."""
+    failure: HABadResponse | None = None
+    try:
+        items = orjson.loads(piece)
+    except orjson.JSONDecodeError:
+        failure = _invalid_json()
+    if failure is not None:
+        raise failure  # outside the except block: orjson's error quotes the body
+    try:
+        # One pass that builds the rows; a row without a number for its time, or not an object, fails in it.
+        rows = [(round(_time_of(item) * _MICROS_PER_SECOND), item["s"]) for item in items]
+    except (TypeError, KeyError, AttributeError):
+        raise _malformed() from None
+    # A second, cheap pass for what the first lets through: states that are not text.
+    if not all(type(state) is str for _, state in rows):
+        raise _malformed()
+    return rows
+
+
+def _time_of(item: dict[str, Any]) -> float:
+    """A compressed row's time: `lc` (last changed) where HA sends it, else `lu`; only a JSON number."""
+    stamp = item.get("lc")
+    if stamp is None:
+        stamp = item["lu"]
+    if type(stamp) is not float and type(stamp) is not int:
+        raise TypeError
+    return stamp
 
 
 def digest_history(rows: Iterable[object], *, start: datetime, end: datetime,
                    max_changes: int = DEFAULT_MAX_CHANGES, unit: str | None = None) -> HistoryDigest:
     """Digest parsed history rows ({"state", "last_changed"}, chronological) for the window [start, end)."""
     digester = _Digester(start=start, end=end, max_changes=max_changes, unit=unit)
-    digester.add_rows(rows)
+    digester.add(_row(row) for row in rows)
     return digester.finish()
 
 
-def _history_rows(body: BinaryIO) -> Iterator[dict[str, Any]]:
+def _row(row: object) -> Row:
+    """A REST row ({"state", "last_changed" ISO 8601 with its offset}) as (microseconds, state)."""
+    if not isinstance(row, dict):
+        raise _malformed()
+    state = row.get("state")
+    stamp = row.get("last_changed")
+    if not isinstance(state, str) or not isinstance(stamp, str):
+        raise _malformed()
+    try:
+        parsed = datetime.fromisoformat(stamp)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise _malformed()
+    return (parsed - _EPOCH) // _MICROSECOND, state
+
+
+def _rest_rows(body: BinaryIO, entity_id: str) -> Iterator[Row]:
     """The rows of a `[[row, ...]]` body, built from parser events, refusing any other shape.
 
     ijson's prefix-based readers (`items`) keep a prefix string per level, so a small body nested
@@ -129,33 +288,117 @@ def _history_rows(body: BinaryIO) -> Iterator[dict[str, Any]]:
     and rows nested deeper than Home Assistant ever nests them are refused as they arrive.
     """
     depth = 0
-    row: dict[str, Any] = {}
     key = ""
+    state: Any = None
+    stamp: Any = None
+    other: Any = entity_id
+    fromisoformat = datetime.fromisoformat
     for event, value in ijson.basic_parse(body, use_float=True):
         if event == "map_key":
             key = value
         elif event == "start_map" or event == "start_array":
             depth += 1
-            if depth > MAX_ROW_DEPTH:
-                raise _malformed()
-            if depth <= 2 and event != "start_array":
-                raise _wrong_shape()  # the body and each entity's history are lists
             if depth == 3:
                 if event != "start_map":
                     raise _malformed()  # a row is an object
-                row = {}
+                state = stamp = None
+                other = entity_id
+            elif depth > MAX_ROW_DEPTH:
+                raise _malformed()
+            elif depth <= 2 and event != "start_array":
+                raise _wrong_shape()  # the body and each entity's history are lists
         elif event == "end_map" or event == "end_array":
             if depth == 3:
-                yield row
+                if other != entity_id:
+                    raise _other_entity()
+                # _row(), written out: this runs once a row, 100,000 times for a chatty week.
+                if not isinstance(state, str) or not isinstance(stamp, str):
+                    raise _malformed()
+                try:
+                    parsed = fromisoformat(stamp)
+                except ValueError:
+                    raise _malformed() from None
+                if parsed.tzinfo is None:
+                    raise _malformed()
+                yield (parsed - _EPOCH) // _MICROSECOND, state
             depth -= 1
         elif depth == 3:
-            row[key] = value
+            if key == "state":
+                state = value
+            elif key == "last_changed":
+                stamp = value
+            elif key == "entity_id":
+                other = value
         elif depth < 3:
             raise _wrong_shape() if depth < 2 else _malformed()
 
 
+def _ws_rows(events: Iterable[tuple[str, Any]], entity_id: str, message_id: int) -> Iterator[Row]:
+    """The rows of Home Assistant's `history/history_during_period` answer, from its parser events.
+
+    The message is `{"id", "type": "result", "success", "result": {entity_id: [{"s", "lu", "lc"?}, ...]}}`
+    (or `"error"` in place of `"result"`): times are epoch seconds, `lc` present only where the state
+    last changed before `lu`. Built from events for the same reason as _rest_rows.
+    """
+    depth = 0
+    key = ""
+    section = ""  # the top-level key being read: "result" or "error"
+    envelope: dict[str, Any] = {}
+    error: dict[str, Any] = {}
+    state: Any = None
+    updated: Any = None
+    changed: Any = None
+    for event, value in events:
+        if event == "map_key":
+            key = value
+        elif event == "start_map" or event == "start_array":
+            depth += 1
+            if depth == 4:
+                if event != "start_map":
+                    raise _malformed()  # a row is an object
+                state = updated = changed = None
+            elif depth > MAX_WS_DEPTH:
+                raise _malformed()
+            elif depth == 1:
+                if event != "start_map":
+                    raise _wrong_shape()
+            elif depth == 2:
+                section = key
+                if event != "start_map" or section not in ("result", "error"):
+                    raise _wrong_shape()
+            elif depth == 3:
+                if section != "result" or event != "start_array":
+                    raise _wrong_shape()
+                if key != entity_id:
+                    raise _other_entity()
+        elif event == "end_map" or event == "end_array":
+            if depth == 4:
+                stamp = updated if changed is None else changed
+                if not isinstance(state, str) or not isinstance(stamp, (float, int)) or isinstance(stamp, bool):
+                    raise _malformed()
+                yield round(stamp * _MICROS_PER_SECOND), state
+            depth -= 1
+        elif depth == 4:
+            if key == "s":
+                state = value
+            elif key == "lu":
+                updated = value
+            elif key == "lc":
+                changed = value
+        elif depth == 1:
+            envelope[key] = value
+        elif depth == 2 and section == "error":
+            error[key] = value
+        elif depth != 5:
+            raise _wrong_shape()
+    if envelope.get("id") != message_id or envelope.get("type") != "result":
+        raise _wrong_shape()
+    if envelope.get("success") is not True:
+        raise command_failed(str(error.get("code", "")))
+
+
 class _Digester:
-    """Consumes rows one at a time, keeping O(max_changes) state."""
+    """Consumes (moment, state) rows in time order, keeping O(max_changes) state; finish() gives the digest."""
 
     def __init__(self, *, start: datetime, end: datetime, max_changes: int, unit: str | None) -> None:
         if start.tzinfo is None or end.tzinfo is None:
@@ -171,13 +414,22 @@ class _Digester:
         self._end = _micros(end)
         self._max_changes = max_changes
         self._unit = unit
-        self._initial: tuple[int, str] | None = None
+        self._finished = False
         self._last_time = -(2**63)
-        # The state in force, since when (clamped to the window) and its number if it is one:
-        # the stretch the next row closes.
-        self._current: tuple[int, str, float | None] | None = None
-        self._initial_tracked = False
         self._total = 0
+        # The row in force when the window opened (moment, state); its statistics start at the first
+        # change (or at finish), since a later row at or before the start replaces it.
+        self._initial: Row | None = None
+        self._opened = False
+        # The state in force, since when (clamped to the window), its number if it is one, and its tally.
+        self._in_force: str | None = None
+        self._since = self._start
+        self._value: float | None = None
+        self._tally: list[Any] = []
+        # Per state: [microseconds in it, changes into it, moment of the last change into it (or None)].
+        self._states: dict[str, list[Any]] = {}
+        # States first seen once MAX_COUNTED_STATES are tracked, summed: the same three fields.
+        self._other: list[Any] = [0, 0, None]
         # Each change is kept as (index, time, state); the index identifies it when picking points.
         self._all: list[tuple[int, int, str]] | None = []
         self._first: tuple[int, int, str] | None = None
@@ -189,101 +441,90 @@ class _Digester:
         # evenly spread points for when the changes crowd into a few time buckets.
         self._sample: list[tuple[int, int, str]] = []
         self._stride = 1
-        self._counts: dict[str, int] = {}
-        self._other_counts = 0
-        # Numeric statistics, kept while every available state so far is a number.
+        # Numeric statistics, kept while every available state so far is a number. The extremes are
+        # those of the changes (for the points); the initial value joins them in finish().
         self._all_numeric = True
-        self._min: float | None = None
-        self._max: float | None = None
+        self._initial_value: float | None = None
         self._first_value: float | None = None
         self._last_value: float | None = None
         self._min_change: tuple[int, int, str, float] | None = None
         self._max_change: tuple[int, int, str, float] | None = None
         self._weighted_sum = 0.0
-        self._weighted_time = 0.0
+        self._weighted_time = 0
 
-    def add(self, row: object) -> None:
-        """Take the next row (chronological order)."""
-        self.add_rows((row,))
+    def add(self, rows: Iterable[Row]) -> None:
+        """Take (microseconds, state) rows in time order.
 
-    def add_rows(self, rows: Iterable[object], *, entity_id: str | None = None) -> None:
-        """Take rows in chronological order; with `entity_id`, a row naming another entity is a bad answer."""
-        # The hot loop of a week of a chatty sensor (100,000 rows and more), written for speed: the
-        # digest's state sits in locals and goes back to the instance when the loop ends; the steps
-        # that are methods elsewhere (_track_initial, _close_stretch, _track_value, _as_number) are
-        # written out inline; and a change's (index, time, state) tuple is only built where it is kept.
+        The one place the statistics are kept: finish() feeds the end of the window through here too.
+        The hot loop of a week of a chatty sensor (100,000 rows and more), written for speed: the
+        digest's state sits in locals and goes back to the instance when the loop ends, and a change's
+        (index, time, state) tuple is only built where it is kept.
+        """
+        if self._finished:
+            raise ValueError("the digest is finished")
         start, end, max_changes = self._start, self._end, self._max_changes
         buckets, bucket_edge = self._buckets, self._bucket_edge_at
         isfinite = math.isfinite
-        last_time, total, initial = self._last_time, self._total, self._initial
-        # The state in force (None before the first row), since when, and its number if it is one.
-        since, in_force, in_force_value = self._current or (start, None, None)
+        unavailable = UNAVAILABLE_STATES
+        last_time, total, initial, opened = self._last_time, self._total, self._initial, self._opened
+        in_force, since, value, tally = self._in_force, self._since, self._value, self._tally
+        states, other = self._states, self._other
+        states_full = len(states) >= MAX_COUNTED_STATES
         changes, first = self._all, self._first
-        _, last_moment, last_state = self._last or (0, 0, "")
         sample, stride = self._sample, self._stride
-        counts, other_counts = self._counts, self._other_counts
-        counts_full = len(counts) >= MAX_COUNTED_STATES
-        all_numeric, initial_tracked = self._all_numeric, self._initial_tracked
-        low, high, first_value, last_value = self._min, self._max, self._first_value, self._last_value
+        all_numeric, initial_value = self._all_numeric, self._initial_value
+        first_value, last_value = self._first_value, self._last_value
         low_change, high_change = self._min_change, self._max_change
         weighted_sum, weighted_time = self._weighted_sum, self._weighted_time
-        taken = total
+        # The extremes' values on their own, so the loop compares floats rather than indexing tuples.
+        low = low_change[3] if low_change else math.inf
+        high = high_change[3] if high_change else -math.inf
+        earliest, end_of_rows = _EARLIEST, _END
         try:
-            for row in rows:
-                # The row: an object with a text state and an ISO 8601 time with its offset.
-                if not isinstance(row, dict):
-                    raise _malformed()
-                if entity_id is not None and "entity_id" in row and row["entity_id"] != entity_id:
-                    raise HABadResponse("Home Assistant answered with the history of another entity.",
-                                        reason="wrong_shape")
-                state = row.get("state")
-                stamp = row.get("last_changed")
-                if not isinstance(state, str) or not isinstance(stamp, str):
-                    raise _malformed()
-                try:
-                    parsed = datetime.fromisoformat(stamp)
-                except ValueError:
-                    parsed = None
-                if parsed is None or parsed.tzinfo is None:
-                    raise _malformed()
-                moment = (parsed - _EPOCH) // _MICROSECOND
+            for moment, state in rows:
                 if moment < last_time:
                     raise HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
-                if moment > end or moment < _EARLIEST:
+                if moment > end or moment < earliest:
                     raise _malformed()  # a change after the window it was asked for, or before any clock
                 last_time = moment
-                if moment <= start and total == 0:
-                    # The state in force when the window opens (HA stamps it with the start): not a
-                    # change. Should more rows precede the start, the last one is the state in force.
-                    initial = (moment, state)
-                    since, in_force, in_force_value = start, state, None
+                if not opened and moment <= start:
+                    # The state in force when the window opens (HA stamps it with the start; a change
+                    # exactly at the start is this too): not a change. Should more rows precede the
+                    # start, the last one is the state in force.
+                    initial, in_force = (moment, state), state
                     continue
                 if state == in_force:
                     continue  # the same state again (an attribute-only update): not a change
-                if total == 0 and not initial_tracked and in_force is not None:
-                    # _track_initial(): the initial state counts into the statistics, once.
-                    initial_tracked = True
-                    if all_numeric and in_force not in UNAVAILABLE_STATES:
-                        in_force_value = _as_number(in_force)
-                        if in_force_value is None:
-                            all_numeric = False
-                        else:
-                            low = high = first_value = last_value = in_force_value
-                if in_force_value is not None and all_numeric:
-                    # _close_stretch(moment)
-                    duration = (moment if moment < end else end) - since
-                    if duration > 0:
-                        weighted_sum += in_force_value * duration
+                if not opened:
+                    # The first row past the start (or the end of the window): the initial state's
+                    # stretch opens at the window's start.
+                    opened = True
+                    if in_force is not None:
+                        tally = states.setdefault(in_force, [0, 0, None])
+                        states_full = len(states) >= MAX_COUNTED_STATES
+                        if in_force not in unavailable:
+                            value = _as_number(in_force)
+                            if value is None:
+                                all_numeric = False
+                            else:
+                                initial_value = first_value = last_value = value
+                if in_force is not None:
+                    # Close the stretch of the state in force: it lasted until this row.
+                    duration = moment - since
+                    tally[0] += duration
+                    if value is not None:
+                        weighted_sum += value * duration
                         weighted_time += duration
+                if state is end_of_rows:
+                    break
                 index = total
                 total += 1
-                last_moment, last_state = moment, state
                 if changes is not None:
                     changes.append((index, moment, state))
                     if len(changes) > max_changes:
                         changes = None
-                if first is None:
-                    first = (index, moment, state)
+                    if first is None:
+                        first = (index, moment, state)
                 if moment >= bucket_edge:
                     # A change in a later bucket than the last one; every change before the edge
                     # falls in the bucket already filled, since changes come in time order.
@@ -296,16 +537,18 @@ class _Digester:
                     if len(sample) > 2 * max_changes:
                         stride *= 2
                         sample = [c for c in sample if c[0] % stride == 0]
-                if state in counts:
-                    counts[state] += 1
-                elif counts_full:
-                    other_counts += 1
-                else:
-                    counts[state] = 1
-                    counts_full = len(counts) >= MAX_COUNTED_STATES
+                tally = states.get(state)
+                if tally is None:
+                    if states_full:
+                        tally = other
+                    else:
+                        tally = states[state] = [0, 0, None]
+                        states_full = len(states) >= MAX_COUNTED_STATES
+                tally[1] += 1
+                tally[2] = moment
                 value = None
-                if all_numeric and state not in UNAVAILABLE_STATES:
-                    # _track_value(state, change), with _as_number(state) written out
+                if all_numeric and state not in unavailable:
+                    # _as_number(state), written out: it runs once a change.
                     try:
                         value = float(state)
                     except ValueError:
@@ -314,52 +557,37 @@ class _Digester:
                         value = None
                         all_numeric = False
                     else:
-                        if low is None or value < low:
-                            low = value
-                        if high is None or value > high:
-                            high = value
                         if first_value is None:
                             first_value = value
                         last_value = value
-                        if low_change is None or value < low_change[3]:
+                        if value < low:
+                            low = value
                             low_change = (index, moment, state, value)
-                        if high_change is None or value > high_change[3]:
+                        if value > high:
+                            high = value
                             high_change = (index, moment, state, value)
-                since, in_force, in_force_value = (moment if moment > start else start), state, value
+                if not all_numeric:
+                    value = None
+                in_force, since = state, moment
         finally:
-            self._last_time, self._total, self._initial = last_time, total, initial
-            self._current = None if in_force is None else (since, in_force, in_force_value)
+            self._last_time, self._total, self._initial, self._opened = last_time, total, initial, opened
+            self._in_force, self._since, self._value, self._tally = in_force, since, value, tally
             self._bucket_edge_at = bucket_edge
             self._all, self._first = changes, first
-            if total > taken:
-                self._last = (total - 1, last_moment, last_state)
+            if total and in_force is not None:
+                self._last = (total - 1, since, in_force)  # the latest change: the state in force since then
             self._sample, self._stride = sample, stride
-            self._counts, self._other_counts = counts, other_counts
-            self._all_numeric, self._initial_tracked = all_numeric, initial_tracked
-            self._min, self._max, self._first_value, self._last_value = low, high, first_value, last_value
+            self._all_numeric, self._initial_value = all_numeric, initial_value
+            self._first_value, self._last_value = first_value, last_value
             self._min_change, self._max_change = low_change, high_change
             self._weighted_sum, self._weighted_time = weighted_sum, weighted_time
 
     def finish(self) -> HistoryDigest:
-        """The digest of every row taken."""
-        self._track_initial()
-        self._close_stretch(self._end)
-        self._current = None
-        numeric = self._all_numeric and self._min is not None
-        summary: NumericSummary | StatesSummary
-        if numeric:
-            assert self._min is not None and self._max is not None
-            assert self._first_value is not None and self._last_value is not None
-            mean = (float(f"{self._weighted_sum / self._weighted_time:.6g}")
-                    if self._weighted_time > 0 else None)
-            if mean is not None and not math.isfinite(mean):
-                mean = None  # values near the float limits overflow the weighted sum: no mean, not NaN
-            summary = NumericSummary(kind="numeric", min=self._min, max=self._max, mean=mean,
-                                     first=self._first_value, last=self._last_value, unit=self._unit)
-        else:
-            summary = StatesSummary(kind="states", times_changed_to=dict(self._counts))
-            if self._other_counts:
-                summary["other_states_changes"] = self._other_counts
+        """The digest of every row taken; the state in force at the end runs to the window's end."""
+        self.add(((self._end, _END),))
+        self._finished = True
+        numeric = self._all_numeric and self._first_value is not None
+        summary = self._numeric_summary() if numeric else self._states_summary()
         picked = self._all if self._all is not None else self._pick(numeric)
         initial = None
         if self._initial is not None:
@@ -373,6 +601,48 @@ class _Digester:
             truncated=self._total > self._max_changes,
             summary=summary,
         )
+
+    def _numeric_summary(self) -> NumericSummary:
+        """Min and max (with when they were first reached), time-weighted mean, first and last."""
+        assert self._first_value is not None and self._last_value is not None
+        extremes = []
+        for change, better in ((self._min_change, float.__lt__), (self._max_change, float.__gt__)):
+            # The initial value was reached by the window's start, before any change.
+            if self._initial_value is not None and (change is None or not better(change[3], self._initial_value)):
+                extremes.append((self._initial_value, self._start))
+            else:
+                assert change is not None
+                extremes.append((change[3], change[1]))
+        (low, low_at), (high, high_at) = extremes
+        mean = (float(f"{self._weighted_sum / self._weighted_time:.6g}")
+                if self._weighted_time > 0 else None)
+        if mean is not None and not math.isfinite(mean):
+            mean = None  # values near the float limits overflow the weighted sum: no mean, not NaN
+        return NumericSummary(kind="numeric", min=low, min_at=_iso_z(low_at), max=high, max_at=_iso_z(high_at),
+                              mean=mean, first=self._first_value, last=self._last_value, unit=self._unit)
+
+    def _states_summary(self) -> StatesSummary:
+        """The states with the most time in the window (and the one in force at the end), the rest summed."""
+        ranked = sorted(self._states.items(), key=lambda item: (item[1][0], item[1][2] or 0), reverse=True)
+        named = ranked[:MAX_REPORTED_STATES]
+        current = self._in_force
+        if current is not None and current in self._states and all(s != current for s, _ in named):
+            # "When did it last change, and to what?" needs the state in force now, whatever its time.
+            named[-1] = (current, self._states[current])
+        summary = StatesSummary(kind="states", states={
+            state: StateTime(seconds_in_state=_seconds(tally[0]), times_changed_to=tally[1],
+                             last_changed_to=None if tally[2] is None else _iso_z(tally[2]))
+            for state, tally in named
+        })
+        left_out = [tally for state, tally in ranked if state not in summary["states"]]
+        if left_out or self._other[1]:
+            summary["other_states"] = OtherStates(
+                # States past MAX_COUNTED_STATES are not told apart: they count once, as at least one.
+                states=len(left_out) + (1 if self._other[1] else 0),
+                seconds_in_state=_seconds(sum(t[0] for t in left_out) + self._other[0]),
+                times_changed_to=sum(t[1] for t in left_out) + self._other[1],
+            )
+        return summary
 
     def _pick(self, numeric: bool) -> list[tuple[int, int, str]]:
         """At most max_changes changes spread over the window, always with first, last, min and max."""
@@ -413,48 +683,14 @@ class _Digester:
             edge += 1
         return edge
 
-    def _track_initial(self) -> None:
-        """Count the initial state into the statistics, once, before any change."""
-        if self._initial_tracked or self._current is None or self._total:
-            return
-        self._initial_tracked = True
-        since, state, _ = self._current
-        self._current = (since, state, self._track_value(state, None))
 
-    def _track_value(self, state: str, change: tuple[int, int, str] | None) -> float | None:
-        """Update the numeric statistics; the state's number, or None when it is not one."""
-        if state in UNAVAILABLE_STATES or not self._all_numeric:
-            return None
-        value = _as_number(state)
-        if value is None:
-            self._all_numeric = False
-            return None
-        if self._min is None or value < self._min:
-            self._min = value
-        if self._max is None or value > self._max:
-            self._max = value
-        if self._first_value is None:
-            self._first_value = value
-        self._last_value = value
-        if change is not None:
-            if self._min_change is None or value < self._min_change[3]:
-                self._min_change = (*change, value)
-            if self._max_change is None or value > self._max_change[3]:
-                self._max_change = (*change, value)
-        return value
-
-    def _close_stretch(self, until: int) -> None:
-        """Count the state in force up to `until` into the time-weighted mean."""
-        if self._current is None or not self._all_numeric:
-            return
-        since, _, value = self._current
-        duration = min(until, self._end) - since
-        if value is not None and duration > 0:
-            self._weighted_sum += value * duration
-            self._weighted_time += duration
+def _seconds(micros: int) -> int:
+    """Microseconds as whole seconds, rounded to the nearest."""
+    return (micros + _MICROS_PER_SECOND // 2) // _MICROS_PER_SECOND
 
 
 def _as_number(state: str) -> float | None:
+    """The state's number, or None when it is not a finite one."""
     try:
         value = float(state)
     except ValueError:
@@ -492,6 +728,14 @@ def _iso_z_exact(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("times must be timezone-aware")
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _invalid_json() -> HABadResponse:
+    return HABadResponse("Home Assistant's history could not be read as JSON.", reason="invalid_json")
+
+
+def _other_entity() -> HABadResponse:
+    return HABadResponse("Home Assistant answered with the history of another entity.", reason="wrong_shape")
 
 
 def _malformed() -> HABadResponse:

@@ -9,6 +9,8 @@ DEFAULT_MAX_RESULT_BYTES = 64 * 1024
 LIST_ENTITIES = "home_assistant.list_entities"
 GET_HISTORY = "home_assistant.get_history"
 PERIODS = ("hour", "day", "week")
+# A get_history result names at most this many states (the ones with the most time); the rest are summed.
+MAX_REPORTED_STATES = 10
 
 
 @dataclass(frozen=True)
@@ -106,13 +108,80 @@ LIST_ENTITIES_CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
 )
 
+# What each field of a get_history result means, in one line each: the result schema's descriptions and
+# the system prompt's lines both come from here, so a small model reads `seconds_in_state` the same way
+# wherever it looks.
+HISTORY_FIELD_MEANINGS: dict[str, str] = {
+    "initial_state": "the state already in force when the period began (not a change); null if none was recorded",
+    "changes": "up to 50 changes, oldest first, spread over the period; the first and last change always included",
+    "total_changes": "how many times the state changed in the period (truncated is true when over 50)",
+    "seconds_in_state": "seconds spent in that state within the period; the state in force now counts up to now",
+    "times_changed_to": "how many times it changed into that state within the period",
+    "last_changed_to": "when it last changed into that state; null means it was already in it when the period began",
+    "other_states": f"states not named (only the {MAX_REPORTED_STATES} with the most time are), added together",
+    "min_at": "when the lowest value was first reached (the period's start if it was already that low)",
+    "max_at": "when the highest value was first reached (the period's start if it was already that high)",
+    "mean": "the time-weighted average; time unavailable or unknown is left out",
+}
+_STATE_TIME = {
+    "type": "object",
+    "required": ["seconds_in_state", "times_changed_to", "last_changed_to"],
+    "properties": {
+        "seconds_in_state": {"type": "integer", "minimum": 0,
+                             "description": HISTORY_FIELD_MEANINGS["seconds_in_state"]},
+        "times_changed_to": {"type": "integer", "minimum": 0,
+                             "description": HISTORY_FIELD_MEANINGS["times_changed_to"]},
+        "last_changed_to": {**_TIMESTAMP, "type": ["string", "null"],
+                            "description": HISTORY_FIELD_MEANINGS["last_changed_to"]},
+    },
+    "additionalProperties": False,
+}
+_NUMERIC_SUMMARY = {
+    "type": "object",
+    "required": ["kind", "min", "min_at", "max", "max_at", "mean", "first", "last", "unit"],
+    "properties": {
+        "kind": {"const": "numeric"},
+        "min": {"type": "number"},
+        "min_at": {**_TIMESTAMP, "description": HISTORY_FIELD_MEANINGS["min_at"]},
+        "max": {"type": "number"},
+        "max_at": {**_TIMESTAMP, "description": HISTORY_FIELD_MEANINGS["max_at"]},
+        "mean": {"type": ["number", "null"], "description": HISTORY_FIELD_MEANINGS["mean"]},
+        "first": {"type": "number"},
+        "last": {"type": "number"},
+        "unit": {"type": ["string", "null"]},
+    },
+    "additionalProperties": False,
+}
+_STATES_SUMMARY = {
+    "type": "object",
+    "required": ["kind", "states"],
+    "properties": {
+        "kind": {"const": "states"},
+        # Named states, the most time first.
+        "states": {"type": "object", "maxProperties": MAX_REPORTED_STATES, "additionalProperties": _STATE_TIME},
+        "other_states": {
+            "type": "object",
+            "description": HISTORY_FIELD_MEANINGS["other_states"],
+            "required": ["states", "seconds_in_state", "times_changed_to"],
+            "properties": {
+                "states": {"type": "integer", "minimum": 1},
+                "seconds_in_state": {"type": "integer", "minimum": 0},
+                "times_changed_to": {"type": "integer", "minimum": 0},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
 GET_HISTORY_CAPABILITY = Capability(
     name=GET_HISTORY,
     description=(
         "Read how one allowed Home Assistant entity changed over the past hour, day or week: "
         "up to 50 changes spread over the period, the total number of changes, and a summary "
-        "(minimum, maximum, time-weighted mean for numbers; how often it changed to each state "
-        "otherwise). Each read asks the household for approval first."
+        "(for numbers: minimum and maximum with when they were reached, time-weighted mean; otherwise, "
+        "for each state: seconds spent in it, times it changed to it, when it last did). Answers "
+        "\"how long was it on\" and \"when did it last change\". Each read asks the household for approval first."
     ),
     arguments_schema={
         "type": "object",
@@ -132,19 +201,25 @@ GET_HISTORY_CAPABILITY = Capability(
             "period": {"type": "string", "enum": list(PERIODS)},
             "start": _TIMESTAMP,
             "end": _TIMESTAMP,
-            "initial_state": {"type": ["object", "null"]},
+            "initial_state": {
+                "type": ["object", "null"],
+                "description": HISTORY_FIELD_MEANINGS["initial_state"],
+                "required": ["state", "since"],
+                "properties": {"state": {"type": "string"}, "since": _TIMESTAMP},
+            },
             "changes": {
                 "type": "array",
                 "maxItems": 50,
+                "description": HISTORY_FIELD_MEANINGS["changes"],
                 "items": {
                     "type": "object",
                     "required": ["state", "changed_at"],
                     "properties": {"state": {"type": "string"}, "changed_at": _TIMESTAMP},
                 },
             },
-            "total_changes": {"type": "integer", "minimum": 0},
+            "total_changes": {"type": "integer", "minimum": 0, "description": HISTORY_FIELD_MEANINGS["total_changes"]},
             "truncated": {"type": "boolean"},
-            "summary": {"type": "object"},
+            "summary": {"oneOf": [_NUMERIC_SUMMARY, _STATES_SUMMARY]},
             "retrieved_at": _TIMESTAMP,
         },
     },

@@ -328,8 +328,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._ws_send({"type": "auth_ok", "ha_version": stub.config["version"]})
             while (message := self._ws_receive()) is not None:
                 result = (stub.registries or {}).get(str(message.get("type")))
-                self._ws_send({"id": message.get("id"), "type": "result", "success": result is not None,
-                               "result": result})
+                if result is None:
+                    # As Home Assistant answers a command it does not have (history here: REST serves it).
+                    self._ws_send({"id": message.get("id"), "type": "result", "success": False,
+                                   "error": {"code": "unknown_command", "message": "Unknown command."}})
+                    continue
+                self._ws_send({"id": message.get("id"), "type": "result", "success": True, "result": result})
         except (OSError, ValueError):
             return
 

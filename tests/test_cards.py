@@ -39,3 +39,8 @@ def test_list_card_with_one_device():
     config = HomeAssistantConfig(enabled=True, base_url="http://ha:8123", allowlisted_entities=("light.hall",))
     card = card_for(LIST_ENTITIES, config, {})
     assert "1 device you allowed (Hall)" in card.body
+
+
+def test_history_card_says_what_the_household_is_letting_the_assistant_learn():
+    card = card_for(GET_HISTORY, CONFIG, {"entity_id": "binary_sensor.front_door", "period": "day"})
+    assert "how long it was in each state" in card.body and "when it changed" in card.body

@@ -27,7 +27,7 @@ from console_ha.conversation.model import parse_reply
 from console_ha.conversation.service import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
 from console_ha.errors import CapabilityError
 from console_ha.executor import Executor
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES, REGISTRY
 from console_ha.secret_store import Secret, TokenStore, check_token
 from tests.fake_model import (
     FakeModel,
@@ -128,6 +128,9 @@ def test_a_text_answer_is_the_reply_and_the_model_saw_the_system_prompt_tools_an
     assert system["role"] == "system"
     assert LIST in system["content"] and HISTORY in system["content"]
     assert "asks the household" in system["content"] and "allowlist" in system["content"]
+    # One line per get_history field, worded as the result schema describes it.
+    for field, meaning in HISTORY_FIELD_MEANINGS.items():
+        assert f"\n- {field}: {meaning}" in system["content"]
     assert request.messages[1:] == [{"role": "user", "content": "hello"}]
     assert "Authorization" not in request.headers
 

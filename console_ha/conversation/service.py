@@ -17,7 +17,7 @@ from ..config_store import origin_of
 from ..confirmations import ConfirmationInvalid
 from ..errors import CapabilityError, ConfigInvalid, ConsoleHaError
 from ..executor import Executor, Proposal, Turn
-from ..registry import GET_HISTORY, LIST_ENTITIES
+from ..registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES
 from .model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,9 @@ Only devices the household put on its allowlist can be read; anything else is re
 not know a device's entity id, read the list first. Every read asks the household for approval \
 before it runs, so call a tool only when the question needs it, and at most once per tool per \
 question. If a read is refused, denied or fails, say so plainly and do not guess values. Answer \
-briefly, with units."""
+briefly, with units; say durations in hours and minutes.
+In a {function_name(GET_HISTORY)} result:
+""" + "\n".join(f"- {field}: {meaning}" for field, meaning in HISTORY_FIELD_MEANINGS.items())
 
 STOPPED_REPLY = ("I stopped before finishing this answer because it took too many steps. "
                  "Please ask again, perhaps more simply.")

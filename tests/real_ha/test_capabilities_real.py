@@ -190,6 +190,9 @@ def test_get_history_returns_the_changes_home_assistant_recorded_with_min_max_an
     assert (summary["min"], summary["max"]) == (min(DRIVEN_HUMIDITY), max(DRIVEN_HUMIDITY))
     assert (summary["min"], summary["max"]) == (expected["min"], expected["max"])
     assert summary["last"] == DRIVEN_HUMIDITY[-1] == expected["last"]
+    # When the extremes were reached: the changes HA recorded for the driven 3 and 97.
+    recorded_at = {row["state"]: seconds_z(row["last_changed"]) for row in rows}
+    assert (summary["min_at"], summary["max_at"]) == (recorded_at["3"], recorded_at["97"])
     assert math.isclose(summary["mean"], expected["mean"], rel_tol=1e-5)
     assert result["friendly_name"] == "Kitchen humidity"
     assert (result["start"], result["end"]) == (seconds_z(start.isoformat()), seconds_z(end.isoformat()))

@@ -1,0 +1,341 @@
+"""One WebSocket conversation with Home Assistant: auth, allowlisted read-only commands, close.
+
+Used for the picker's areas (three registry lists) and for get_history (one `history/history_during_period`
+request/response). Nothing is subscribed to and the connection lives for one call only (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import ijson
+import orjson
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    RejectConnection,
+    RejectData,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import ProtocolError
+
+from .errors import HABadResponse, HATimeout, HATLSError, HAUnauthorized, HAUnreachable, HomeAssistantError
+from .http_deadline import call_before
+from .secret_store import Secret
+
+HISTORY_COMMAND = "history/history_during_period"
+# The only commands ever sent after the auth message: read-only lists and one history read. Checked
+# before every send (and by a syntax-tree test that nothing else in the package writes to a socket).
+ALLOWED_COMMANDS = frozenset({
+    "config/area_registry/list",
+    "config/entity_registry/list",
+    "config/device_registry/list",
+    HISTORY_COMMAND,
+})
+READ_CHUNK_BYTES = 64 * 1024
+CLOSE_WAIT = 0.2
+PARSE_SLICE_BYTES = 8 * 1024
+# auth_required, auth_ok and auth_invalid are a few dozen bytes; no byte cap of a read applies to them.
+AUTH_MESSAGE_BYTES = 64 * 1024
+# Command errors that mean "this Home Assistant cannot answer that over the WebSocket": ask REST instead.
+UNSUPPORTED_ERRORS = frozenset({"unknown_command", "invalid_format"})
+
+
+class WebSocketUnsupported(HABadResponse):
+    """Home Assistant (or something in front of it) does not offer this over the WebSocket."""
+
+
+def websocket_url(base_url: str) -> str:
+    """`http(s)://host[:port][/path]` → `ws(s)://host[:port][/path]/api/websocket`."""
+    if base_url.startswith("https://"):
+        return "wss://" + base_url[len("https://"):] + "/api/websocket"
+    if base_url.startswith("http://"):
+        return "ws://" + base_url[len("http://"):] + "/api/websocket"
+    raise ValueError("base_url must be http or https")
+
+
+def command_failed(code: str) -> HABadResponse:
+    """The error for a command Home Assistant answered with `success: false` and this error code."""
+    if code in UNSUPPORTED_ERRORS:
+        return WebSocketUnsupported(f"Home Assistant does not answer this over its WebSocket ({code}).",
+                                    reason="websocket_unsupported")
+    if code == "unauthorized":
+        return HAUnauthorized("Home Assistant refused the access token for this read.")
+    return HABadResponse("Home Assistant could not answer the read.", reason="command_failed")
+
+
+class HomeAssistantWebSocket:
+    """An authenticated connection; sends only ALLOWED_COMMANDS, each with the next id."""
+
+    def __init__(self, sock: socket.socket, connection: WSConnection, *, deadline: float, timeout: float,
+                 max_bytes: int) -> None:
+        self._sock = sock
+        self._ws = connection
+        self._deadline = deadline
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+        self._received = 0
+        self._next_id = 1
+        self._pending: deque[Any] = deque()
+
+    def command(self, message: dict[str, Any]) -> Any:
+        """Send one allowlisted command and return its result (the whole answer is parsed)."""
+        message_id = self._send_command(message)
+        while True:
+            answer = self._next_message()
+            if not isinstance(answer, dict):
+                raise _bad("a WebSocket message was not a JSON object")
+            if answer.get("id") != message_id or answer.get("type") != "result":
+                continue  # an event or another id: not this command's answer
+            if answer.get("success") is not True:
+                error = answer.get("error")
+                raise command_failed(str(error.get("code", "")) if isinstance(error, dict) else "")
+            return answer.get("result")
+
+    def stream(self, message: dict[str, Any]) -> tuple[int, Iterator[bytes]]:
+        """Send one allowlisted command; its id, and the pieces of the next message as they come off the socket.
+
+        The answer need never be held whole (see parse_events). The caller checks its envelope (id, type,
+        success): nothing is subscribed to, so the next message is the answer.
+        """
+        message_id = self._send_command(message)
+        return message_id, self._message_chunks()
+
+    # --- the wire --------------------------------------------------------------------------------
+
+    def _send_command(self, message: dict[str, Any]) -> int:
+        if message.get("type") not in ALLOWED_COMMANDS or "id" in message:
+            raise ValueError(f"refusing to send {message.get('type')!r}: not an allowlisted read")
+        message_id = self._next_id
+        self._next_id += 1
+        self._send_json({"id": message_id, **message})
+        return message_id
+
+    def _send_json(self, message: dict[str, Any]) -> None:
+        self._send(self._ws.send(TextMessage(data=orjson.dumps(message).decode("utf-8"))))
+
+    def _send(self, data: bytes) -> None:
+        self._sock.settimeout(self._remaining())
+        try:
+            self._sock.sendall(data)
+        except TimeoutError:
+            raise self._timeout_error() from None
+        except OSError:
+            raise HAUnreachable("The connection to Home Assistant was lost.") from None
+
+    def _remaining(self) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise self._timeout_error()
+        return left
+
+    def _timeout_error(self) -> HATimeout:
+        return _timeout_error(self._timeout)
+
+    def _receive(self) -> None:
+        """Read what the socket has (waiting at most until the deadline) and hand it to the protocol."""
+        self._sock.settimeout(self._remaining())
+        try:
+            data = self._sock.recv(READ_CHUNK_BYTES)
+        except TimeoutError:
+            raise self._timeout_error() from None
+        except OSError:
+            raise HABadResponse("Home Assistant stopped in the middle of its answer.", reason="incomplete") from None
+        if not data:
+            raise HABadResponse("Home Assistant closed the connection.", reason="incomplete")
+        self._received += len(data)
+        if self._received > self._max_bytes:
+            raise HABadResponse(f"Home Assistant's answer was larger than the {self._max_bytes:,} bytes allowed "
+                                "for it.", reason="too_large")
+        try:
+            self._ws.receive_data(data)
+        except ProtocolError:
+            raise _bad("Home Assistant broke the WebSocket protocol") from None
+
+    def _next_event(self) -> Any:
+        """The next protocol event, reading the socket while none is pending (kept across messages)."""
+        while not self._pending:
+            try:
+                self._pending.extend(self._ws.events())
+            except ProtocolError:
+                raise _bad("Home Assistant broke the WebSocket protocol") from None
+            if not self._pending:
+                self._receive()
+        return self._pending.popleft()
+
+    def _message_chunks(self) -> Iterator[bytes]:
+        """The pieces of the next data message, in order, as they arrive."""
+        while True:
+            event = self._next_event()
+            if isinstance(event, TextMessage):
+                yield event.data.encode("utf-8")
+            elif isinstance(event, BytesMessage):
+                yield bytes(event.data)
+            elif isinstance(event, Ping):
+                self._send(self._ws.send(event.response()))
+                continue
+            elif isinstance(event, CloseConnection):
+                raise HABadResponse("Home Assistant closed the connection.", reason="incomplete")
+            else:
+                continue
+            if event.message_finished:
+                return
+
+    def _next_message(self, limit: int | None = None) -> Any:
+        """The next whole message, parsed (for the small messages of auth and the registry lists)."""
+        limit = self._max_bytes if limit is None else limit
+        body = bytearray()
+        for chunk in self._message_chunks():
+            body += chunk
+            if len(body) > limit:
+                raise HABadResponse(f"A message from Home Assistant was larger than the {limit:,} bytes allowed "
+                                    "for it.", reason="too_large")
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise _bad("a WebSocket message was not JSON") from None
+
+    def close(self) -> None:
+        """Say goodbye (without waiting for the answer) and close the socket."""
+        try:
+            # A goodbye is polite, not owed: never past the deadline.
+            self._sock.settimeout(max(0.001, min(CLOSE_WAIT, self._deadline - time.monotonic())))
+            self._sock.sendall(self._ws.send(CloseConnection(code=1000)))
+        except (OSError, ProtocolError):
+            pass
+        finally:
+            self._sock.close()
+
+
+def parse_events(chunks: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
+    """ijson's basic_parse events of a JSON text arriving in pieces, without holding it whole."""
+    events = ijson.sendable_list()
+    parser = ijson.basic_parse_coro(events, use_float=True)
+    for chunk in chunks:
+        # In slices: the parser turns all it is given into events at once, and a slice of brackets
+        # is one event a byte, refused only once the caller sees them.
+        for offset in range(0, len(chunk), PARSE_SLICE_BYTES):
+            parser.send(chunk[offset:offset + PARSE_SLICE_BYTES])
+            if events:
+                yield from events
+                del events[:]
+    parser.close()  # the end of the text: one cut short raises here
+    yield from events
+
+
+@contextmanager
+def connect(base_url: str, token: Secret, *, timeout: float, max_bytes: int,
+            ca_bundle: str | None = None) -> Iterator[HomeAssistantWebSocket]:
+    """An authenticated WebSocket to the Home Assistant at `base_url`, closed on leaving.
+
+    One deadline covers connecting, the handshake, authentication and every answer read through the
+    connection. The token goes into the auth message and nowhere else, and only to `base_url`'s origin.
+    Failures are HA* errors; WebSocketUnsupported when the server does not upgrade to a WebSocket.
+    """
+    if not isinstance(token, Secret):
+        raise TypeError("token must be a Secret")
+    deadline = time.monotonic() + timeout
+    url = websocket_url(base_url)
+    sock = _open_socket(base_url, deadline, timeout, ca_bundle)
+    connection = HomeAssistantWebSocket(sock, WSConnection(ConnectionType.CLIENT), deadline=deadline,
+                                        timeout=timeout, max_bytes=max_bytes)
+    try:
+        _handshake(connection, url)
+        first = connection._next_message(AUTH_MESSAGE_BYTES)
+        if not isinstance(first, dict) or first.get("type") != "auth_required":
+            raise WebSocketUnsupported("Home Assistant's WebSocket did not ask for authentication.",
+                                       reason="websocket_unsupported")
+        # The token goes into this one message and nowhere else.
+        connection._send_json({"type": "auth", "access_token": token.reveal()})
+        answer = connection._next_message(AUTH_MESSAGE_BYTES)
+        if not isinstance(answer, dict) or answer.get("type") != "auth_ok":
+            raise HAUnauthorized("Home Assistant refused the access token. Create a new long-lived access "
+                                 "token in your Home Assistant profile and save it here.")
+        yield connection
+    finally:
+        connection.close()
+
+
+def _handshake(connection: HomeAssistantWebSocket, url: str) -> None:
+    """The HTTP upgrade; anything but 101 Switching Protocols means no WebSocket here."""
+    parts = urlsplit(url)
+    connection._send(connection._ws.send(Request(host=parts.netloc, target=parts.path)))
+    while True:
+        try:
+            event = connection._next_event()
+        except HABadResponse as err:
+            if err.detail.get("reason") != "incomplete":
+                raise
+            # Closed on the upgrade (a proxy that does not carry WebSockets, say): no WebSocket here.
+            raise WebSocketUnsupported("Home Assistant closed the connection instead of opening a WebSocket.",
+                                       reason="websocket_unsupported") from None
+        if isinstance(event, AcceptConnection):
+            return
+        if isinstance(event, (RejectConnection, RejectData)):
+            raise WebSocketUnsupported("Home Assistant did not open a WebSocket.", reason="websocket_unsupported")
+
+
+def _open_socket(base_url: str, deadline: float, timeout: float, ca_bundle: str | None) -> socket.socket:
+    """A connection straight to Home Assistant, TLS-verified for https, made before the deadline.
+
+    Straight, never through a proxy from the environment, as the REST client (trust_env=False): the auth
+    message carries the token. The name lookup is not bounded by socket timeouts, so the connect runs
+    where call_before can give up on it at the deadline.
+    """
+    failure: HomeAssistantError | None = None
+    try:
+        return call_before(deadline, lambda: _direct_socket(base_url, timeout, ca_bundle), _close_quietly)
+    except TimeoutError:
+        failure = _timeout_error(timeout)
+    except ssl.SSLError:
+        failure = HATLSError(
+            "The secure connection to Home Assistant failed: its certificate is not trusted or does not "
+            "match the address. Add your Home Assistant's CA certificate, or use its http:// address.",
+            reason="certificate",
+        )
+    except (OSError, ValueError):
+        failure = HAUnreachable("Home Assistant could not be reached. Check that it is running and that the "
+                                "address is right.")
+    raise failure
+
+
+def _direct_socket(base_url: str, timeout: float, ca_bundle: str | None) -> socket.socket:
+    parts = urlsplit(base_url)
+    secure = parts.scheme == "https"
+    host = parts.hostname or ""
+    sock = socket.create_connection((host, parts.port or (443 if secure else 80)), timeout=timeout)
+    if not secure:
+        return sock
+    try:
+        context = ssl.create_default_context(cafile=ca_bundle or None)
+        return context.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _close_quietly(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
+
+
+def _timeout_error(timeout: float) -> HATimeout:
+    seconds = max(1, round(timeout))
+    return HATimeout(f"Home Assistant did not answer within {seconds} second{'s' if seconds != 1 else ''}.")
+
+
+def _bad(what: str) -> HABadResponse:
+    return HABadResponse(f"Home Assistant's WebSocket answer was not usable: {what}.", reason="wrong_shape")
