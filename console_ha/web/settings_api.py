@@ -198,6 +198,31 @@ def _stored_token_for_test(svc: ConsoleServices, base_url: str, config: HomeAssi
     return lookup.token
 
 
+def _url_and_token_to_try(svc: ConsoleServices, body: Mapping[str, Any]) -> tuple[str, Secret, HomeAssistantConfig]:
+    """The URL and token a test or a preview sends to, by the one rule; the configuration beside them.
+
+    A typed token goes to the URL typed with it (else the saved one, which the page shows); with both
+    typed, a damaged file does not stand in the way. Without one, the stored token goes only to the
+    origin it was saved for (`TokenStore.lookup`).
+    """
+    given_url = normalise_base_url(body.get("base_url") or "")
+    given_token = _optional_token(body.get("access_token"))
+    config = _config_or_default(svc) if given_url and given_token else _stored_config(svc)
+    base_url = given_url or config.base_url
+    if not base_url:
+        raise _not_configured("base_url")
+    token = given_token or _stored_token_for_test(svc, base_url, config)
+    return base_url, token, config
+
+
+def _config_or_default(svc: ConsoleServices) -> HomeAssistantConfig:
+    """The saved settings (their allowlist and CA bundle), or the defaults when the file is damaged."""
+    try:
+        return svc.config_store.load()
+    except ConfigInvalid:
+        return HomeAssistantConfig()
+
+
 # --- the picker's proxy ---------------------------------------------------------------------------
 
 
@@ -210,15 +235,33 @@ def entities() -> Response:
         raise _not_configured("base_url")
     # The one token this request sends, over REST and in the WebSocket's auth message: checked for its origin.
     token = _stored_token(svc, config)
-    ca_bundle = ca_bundle_path(config, svc.data_dir)
+    return _picker_answer(svc, config.base_url, token, config)
 
+
+@bp.post("/entities/preview")
+def entities_preview() -> Response:
+    """The picker from a URL and token not yet saved (set-up in one save); nothing is written.
+
+    The token is chosen exactly as Test connection chooses it: the one typed, sent only to the URL typed
+    beside it, else the stored one only when it belongs to that URL's origin.
+    """
+    svc = services()
+    body = json_object()
+    _refuse_unknown(body, TEST_FIELDS)
+    base_url, token, config = _url_and_token_to_try(svc, body)
+    return _picker_answer(svc, base_url, token, config)
+
+
+def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: HomeAssistantConfig) -> Response:
+    """The picker's list from `base_url` with `token`; `config` gives the allowlist and the CA bundle."""
+    ca_bundle = ca_bundle_path(config, svc.data_dir)
     # The registries come over a separate WebSocket; ask for them while the states are on their way.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ha-areas")
     areas_timeout = float(current_app.config["CONSOLE_HA_AREAS_TIMEOUT"])
-    areas_future = pool.submit(svc.areas.get, config.base_url, token, timeout=areas_timeout, ca_bundle=ca_bundle)
+    areas_future = pool.submit(svc.areas.get, base_url, token, timeout=areas_timeout, ca_bundle=ca_bundle)
     try:
         # The client is shared between requests (ConsoleServices.ha_client), so it is not closed here.
-        client = svc.ha_client(config.base_url, token, ca_bundle)
+        client = svc.ha_client(base_url, token, ca_bundle)
         states = client.states(
             timeout=float(current_app.config["CONSOLE_HA_STATES_TIMEOUT"]), max_bytes=STATES_MAX_BYTES
         )
@@ -318,15 +361,9 @@ def test_connection() -> Response:
     svc = services()
     body = json_object(optional=True)
     _refuse_unknown(body, TEST_FIELDS)
-    given_url = normalise_base_url(body.get("base_url") or "")
-    given_token = _optional_token(body.get("access_token"))
-    config = None if given_url and given_token else _stored_config(svc)
-    base_url = given_url or (config.base_url if config else "")
-    if not base_url:
-        raise _not_configured("base_url")
-    token = given_token or _stored_token_for_test(svc, base_url, config or HomeAssistantConfig())
+    base_url, token, config = _url_and_token_to_try(svc, body)
 
-    client = svc.ha_client(base_url, token, ca_bundle_path(config or HomeAssistantConfig(), svc.data_dir))
+    client = svc.ha_client(base_url, token, ca_bundle_path(config, svc.data_dir))
     try:
         answer = client.config(timeout=float(current_app.config["CONSOLE_HA_TEST_TIMEOUT"]))
     except HANotFound as err:
