@@ -24,7 +24,7 @@ const WORDS = {
     "Something answered at that address, but it doesn’t look like Home Assistant. Check the URL; " +
     "it usually ends in :8123.",
   CAPABILITY_NOT_CONFIGURED:
-    "Enter the Home Assistant URL and an access token, then press Save, to choose entities.",
+    "Enter the Home Assistant URL and an access token, then press Test connection, to choose entities.",
   UNAUTHENTICATED:
     "You have been logged out. Log in again in another tab, then try again here; your choices are " +
     "still on this page.",
@@ -128,6 +128,7 @@ function init(form) {
     entities: form.dataset.entitiesUrl,
     discover: form.dataset.discoverUrl,
     test: form.dataset.testUrl,
+    preview: form.dataset.previewUrl,
   };
   const el = {
     revision: $("revision"),
@@ -160,6 +161,7 @@ function init(form) {
     saveStatus: $("save-status"),
     saveAnyway: $("save-anyway"),
     dialog: $("sensitive-dialog"),
+    steps: $("setup-steps"),
   };
 
   // ---------- the selection: the page's truth, kept whatever fails ----------
@@ -337,6 +339,7 @@ function init(form) {
     const body = {};
     if (el.url.value.trim()) body.base_url = el.url.value.trim();
     if (el.token.value.trim()) body.access_token = el.token.value.trim();
+    const key = connectionKey(); // what is tested: typing during the test makes it another
     el.test.setAttribute("aria-disabled", "true");
     setStatus(el.testStatus, "Asking Home Assistant…", "busy");
     const result = await api("POST", urls.test, body);
@@ -344,7 +347,13 @@ function init(form) {
     if (result.ok) {
       const where = result.data.location_name ? `“${result.data.location_name}”` : "Home Assistant";
       const version = result.data.version ? `, Home Assistant ${result.data.version}` : "";
-      setStatus(el.testStatus, `Connected to ${where}${version}.` + (dirty ? " Press Save to keep these settings." : ""), "ok");
+      const next = dirty ? " Choose the entities below, then press Save to keep everything." : "";
+      setStatus(el.testStatus, `Connected to ${where}${version}.${next}`, "ok");
+      testedWith = key;
+      showSteps();
+      // The picker from what was just tested, before anything is saved: the same URL and token, so the
+      // typed token goes only where the test sent it (the server applies the same rule).
+      loadEntities(body);
     } else {
       if (result.error.field) showFieldError(result.error);
       showError(el.testStatus, result.error);
@@ -357,11 +366,15 @@ function init(form) {
   let groups = []; // {el, countEl, visible, shownCount, hidden}
   const byId = new Map();
 
-  async function loadEntities() {
+  let lastLoad; // what the picker was last asked to load from: the saved settings, or a tested pair
+
+  /** The picker's entities: from the saved settings, or (`tried`) from a URL and token just tested. */
+  async function loadEntities(tried) {
+    lastLoad = tried;
     el.pickerRetry.hidden = true;
     el.picker.setAttribute("aria-busy", "true");
     setStatus(el.pickerStatus, "Loading entities from Home Assistant…", "busy");
-    const result = await api("GET", urls.entities);
+    const result = tried ? await api("POST", urls.preview, tried) : await api("GET", urls.entities);
     el.picker.removeAttribute("aria-busy");
     if (!result.ok) {
       const notConfigured = result.error.code === "CAPABILITY_NOT_CONFIGURED";
@@ -372,13 +385,15 @@ function init(form) {
       el.pickerRetry.hidden = notConfigured;
       return;
     }
+    if (!tried && el.url.value.trim() === savedUrl && el.token.value.trim() === "") testedWith = connectionKey();
     render(result.data);
+    showSteps();
     const total = number.format(result.data.entities.length);
     const areas = result.data.areas_known === false ? " Their areas couldn’t be read this time." : "";
     setStatus(el.pickerStatus, `Loaded ${total} entities from Home Assistant.${areas}`);
   }
 
-  el.pickerRetry.addEventListener("click", loadEntities);
+  el.pickerRetry.addEventListener("click", () => loadEntities(lastLoad));
 
   function row(e, i) {
     const badges = [];
@@ -553,6 +568,7 @@ function init(form) {
     if (selected.size > LIMIT) text += ` · at most ${number.format(LIMIT)} can be saved`;
     el.count.textContent = text;
     el.count.className = selected.size > LIMIT ? "status--error" : "";
+    showSteps();
   }
 
   el.search.addEventListener("input", applyFilter);
@@ -690,9 +706,10 @@ function init(form) {
         el.saveStatus,
         data.enabled
           ? `Saved. The assistant may read ${entitiesText}, asking you first each time.`
-          : `Saved. The assistant can’t read Home Assistant while the box at the top is unticked.`,
+          : "Saved. The assistant can’t read Home Assistant while “Let the assistant read Home Assistant” is unticked.",
         "ok",
       );
+      showSteps();
       if (connectionChanged || entities.length === 0) loadEntities();
       return;
     }
@@ -732,10 +749,45 @@ function init(form) {
     await save(current.data.revision);
   });
 
+  // ---------- the set-up steps ----------
+
+  // The URL and token as typed: a test counts for these only, and typing anything else undoes it.
+  const connectionKey = () => `${originOf(el.url.value)}\n${el.url.value.trim()}\n${el.token.value.trim()}`;
+  let testedWith = null;
+
+  const stepDone = {
+    url: () => originOf(el.url.value) !== "",
+    token: () =>
+      el.token.value.trim() !== "" ||
+      (el.tokenStatus.dataset.stored === "true" && !el.remove.checked &&
+        originOf(el.url.value) !== "" && originOf(el.url.value) === (originNote.el.dataset.tokenOrigin || originOf(savedUrl))),
+    test: () => testedWith !== null && testedWith === connectionKey(),
+    entities: () => selected.size > 0,
+    enabled: () => el.enabled.checked,
+    save: () => !dirty && savedUrl !== "", // a URL was saved, and nothing changed since
+  };
+
+  /** Mark each step done or not, in words (the colour only repeats them). */
+  function showSteps() {
+    if (!el.steps) return;
+    for (const item of el.steps.querySelectorAll("li[data-step]")) {
+      const done = stepDone[item.dataset.step]();
+      const state = item.querySelector(".step__state");
+      state.dataset.state = done ? "done" : "todo";
+      state.textContent = done ? "done" : "not done yet";
+      item.classList.toggle("step--done", done);
+    }
+  }
+
+  form.addEventListener("input", showSteps);
+  form.addEventListener("change", showSteps);
+
   // ---------- start ----------
 
   el.test.hidden = false;
+  if (el.steps) el.steps.hidden = false;
   showTokenOrigin();
+  showSteps();
   if (el.url.value.trim() === "") {
     discover();
   } else {
