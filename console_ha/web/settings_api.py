@@ -29,6 +29,8 @@ from ..errors import (
     InvalidConfig,
 )
 from ..ha_client import UNAVAILABLE_STATES
+from ..review import FIELD as REVIEWED_FIELD
+from ..review import ReviewStore, check_reviewed
 from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
 from ..unknown_keys import first_unknown
 from . import ConsoleServices, services
@@ -85,6 +87,9 @@ def save_settings() -> Response:
     if revision is not None and not isinstance(revision, str):
         raise InvalidConfig("`revision` must be the text GET answered with.", field="revision")
     token = _optional_token(body.pop("access_token", None))
+    # The entities the picker showed as this allowlist was chosen; remembered, never allowlisted.
+    reviewed = body.pop(REVIEWED_FIELD, None)
+    reviewed = check_reviewed(reviewed) if reviewed is not None else None
     if token is not None and remove_token:
         raise InvalidConfig(
             "Send a new access token or remove the stored one, not both.", field="access_token"
@@ -106,8 +111,19 @@ def save_settings() -> Response:
         raise _broken_file(svc, err) from err
     changed = sorted(body) + (["access_token"] if token is not None or remove_token else [])
     changed += ["reset"] if reset else []
+    if reviewed is not None and stored.config.base_url:
+        _remember_review(svc, stored.config.base_url, reviewed)
     log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
     return jsonify(_settings_json(svc, stored.config, stored.revision, None))
+
+
+def _remember_review(svc: ConsoleServices, base_url: str, reviewed: list[str]) -> None:
+    """Write what was reviewed; a failure only costs the next "new since" notice, so the save stands."""
+    try:
+        ReviewStore(svc.data_dir).write(base_url, reviewed)
+    except OSError as err:
+        log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
+                    err.strerror)
 
 
 def _settings_json(
@@ -274,9 +290,13 @@ def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: H
         pool.shutdown(wait=False)
 
     narrowed = narrow_states(states, config, areas)
+    review = ReviewStore(svc.data_dir).read_for(base_url)
     body = {
         "entities": narrowed,
         "missing": missing_entities(narrowed, config),
+        # Entities Home Assistant has gained since the allowlist was last saved: only told, never chosen.
+        "new_entities": review.new_since(e["entity_id"] for e in narrowed) if review else [],
+        "reviewed_at": review.reviewed_at if review else None,
         "areas_known": areas is not None,
         "retrieved_at": datetime.now(UTC).isoformat(timespec="seconds"),
         # What the allowlist may cost in all: the sum of its entities' `cost` must stay within it.
