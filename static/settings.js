@@ -162,6 +162,15 @@ function init(form) {
     saveAnyway: $("save-anyway"),
     dialog: $("sensitive-dialog"),
     steps: $("setup-steps"),
+    onlyNew: $("only-new"),
+    onlyNewRow: $("only-new-row"),
+    newNotice: $("new-notice"),
+    newNoticeText: $("new-notice-text"),
+    missingNotice: $("missing-notice"),
+    missingNoticeText: $("missing-notice-text"),
+    removeMissing: $("remove-missing"),
+    reviewStatus: $("review-status"),
+    newBadge: $("new-badge-template"),
   };
 
   // ---------- the selection: the page's truth, kept whatever fails ----------
@@ -367,6 +376,7 @@ function init(form) {
   const byId = new Map();
 
   let lastLoad; // what the picker was last asked to load from: the saved settings, or a tested pair
+  let loadedOrigin = ""; // the Home Assistant the picker's list came from
 
   /** The picker's entities: from the saved settings, or (`tried`) from a URL and token just tested. */
   async function loadEntities(tried) {
@@ -386,7 +396,9 @@ function init(form) {
       return;
     }
     if (!tried && el.url.value.trim() === savedUrl && el.token.value.trim() === "") testedWith = connectionKey();
+    loadedOrigin = originOf(tried ? tried.base_url || savedUrl : savedUrl);
     render(result.data);
+    showNew(result.data);
     showSteps();
     const total = number.format(result.data.entities.length);
     const areas = result.data.areas_known === false ? " Their areas couldn’t be read this time." : "";
@@ -526,10 +538,12 @@ function init(form) {
     const words = el.search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
     const domain = el.domain.value;
     const onlySelected = el.onlySelected.checked;
+    const onlyNew = el.onlyNew.checked;
     for (const g of groups) g.visible = 0;
     let shown = 0;
     for (const e of entities) {
-      let visible = (!domain || e.domain === domain) && (!onlySelected || selected.has(e.id));
+      let visible =
+        (!domain || e.domain === domain) && (!onlySelected || selected.has(e.id)) && (!onlyNew || e.isNew);
       if (visible) {
         for (const w of words) {
           if (!e.hay.includes(w)) {
@@ -568,6 +582,7 @@ function init(form) {
     if (selected.size > LIMIT) text += ` · at most ${number.format(LIMIT)} can be saved`;
     el.count.textContent = text;
     el.count.className = selected.size > LIMIT ? "status--error" : "";
+    showMissing();
     showSteps();
   }
 
@@ -578,6 +593,72 @@ function init(form) {
   });
   el.domain.addEventListener("change", applyFilter);
   el.onlySelected.addEventListener("change", applyFilter);
+  el.onlyNew.addEventListener("change", applyFilter);
+
+  // ---------- what changed in the house since the last review ----------
+
+  const dateWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
+
+  /** Mark the entities Home Assistant gained since the allowlist was last saved; none is ever ticked. */
+  function showNew(data) {
+    const fresh = new Set(data.new_entities || []);
+    for (const e of entities) {
+      e.isNew = fresh.has(e.id);
+      if (e.isNew) e.row.querySelector("label").append(" ", el.newBadge.content.firstElementChild.cloneNode(true));
+    }
+    const n = entities.filter((e) => e.isNew).length;
+    el.newNotice.hidden = n === 0;
+    el.onlyNewRow.hidden = n === 0;
+    if (n === 0) {
+      if (el.onlyNew.checked) el.onlyNew.checked = false;
+      applyFilter();
+      return;
+    }
+    const when = data.reviewed_at ? ` on ${dateWords.format(new Date(data.reviewed_at))}` : "";
+    el.newNoticeText.textContent =
+      `Home Assistant has ${n === 1 ? "1 new entity" : `${number.format(n)} new entities`} since your ` +
+      `choices were last saved${when}. None of them is chosen: tick “New since last review” to see ` +
+      "them, and choose any the assistant may read.";
+  }
+
+  /** After a save that sent the picker's list: that list is the new review, so nothing is new now. */
+  function clearNew() {
+    for (const e of entities) {
+      e.isNew = false;
+      e.row.querySelector(".badge--new")?.remove();
+    }
+    el.onlyNew.checked = false;
+    el.onlyNewRow.hidden = true;
+    el.newNotice.hidden = true;
+    applyFilter();
+  }
+
+  /** Chosen entities Home Assistant no longer has: say how many, and offer to untick them all at once. */
+  function showMissing() {
+    const n = entities.filter((e) => e.missing && selected.has(e.id)).length;
+    el.missingNotice.hidden = n === 0;
+    if (n === 0) return;
+    el.missingNoticeText.textContent =
+      `${n === 1 ? "1 chosen entity is" : `${number.format(n)} chosen entities are`} no longer in ` +
+      "Home Assistant (listed first, under “No longer in Home Assistant”).";
+  }
+
+  el.removeMissing.addEventListener("click", () => {
+    let removed = 0;
+    for (const e of entities) {
+      if (e.missing && selected.has(e.id)) {
+        choose(e, false);
+        removed += 1;
+      }
+    }
+    dirty = dirty || removed > 0;
+    showCount();
+    setStatus(
+      el.reviewStatus,
+      `Unticked ${removed === 1 ? "1 entity" : `${number.format(removed)} entities`} no longer in Home ` +
+        "Assistant. Press Save to keep this.",
+    );
+  });
 
   function choose(e, on) {
     if (on) selected.add(e.id);
@@ -678,6 +759,9 @@ function init(form) {
       entity_names: entityNames,
       revision,
     };
+    // What the picker showed, remembered as reviewed; only when it came from the Home Assistant saved.
+    const reviewed = loadedOrigin !== "" && loadedOrigin === originOf(body.base_url);
+    if (reviewed) body.reviewed_entities = entities.filter((e) => !e.missing).map((e) => e.id);
     const token = el.token.value.trim();
     if (token) body.access_token = token;
     else if (el.remove.checked) body.remove_access_token = true;
@@ -710,6 +794,7 @@ function init(form) {
         "ok",
       );
       showSteps();
+      if (reviewed) clearNew();
       if (connectionChanged || entities.length === 0) loadEntities();
       return;
     }
