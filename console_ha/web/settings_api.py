@@ -13,6 +13,8 @@ import orjson
 from flask import Blueprint, Response, current_app, jsonify
 
 from .. import settings as settings_writer
+from ..ca_certificate import FIELD as CA_FIELD
+from ..ca_certificate import CACertificateStore
 from ..config_store import (
     ENTITY_ID_RE,
     HomeAssistantConfig,
@@ -401,3 +403,44 @@ def test_connection() -> Response:
         raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
     log.info("connection test to %s: Home Assistant %s", base_url, version)
     return jsonify(ok=True, version=version, location_name=location, base_url=base_url)
+
+
+# --- the household's own CA certificate ---------------------------------------------------------------
+
+
+@bp.get("/ca-certificate")
+def ca_certificate() -> Response:
+    """The CA certificate the Console trusts for https, described; none when the system's trust store is used."""
+    return jsonify(_ca_json(CACertificateStore(services().data_dir)))
+
+
+@bp.post("/ca-certificate")
+def store_ca_certificate() -> Response:
+    """Check a pasted or uploaded PEM and store it (replacing any), atomically; 400 with why if unusable."""
+    body = json_object()
+    _refuse_unknown(body, ("pem",))
+    pem = body.get("pem")
+    if not isinstance(pem, str) or not pem.strip():
+        raise InvalidConfig("Paste a CA certificate, or choose its file.", field=CA_FIELD)
+    store = CACertificateStore(services().data_dir)
+    store.store(pem)
+    return jsonify(_ca_json(store))
+
+
+@bp.delete("/ca-certificate")
+def remove_ca_certificate() -> Response:
+    """Forget the stored CA certificate: https is then checked against the system's trust store only."""
+    store = CACertificateStore(services().data_dir)
+    store.remove()
+    log.info("the stored CA certificate for Home Assistant was removed")
+    return jsonify(_ca_json(store))
+
+
+def _ca_json(store: CACertificateStore) -> dict[str, Any]:
+    path, infos = store.current()
+    return {
+        "stored": path is not None,
+        "managed_by_file": store.managed_by_file(),
+        "readable": path is None or bool(infos),
+        "certificates": [info.to_json() for info in infos],
+    }
