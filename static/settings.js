@@ -16,7 +16,8 @@ const WORDS = {
     "Home Assistant took too long to answer. It may be starting up or busy; try again in a minute.",
   HA_TLS_ERROR:
     "The secure (https) connection failed because this Console doesn’t trust Home Assistant’s " +
-    "certificate. Try the http:// address you use at home, or ask whoever set up Home Assistant.",
+    "certificate. Add its CA certificate under “Home Assistant on https with its own certificate” " +
+    "below, or try the http:// address you use at home.",
   HA_NOT_FOUND:
     "Something answered at that address, but it isn’t Home Assistant. Check the URL; it usually " +
     "ends in :8123.",
@@ -366,6 +367,7 @@ function init(form) {
     } else {
       if (result.error.field) showFieldError(result.error);
       showError(el.testStatus, result.error);
+      if (result.error.code === "HA_TLS_ERROR") ca.section.open = true;
     }
   });
 
@@ -834,6 +836,113 @@ function init(form) {
     await save(current.data.revision);
   });
 
+  // ---------- the household's own CA certificate ----------
+
+  const ca = {
+    section: $("ca-section"),
+    current: $("ca-current"),
+    pem: $("ca-pem"),
+    file: $("ca-file"),
+    add: $("ca-add"),
+    remove: $("ca-remove"),
+    status: $("ca-status"),
+    error: $("ca-pem-error"),
+    template: $("ca-cert-template"),
+  };
+  const expiryWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
+
+  /** What the Console trusts for https now, one block per certificate, built from the template. */
+  function showCa(data) {
+    const blocks = [];
+    if (!data.stored) {
+      const p = document.createElement("p");
+      p.textContent = "No certificate added: https is checked against the authorities this Console trusts anyway.";
+      blocks.push(p);
+    } else if (!data.readable) {
+      const p = document.createElement("p");
+      p.className = "status--error";
+      p.textContent = "The stored certificate file can’t be read. Add the certificate again, or remove it.";
+      blocks.push(p);
+    }
+    if (data.managed_by_file) {
+      const p = document.createElement("p");
+      p.textContent = `Set in the settings file (${data.managed_by_file}); change it there.`;
+      blocks.push(p);
+    }
+    for (const cert of data.certificates || []) {
+      const block = ca.template.content.firstElementChild.cloneNode(true);
+      block.querySelector(".ca-cert__words").textContent = cert.words;
+      block.querySelector(".ca-cert__subject").textContent = cert.subject;
+      block.querySelector(".ca-cert__issuer").textContent = cert.issuer === cert.subject ? `${cert.issuer} (itself)` : cert.issuer;
+      block.querySelector(".ca-cert__expires").textContent = expiryWords.format(new Date(cert.not_after));
+      blocks.push(block);
+    }
+    ca.current.replaceChildren(...blocks);
+    ca.remove.hidden = !data.stored || Boolean(data.managed_by_file);
+    ca.add.hidden = Boolean(data.managed_by_file);
+    if (data.stored) ca.section.open = true;
+  }
+
+  function caError(error) {
+    if (error.field === "ca_certificate") {
+      ca.error.textContent = error.message;
+      ca.error.hidden = false;
+      ca.pem.setAttribute("aria-invalid", "true");
+      ca.pem.focus();
+      setStatus(ca.status, "Nothing was changed.", "error");
+    } else {
+      showError(ca.status, error);
+    }
+  }
+
+  function clearCaError() {
+    ca.error.hidden = true;
+    ca.error.textContent = "";
+    ca.pem.removeAttribute("aria-invalid");
+  }
+
+  async function loadCa() {
+    const result = await api("GET", ca.section.dataset.caUrl);
+    if (result.ok) showCa(result.data);
+  }
+
+  ca.file.addEventListener("change", async () => {
+    const file = ca.file.files && ca.file.files[0];
+    if (!file) return;
+    if (file.size > 64 * 1024) {
+      caError({ field: "ca_certificate", message: "This file is larger than a CA certificate." });
+      return;
+    }
+    ca.pem.value = await file.text();
+    clearCaError();
+    setStatus(ca.status, `Read ${file.name}. Press Add certificate to use it.`);
+  });
+
+  ca.add.addEventListener("click", async () => {
+    clearCaError();
+    setStatus(ca.status, "Checking the certificate…", "busy");
+    const result = await api("POST", ca.section.dataset.caUrl, { pem: ca.pem.value });
+    if (!result.ok) {
+      caError(result.error);
+      return;
+    }
+    showCa(result.data);
+    ca.pem.value = "";
+    ca.file.value = "";
+    setStatus(ca.status, "Added. Test connection now checks Home Assistant’s certificate against it.", "ok");
+  });
+
+  ca.remove.addEventListener("click", async () => {
+    clearCaError();
+    const result = await api("DELETE", ca.section.dataset.caUrl);
+    if (!result.ok) {
+      caError(result.error);
+      return;
+    }
+    showCa(result.data);
+    setStatus(ca.status, "Removed. https is now checked against the authorities this Console trusts anyway.", "ok");
+  });
+
   // ---------- the set-up steps ----------
 
   // The URL and token as typed: a test counts for these only, and typing anything else undoes it.
@@ -871,6 +980,8 @@ function init(form) {
 
   el.test.hidden = false;
   if (el.steps) el.steps.hidden = false;
+  ca.section.hidden = false;
+  loadCa();
   showTokenOrigin();
   showSteps();
   if (el.url.value.trim() === "") {
