@@ -305,7 +305,13 @@ def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: H
         "budget_bytes": BUDGET_BYTES,
     }
     # orjson, unsorted and compact: this is the one large answer, and speed is its point.
-    return Response(orjson.dumps(body), mimetype="application/json")
+    payload = orjson.dumps(body)
+    if token.reveal().encode("ascii") in payload:
+        # Home Assistant never says its token back; an impostor would (say, as an entity's name), to have
+        # the page show it. One scan of the answer, as the connection test does for /api/config.
+        log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
+        raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
+    return Response(payload, mimetype="application/json")
 
 
 def is_sensitive(domain: str, attributes: Mapping[str, Any]) -> bool:

@@ -402,3 +402,19 @@ def test_the_picker_preview_uses_the_stored_token_for_its_own_origin(household: 
     assert rows["light.living_room"]["allowlisted"] is True
     assert home.requests_to("/api/states")[0].headers["Authorization"] == f"Bearer {home.token}"
     assert _sent_to(other) == []
+
+
+@pytest.mark.parametrize("where", ["friendly_name", "state"])
+def test_an_entity_list_that_says_the_token_back_is_not_home_assistant(
+    household: FlaskClient, homes: Homes, hidden_secrets: list[str], where: str
+) -> None:
+    """An impostor that puts the typed token in an entity, to have the picker show it: 502, the token unsaid."""
+    _home, rogue = homes
+    rogue.rogue = True
+    typed = "typed-for-the-impostor-0123456789"
+    hidden_secrets.append(typed)
+    rogue.set_state("sensor.bait", typed if where == "state" else "1",
+                    {"friendly_name": typed} if where == "friendly_name" else {})
+    response = household.post(f"{API}/entities/preview", json={"base_url": rogue.base_url, "access_token": typed})
+    assert typed not in response.get_data(as_text=True)
+    assert _error(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"
