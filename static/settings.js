@@ -3,6 +3,7 @@
 
 const LIMIT = 2000; // the server's maximum allowlist (console_ha.config_store.MAX_ALLOWLIST)
 const NO_AREA = "No area";
+const REVIEW_MAX = 20000; // entity ids sent as reviewed with a save: about 600 KB at most (docs/settings-page.md)
 
 // Failures in household words, by the contract's error codes.
 const WORDS = {
@@ -762,7 +763,9 @@ function init(form) {
       revision,
     };
     // What the picker showed, remembered as reviewed; only when it came from the Home Assistant saved.
-    const reviewed = loadedOrigin !== "" && loadedOrigin === originOf(body.base_url);
+    // Past REVIEW_MAX the list is left out, so a save of a very large house stays within the Console's
+    // 1 MiB request limit: "new since" then waits for a smaller list, the save never fails for it.
+    const reviewed = loadedOrigin !== "" && loadedOrigin === originOf(body.base_url) && entities.length <= REVIEW_MAX;
     if (reviewed) body.reviewed_entities = entities.filter((e) => !e.missing).map((e) => e.id);
     const token = el.token.value.trim();
     if (token) body.access_token = token;
