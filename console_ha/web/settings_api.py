@@ -113,19 +113,10 @@ def save_settings() -> Response:
         raise _broken_file(svc, err) from err
     changed = sorted(body) + (["access_token"] if token is not None or remove_token else [])
     changed += ["reset"] if reset else []
-    if reviewed is not None and stored.config.base_url:
-        _remember_review(svc, stored.config.base_url, reviewed)
+    if reviewed is not None:
+        settings_writer.remember_review(svc.config_store, stored, reviewed)
     log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
     return jsonify(_settings_json(svc, stored.config, stored.revision, None))
-
-
-def _remember_review(svc: ConsoleServices, base_url: str, reviewed: list[str]) -> None:
-    """Write what was reviewed; a failure only costs the next "new since" notice, so the save stands."""
-    try:
-        ReviewStore(svc.data_dir).write(base_url, reviewed)
-    except OSError as err:
-        log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
-                    err.strerror)
 
 
 def _settings_json(
