@@ -932,6 +932,7 @@ function init(form) {
     showCa(result.data);
     ca.pem.value = "";
     ca.file.value = "";
+    setStatus(el.testStatus, ""); // a certificate error said before no longer holds; test again to know
     setStatus(ca.status, "Added. Test connection now checks Home Assistant’s certificate against it.", "ok");
   });
 

@@ -45,6 +45,7 @@ def test_adding_the_households_ca_makes_https_work_from_the_page(
     expect(page.get_by_label("CA certificate (PEM)")).to_have_value(issued.ca_pem)
     page.get_by_role("button", name="Add certificate").click()
     expect(page.locator("#ca-status")).to_contain_text("Added")
+    expect(page.locator("#test-status")).to_have_text("")  # the old certificate error is gone
     current = page.locator("#ca-current")
     expect(current).to_contain_text("A certificate authority (CA)")
     expect(current).to_contain_text("CN=Test household CA")
