@@ -18,6 +18,7 @@ from .atomic import path_lock, sweep_temp_files
 from .config_store import ConfigStore, StoredConfig, apply_changes, check_revision
 from .datadir import DataDir
 from .errors import ConfigInvalid, InvalidConfig
+from .review import ReviewStore
 from .secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, TokenStore, origin_of
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,24 @@ def save_settings(config_store: ConfigStore, token_store: TokenStore, changes: M
                 token_store.put_back(record)
             raise
     return stored
+
+
+def remember_review(config_store: ConfigStore, stored: StoredConfig, reviewed: list[str]) -> bool:
+    """After a save: remember what the picker showed, unless another save came in between (then its wins).
+
+    Under the saves' lock, so a review is only ever written beside the configuration it was saved with.
+    A failure to write is logged, not raised: the settings are saved, and only a notice depends on it.
+    """
+    try:
+        with path_lock(config_store.data_dir.capabilities / "settings-save"):
+            if config_store.read().revision != stored.revision or not stored.config.base_url:
+                return False
+            ReviewStore(config_store.data_dir).write(stored.config.base_url, reviewed)
+            return True
+    except (OSError, ConfigInvalid) as err:
+        log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
+                    type(err).__name__)
+        return False
 
 
 def refuse_moving_the_token(token_store: TokenStore, new_url: str, *, configured_url: str,

@@ -2,6 +2,7 @@
 // and saving through the JSON API. The page works without this file; this makes it pleasant.
 
 const NO_AREA = "No area";
+const REVIEW_MAX = 20000; // entity ids sent as reviewed with a save: about 600 KB at most (docs/settings-page.md)
 
 // Failures in household words, by the contract's error codes.
 const WORDS = {
@@ -15,7 +16,8 @@ const WORDS = {
     "Home Assistant took too long to answer. It may be starting up or busy; try again in a minute.",
   HA_TLS_ERROR:
     "The secure (https) connection failed because this Console doesn’t trust Home Assistant’s " +
-    "certificate. Try the http:// address you use at home, or ask whoever set up Home Assistant.",
+    "certificate. Add its CA certificate under “Home Assistant on https with its own certificate” " +
+    "below, or try the http:// address you use at home.",
   HA_NOT_FOUND:
     "Something answered at that address, but it isn’t Home Assistant. Check the URL; it usually " +
     "ends in :8123.",
@@ -23,7 +25,7 @@ const WORDS = {
     "Something answered at that address, but it doesn’t look like Home Assistant. Check the URL; " +
     "it usually ends in :8123.",
   CAPABILITY_NOT_CONFIGURED:
-    "Enter the Home Assistant URL and an access token, then press Save, to choose entities.",
+    "Enter the Home Assistant URL and an access token, then press Test connection, to choose entities.",
   UNAUTHENTICATED:
     "You have been logged out. Log in again in another tab, then try again here; your choices are " +
     "still on this page.",
@@ -127,6 +129,7 @@ function init(form) {
     entities: form.dataset.entitiesUrl,
     discover: form.dataset.discoverUrl,
     test: form.dataset.testUrl,
+    preview: form.dataset.previewUrl,
   };
   // The server's maximum allowlist (console_ha.config_store.MAX_ALLOWLIST), from the page.
   const LIMIT = Number(form.dataset.allowlistLimit) || Infinity;
@@ -161,6 +164,16 @@ function init(form) {
     saveStatus: $("save-status"),
     saveAnyway: $("save-anyway"),
     dialog: $("sensitive-dialog"),
+    steps: $("setup-steps"),
+    onlyNew: $("only-new"),
+    onlyNewRow: $("only-new-row"),
+    newNotice: $("new-notice"),
+    newNoticeText: $("new-notice-text"),
+    missingNotice: $("missing-notice"),
+    missingNoticeText: $("missing-notice-text"),
+    removeMissing: $("remove-missing"),
+    reviewStatus: $("review-status"),
+    newBadge: $("new-badge-template"),
   };
 
   // ---------- the selection: the page's truth, kept whatever fails ----------
@@ -338,6 +351,7 @@ function init(form) {
     const body = {};
     if (el.url.value.trim()) body.base_url = el.url.value.trim();
     if (el.token.value.trim()) body.access_token = el.token.value.trim();
+    const key = connectionKey(); // what is tested: typing during the test makes it another
     el.test.setAttribute("aria-disabled", "true");
     setStatus(el.testStatus, "Asking Home Assistant…", "busy");
     const result = await api("POST", urls.test, body);
@@ -345,10 +359,17 @@ function init(form) {
     if (result.ok) {
       const where = result.data.location_name ? `“${result.data.location_name}”` : "Home Assistant";
       const version = result.data.version ? `, Home Assistant ${result.data.version}` : "";
-      setStatus(el.testStatus, `Connected to ${where}${version}.` + (dirty ? " Press Save to keep these settings." : ""), "ok");
+      const next = dirty ? " Choose the entities below, then press Save to keep everything." : "";
+      setStatus(el.testStatus, `Connected to ${where}${version}.${next}`, "ok");
+      testedWith = key;
+      showSteps();
+      // The picker from what was just tested, before anything is saved: the same URL and token, so the
+      // typed token goes only where the test sent it (the server applies the same rule).
+      loadEntities(body);
     } else {
       if (result.error.field) showFieldError(result.error);
       showError(el.testStatus, result.error);
+      if (result.error.code === "HA_TLS_ERROR") ca.section.open = true;
     }
   });
 
@@ -358,11 +379,16 @@ function init(form) {
   let groups = []; // {el, countEl, visible, shownCount, hidden}
   const byId = new Map();
 
-  async function loadEntities() {
+  let lastLoad; // what the picker was last asked to load from: the saved settings, or a tested pair
+  let loadedOrigin = ""; // the Home Assistant the picker's list came from
+
+  /** The picker's entities: from the saved settings, or (`tried`) from a URL and token just tested. */
+  async function loadEntities(tried) {
+    lastLoad = tried;
     el.pickerRetry.hidden = true;
     el.picker.setAttribute("aria-busy", "true");
     setStatus(el.pickerStatus, "Loading entities from Home Assistant…", "busy");
-    const result = await api("GET", urls.entities);
+    const result = tried ? await api("POST", urls.preview, tried) : await api("GET", urls.entities);
     el.picker.removeAttribute("aria-busy");
     if (!result.ok) {
       const notConfigured = result.error.code === "CAPABILITY_NOT_CONFIGURED";
@@ -373,13 +399,17 @@ function init(form) {
       el.pickerRetry.hidden = notConfigured;
       return;
     }
+    if (!tried && el.url.value.trim() === savedUrl && el.token.value.trim() === "") testedWith = connectionKey();
+    loadedOrigin = originOf(tried ? tried.base_url || savedUrl : savedUrl);
     render(result.data);
+    showNew(result.data);
+    showSteps();
     const total = number.format(result.data.entities.length);
     const areas = result.data.areas_known === false ? " Their areas couldn’t be read this time." : "";
     setStatus(el.pickerStatus, `Loaded ${total} entities from Home Assistant.${areas}`);
   }
 
-  el.pickerRetry.addEventListener("click", loadEntities);
+  el.pickerRetry.addEventListener("click", () => loadEntities(lastLoad));
 
   function row(e, i) {
     const badges = [];
@@ -512,10 +542,12 @@ function init(form) {
     const words = el.search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
     const domain = el.domain.value;
     const onlySelected = el.onlySelected.checked;
+    const onlyNew = el.onlyNew.checked;
     for (const g of groups) g.visible = 0;
     let shown = 0;
     for (const e of entities) {
-      let visible = (!domain || e.domain === domain) && (!onlySelected || selected.has(e.id));
+      let visible =
+        (!domain || e.domain === domain) && (!onlySelected || selected.has(e.id)) && (!onlyNew || e.isNew);
       if (visible) {
         for (const w of words) {
           if (!e.hay.includes(w)) {
@@ -554,6 +586,8 @@ function init(form) {
     if (selected.size > LIMIT) text += ` · at most ${number.format(LIMIT)} can be saved`;
     el.count.textContent = text;
     el.count.className = selected.size > LIMIT ? "status--error" : "";
+    showMissing();
+    showSteps();
   }
 
   el.search.addEventListener("input", applyFilter);
@@ -563,6 +597,72 @@ function init(form) {
   });
   el.domain.addEventListener("change", applyFilter);
   el.onlySelected.addEventListener("change", applyFilter);
+  el.onlyNew.addEventListener("change", applyFilter);
+
+  // ---------- what changed in the house since the last review ----------
+
+  const dateWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
+
+  /** Mark the entities Home Assistant gained since the allowlist was last saved; none is ever ticked. */
+  function showNew(data) {
+    const fresh = new Set(data.new_entities || []);
+    for (const e of entities) {
+      e.isNew = fresh.has(e.id);
+      if (e.isNew) e.row.querySelector("label").append(" ", el.newBadge.content.firstElementChild.cloneNode(true));
+    }
+    const n = entities.filter((e) => e.isNew).length;
+    el.newNotice.hidden = n === 0;
+    el.onlyNewRow.hidden = n === 0;
+    if (n === 0) {
+      if (el.onlyNew.checked) el.onlyNew.checked = false;
+      applyFilter();
+      return;
+    }
+    const when = data.reviewed_at ? ` on ${dateWords.format(new Date(data.reviewed_at))}` : "";
+    el.newNoticeText.textContent =
+      `Home Assistant has ${n === 1 ? "1 new entity" : `${number.format(n)} new entities`} since your ` +
+      `choices were last saved${when}. None of them is chosen: tick “New since last review” to see ` +
+      "them, and choose any the assistant may read.";
+  }
+
+  /** After a save that sent the picker's list: that list is the new review, so nothing is new now. */
+  function clearNew() {
+    for (const e of entities) {
+      e.isNew = false;
+      e.row.querySelector(".badge--new")?.remove();
+    }
+    el.onlyNew.checked = false;
+    el.onlyNewRow.hidden = true;
+    el.newNotice.hidden = true;
+    applyFilter();
+  }
+
+  /** Chosen entities Home Assistant no longer has: say how many, and offer to untick them all at once. */
+  function showMissing() {
+    const n = entities.filter((e) => e.missing && selected.has(e.id)).length;
+    el.missingNotice.hidden = n === 0;
+    if (n === 0) return;
+    el.missingNoticeText.textContent =
+      `${n === 1 ? "1 chosen entity is" : `${number.format(n)} chosen entities are`} no longer in ` +
+      "Home Assistant (listed first, under “No longer in Home Assistant”).";
+  }
+
+  el.removeMissing.addEventListener("click", () => {
+    let removed = 0;
+    for (const e of entities) {
+      if (e.missing && selected.has(e.id)) {
+        choose(e, false);
+        removed += 1;
+      }
+    }
+    dirty = dirty || removed > 0;
+    showCount();
+    setStatus(
+      el.reviewStatus,
+      `Unticked ${removed === 1 ? "1 entity" : `${number.format(removed)} entities`} no longer in Home ` +
+        "Assistant. Press Save to keep this.",
+    );
+  });
 
   function choose(e, on) {
     if (on) selected.add(e.id);
@@ -663,6 +763,11 @@ function init(form) {
       entity_names: entityNames,
       revision,
     };
+    // What the picker showed, remembered as reviewed; only when it came from the Home Assistant saved.
+    // Past REVIEW_MAX the list is left out, so a save of a very large house stays within the Console's
+    // 1 MiB request limit: "new since" then waits for a smaller list, the save never fails for it.
+    const reviewed = loadedOrigin !== "" && loadedOrigin === originOf(body.base_url) && entities.length <= REVIEW_MAX;
+    if (reviewed) body.reviewed_entities = entities.filter((e) => !e.missing).map((e) => e.id);
     const token = el.token.value.trim();
     if (token) body.access_token = token;
     else if (el.remove.checked) body.remove_access_token = true;
@@ -691,9 +796,11 @@ function init(form) {
         el.saveStatus,
         data.enabled
           ? `Saved. The assistant may read ${entitiesText}, asking you first each time.`
-          : `Saved. The assistant can’t read Home Assistant while the box at the top is unticked.`,
+          : "Saved. The assistant can’t read Home Assistant while “Let the assistant read Home Assistant” is unticked.",
         "ok",
       );
+      showSteps();
+      if (reviewed) clearNew();
       if (connectionChanged || entities.length === 0) loadEntities();
       return;
     }
@@ -733,10 +840,155 @@ function init(form) {
     await save(current.data.revision);
   });
 
+  // ---------- the household's own CA certificate ----------
+
+  const ca = {
+    section: $("ca-section"),
+    current: $("ca-current"),
+    pem: $("ca-pem"),
+    file: $("ca-file"),
+    add: $("ca-add"),
+    remove: $("ca-remove"),
+    status: $("ca-status"),
+    error: $("ca-pem-error"),
+    template: $("ca-cert-template"),
+  };
+  const expiryWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
+
+  /** What the Console trusts for https now, one block per certificate, built from the template. */
+  function showCa(data) {
+    const blocks = [];
+    if (!data.stored) {
+      const p = document.createElement("p");
+      p.textContent = "No certificate added: https is checked against the authorities this Console trusts anyway.";
+      blocks.push(p);
+    } else if (!data.readable) {
+      const p = document.createElement("p");
+      p.className = "status--error";
+      p.textContent = "The stored certificate file can’t be read. Add the certificate again, or remove it.";
+      blocks.push(p);
+    }
+    if (data.managed_by_file) {
+      const p = document.createElement("p");
+      p.textContent = `Set in the settings file (${data.managed_by_file}); change it there.`;
+      blocks.push(p);
+    }
+    for (const cert of data.certificates || []) {
+      const block = ca.template.content.firstElementChild.cloneNode(true);
+      block.querySelector(".ca-cert__words").textContent = cert.words;
+      block.querySelector(".ca-cert__subject").textContent = cert.subject;
+      block.querySelector(".ca-cert__issuer").textContent = cert.issuer === cert.subject ? `${cert.issuer} (itself)` : cert.issuer;
+      block.querySelector(".ca-cert__expires").textContent = expiryWords.format(new Date(cert.not_after));
+      blocks.push(block);
+    }
+    ca.current.replaceChildren(...blocks);
+    ca.remove.hidden = !data.stored || Boolean(data.managed_by_file);
+    ca.add.hidden = Boolean(data.managed_by_file);
+    if (data.stored) ca.section.open = true;
+  }
+
+  function caError(error) {
+    if (error.field === "ca_certificate") {
+      ca.error.textContent = error.message;
+      ca.error.hidden = false;
+      ca.pem.setAttribute("aria-invalid", "true");
+      ca.pem.focus();
+      setStatus(ca.status, "Nothing was changed.", "error");
+    } else {
+      showError(ca.status, error);
+    }
+  }
+
+  function clearCaError() {
+    ca.error.hidden = true;
+    ca.error.textContent = "";
+    ca.pem.removeAttribute("aria-invalid");
+  }
+
+  async function loadCa() {
+    const result = await api("GET", ca.section.dataset.caUrl);
+    if (result.ok) showCa(result.data);
+  }
+
+  ca.file.addEventListener("change", async () => {
+    const file = ca.file.files && ca.file.files[0];
+    if (!file) return;
+    if (file.size > 64 * 1024) {
+      caError({ field: "ca_certificate", message: "This file is larger than a CA certificate." });
+      return;
+    }
+    ca.pem.value = await file.text();
+    clearCaError();
+    setStatus(ca.status, `Read ${file.name}. Press Add certificate to use it.`);
+  });
+
+  ca.add.addEventListener("click", async () => {
+    clearCaError();
+    setStatus(ca.status, "Checking the certificate…", "busy");
+    const result = await api("POST", ca.section.dataset.caUrl, { pem: ca.pem.value });
+    if (!result.ok) {
+      caError(result.error);
+      return;
+    }
+    showCa(result.data);
+    ca.pem.value = "";
+    ca.file.value = "";
+    setStatus(el.testStatus, ""); // a certificate error said before no longer holds; test again to know
+    setStatus(ca.status, "Added. Test connection now checks Home Assistant’s certificate against it.", "ok");
+  });
+
+  ca.remove.addEventListener("click", async () => {
+    clearCaError();
+    const result = await api("DELETE", ca.section.dataset.caUrl);
+    if (!result.ok) {
+      caError(result.error);
+      return;
+    }
+    showCa(result.data);
+    setStatus(ca.status, "Removed. https is now checked against the authorities this Console trusts anyway.", "ok");
+  });
+
+  // ---------- the set-up steps ----------
+
+  // The URL and token as typed: a test counts for these only, and typing anything else undoes it.
+  const connectionKey = () => `${originOf(el.url.value)}\n${el.url.value.trim()}\n${el.token.value.trim()}`;
+  let testedWith = null;
+
+  const stepDone = {
+    url: () => originOf(el.url.value) !== "",
+    token: () =>
+      el.token.value.trim() !== "" ||
+      (el.tokenStatus.dataset.stored === "true" && !el.remove.checked &&
+        originOf(el.url.value) !== "" && originOf(el.url.value) === (originNote.el.dataset.tokenOrigin || originOf(savedUrl))),
+    test: () => testedWith !== null && testedWith === connectionKey(),
+    entities: () => selected.size > 0,
+    enabled: () => el.enabled.checked,
+    save: () => !dirty && savedUrl !== "", // a URL was saved, and nothing changed since
+  };
+
+  /** Mark each step done or not, in words (the colour only repeats them). */
+  function showSteps() {
+    if (!el.steps) return;
+    for (const item of el.steps.querySelectorAll("li[data-step]")) {
+      const done = stepDone[item.dataset.step]();
+      const state = item.querySelector(".step__state");
+      state.dataset.state = done ? "done" : "todo";
+      state.textContent = done ? "done" : "not done yet";
+      item.classList.toggle("step--done", done);
+    }
+  }
+
+  form.addEventListener("input", showSteps);
+  form.addEventListener("change", showSteps);
+
   // ---------- start ----------
 
   el.test.hidden = false;
+  if (el.steps) el.steps.hidden = false;
+  ca.section.hidden = false;
+  loadCa();
   showTokenOrigin();
+  showSteps();
   if (el.url.value.trim() === "") {
     discover();
   } else {

@@ -112,3 +112,20 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
     monkeypatch.setattr(atomic.os, "unlink", os.unlink)
     assert leftover.exists() and tokens.read_for("http://ha.local:8123", configured_url="http://ha.local:8123")
     assert "could not remove" in caplog.text and "could not write the stored token's origin" in caplog.text
+
+
+def test_a_review_is_only_written_beside_the_configuration_it_was_saved_with(data_dir):
+    """Two saves racing: the review of the one overtaken is dropped, never paired with the other's URL."""
+    from console_ha.review import ReviewStore
+    from console_ha.settings import remember_review
+
+    store, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+    first = save_settings(store, tokens, {"base_url": "http://ha-one.local:8123"}, token=check_token("tok-one-0123"))
+    save_settings(store, tokens, {"base_url": "http://ha-two.local:8123"}, token=check_token("tok-two-0123"))
+    assert remember_review(store, first, ["light.kitchen"]) is False
+    assert not ReviewStore(data_dir).path.exists()
+
+    latest = store.read()
+    assert remember_review(store, latest, ["light.kitchen"]) is True
+    review = ReviewStore(data_dir).read_for("http://ha-two.local:8123/")
+    assert review is not None and review.entity_ids == {"light.kitchen"}

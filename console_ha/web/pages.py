@@ -208,6 +208,8 @@ def _urls() -> dict[str, object]:
             "entities": request.script_root + SETTINGS_API + "/entities",
             "discover": request.script_root + SETTINGS_API + "/discover",
             "test": request.script_root + SETTINGS_API + "/test",
+            "preview": request.script_root + SETTINGS_API + "/entities/preview",
+            "ca": request.script_root + SETTINGS_API + "/ca-certificate",
         },
     }
 

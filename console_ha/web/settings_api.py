@@ -13,6 +13,8 @@ import orjson
 from flask import Blueprint, Response, current_app, jsonify
 
 from .. import settings as settings_writer
+from ..ca_certificate import FIELD as CA_FIELD
+from ..ca_certificate import CACertificateStore
 from ..config_store import (
     ENTITY_ID_RE,
     HomeAssistantConfig,
@@ -30,6 +32,8 @@ from ..errors import (
     InvalidConfig,
 )
 from ..ha_client import UNAVAILABLE_STATES
+from ..review import FIELD as REVIEWED_FIELD
+from ..review import ReviewStore, check_reviewed
 from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
 from ..unknown_keys import first_unknown
 from . import ConsoleServices, services
@@ -89,6 +93,9 @@ def save_settings() -> Response:
     if revision is not None and not isinstance(revision, str):
         raise InvalidConfig("`revision` must be the text GET answered with.", field="revision")
     token = _optional_token(body.pop("access_token", None))
+    # The entities the picker showed as this allowlist was chosen; remembered, never allowlisted.
+    reviewed = body.pop(REVIEWED_FIELD, None)
+    reviewed = check_reviewed(reviewed) if reviewed is not None else None
     if token is not None and remove_token:
         raise InvalidConfig(
             "Send a new access token or remove the stored one, not both.", field="access_token"
@@ -110,6 +117,8 @@ def save_settings() -> Response:
         raise _broken_file(svc, err) from err
     changed = sorted(body) + (["access_token"] if token is not None or remove_token else [])
     changed += ["reset"] if reset else []
+    if reviewed is not None:
+        settings_writer.remember_review(svc.config_store, stored, reviewed)
     log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
     return jsonify(_settings_json(svc, stored.config, stored.revision, None))
 
@@ -202,6 +211,31 @@ def _stored_token_for_test(svc: ConsoleServices, base_url: str, config: HomeAssi
     return lookup.token
 
 
+def _url_and_token_to_try(svc: ConsoleServices, body: Mapping[str, Any]) -> tuple[str, Secret, HomeAssistantConfig]:
+    """The URL and token a test or a preview sends to, by the one rule; the configuration beside them.
+
+    A typed token goes to the URL typed with it (else the saved one, which the page shows); with both
+    typed, a damaged file does not stand in the way. Without one, the stored token goes only to the
+    origin it was saved for (`TokenStore.lookup`).
+    """
+    given_url = normalise_base_url(body.get("base_url") or "")
+    given_token = _optional_token(body.get("access_token"))
+    config = _config_or_default(svc) if given_url and given_token else _stored_config(svc)
+    base_url = given_url or config.base_url
+    if not base_url:
+        raise _not_configured("base_url")
+    token = given_token or _stored_token_for_test(svc, base_url, config)
+    return base_url, token, config
+
+
+def _config_or_default(svc: ConsoleServices) -> HomeAssistantConfig:
+    """The saved settings (their allowlist and CA bundle), or the defaults when the file is damaged."""
+    try:
+        return svc.config_store.load()
+    except ConfigInvalid:
+        return HomeAssistantConfig()
+
+
 # --- the picker's proxy ---------------------------------------------------------------------------
 
 
@@ -214,15 +248,33 @@ def entities() -> Response:
         raise _not_configured("base_url")
     # The one token this request sends, over REST and in the WebSocket's auth message: checked for its origin.
     token = _stored_token(svc, config)
-    ca_bundle = ca_bundle_path(config, svc.data_dir)
+    return _picker_answer(svc, config.base_url, token, config)
 
+
+@bp.post("/entities/preview")
+def entities_preview() -> Response:
+    """The picker from a URL and token not yet saved (set-up in one save); nothing is written.
+
+    The token is chosen exactly as Test connection chooses it: the one typed, sent only to the URL typed
+    beside it, else the stored one only when it belongs to that URL's origin.
+    """
+    svc = services()
+    body = json_object()
+    _refuse_unknown(body, TEST_FIELDS)
+    base_url, token, config = _url_and_token_to_try(svc, body)
+    return _picker_answer(svc, base_url, token, config)
+
+
+def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: HomeAssistantConfig) -> Response:
+    """The picker's list from `base_url` with `token`; `config` gives the allowlist and the CA bundle."""
+    ca_bundle = ca_bundle_path(config, svc.data_dir)
     # The registries come over a separate WebSocket; ask for them while the states are on their way.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ha-areas")
     areas_timeout = float(current_app.config["CONSOLE_HA_AREAS_TIMEOUT"])
-    areas_future = pool.submit(svc.areas.get, config.base_url, token, timeout=areas_timeout, ca_bundle=ca_bundle)
+    areas_future = pool.submit(svc.areas.get, base_url, token, timeout=areas_timeout, ca_bundle=ca_bundle)
     try:
         # The client is shared between requests (ConsoleServices.ha_client), so it is not closed here.
-        client = svc.ha_client(config.base_url, token, ca_bundle)
+        client = svc.ha_client(base_url, token, ca_bundle)
         states = client.states(
             timeout=float(current_app.config["CONSOLE_HA_STATES_TIMEOUT"]), max_bytes=STATES_MAX_BYTES
         )
@@ -235,16 +287,26 @@ def entities() -> Response:
         pool.shutdown(wait=False)
 
     narrowed = narrow_states(states, config, areas)
+    review = ReviewStore(svc.data_dir).read_for(base_url)
     body = {
         "entities": narrowed,
         "missing": missing_entities(narrowed, config),
+        # Entities Home Assistant has gained since the allowlist was last saved: only told, never chosen.
+        "new_entities": review.new_since(e["entity_id"] for e in narrowed) if review else [],
+        "reviewed_at": review.reviewed_at if review else None,
         "areas_known": areas is not None,
         "retrieved_at": datetime.now(UTC).isoformat(timespec="seconds"),
         # What the allowlist may cost in all: the sum of its entities' `cost` must stay within it.
         "budget_bytes": BUDGET_BYTES,
     }
     # orjson, unsorted and compact: this is the one large answer, and speed is its point.
-    return Response(orjson.dumps(body), mimetype="application/json")
+    payload = orjson.dumps(body)
+    if token.reveal().encode("ascii") in payload:
+        # Home Assistant never says its token back; an impostor would (say, as an entity's name), to have
+        # the page show it. One scan of the answer, as the connection test does for /api/config.
+        log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
+        raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
+    return Response(payload, mimetype="application/json")
 
 
 def is_sensitive(domain: str, attributes: Mapping[str, Any]) -> bool:
@@ -330,15 +392,9 @@ def test_connection() -> Response:
     svc = services()
     body = json_object(optional=True)
     _refuse_unknown(body, TEST_FIELDS)
-    given_url = normalise_base_url(body.get("base_url") or "")
-    given_token = _optional_token(body.get("access_token"))
-    config = None if given_url and given_token else _stored_config(svc)
-    base_url = given_url or (config.base_url if config else "")
-    if not base_url:
-        raise _not_configured("base_url")
-    token = given_token or _stored_token_for_test(svc, base_url, config or HomeAssistantConfig())
+    base_url, token, config = _url_and_token_to_try(svc, body)
 
-    client = svc.ha_client(base_url, token, ca_bundle_path(config or HomeAssistantConfig(), svc.data_dir))
+    client = svc.ha_client(base_url, token, ca_bundle_path(config, svc.data_dir))
     try:
         answer = client.config(timeout=float(current_app.config["CONSOLE_HA_TEST_TIMEOUT"]))
     except HANotFound as err:
@@ -356,3 +412,44 @@ def test_connection() -> Response:
         raise HABadResponse(NOT_HOME_ASSISTANT, reason="not_home_assistant")
     log.info("connection test to %s: Home Assistant %s", base_url, version)
     return jsonify(ok=True, version=version, location_name=location, base_url=base_url)
+
+
+# --- the household's own CA certificate ---------------------------------------------------------------
+
+
+@bp.get("/ca-certificate")
+def ca_certificate() -> Response:
+    """The CA certificate the Console trusts for https, described; none when the system's trust store is used."""
+    return jsonify(_ca_json(CACertificateStore(services().data_dir)))
+
+
+@bp.post("/ca-certificate")
+def store_ca_certificate() -> Response:
+    """Check a pasted or uploaded PEM and store it (replacing any), atomically; 400 with why if unusable."""
+    body = json_object()
+    _refuse_unknown(body, ("pem",))
+    pem = body.get("pem")
+    if not isinstance(pem, str) or not pem.strip():
+        raise InvalidConfig("Paste a CA certificate, or choose its file.", field=CA_FIELD)
+    store = CACertificateStore(services().data_dir)
+    store.store(pem)
+    return jsonify(_ca_json(store))
+
+
+@bp.delete("/ca-certificate")
+def remove_ca_certificate() -> Response:
+    """Forget the stored CA certificate: https is then checked against the system's trust store only."""
+    store = CACertificateStore(services().data_dir)
+    store.remove()
+    log.info("the stored CA certificate for Home Assistant was removed")
+    return jsonify(_ca_json(store))
+
+
+def _ca_json(store: CACertificateStore) -> dict[str, Any]:
+    path, infos = store.current()
+    return {
+        "stored": path is not None,
+        "managed_by_file": store.managed_by_file(),
+        "readable": path is None or bool(infos),
+        "certificates": [info.to_json() for info in infos],
+    }

@@ -95,3 +95,18 @@ def test_past_the_limit_the_meter_says_so_and_a_save_is_refused(
     page.get_by_role("button", name="Clear all shown").click()
     expect(meter).to_contain_text("(1 of about")
     expect(meter).not_to_have_class(re.compile(r"\bstatus--error\b"))
+
+
+@pytest.mark.parametrize("width", ["desktop", "phone"])
+def test_the_meter_follows_ticks_at_each_width_and_passes_axe(picker: Page, width: str) -> None:
+    """At desktop and phone width: ticking moves the meter, and axe finds nothing serious."""
+    from tests.e2e.conftest import PHONE, serious_violations
+
+    page = picker
+    page.set_viewport_size(DESKTOP if width == "desktop" else PHONE)
+    meter = page.locator("#allowlist-budget")
+    expect(meter).to_contain_text("Nothing chosen yet")
+    entity(page, "light.living_room").check()
+    expect(meter).to_contain_text("(1 of about")
+    assert page.locator("#allowlist-budget-meter").evaluate("m => m.value") > 0
+    assert serious_violations(page) == []

@@ -497,3 +497,30 @@ def test_the_settings_api_works_for_a_bearer_client(bearer: FlaskClient, stub_ha
     configure(bearer, stub_ha.base_url, stub_ha.token, enabled=True)
     assert bearer.get(f"{API}/entities").status_code == 200
     assert bearer.post(f"{API}/test").get_json()["ok"] is True
+
+
+# --- the picker before saving ------------------------------------------------------------------------
+
+
+def test_the_picker_preview_lists_what_was_typed_before_anything_is_saved(
+    household: FlaskClient, stub_ha: StubHomeAssistant, data_dir: DataDir
+) -> None:
+    """A first set-up: the picker from the typed URL and token, with nothing saved before or after."""
+    response = household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url,
+                                                                "access_token": stub_ha.token})
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["entities"] and set(body["entities"][0]) == ENTITY_KEYS
+    assert body["missing"] == [] and body["budget_bytes"] == BUDGET_BYTES
+    assert files_under(data_dir.capabilities) == [] and not data_dir.ha_token.exists()
+
+
+def test_the_picker_preview_refuses_what_it_cannot_use(household: FlaskClient, stub_ha: StubHomeAssistant) -> None:
+    """No URL: not configured; a URL without any token: not configured; unknown fields: invalid; a bad token: 502."""
+    _error(household.post(f"{API}/entities/preview", json={}), 409, "CAPABILITY_NOT_CONFIGURED")
+    _error(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url}),
+           409, "CAPABILITY_NOT_CONFIGURED")
+    _error(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url, "enabled": True}),
+           400, "INVALID_CONFIG")
+    _error(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url,
+                                                           "access_token": "wrong-token"}), 502, "HA_UNAUTHORIZED")

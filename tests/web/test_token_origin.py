@@ -363,3 +363,58 @@ def test_leftover_temporary_files_are_swept_at_start(make_app: Callable[..., Fla
     assert [p for p in leftovers if p.exists()] == []
     assert all(p.exists() for p in kept)
     assert TokenStore(data_dir).read_for("http://ha.local:8123", configured_url="") == Secret("a-stored-token-123")
+
+
+# --- the picker before saving (set-up in one save) ----------------------------------------------------------
+
+
+def test_the_picker_preview_sends_a_typed_token_only_to_the_url_typed_beside_it(
+    household: FlaskClient, homes: Homes, data_dir: DataDir
+) -> None:
+    """The other Home Assistant's list with its own token, typed; home hears nothing; nothing is written."""
+    home, other = homes
+    before = _snapshot(data_dir)
+    response = household.post(f"{API}/entities/preview", json={"base_url": other.base_url,
+                                                                "access_token": other.token})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert any(e["entity_id"] == "light.living_room" for e in response.get_json()["entities"])
+    assert "GET /api/states" in _sent_to(other) and _sent_to(home) == []
+    assert other.requests_to("/api/states")[0].headers["Authorization"] == f"Bearer {other.token}"
+    assert _snapshot(data_dir) == before
+
+
+def test_the_picker_preview_refuses_the_stored_token_for_another_origin(household: FlaskClient, homes: Homes) -> None:
+    """Without a typed token, the stored one only for its own origin: 400 on access_token, no request anywhere."""
+    home, other = homes
+    for body in ({"base_url": other.base_url}, {"base_url": other.base_url, "access_token": " "}):
+        error = _error(household.post(f"{API}/entities/preview", json=body), 400, "INVALID_CONFIG")
+        _refused_for_another_origin(error, home, other)
+    assert _sent_to(other) == [] and _sent_to(home) == []
+    assert len(other.ws_messages) == len(home.ws_messages) == 0
+
+
+def test_the_picker_preview_uses_the_stored_token_for_its_own_origin(household: FlaskClient, homes: Homes) -> None:
+    """The saved origin with another path: the stored token, and the allowlist saved beside it."""
+    home, other = homes
+    response = household.post(f"{API}/entities/preview", json={"base_url": home.base_url + "/api/"})
+    assert response.status_code == 200
+    rows = {e["entity_id"]: e for e in response.get_json()["entities"]}
+    assert rows["light.living_room"]["allowlisted"] is True
+    assert home.requests_to("/api/states")[0].headers["Authorization"] == f"Bearer {home.token}"
+    assert _sent_to(other) == []
+
+
+@pytest.mark.parametrize("where", ["friendly_name", "state"])
+def test_an_entity_list_that_says_the_token_back_is_not_home_assistant(
+    household: FlaskClient, homes: Homes, hidden_secrets: list[str], where: str
+) -> None:
+    """An impostor that puts the typed token in an entity, to have the picker show it: 502, the token unsaid."""
+    _home, rogue = homes
+    rogue.rogue = True
+    typed = "typed-for-the-impostor-0123456789"
+    hidden_secrets.append(typed)
+    rogue.set_state("sensor.bait", typed if where == "state" else "1",
+                    {"friendly_name": typed} if where == "friendly_name" else {})
+    response = household.post(f"{API}/entities/preview", json={"base_url": rogue.base_url, "access_token": typed})
+    assert typed not in response.get_data(as_text=True)
+    assert _error(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"

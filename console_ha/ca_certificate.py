@@ -1,0 +1,173 @@
+"""The household's own CA certificate for an https Home Assistant: checked, described, stored, removed.
+
+Stored where `ca_bundle_path` looks when the settings file names no `ca_bundle` of its own
+(`D/secrets/home-assistant/ca-bundle.pem`), so the connection test, the picker and the capabilities all
+trust it alike. Parsing is the `cryptography` library's (never a hand-written PEM or DER reader).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from cryptography import x509
+from cryptography.x509.oid import ExtensionOID
+
+from .atomic import atomic_write, ensure_dir, path_lock
+from .config_store import ConfigStore
+from .datadir import DataDir
+from .errors import ConfigInvalid, InvalidConfig
+
+log = logging.getLogger(__name__)
+
+FIELD = "ca_certificate"
+# A CA and a chain of a few intermediates fit many times over; anything larger is not what we ask for.
+MAX_PEM_BYTES = 64 * 1024
+MAX_CERTIFICATES = 8
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+
+NOT_PEM = ("This is not a PEM certificate. It should start with “-----BEGIN CERTIFICATE-----”; in Home "
+           "Assistant’s set-up it is often a file named ca.crt or ca.pem.")
+A_PRIVATE_KEY = ("This holds a private key. Only the certificate is needed: never share the key. Paste only "
+                 "the part from “-----BEGIN CERTIFICATE-----” to “-----END CERTIFICATE-----”.")
+MANAGED_BY_FILE = ("The settings file names its own CA bundle ({path}), so the Console uses that one. Edit or "
+                   "remove `ca_bundle` in {config} to manage the certificate on this page.")
+
+
+@dataclass(frozen=True)
+class CertificateInfo:
+    """One certificate as the page shows it."""
+
+    subject: str
+    issuer: str
+    not_before: str
+    not_after: str
+    kind: str  # "ca", "self_signed_host" or "host"
+    hosts: tuple[str, ...]
+    words: str  # what it is, in the household's words
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON the settings API answers with."""
+        return {"subject": self.subject, "issuer": self.issuer, "not_before": self.not_before,
+                "not_after": self.not_after, "kind": self.kind, "hosts": list(self.hosts), "words": self.words}
+
+
+def describe(pem: str, *, now: datetime | None = None) -> list[CertificateInfo]:
+    """Parse and check a pasted or uploaded PEM; 400 INVALID_CONFIG on `ca_certificate` with why, if not usable."""
+    if len(pem.encode("utf-8", "replace")) > MAX_PEM_BYTES:
+        raise InvalidConfig(f"This file is larger than a CA certificate ({MAX_PEM_BYTES // 1024} KiB at most).",
+                            field=FIELD)
+    kinds = set(_PEM_BLOCK.findall(pem))
+    if any("PRIVATE KEY" in kind for kind in kinds):
+        raise InvalidConfig(A_PRIVATE_KEY, field=FIELD)
+    if kinds != {"CERTIFICATE"}:
+        raise InvalidConfig(NOT_PEM, field=FIELD)
+    try:
+        certificates = x509.load_pem_x509_certificates(pem.encode("ascii"))
+    except (ValueError, UnicodeEncodeError) as err:
+        raise InvalidConfig(NOT_PEM, field=FIELD) from err
+    if len(certificates) > MAX_CERTIFICATES:
+        raise InvalidConfig(f"At most {MAX_CERTIFICATES} certificates at once, please.", field=FIELD)
+    moment = now or datetime.now(UTC)
+    infos = [_info(cert) for cert in certificates]
+    for cert, info in zip(certificates, infos, strict=True):
+        if cert.not_valid_after_utc <= moment:
+            raise InvalidConfig(f"This certificate ({info.subject}) expired on {info.not_after[:10]}: Home "
+                                "Assistant needs a new one, and then so does this page.", field=FIELD)
+    if all(info.kind == "host" for info in infos):
+        first = infos[0]
+        raise InvalidConfig(
+            f"This is the certificate of a host ({first.subject}), issued by {first.issuer}. The Console needs "
+            "the certificate of whoever issued it (the CA), which trusts every certificate it signs.", field=FIELD)
+    return infos
+
+
+def _info(cert: x509.Certificate) -> CertificateInfo:
+    subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
+    try:
+        is_ca = bool(cert.extensions.get_extension_for_oid(ExtensionOID.BASIC_CONSTRAINTS).value.ca)
+    except x509.ExtensionNotFound:
+        is_ca = False
+    try:
+        names = cert.extensions.get_extension_for_oid(ExtensionOID.SUBJECT_ALTERNATIVE_NAME).value
+        hosts = tuple([*names.get_values_for_type(x509.DNSName),
+                       *(str(ip) for ip in names.get_values_for_type(x509.IPAddress))])
+    except x509.ExtensionNotFound:
+        hosts = ()
+    self_signed = cert.subject == cert.issuer
+    # A self-signed certificate naming hosts is that host's own (openssl's quick recipe marks it CA:TRUE
+    # too): it vouches for those names only. A CA without host names vouches for whatever it signs.
+    if self_signed and (hosts or not is_ca):
+        kind = "self_signed_host"
+        named = ", ".join(hosts) or subject
+        words = (f"A self-signed certificate for one Home Assistant ({named}). The Console will trust that "
+                 "address only, and only until the certificate is replaced.")
+    elif is_ca:
+        kind = "ca"
+        words = (f"A certificate authority (CA): {subject}. The Console will trust every Home Assistant "
+                 "certificate it has signed.")
+    else:
+        kind = "host"
+        words = f"The certificate of a host, issued by {issuer}; not a CA."
+    return CertificateInfo(subject, issuer, cert.not_valid_before_utc.isoformat(),
+                           cert.not_valid_after_utc.isoformat(), kind, hosts, words)
+
+
+class CACertificateStore:
+    """The stored CA certificate (`D/secrets/home-assistant/ca-bundle.pem`): read, replace, remove."""
+
+    def __init__(self, data_dir: DataDir) -> None:
+        self._dd = data_dir
+
+    def managed_by_file(self) -> str | None:
+        """The settings file's own `ca_bundle` path when it names one (then this store is not used)."""
+        try:
+            return ConfigStore(self._dd).load().ca_bundle or None
+        except ConfigInvalid:
+            return None
+
+    def _refuse_if_managed_by_file(self) -> None:
+        path = self.managed_by_file()
+        if path:
+            raise InvalidConfig(MANAGED_BY_FILE.format(path=path, config=self._dd.ha_config), field=FIELD)
+
+    def current(self) -> tuple[str | None, list[CertificateInfo]]:
+        """The PEM the Console uses (the file's own path first), described; (None, []) when there is none."""
+        path = self.managed_by_file() or str(self._dd.ha_ca_bundle)
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read(MAX_PEM_BYTES + 1)
+        except FileNotFoundError:
+            return None, []
+        except OSError as err:
+            log.warning("the CA certificate file cannot be read (%s)", err.strerror)
+            return path, []
+        try:
+            certificates = x509.load_pem_x509_certificates(raw)
+        except ValueError:
+            return path, []  # damaged: the page says it cannot be read, and offers to replace it
+        return path, [_info(cert) for cert in certificates]
+
+    def store(self, pem: str) -> list[CertificateInfo]:
+        """Check `pem` (`describe`), then replace the stored certificate with it, atomically."""
+        self._refuse_if_managed_by_file()
+        infos = describe(pem)
+        ensure_dir(self._dd.root / "secrets", 0o700)
+        ensure_dir(self._dd.ha_secrets, 0o700)
+        text = pem.strip().replace("\r\n", "\n") + "\n"
+        with path_lock(self._dd.ha_ca_bundle):
+            atomic_write(self._dd.ha_ca_bundle, text.encode("ascii"), mode=0o600)
+        log.info("stored a CA certificate for Home Assistant: %s", infos[0].subject)
+        return infos
+
+    def remove(self) -> None:
+        """Forget the stored certificate; no error when there is none."""
+        self._refuse_if_managed_by_file()
+        with path_lock(self._dd.ha_ca_bundle):
+            try:
+                os.unlink(self._dd.ha_ca_bundle)
+            except FileNotFoundError:
+                pass

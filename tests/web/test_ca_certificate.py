@@ -1,0 +1,161 @@
+"""The household's own CA from the browser: checked, described, stored atomically, used by every path."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from console_ha.ca_certificate import describe
+from console_ha.config_store import ConfigStore
+from console_ha.datadir import DataDir
+from console_ha.errors import InvalidConfig
+from console_ha.executor import Executor
+from console_ha.registry import LIST_ENTITIES
+from tests.certs import Issued, make_ca
+from tests.stub_ha import StubHomeAssistant
+
+from .conftest import API, configure
+
+CA_API = f"{API}/ca-certificate"
+
+
+@pytest.fixture
+def issued(tmp_path: Path) -> Issued:
+    return make_ca(tmp_path / "ca")
+
+
+@pytest.fixture
+def https_ha(issued: Issued, hidden_secrets: list[str]) -> Iterator[StubHomeAssistant]:
+    """A stub Home Assistant on https, with a certificate the household's CA signed."""
+    with StubHomeAssistant(certfile=issued.server_cert, keyfile=issued.server_key) as stub:
+        hidden_secrets.append(stub.token)
+        yield stub
+
+
+def _error(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.get_data(as_text=True)
+    error = response.get_json()["error"]
+    assert error["code"] == code
+    return error
+
+
+def test_the_ca_is_trusted_by_test_picker_and_capabilities_once_added(
+    household: FlaskClient, https_ha: StubHomeAssistant, issued: Issued, data_dir: DataDir
+) -> None:
+    """Before: HA_TLS_ERROR. After adding the CA on the page: the test, the picker and a capability all work."""
+    typed = {"base_url": https_ha.base_url, "access_token": https_ha.token}
+    _error(household.post(f"{API}/test", json=typed), 502, "HA_TLS_ERROR")
+    _error(household.post(f"{API}/entities/preview", json=typed), 502, "HA_TLS_ERROR")
+
+    response = household.post(CA_API, json={"pem": issued.ca_pem})
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert body["stored"] is True and body["managed_by_file"] is None
+    (info,) = body["certificates"]
+    assert info["kind"] == "ca" and "Test household CA" in info["subject"] and info["issuer"] == info["subject"]
+    assert "certificate authority" in info["words"]
+    assert stat.S_IMODE(os.stat(data_dir.ha_ca_bundle).st_mode) == 0o600
+
+    assert household.post(f"{API}/test", json=typed).get_json()["ok"] is True
+    assert household.post(f"{API}/entities/preview", json=typed).status_code == 200
+    configure(household, https_ha.base_url, https_ha.token, enabled=True, allowlisted_entities=["light.living_room"])
+    assert household.get(f"{API}/entities").status_code == 200
+    executor = Executor(data_dir)
+    result = executor.answer(executor.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True,
+                             conversation_id="c")
+    assert "light.living_room" in str(result)
+
+    # Removed: https is checked against the system's trust store alone again.
+    assert household.delete(CA_API).get_json() == {"stored": False, "managed_by_file": None, "readable": True,
+                                                   "certificates": []}
+    assert not data_dir.ha_ca_bundle.exists()
+    _error(household.post(f"{API}/test", json=typed), 502, "HA_TLS_ERROR")
+
+
+def test_a_self_signed_host_certificate_is_named_as_such(
+    household: FlaskClient, self_signed_cert: tuple[str, str]
+) -> None:
+    """openssl's quick self-signed recipe: for one host, said in plain words; and it works for that host."""
+    cert, key = self_signed_cert
+    (info,) = household.post(CA_API, json={"pem": Path(cert).read_text()}).get_json()["certificates"]
+    assert info["kind"] == "self_signed_host" and "127.0.0.1" in info["hosts"]
+    assert info["words"].startswith("A self-signed certificate for one Home Assistant (")
+    with StubHomeAssistant(certfile=cert, keyfile=key) as stub:
+        typed = {"base_url": stub.base_url, "access_token": stub.token}
+        assert household.post(f"{API}/test", json=typed).get_json()["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("pem", "words"),
+    [
+        ("hello", "not a PEM certificate"),
+        ("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", "not a PEM certificate"),
+        ("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "private key"),
+        ("", "Paste a CA certificate"),
+        ("x" * (65 * 1024), "larger than a CA certificate"),
+    ],
+    ids=["text", "bad-base64", "private-key", "empty", "too-large"],
+)
+def test_what_is_not_a_usable_certificate_is_refused_and_nothing_is_written(
+    household: FlaskClient, data_dir: DataDir, pem: str, words: str
+) -> None:
+    error = _error(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
+    assert error["field"] == "ca_certificate" and words in error["message"]
+    assert not data_dir.ha_ca_bundle.exists()
+
+
+def test_a_key_pasted_with_the_certificate_is_refused(household: FlaskClient, issued: Issued,
+                                                      data_dir: DataDir) -> None:
+    """The key must never be stored (nor needed): the whole paste is refused."""
+    pem = issued.ca_pem + Path(issued.server_key).read_text()
+    error = _error(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
+    assert "private key" in error["message"] and not data_dir.ha_ca_bundle.exists()
+
+
+def test_an_expired_or_host_only_certificate_is_refused_with_why(tmp_path: Path, issued: Issued) -> None:
+    """Expired: when. A server certificate signed by a CA: ask for the CA instead."""
+    with pytest.raises(InvalidConfig, match="expired on"):
+        describe(issued.ca_pem, now=datetime.now(UTC) + timedelta(days=365))
+    with pytest.raises(InvalidConfig, match="certificate of whoever issued it"):
+        describe(Path(issued.server_cert).read_text())
+
+
+def test_a_replaced_certificate_is_written_whole(household: FlaskClient, tmp_path: Path, issued: Issued,
+                                                 data_dir: DataDir) -> None:
+    """A second CA replaces the first atomically: the file is always one of the two, never a mix."""
+    household.post(CA_API, json={"pem": issued.ca_pem})
+    other = make_ca(tmp_path / "other")
+    household.post(CA_API, json={"pem": other.ca_pem})
+    assert data_dir.ha_ca_bundle.read_text() == other.ca_pem.strip() + "\n"
+    leftovers = [p.name for p in data_dir.ha_secrets.iterdir()
+                 if p.name.startswith(".") and not p.name.endswith(".lock")]
+    assert leftovers == []  # no temporary file left behind
+
+
+def test_a_bundle_named_in_the_settings_file_wins_and_the_page_cannot_replace_it(
+    household: FlaskClient, issued: Issued, data_dir: DataDir, tmp_path: Path
+) -> None:
+    """`ca_bundle` in home-assistant.json is the household's own choice: shown, not overwritten."""
+    own = tmp_path / "own-ca.pem"
+    own.write_text(issued.ca_pem)
+    ConfigStore(data_dir).update({"ca_bundle": str(own)})
+    body = household.get(CA_API).get_json()
+    assert body["managed_by_file"] == str(own) and body["certificates"][0]["kind"] == "ca"
+    error = _error(household.post(CA_API, json={"pem": issued.ca_pem}), 400, "INVALID_CONFIG")
+    assert str(own) in error["message"]
+    _error(household.delete(CA_API), 400, "INVALID_CONFIG")
+    assert own.exists() and not data_dir.ha_ca_bundle.exists()
+
+
+def test_a_damaged_stored_file_is_reported_as_unreadable(household: FlaskClient, data_dir: DataDir) -> None:
+    data_dir.ha_secrets.mkdir(parents=True, exist_ok=True)
+    data_dir.ha_ca_bundle.write_text("garbage")
+    assert household.get(CA_API).get_json() == {"stored": True, "managed_by_file": None, "readable": False,
+                                                "certificates": []}
