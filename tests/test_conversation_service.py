@@ -682,6 +682,30 @@ def test_what_a_conversation_keeps_of_one_answer_is_bounded(service, model):
     assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
 
 
+def _object_arguments(arguments: object) -> dict:
+    """A completion calling list_entities with its arguments as a JSON object, not as text (some Ollama versions)."""
+    return {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_o", "type": "function", "function": {"name": LIST, "arguments": arguments}}]}}]}
+
+
+def test_arguments_sent_as_an_object_are_bounded_like_arguments_sent_as_text(service, model):
+    # Some servers send arguments as an object; the 4 KiB bound must not depend on the dialect.
+    model.script(_object_arguments({"filler": [1] * 50_000}), text("ok"))
+    service.send(None, "one")
+    replayed = model.requests[-1].messages
+    assert all(len(json.dumps(m)) < 20_000 for m in replayed)
+    assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+def test_arguments_nested_too_deeply_to_measure_are_refused_not_a_crash(service, model):
+    deep: object = {}
+    for _ in range(900):  # parses, but too deep to write out again from inside a turn
+        deep = {"a": deep}
+    model.script(_object_arguments(deep), text("ok"))
+    assert service.send(None, "one").reply == "ok"
+    assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
+
+
 # --- tool-call dialects of common servers, over HTTP through a whole turn ------------------------
 
 def _dialect(function: dict, *, content: str | None = None, call_id: str | None = "call_d") -> dict:

@@ -417,5 +417,16 @@ def _parse_tool_call(index: int, item: object) -> ToolCall:
             invalid = True
     elif arguments is None:
         arguments = {}
+    elif not _fits(arguments):
+        # Sent as an object (some Ollama versions), the arguments get the same bound as text.
+        arguments, invalid = "{}", True
     return ToolCall(id=call_id, function=name[:64], capability=capability_name(name), arguments=arguments,
                     arguments_invalid=invalid)
+
+
+def _fits(arguments: object) -> bool:
+    """Whether arguments sent as a JSON value are at most MAX_ARGUMENTS_CHARS when written as text."""
+    try:
+        return len(json.dumps(arguments, ensure_ascii=False)) <= MAX_ARGUMENTS_CHARS
+    except (ValueError, TypeError, RecursionError):
+        return False
