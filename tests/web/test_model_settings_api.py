@@ -132,6 +132,21 @@ def test_a_damaged_file_is_reported_and_a_reset_save_starts_again(household, dat
     assert len(list(data_dir.model_config.parent.glob("model.json.broken-*"))) == 1
 
 
+@pytest.mark.parametrize(("body", "field"), [
+    ({"base_url": "http://homeassistant.local:8123/v1", "model": "m"}, "base_url"),
+    ({"base_url": "", "model": "", "api_key": KEY}, "api_key"),
+    ({"base_url": "http://10.0.0.1:8080/v1", "model": "m", "api_key": "two words"}, "api_key"),
+])
+def test_a_reset_refused_for_any_reason_moves_nothing_aside(household, data_dir, body, field):
+    ConfigStore(data_dir).update({"base_url": "http://homeassistant.local:8123"})
+    data_dir.model_config.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.model_config.write_text("{oops")
+    error = _error(household.post(MODEL_API, json={**body, "reset": True}), 400, "INVALID_CONFIG")
+    assert error["field"] == field
+    assert data_dir.model_config.read_text() == "{oops"
+    assert not list(data_dir.model_config.parent.glob("model.json.broken-*"))
+
+
 # --- the environment wins ----------------------------------------------------------------------
 
 def test_environment_variables_win_and_the_api_and_page_say_which(household, monkeypatch, model):
