@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ from tests.fake_model import (
     Hang,
     Raw,
     Trickle,
+    TrickleChunkSize,
     answer_from_tool_result,
     status,
     text,
@@ -625,6 +627,21 @@ def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(
         service.send(None, "hello")
     assert time.monotonic() - started < 2.5
 
+
+
+def test_a_model_that_trickles_a_chunk_size_line_is_cut_off_at_the_whole_call_deadline(executor, model):
+    # http.client reads a chunk-size line whole, each byte within the socket timeout: only shutting the
+    # socket at the deadline ends the read (without it this thread waited about an hour).
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)))
+    model.script(TrickleChunkSize(interval=0.05))
+    outcome: list[BaseException] = []
+    worker = threading.Thread(target=lambda: outcome.append(pytest.raises(ModelUnavailable, service.send,
+                                                                          None, "hello").value), daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive() and outcome
+    assert time.monotonic() - started < 3
 
 @pytest.mark.parametrize(
     "body",

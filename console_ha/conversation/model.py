@@ -21,7 +21,7 @@ import urllib3
 
 from ..config_store import origin_of
 from ..errors import ConsoleHaError
-from ..http_deadline import call_before, set_read_timeout
+from ..http_deadline import call_before, set_read_timeout, shut_at
 from ..registry import REGISTRY, Capability
 from ..secret_store import Secret
 
@@ -313,7 +313,8 @@ class OpenAICompatibleModel:
         deadline = time.monotonic() + settings.timeout
         timeout = (min(CONNECT_TIMEOUT_SECONDS, settings.timeout), settings.timeout)
         try:
-            with call_before(deadline, lambda: send(timeout), requests.Response.close) as response:
+            with call_before(deadline, lambda: send(timeout), requests.Response.close) as response, \
+                    shut_at(deadline, response):
                 chunks: list[bytes] = []
                 size = 0
                 while True:
@@ -334,6 +335,8 @@ class OpenAICompatibleModel:
         except (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError):
             raise _Retryable(f"no answer within {settings.timeout:g} s") from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
+            if time.monotonic() >= deadline:  # the watchdog shut the socket: the deadline, not the network
+                raise _Retryable(f"no complete answer within {settings.timeout:g} s") from None
             raise _Retryable(f"connection failed ({type(err).__name__})") from None
         except requests.RequestException as err:
             # The exception text may hold the URL; the URL never holds credentials (checked above).
