@@ -168,6 +168,20 @@ def test_environment_variables_win_and_the_api_and_page_say_which(household, mon
     assert "CONSOLE_HA_LLM_API_KEY" not in notice
 
 
+@pytest.mark.parametrize(("env", "words"), [
+    ({"CONSOLE_HA_LLM_URL": "ftp://10.0.0.1/v1", "CONSOLE_HA_LLM_MODEL": "m"}, "must be an http:// or https://"),
+    ({"CONSOLE_HA_LLM_API_KEY": KEY}, "No language model is set up yet"),
+    ({"CONSOLE_HA_LLM_URL": "http://10.0.0.1:8080/v1"}, "No model is chosen yet"),
+])
+def test_the_environment_notice_says_why_no_conversation_can_start(household, monkeypatch, env, words):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    page = household.get(PAGE).get_data(as_text=True)
+    notice = re.search(r'id="environment-notice">(.*?)</div>', page, re.S).group(1)
+    assert words in notice
+    assert "a conversation uses" not in notice  # none can start: the page must not say one uses anything
+
+
 def test_a_turn_uses_what_was_saved_without_a_restart(household, model):
     model.script(text("Hello from the saved model."), text("Hello again."))
     response = household.post("/api/v1/conversation/message", json={"message": "hi"})
