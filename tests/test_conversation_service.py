@@ -714,6 +714,15 @@ def test_arguments_sent_as_an_object_are_bounded_like_arguments_sent_as_text(ser
     assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
 
 
+def test_a_tool_call_id_is_bounded_like_the_rest_of_the_answer(service, model):
+    huge_id = "call_" + "x" * 200_000
+    model.script(tool_calls((LIST, {}, huge_id)), text("ok"))
+    assert service.send(None, "one").reply == "ok"
+    replayed = model.requests[-1].messages
+    assert all(len(json.dumps(m)) < 20_000 for m in replayed)
+    (call,) = replayed[-2]["tool_calls"]
+    assert replayed[-1]["tool_call_id"] == call["id"]  # the result still answers its call
+
 def test_arguments_nested_too_deeply_to_measure_are_refused_not_a_crash(service, model):
     deep: object = {}
     for _ in range(900):  # parses, but too deep to write out again from inside a turn

@@ -41,6 +41,8 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 # turn times a hundred conversations must stay small in memory.
 MAX_REPLY_CHARS = 16 * 1024
 MAX_ARGUMENTS_CHARS = 4 * 1024
+# Servers' ids are short ("call_" and 24 characters at OpenAI, 46 at vLLM); this leaves room for any of them.
+MAX_CALL_ID_CHARS = 256
 _CHUNK_BYTES = 64 * 1024
 # How much of an error answer is kept for the model test to look for words like "model" or "jinja".
 ANSWER_HINT_BYTES = 2048
@@ -406,8 +408,9 @@ def _parse_tool_call(index: int, item: object) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise ModelUnavailable("The language model called a tool without a name.")
     call_id = item.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        # Some servers omit ids; the tool result still needs one to answer.
+    if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID_CHARS:
+        # Some servers omit ids; the tool result still needs one to answer. An id past the bound would be
+        # kept and replayed twice a round (call and result), so it is replaced the same way.
         call_id = f"call_{index}"
     arguments = function.get("arguments")
     invalid = False
