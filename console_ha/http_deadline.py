@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import requests
@@ -52,3 +54,30 @@ def call_before(deadline: float, call: Callable[[], T], abandon: Callable[[T], A
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def shut_socket(response: requests.Response) -> None:
+    """Shut the response's socket, so that a read blocked on it returns at once."""
+    connection = getattr(response.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+@contextmanager
+def shut_at(deadline: float, response: requests.Response) -> Iterator[None]:
+    """Shut `response`'s socket at `deadline` while the block runs.
+
+    Per-read timeouts cannot bound every read: http.client reads a chunk-size line whole, byte after byte,
+    each within the socket timeout, before it returns anything to the caller's deadline check.
+    """
+    watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), shut_socket, args=(response,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        yield
+    finally:
+        watchdog.cancel()

@@ -168,11 +168,13 @@ class ModelStore:
         return self.api_key(base_url) is not None
 
     def save(self, base_url: object, model: object, *, api_key: Secret | None = None,
-             remove_api_key: bool = False, home_assistant_url: str = "") -> tuple[SavedModel, bool]:
+             remove_api_key: bool = False, home_assistant_url: str = "",
+             reset: bool = False) -> tuple[SavedModel, bool]:
         """Validate and save; returns the settings and whether a key for another server was dropped.
 
         Empty URL and model clear the settings (and the key). A key kept from before stays only while the
-        URL keeps its origin: a key typed for one server is never sent to another.
+        URL keeps its origin: a key typed for one server is never sent to another. `reset` first moves a
+        damaged file aside, only once every value has passed: a refused save moves nothing.
         """
         saved = check_values(base_url, model)
         url, name = saved.base_url, saved.model
@@ -186,6 +188,8 @@ class ModelStore:
             ensure_dir(self.path.parent, 0o700)
             ensure_dir(self._dd.root / "secrets", 0o700)
             ensure_dir(self._dd.console_secrets, 0o700)
+            if reset:
+                self._move_aside()
             key_origin = self._key_origin()
             if api_key is not None:
                 body = {"origin": origin_of(url), "api_key": api_key.reveal()}
@@ -204,12 +208,15 @@ class ModelStore:
     def reset(self) -> SavedModel:
         """Move a damaged file aside (kept, never deleted) and start again from empty settings."""
         with path_lock(self.path):
-            if os.path.lexists(self.path):
-                stamp = time.strftime("%Y%m%dT%H%M%S")
-                aside = self.path.with_name(f"{self.path.name}.broken-{stamp}-{secrets.token_hex(3)}")
-                os.rename(self.path, aside)
-                log.warning("moved the model settings file aside to %s", aside)
+            self._move_aside()
         return SavedModel()
+
+    def _move_aside(self) -> None:
+        if os.path.lexists(self.path):
+            stamp = time.strftime("%Y%m%dT%H%M%S")
+            aside = self.path.with_name(f"{self.path.name}.broken-{stamp}-{secrets.token_hex(3)}")
+            os.rename(self.path, aside)
+            log.warning("moved the model settings file aside to %s", aside)
 
     def _key_origin(self) -> str | None:
         try:

@@ -37,6 +37,17 @@ class Trickle:
     interval: float = 0.2
 
 
+@dataclass(frozen=True)
+class TrickleChunkSize:
+    """Answer 200 chunked, then send a chunk-size line one byte every `interval` seconds, never ending it.
+
+    The client's HTTP library reads that line whole before it hands any byte back, so only a deadline that
+    shuts the socket can end the read.
+    """
+
+    interval: float = 0.05
+
+
 @dataclass
 class ModelRequest:
     """One request the fake received: the path, headers and decoded JSON body."""
@@ -206,8 +217,24 @@ class FakeModel:
                     return
                 if step is None:
                     step = Raw(500, b'{"error":"the fake model has no scripted answer left"}')
-                if callable(step) and not isinstance(step, (Raw, Hang, Trickle)):
+                if callable(step) and not isinstance(step, (Raw, Hang, Trickle, TrickleChunkSize)):
                     step = step(body)
+                if isinstance(step, TrickleChunkSize):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    line = b"1;" + b"x" * 60_000
+                    for byte in line:
+                        if fake._stopping.wait(step.interval):
+                            break
+                        try:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                        except OSError:
+                            break
+                    self.close_connection = True
+                    return
                 if isinstance(step, Trickle):
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")

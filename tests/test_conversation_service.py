@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ from tests.fake_model import (
     Hang,
     Raw,
     Trickle,
+    TrickleChunkSize,
     answer_from_tool_result,
     status,
     text,
@@ -629,6 +631,21 @@ def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(
     assert time.monotonic() - started < 2.5
 
 
+
+def test_a_model_that_trickles_a_chunk_size_line_is_cut_off_at_the_whole_call_deadline(executor, model):
+    # http.client reads a chunk-size line whole, each byte within the socket timeout: only shutting the
+    # socket at the deadline ends the read (without it this thread waited about an hour).
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)))
+    model.script(TrickleChunkSize(interval=0.05))
+    outcome: list[BaseException] = []
+    worker = threading.Thread(target=lambda: outcome.append(pytest.raises(ModelUnavailable, service.send,
+                                                                          None, "hello").value), daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive() and outcome
+    assert time.monotonic() - started < 3
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -682,6 +699,39 @@ def test_what_a_conversation_keeps_of_one_answer_is_bounded(service, model):
     service.send(first.conversation_id, "two")
     replayed = model.requests[-1].messages
     assert all(len(json.dumps(m)) < 20_000 for m in replayed)
+    assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+def _object_arguments(arguments: object) -> dict:
+    """A completion calling list_entities with its arguments as a JSON object, not as text (some Ollama versions)."""
+    return {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_o", "type": "function", "function": {"name": LIST, "arguments": arguments}}]}}]}
+
+
+def test_arguments_sent_as_an_object_are_bounded_like_arguments_sent_as_text(service, model):
+    # Some servers send arguments as an object; the 4 KiB bound must not depend on the dialect.
+    model.script(_object_arguments({"filler": [1] * 50_000}), text("ok"))
+    service.send(None, "one")
+    replayed = model.requests[-1].messages
+    assert all(len(json.dumps(m)) < 20_000 for m in replayed)
+    assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+def test_a_tool_call_id_is_bounded_like_the_rest_of_the_answer(service, model):
+    huge_id = "call_" + "x" * 200_000
+    model.script(tool_calls((LIST, {}, huge_id)), text("ok"))
+    assert service.send(None, "one").reply == "ok"
+    replayed = model.requests[-1].messages
+    assert all(len(json.dumps(m)) < 20_000 for m in replayed)
+    (call,) = replayed[-2]["tool_calls"]
+    assert replayed[-1]["tool_call_id"] == call["id"]  # the result still answers its call
+
+def test_arguments_nested_too_deeply_to_measure_are_refused_not_a_crash(service, model):
+    deep: object = {}
+    for _ in range(900):  # parses, but too deep to write out again from inside a turn
+        deep = {"a": deep}
+    model.script(_object_arguments(deep), text("ok"))
+    assert service.send(None, "one").reply == "ok"
     assert tool_results(model.requests[-1])[-1]["error"]["code"] == "INVALID_ARGUMENTS"
 
 

@@ -21,7 +21,7 @@ import urllib3
 
 from ..config_store import origin_of
 from ..errors import ConsoleHaError
-from ..http_deadline import call_before, set_read_timeout
+from ..http_deadline import call_before, set_read_timeout, shut_at
 from ..registry import REGISTRY, Capability
 from ..secret_store import Secret
 
@@ -41,6 +41,8 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 # turn times a hundred conversations must stay small in memory.
 MAX_REPLY_CHARS = 16 * 1024
 MAX_ARGUMENTS_CHARS = 4 * 1024
+# Servers' ids are short ("call_" and 24 characters at OpenAI, 46 at vLLM); this leaves room for any of them.
+MAX_CALL_ID_CHARS = 256
 _CHUNK_BYTES = 64 * 1024
 # How much of an error answer is kept for the model test to look for words like "model" or "jinja".
 ANSWER_HINT_BYTES = 2048
@@ -313,7 +315,8 @@ class OpenAICompatibleModel:
         deadline = time.monotonic() + settings.timeout
         timeout = (min(CONNECT_TIMEOUT_SECONDS, settings.timeout), settings.timeout)
         try:
-            with call_before(deadline, lambda: send(timeout), requests.Response.close) as response:
+            with call_before(deadline, lambda: send(timeout), requests.Response.close) as response, \
+                    shut_at(deadline, response):
                 chunks: list[bytes] = []
                 size = 0
                 while True:
@@ -334,6 +337,8 @@ class OpenAICompatibleModel:
         except (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError):
             raise _Retryable(f"no answer within {settings.timeout:g} s") from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
+            if time.monotonic() >= deadline:  # the watchdog shut the socket: the deadline, not the network
+                raise _Retryable(f"no complete answer within {settings.timeout:g} s") from None
             raise _Retryable(f"connection failed ({type(err).__name__})") from None
         except requests.RequestException as err:
             # The exception text may hold the URL; the URL never holds credentials (checked above).
@@ -403,8 +408,9 @@ def _parse_tool_call(index: int, item: object) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise ModelUnavailable("The language model called a tool without a name.")
     call_id = item.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        # Some servers omit ids; the tool result still needs one to answer.
+    if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID_CHARS:
+        # Some servers omit ids; the tool result still needs one to answer. An id past the bound would be
+        # kept and replayed twice a round (call and result), so it is replaced the same way.
         call_id = f"call_{index}"
     arguments = function.get("arguments")
     invalid = False
@@ -417,5 +423,16 @@ def _parse_tool_call(index: int, item: object) -> ToolCall:
             invalid = True
     elif arguments is None:
         arguments = {}
+    elif not _fits(arguments):
+        # Sent as an object (some Ollama versions), the arguments get the same bound as text.
+        arguments, invalid = "{}", True
     return ToolCall(id=call_id, function=name[:64], capability=capability_name(name), arguments=arguments,
                     arguments_invalid=invalid)
+
+
+def _fits(arguments: object) -> bool:
+    """Whether arguments sent as a JSON value are at most MAX_ARGUMENTS_CHARS when written as text."""
+    try:
+        return len(json.dumps(arguments, ensure_ascii=False)) <= MAX_ARGUMENTS_CHARS
+    except (ValueError, TypeError, RecursionError):
+        return False

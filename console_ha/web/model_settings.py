@@ -22,7 +22,6 @@ from ..model_settings import (
     ModelStore,
     SavedModel,
     check_model,
-    check_values,
     resolve,
     settings_to_test,
     typed_api_key,
@@ -86,14 +85,11 @@ def _setup_json(setup: ModelSetup) -> dict[str, Any]:
 
 def _save(values: Mapping[str, Any]) -> tuple[SavedModel, bool]:
     """Validate and save the page's or the API's values (the key checked before anything is written)."""
-    store = model_store()
     key = typed_api_key(values.get("api_key"))
-    if values.get("reset"):
-        # Checked first, so a reset with a bad field moves nothing aside either.
-        check_values(values.get("base_url") or "", values.get("model") or "")
-        store.reset()
-    return store.save(values.get("base_url") or "", values.get("model") or "", api_key=key,
-                      remove_api_key=bool(values.get("remove_api_key")), home_assistant_url=_home_assistant_url())
+    # The store moves a damaged file aside only once every check has passed: a refused reset moves nothing.
+    return model_store().save(values.get("base_url") or "", values.get("model") or "", api_key=key,
+                              remove_api_key=bool(values.get("remove_api_key")),
+                              home_assistant_url=_home_assistant_url(), reset=bool(values.get("reset")))
 
 
 def _run_test(values: Mapping[str, Any]) -> ModelCheck:

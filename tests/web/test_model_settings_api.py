@@ -132,6 +132,21 @@ def test_a_damaged_file_is_reported_and_a_reset_save_starts_again(household, dat
     assert len(list(data_dir.model_config.parent.glob("model.json.broken-*"))) == 1
 
 
+@pytest.mark.parametrize(("body", "field"), [
+    ({"base_url": "http://homeassistant.local:8123/v1", "model": "m"}, "base_url"),
+    ({"base_url": "", "model": "", "api_key": KEY}, "api_key"),
+    ({"base_url": "http://10.0.0.1:8080/v1", "model": "m", "api_key": "two words"}, "api_key"),
+])
+def test_a_reset_refused_for_any_reason_moves_nothing_aside(household, data_dir, body, field):
+    ConfigStore(data_dir).update({"base_url": "http://homeassistant.local:8123"})
+    data_dir.model_config.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.model_config.write_text("{oops")
+    error = _error(household.post(MODEL_API, json={**body, "reset": True}), 400, "INVALID_CONFIG")
+    assert error["field"] == field
+    assert data_dir.model_config.read_text() == "{oops"
+    assert not list(data_dir.model_config.parent.glob("model.json.broken-*"))
+
+
 # --- the environment wins ----------------------------------------------------------------------
 
 def test_environment_variables_win_and_the_api_and_page_say_which(household, monkeypatch, model):
@@ -151,6 +166,20 @@ def test_environment_variables_win_and_the_api_and_page_say_which(household, mon
     assert "<code>CONSOLE_HA_LLM_URL</code>, <code>CONSOLE_HA_LLM_MODEL</code>" in notice
     assert "win over what is saved here" in notice and model.url in notice
     assert "CONSOLE_HA_LLM_API_KEY" not in notice
+
+
+@pytest.mark.parametrize(("env", "words"), [
+    ({"CONSOLE_HA_LLM_URL": "ftp://10.0.0.1/v1", "CONSOLE_HA_LLM_MODEL": "m"}, "must be an http:// or https://"),
+    ({"CONSOLE_HA_LLM_API_KEY": KEY}, "No language model is set up yet"),
+    ({"CONSOLE_HA_LLM_URL": "http://10.0.0.1:8080/v1"}, "No model is chosen yet"),
+])
+def test_the_environment_notice_says_why_no_conversation_can_start(household, monkeypatch, env, words):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    page = household.get(PAGE).get_data(as_text=True)
+    notice = re.search(r'id="environment-notice">(.*?)</div>', page, re.S).group(1)
+    assert words in notice
+    assert "a conversation uses" not in notice  # none can start: the page must not say one uses anything
 
 
 def test_a_turn_uses_what_was_saved_without_a_restart(household, model):
