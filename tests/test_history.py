@@ -251,8 +251,17 @@ def brute_force(initial: str | None, rows: list[tuple[int, str]]) -> dict[str, A
         return value if math.isfinite(value) else None
 
     numeric = bool(available) and all(number(s) is not None for s in available)
+    # Whole seconds that add up to the rounded total: the running total rounded, most time first.
+    last_offset = {state: max((o for o, s in changes if s == state), default=-1) for state in per_state}
+    ranked = sorted(per_state, key=lambda s: (per_state[s]["micros"], last_offset[s]), reverse=True)
+    running = shown = 0
+    for state in ranked:
+        running += per_state[state]["micros"]
+        per_state[state]["seconds"] = _seconds(running) - shown
+        shown = _seconds(running)
+        assert abs(per_state[state]["seconds"] * 1_000_000 - per_state[state]["micros"]) < 1_000_000
     result: dict[str, Any] = {"changes": changes, "numeric": numeric, "states": {
-        state: {"seconds_in_state": _seconds(e["micros"]), "times_changed_to": e["times_changed_to"],
+        state: {"seconds_in_state": e["seconds"], "times_changed_to": e["times_changed_to"],
                 "last_changed_to": e["last_changed_to"]} for state, e in per_state.items()}}
     if numeric:
         values = [(since, float(s)) for since, s in timeline if s not in UNAVAILABLE]
@@ -341,6 +350,18 @@ def test_a_change_exactly_at_the_start_is_the_state_in_force() -> None:
     assert result.total_changes == 1
     states = result.summary["states"]  # type: ignore[typeddict-item]
     assert states["on"] == {"seconds_in_state": 3600, "times_changed_to": 0, "last_changed_to": None}
+
+
+def test_seconds_in_state_add_up_to_the_window() -> None:
+    """Half-second spells each rounded up would give a 3,601-second hour: the figures add up to the window."""
+    end = START + timedelta(hours=1)
+    rows = [row(START, "off"), row(START + timedelta(seconds=0.5), "on"), row(START + timedelta(seconds=1), "off"),
+            row(START + timedelta(seconds=1.5), "unknown"), row(START + timedelta(seconds=2), "off")]
+    states = digest_history(rows, start=START, end=end).summary["states"]  # type: ignore[typeddict-item]
+    assert sum(t["seconds_in_state"] for t in states.values()) == 3600
+    # Each figure is its exact time rounded down or up, never further off.
+    assert states["off"]["seconds_in_state"] in (3598, 3599)
+    assert states["on"]["seconds_in_state"] in (0, 1) and states["unknown"]["seconds_in_state"] in (0, 1)
 
 
 def test_many_distinct_states_name_ten_and_sum_the_rest() -> None:
