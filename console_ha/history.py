@@ -629,17 +629,21 @@ class _Digester:
         if current is not None and current in self._states and all(s != current for s, _ in named):
             # "When did it last change, and to what?" needs the state in force now, whatever its time.
             named[-1] = (current, self._states[current])
+        named_states = {state for state, _ in named}
+        left_out = [tally for state, tally in ranked if state not in named_states]
+        others = bool(left_out or self._other[1])
+        seconds = _apportioned([tally[0] for _, tally in named]
+                               + ([sum(t[0] for t in left_out) + self._other[0]] if others else []))
         summary = StatesSummary(kind="states", states={
-            state: StateTime(seconds_in_state=_seconds(tally[0]), times_changed_to=tally[1],
+            state: StateTime(seconds_in_state=in_state, times_changed_to=tally[1],
                              last_changed_to=None if tally[2] is None else _iso_z(tally[2]))
-            for state, tally in named
+            for (state, tally), in_state in zip(named, seconds, strict=False)
         })
-        left_out = [tally for state, tally in ranked if state not in summary["states"]]
-        if left_out or self._other[1]:
+        if others:
             summary["other_states"] = OtherStates(
                 # States past MAX_COUNTED_STATES are not told apart: they count once, as at least one.
                 states=len(left_out) + (1 if self._other[1] else 0),
-                seconds_in_state=_seconds(sum(t[0] for t in left_out) + self._other[0]),
+                seconds_in_state=seconds[-1],
                 times_changed_to=sum(t[1] for t in left_out) + self._other[1],
             )
         return summary
@@ -687,6 +691,22 @@ class _Digester:
 def _seconds(micros: int) -> int:
     """Microseconds as whole seconds, rounded to the nearest."""
     return (micros + _MICROS_PER_SECOND // 2) // _MICROS_PER_SECOND
+
+
+def _apportioned(micros: list[int]) -> list[int]:
+    """Durations as whole seconds that add up to their rounded total, each its own rounded down or up.
+
+    Rounding each on its own can make an hour's states add up to 3,601 seconds; rounding the running
+    total and taking differences keeps the sum exact and moves no figure by a whole second.
+    """
+    seconds: list[int] = []
+    running = shown = 0
+    for duration in micros:
+        running += duration
+        total = _seconds(running)
+        seconds.append(total - shown)
+        shown = total
+    return seconds
 
 
 def _as_number(state: str) -> float | None:

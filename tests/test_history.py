@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
@@ -9,7 +10,7 @@ import socket
 import time
 import tracemalloc
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import jsonschema
@@ -251,8 +252,17 @@ def brute_force(initial: str | None, rows: list[tuple[int, str]]) -> dict[str, A
         return value if math.isfinite(value) else None
 
     numeric = bool(available) and all(number(s) is not None for s in available)
+    # Whole seconds that add up to the rounded total: the running total rounded, most time first.
+    last_offset = {state: max((o for o, s in changes if s == state), default=-1) for state in per_state}
+    ranked = sorted(per_state, key=lambda s: (per_state[s]["micros"], last_offset[s]), reverse=True)
+    running = shown = 0
+    for state in ranked:
+        running += per_state[state]["micros"]
+        per_state[state]["seconds"] = _seconds(running) - shown
+        shown = _seconds(running)
+        assert abs(per_state[state]["seconds"] * 1_000_000 - per_state[state]["micros"]) < 1_000_000
     result: dict[str, Any] = {"changes": changes, "numeric": numeric, "states": {
-        state: {"seconds_in_state": _seconds(e["micros"]), "times_changed_to": e["times_changed_to"],
+        state: {"seconds_in_state": e["seconds"], "times_changed_to": e["times_changed_to"],
                 "last_changed_to": e["last_changed_to"]} for state, e in per_state.items()}}
     if numeric:
         values = [(since, float(s)) for since, s in timeline if s not in UNAVAILABLE]
@@ -341,6 +351,18 @@ def test_a_change_exactly_at_the_start_is_the_state_in_force() -> None:
     assert result.total_changes == 1
     states = result.summary["states"]  # type: ignore[typeddict-item]
     assert states["on"] == {"seconds_in_state": 3600, "times_changed_to": 0, "last_changed_to": None}
+
+
+def test_seconds_in_state_add_up_to_the_window() -> None:
+    """Half-second spells each rounded up would give a 3,601-second hour: the figures add up to the window."""
+    end = START + timedelta(hours=1)
+    rows = [row(START, "off"), row(START + timedelta(seconds=0.5), "on"), row(START + timedelta(seconds=1), "off"),
+            row(START + timedelta(seconds=1.5), "unknown"), row(START + timedelta(seconds=2), "off")]
+    states = digest_history(rows, start=START, end=end).summary["states"]  # type: ignore[typeddict-item]
+    assert sum(t["seconds_in_state"] for t in states.values()) == 3600
+    # Each figure is its exact time rounded down or up, never further off.
+    assert states["off"]["seconds_in_state"] in (3598, 3599)
+    assert states["on"]["seconds_in_state"] in (0, 1) and states["unknown"]["seconds_in_state"] in (0, 1)
 
 
 def test_many_distinct_states_name_ten_and_sum_the_rest() -> None:
@@ -830,3 +852,36 @@ def test_a_bad_row_in_a_compact_answer_is_a_bad_response(ws_stub: StubWebSocket,
     end = datetime.now(UTC)
     with pytest.raises(HABadResponse):
         read(ws_client(ws_stub), "sensor.x", datetime(1970, 1, 1, tzinfo=UTC), end)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.tuples(st.integers(-10**9, 6 * 3600 * 10**6),
+                               st.sampled_from(["on", "off", "unavailable", "unknown", "1.5", "2", "nan", "inf",
+                                                "-inf", "1e3", "heat"])), max_size=40),
+       hours=st.sampled_from([0, 2, -5, 5.5]), batch=st.sampled_from([8, 64, 4096]))
+def test_rest_and_websocket_rows_give_the_same_digest(rows: list[tuple[int, str]], hours: float, batch: int) -> None:
+    """REST's ISO times with any offset and WebSocket epoch floats, around a window starting mid-second."""
+    start = datetime(2025, 4, 1, 0, 0, 0, 250_000, tzinfo=UTC)
+    end = start + timedelta(hours=6)
+    rows = sorted(rows)
+    zone = timezone(timedelta(hours=hours))
+    body = json.dumps([[{"state": s, "last_changed": (start + timedelta(microseconds=o)).astimezone(zone).isoformat()}
+                        for o, s in rows]]).encode()
+    by_rest = history._Digester(start=start, end=end, max_changes=10, unit=None)
+    by_rest.add(history._rest_rows(io.BytesIO(body), "sensor.x"))
+    answer = json.dumps({"id": 1, "type": "result", "success": True, "result": {"sensor.x": [
+        {"s": s, "lu": (start + timedelta(microseconds=o)).timestamp()} for o, s in rows]}}, separators=(",", ":"))
+    by_ws = history._Digester(start=start, end=end, max_changes=10, unit=None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(history, "_BATCH_BYTES", batch)
+        pieces = iter([answer.encode()[i:i + 5] for i in range(0, len(answer), 5)])
+        for taken in history._ws_row_batches(pieces, "sensor.x", 1):
+            by_ws.add(taken)
+    rest_result, ws_result = by_rest.finish().to_result(), by_ws.finish().to_result()
+    assert rest_result == ws_result
+    summary = rest_result["summary"]
+    if summary["kind"] == "states":
+        # The states' seconds add up to the time the entity had a state in the window, to the second.
+        covered = (end - start) // timedelta(microseconds=1) - max(0, rows[0][0]) if rows else 0
+        total = sum(t["seconds_in_state"] for t in summary["states"].values())
+        assert abs(total * 1_000_000 - covered) <= 500_000

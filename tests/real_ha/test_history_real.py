@@ -48,7 +48,13 @@ def _reference(rows: list[dict[str, Any]], start: datetime, end: datetime) -> di
         if moment > start:
             entry["times_changed_to"] += 1
             entry["last_changed_to"] = seconds_z(moment.isoformat())
-    return {state: {"seconds_in_state": (e["micros"] + 500_000) // 1_000_000,
+    # Whole seconds that add up to the rounded total: the running total rounded, the most time first.
+    running = shown = 0
+    for e in sorted(per_state.values(), key=lambda e: (e["micros"], e["last_changed_to"] or ""), reverse=True):
+        running += e["micros"]
+        e["seconds"] = (running + 500_000) // 1_000_000 - shown
+        shown += e["seconds"]
+    return {state: {"seconds_in_state": e["seconds"],
                     "times_changed_to": e["times_changed_to"], "last_changed_to": e["last_changed_to"]}
             for state, e in per_state.items()}
 
