@@ -301,7 +301,9 @@ def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: H
     }
     # orjson, unsorted and compact: this is the one large answer, and speed is its point.
     payload = orjson.dumps(body)
-    if token.reveal().encode("ascii") in payload:
+    # The token as it stands inside a JSON string: a `"` or `\` in it (printable ASCII, so accepted)
+    # comes out escaped, and a scan for the raw token would miss it.
+    if orjson.dumps(token.reveal())[1:-1] in payload:
         # Home Assistant never says its token back; an impostor would (say, as an entity's name), to have
         # the page show it. One scan of the answer, as the connection test does for /api/config.
         log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
