@@ -105,7 +105,8 @@ class ReviewStore:
             return Review(origin, moment, frozenset(check_reviewed(ids)))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, InvalidConfig) as err:
+        # RecursionError: deep nesting (a few hundred kB of "[") within MAX_FILE_BYTES makes json recurse too far.
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, InvalidConfig) as err:
             # Only a notice depends on it: a damaged file means "nothing reviewed yet", and the next save
             # writes a good one.
             log.warning("the picker's last review cannot be read (%s); treating it as absent", type(err).__name__)
