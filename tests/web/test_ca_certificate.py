@@ -127,6 +127,13 @@ def test_an_expired_or_host_only_certificate_is_refused_with_why(tmp_path: Path,
         describe(Path(issued.server_cert).read_text())
 
 
+def test_a_certificate_not_yet_valid_is_refused_with_when(issued: Issued) -> None:
+    """Not valid before a date still to come: every connection would fail, so say when (and check the clock)."""
+    with pytest.raises(InvalidConfig, match="not valid before") as refused:
+        describe(issued.ca_pem, now=datetime.now(UTC) - timedelta(days=2))
+    assert refused.value.detail["field"] == "ca_certificate"
+
+
 def test_a_replaced_certificate_is_written_whole(household: FlaskClient, tmp_path: Path, issued: Issued,
                                                  data_dir: DataDir) -> None:
     """A second CA replaces the first atomically: the file is always one of the two, never a mix."""
