@@ -166,3 +166,17 @@ def test_a_damaged_stored_file_is_reported_as_unreadable(household: FlaskClient,
     data_dir.ha_ca_bundle.write_text("garbage")
     assert household.get(CA_API).get_json() == {"stored": True, "managed_by_file": None, "readable": False,
                                                 "certificates": []}
+
+
+def test_only_the_households_browser_session_can_add_or_remove_the_ca(
+    household: FlaskClient, bearer: FlaskClient, issued: Issued, data_dir: DataDir
+) -> None:
+    """A CA decides who may receive the Home Assistant token over https: a program's API token cannot change it."""
+    error = _error(bearer.post(CA_API, json={"pem": issued.ca_pem}), 403, "FORBIDDEN")
+    assert "browser" in error["message"] and not data_dir.ha_ca_bundle.exists()
+    assert household.post(CA_API, json={"pem": issued.ca_pem}).status_code == 200
+    stored = data_dir.ha_ca_bundle.read_bytes()
+    _error(bearer.delete(CA_API), 403, "FORBIDDEN")
+    assert data_dir.ha_ca_bundle.read_bytes() == stored
+    # Reading what is trusted is not a change: a program may see it.
+    assert bearer.get(CA_API).get_json()["stored"] is True
