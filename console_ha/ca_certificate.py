@@ -77,6 +77,13 @@ def describe(pem: str, *, now: datetime | None = None) -> list[CertificateInfo]:
         if cert.not_valid_after_utc <= moment:
             raise InvalidConfig(f"This certificate ({info.subject}) expired on {info.not_after[:10]}: Home "
                                 "Assistant needs a new one, and then so does this page.", field=FIELD)
+        if cert.not_valid_before_utc > moment:
+            # OpenSSL refuses it until then, so every https call would fail while the page showed it as fine;
+            # a date just ahead is usually one of the two machines' clocks being wrong.
+            when = info.not_before[:16].replace("T", " ")
+            raise InvalidConfig(f"This certificate ({info.subject}) is not valid before {when} UTC. Check"
+                                " the date and time on this computer and on the one that made it.",
+                                field=FIELD)
     if all(info.kind == "host" for info in infos):
         first = infos[0]
         raise InvalidConfig(

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 # The most entity ids one review holds: well above the largest households (about 5,000 entities), and a
 # bound on the file (about 2 MB at the longest ids) and on what a save may send.
 MAX_REVIEWED = 50_000
+# The page sends its list only while the picker shows at most this many: about 600 KB at 30 bytes an id,
+# so a save stays within the 1 MiB request limit (MAX_CONTENT_LENGTH). Given to the page, not copied there.
+MAX_SENT_BY_PAGE = 20_000
 # A file larger than this is not read (damaged or not ours): the review is then treated as absent.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 FIELD = "reviewed_entities"
@@ -105,7 +108,8 @@ class ReviewStore:
             return Review(origin, moment, frozenset(check_reviewed(ids)))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, InvalidConfig) as err:
+        # RecursionError: deep nesting (a few hundred kB of "[") within MAX_FILE_BYTES makes json recurse too far.
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, InvalidConfig) as err:
             # Only a notice depends on it: a damaged file means "nothing reviewed yet", and the next save
             # writes a good one.
             log.warning("the picker's last review cannot be read (%s); treating it as absent", type(err).__name__)

@@ -2,7 +2,6 @@
 // and saving through the JSON API. The page works without this file; this makes it pleasant.
 
 const NO_AREA = "No area";
-const REVIEW_MAX = 20000; // entity ids sent as reviewed with a save: about 600 KB at most (docs/settings-page.md)
 
 // Failures in household words, by the contract's error codes.
 const WORDS = {
@@ -133,6 +132,8 @@ function init(form) {
   };
   // The server's maximum allowlist (console_ha.config_store.MAX_ALLOWLIST), from the page.
   const LIMIT = Number(form.dataset.allowlistLimit) || Infinity;
+  // Entity ids sent as reviewed with a save, at most (console_ha.review.MAX_SENT_BY_PAGE), from the page.
+  const REVIEW_MAX = Number(form.dataset.reviewLimit) || 0;
   const el = {
     revision: $("revision"),
     enabled: $("enabled"),

@@ -20,6 +20,7 @@ from .. import settings as settings_writer
 from ..config_store import ENTITY_ID_RE, MAX_ALLOWLIST, HomeAssistantConfig, StoredConfig
 from ..entity_budget import BUDGET_BYTES, ENTITY_BYTES
 from ..errors import ConfigInvalid, InvalidConfig
+from ..review import MAX_SENT_BY_PAGE
 from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token, origin_of
 from . import services
 
@@ -116,7 +117,8 @@ def _render(
         # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
         budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
         # For static/settings.js and budget.js: the rules a save checks, so the scripts hold no copies.
-        limits={"allowlist": MAX_ALLOWLIST, "entity_id_pattern": ENTITY_ID_RE.pattern},
+        limits={"allowlist": MAX_ALLOWLIST, "entity_id_pattern": ENTITY_ID_RE.pattern,
+                "reviewed": MAX_SENT_BY_PAGE},
         **_urls(),
     )
     return html, status

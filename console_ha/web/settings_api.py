@@ -37,6 +37,8 @@ from ..review import ReviewStore, check_reviewed
 from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
 from ..unknown_keys import first_unknown
 from . import ConsoleServices, services
+from .api_tokens import SessionOnly
+from .auth import current_principal
 from .bodies import json_object
 
 log = logging.getLogger(__name__)
@@ -301,7 +303,9 @@ def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: H
     }
     # orjson, unsorted and compact: this is the one large answer, and speed is its point.
     payload = orjson.dumps(body)
-    if token.reveal().encode("ascii") in payload:
+    # The token as it stands inside a JSON string: a `"` or `\` in it (printable ASCII, so accepted)
+    # comes out escaped, and a scan for the raw token would miss it.
+    if orjson.dumps(token.reveal())[1:-1] in payload:
         # Home Assistant never says its token back; an impostor would (say, as an entity's name), to have
         # the page show it. One scan of the answer, as the connection test does for /api/config.
         log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
@@ -423,9 +427,21 @@ def ca_certificate() -> Response:
     return jsonify(_ca_json(CACertificateStore(services().data_dir)))
 
 
+CA_SESSION_ONLY = ("Only the household, logged in to the Console in a browser, can add or remove the CA "
+                   "certificate: it decides who may receive the Home Assistant access token over https.")
+
+
+def _household_session_only() -> None:
+    """403 FORBIDDEN for an API token: a program must not choose whom the stored token is sent to."""
+    principal = current_principal()
+    if principal is None or principal.method != "session":
+        raise SessionOnly(CA_SESSION_ONLY)
+
+
 @bp.post("/ca-certificate")
 def store_ca_certificate() -> Response:
     """Check a pasted or uploaded PEM and store it (replacing any), atomically; 400 with why if unusable."""
+    _household_session_only()
     body = json_object()
     _refuse_unknown(body, ("pem",))
     pem = body.get("pem")
@@ -439,6 +455,7 @@ def store_ca_certificate() -> Response:
 @bp.delete("/ca-certificate")
 def remove_ca_certificate() -> Response:
     """Forget the stored CA certificate: https is then checked against the system's trust store only."""
+    _household_session_only()
     store = CACertificateStore(services().data_dir)
     store.remove()
     log.info("the stored CA certificate for Home Assistant was removed")

@@ -11,6 +11,7 @@ from markupsafe import escape
 from console_ha.config_store import ENTITY_ID_RE, MAX_ALLOWLIST, ConfigStore
 from console_ha.datadir import DataDir
 from console_ha.entity_budget import BUDGET_BYTES, ENTITY_BYTES, entity_cost
+from console_ha.review import MAX_SENT_BY_PAGE
 
 from .conftest import API, page_csrf
 
@@ -70,6 +71,7 @@ def test_the_page_gives_the_picker_the_servers_limits(logged_in: FlaskClient) ->
     assert form, "the page has no settings form"
     assert f'data-allowlist-limit="{MAX_ALLOWLIST}"' in form.group(0)
     assert f'data-entity-id-pattern="{escape(ENTITY_ID_RE.pattern)}"' in form.group(0)
+    assert f'data-review-limit="{MAX_SENT_BY_PAGE}"' in form.group(0)
     static = Path(__file__).resolve().parents[2] / "static"
     for script in ("settings.js", "budget.js"):
         source = (static / script).read_text()

@@ -127,6 +127,13 @@ def test_an_expired_or_host_only_certificate_is_refused_with_why(tmp_path: Path,
         describe(Path(issued.server_cert).read_text())
 
 
+def test_a_certificate_not_yet_valid_is_refused_with_when(issued: Issued) -> None:
+    """Not valid before a date still to come: every connection would fail, so say when (and check the clock)."""
+    with pytest.raises(InvalidConfig, match="not valid before") as refused:
+        describe(issued.ca_pem, now=datetime.now(UTC) - timedelta(days=2))
+    assert refused.value.detail["field"] == "ca_certificate"
+
+
 def test_a_replaced_certificate_is_written_whole(household: FlaskClient, tmp_path: Path, issued: Issued,
                                                  data_dir: DataDir) -> None:
     """A second CA replaces the first atomically: the file is always one of the two, never a mix."""
@@ -159,3 +166,17 @@ def test_a_damaged_stored_file_is_reported_as_unreadable(household: FlaskClient,
     data_dir.ha_ca_bundle.write_text("garbage")
     assert household.get(CA_API).get_json() == {"stored": True, "managed_by_file": None, "readable": False,
                                                 "certificates": []}
+
+
+def test_only_the_households_browser_session_can_add_or_remove_the_ca(
+    household: FlaskClient, bearer: FlaskClient, issued: Issued, data_dir: DataDir
+) -> None:
+    """A CA decides who may receive the Home Assistant token over https: a program's API token cannot change it."""
+    error = _error(bearer.post(CA_API, json={"pem": issued.ca_pem}), 403, "FORBIDDEN")
+    assert "browser" in error["message"] and not data_dir.ha_ca_bundle.exists()
+    assert household.post(CA_API, json={"pem": issued.ca_pem}).status_code == 200
+    stored = data_dir.ha_ca_bundle.read_bytes()
+    _error(bearer.delete(CA_API), 403, "FORBIDDEN")
+    assert data_dir.ha_ca_bundle.read_bytes() == stored
+    # Reading what is trusted is not a change: a program may see it.
+    assert bearer.get(CA_API).get_json()["stored"] is True

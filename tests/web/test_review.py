@@ -97,6 +97,16 @@ def test_a_damaged_review_file_means_nothing_reviewed(
     assert _entities(household)["new_entities"] == []
 
 
+@pytest.mark.parametrize("damage", ["[" * 100_000 + "]" * 100_000, '{"entity_ids": ' + "[" * 100_000])
+def test_a_deeply_nested_review_file_means_nothing_reviewed(
+    household: FlaskClient, stub_ha: StubHomeAssistant, data_dir: DataDir, damage: str
+) -> None:
+    """Deep nesting (within the size bound) makes the JSON reader recurse too far: still no notice, no 500."""
+    configure(household, stub_ha.base_url, stub_ha.token, reviewed_entities=["light.living_room"])
+    ReviewStore(data_dir).path.write_text(damage)
+    assert _entities(household)["new_entities"] == []
+
+
 def test_a_review_that_cannot_be_written_does_not_undo_the_save(
     household: FlaskClient, stub_ha: StubHomeAssistant, data_dir: DataDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:

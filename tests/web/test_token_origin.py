@@ -418,3 +418,18 @@ def test_an_entity_list_that_says_the_token_back_is_not_home_assistant(
     response = household.post(f"{API}/entities/preview", json={"base_url": rogue.base_url, "access_token": typed})
     assert typed not in response.get_data(as_text=True)
     assert _error(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"
+
+
+def test_an_entity_list_that_says_back_a_token_with_quotes_or_backslashes_is_not_home_assistant(
+    household: FlaskClient, homes: Homes, hidden_secrets: list[str]
+) -> None:
+    """A typed token with `"` or `\\` (printable ASCII, so accepted) is escaped in the JSON: still caught."""
+    _home, rogue = homes
+    rogue.rogue = True
+    typed = 'typed"for\\the-impostor-0123456789'
+    hidden_secrets.append(typed)
+    rogue.set_state("sensor.bait", "1", {"friendly_name": typed})
+    response = household.post(f"{API}/entities/preview", json={"base_url": rogue.base_url, "access_token": typed})
+    text = response.get_data(as_text=True)
+    assert typed not in text and json.dumps(typed)[1:-1] not in text
+    assert _error(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"
