@@ -19,6 +19,6 @@ fi
 bash scripts/install-ha.sh
 
 # Lint first: it takes a second and names the line.
-.venv/bin/ruff check --quiet console_ha tests benchmarks
+.venv/bin/ruff check --quiet console_ha tests benchmarks wsgi.py
 
 exec .venv/bin/python -m pytest "$@"
