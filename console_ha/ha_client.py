@@ -6,7 +6,6 @@ import io
 import logging
 import math
 import re
-import socket
 import ssl
 import threading
 import time
@@ -35,7 +34,7 @@ from .errors import (
     InvalidConfig,
 )
 from .ha_ws import HomeAssistantWebSocket
-from .http_deadline import call_before, set_read_timeout
+from .http_deadline import call_before, set_read_timeout, shut_socket
 from .secret_store import Secret
 
 log = logging.getLogger(__name__)
@@ -412,7 +411,7 @@ class HomeAssistantClient:
         assert response is not None
         # Socket timeouts bound each read, not the body as a whole: at the deadline the socket is shut,
         # so a body that trickles in cannot hold the call (and a worker thread) past its bound.
-        watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), _shut, args=(response,))
+        watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), shut_socket, args=(response,))
         watchdog.daemon = True
         watchdog.start()
         try:
@@ -517,14 +516,3 @@ def _status_error(status: int) -> HomeAssistantError | None:
                              "http:// versus https://.", status=status, reason="redirect")
     return HABadResponse(f"Home Assistant answered with an error (HTTP {status}).", status=status,
                          reason="status")
-
-
-def _shut(response: requests.Response) -> None:
-    """Shut the response's socket, so that a read blocked on it returns at once."""
-    connection = getattr(response.raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
