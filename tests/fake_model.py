@@ -184,6 +184,18 @@ class FakeModel:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def _trickle(self, data: bytes, interval: float) -> None:
+                """Send `data` a byte at a time, `interval` apart, until done, stopped or hung up; then close."""
+                for byte in data:
+                    if fake._stopping.wait(interval):
+                        break
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        break
+                self.close_connection = True
+
             def do_GET(self) -> None:
                 request = ModelRequest(self.path, dict(self.headers.items()), {})
                 with fake._lock:
@@ -224,31 +236,14 @@ class FakeModel:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
-                    line = b"1;" + b"x" * 60_000
-                    for byte in line:
-                        if fake._stopping.wait(step.interval):
-                            break
-                        try:
-                            self.wfile.write(bytes([byte]))
-                            self.wfile.flush()
-                        except OSError:
-                            break
-                    self.close_connection = True
+                    self._trickle(b"1;" + b"x" * 60_000, step.interval)
                     return
                 if isinstance(step, Trickle):
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(step.body)))
                     self.end_headers()
-                    for byte in step.body:
-                        if fake._stopping.wait(step.interval):
-                            break
-                        try:
-                            self.wfile.write(bytes([byte]))
-                            self.wfile.flush()
-                        except OSError:
-                            break
-                    self.close_connection = True
+                    self._trickle(step.body, step.interval)
                     return
                 if isinstance(step, Hang):
                     fake._stopping.wait(step.seconds)
