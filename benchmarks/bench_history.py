@@ -47,9 +47,9 @@ def run_child(args: argparse.Namespace) -> None:
     """Measure one variant once and print the figures as JSON on stdout."""
     import requests
 
-    from console_ha.ha_client import HomeAssistantClient
-    from console_ha.history import fetch_history, fetch_history_ws
-    from console_ha.secret_store import Secret
+    from console_ha.ha.client import HomeAssistantClient
+    from console_ha.ha.history import fetch_history, fetch_history_ws
+    from console_ha.store.ha_token import Secret
 
     token = Path(args.token_file).read_text(encoding="ascii").strip()
     start = datetime.fromisoformat(args.start)

@@ -143,12 +143,12 @@ def load_chatty_history(real_ha: Any, rows: int) -> int:
 def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, api_token: str,
                            repeats: int) -> dict[str, Any]:
     """Raw /api/states, the proxy, list_entities' execute stage and the executor's answer, interleaved."""
-    from console_ha.capabilities import Deadline, list_entities
-    from console_ha.config_store import ConfigStore
-    from console_ha.executor import Executor
-    from console_ha.ha_client import HomeAssistantClient
-    from console_ha.registry import LIST_ENTITIES
-    from console_ha.secret_store import Secret
+    from console_ha.capabilities.execute import Deadline, list_entities
+    from console_ha.capabilities.executor import Executor
+    from console_ha.capabilities.registry import LIST_ENTITIES
+    from console_ha.ha.client import HomeAssistantClient
+    from console_ha.store.config import ConfigStore
+    from console_ha.store.ha_token import Secret
 
     config = ConfigStore(data_dir).load()
     ha = requests.Session()
@@ -226,13 +226,13 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
     whose WebSocket is refused, so it takes its REST fallback. ws_raw (information): a plain WebSocket read of
     the same command + json.loads, Home Assistant's own WebSocket time.
     """
-    from console_ha.capabilities import PERIOD_LENGTHS, Deadline, get_history
-    from console_ha.config_store import ConfigStore
-    from console_ha.datadir import DataDir
-    from console_ha.ha_client import HomeAssistantClient
-    from console_ha.ha_ws import WebSocketUnsupported
-    from console_ha.history import history_command
-    from console_ha.secret_store import TokenStore
+    from console_ha.capabilities.execute import PERIOD_LENGTHS, Deadline, get_history
+    from console_ha.ha.client import HomeAssistantClient
+    from console_ha.ha.history import history_command
+    from console_ha.ha.websocket import WebSocketUnsupported
+    from console_ha.store.config import ConfigStore
+    from console_ha.store.datadir import DataDir
+    from console_ha.store.ha_token import TokenStore
     from tests.real_ha.harness import HomeAssistantWebSocket
 
     dd = DataDir(Path(data_dir))
@@ -519,10 +519,10 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Start Home Assistant in a temporary directory, build the household, measure, report, clean up."""
-    from console_ha.config_store import ConfigStore
-    from console_ha.console_secrets import ConsoleSecrets
-    from console_ha.datadir import DataDir
-    from console_ha.secret_store import TokenStore, check_token
+    from console_ha.store.config import ConfigStore
+    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.datadir import DataDir
+    from console_ha.store.ha_token import TokenStore, check_token
     from console_ha.web import create_app
     from tests.real_ha.harness import HA_VERSION, RealHomeAssistant, default_venv, install_home_assistant
 

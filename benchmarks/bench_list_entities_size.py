@@ -19,9 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from console_ha.capabilities import Deadline, list_entities  # noqa: E402
-from console_ha.config_store import HomeAssistantConfig  # noqa: E402
-from console_ha.entity_budget import BUDGET_BYTES, entity_cost, json_size  # noqa: E402
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost, json_size
+from console_ha.capabilities.execute import Deadline, list_entities
+from console_ha.store.config import HomeAssistantConfig
 from tests.stub_ha import default_states  # noqa: E402
 
 

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from .console_secrets import ConsoleSecrets
-from .datadir import DataDir, resolve_data_dir
-from .errors import ConsoleHaError, InvalidConfig
-from .settings import recover
+from console_ha.errors import ConsoleHaError, InvalidConfig
+from console_ha.settings.service import recover
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir, resolve_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def server_threads(threads: int) -> int:
     A call waiting for the household keeps its worker thread until the answer; with threads of their
     own, the waits never take the ones kept for the pages or the Home Assistant calls (RESERVED_THREADS).
     """
-    from .household import MAX_WAITING
+    from console_ha.capabilities.household import MAX_WAITING
 
     return threads + MAX_WAITING
 
@@ -54,9 +54,9 @@ def serve(args: argparse.Namespace) -> int:
     # Imported here so set-password and api-token start without loading Flask.
     from waitress import create_server
 
-    from .ha_client import CALL_LIMITS, RESERVED_THREADS
-    from .web import create_app
-    from .web.security import listen_names
+    from console_ha.ha.client import CALL_LIMITS, RESERVED_THREADS
+    from console_ha.web import create_app
+    from console_ha.web.security import listen_names
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.threads <= RESERVED_THREADS:
@@ -146,7 +146,7 @@ def api_token_revoke(args: argparse.Namespace) -> int:
 def mcp(args: argparse.Namespace) -> int:
     """Forward MCP on stdio to a running Console's /mcp (token from CONSOLE_HA_API_TOKEN)."""
     # Imported here so the other commands start without loading the MCP SDK.
-    from .mcp.stdio import run
+    from console_ha.mcp.stdio import run
 
     # Logs go to stderr: stdout is the MCP channel.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from console_ha.audit import AuditLog
+from console_ha.store.audit import AuditLog
 
 
 def test_events_are_appended_as_json_lines(data_dir):

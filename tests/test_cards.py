@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from console_ha.cards import card_for
-from console_ha.config_store import HomeAssistantConfig
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.cards import card_for
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.store.config import HomeAssistantConfig
 
 CONFIG = HomeAssistantConfig(
     enabled=True,

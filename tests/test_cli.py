@@ -17,9 +17,9 @@ import pytest
 import waitress
 
 from console_ha import cli
-from console_ha.console_secrets import ConsoleSecrets
-from console_ha.datadir import DataDir
-from console_ha.household import MAX_WAITING
+from console_ha.capabilities.household import MAX_WAITING
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 
 API = "/api/v1/conversation/home-assistant"
@@ -182,8 +182,8 @@ def test_python_dash_m_shows_the_commands() -> None:
 
 def test_serve_with_a_damaged_session_key_says_what_to_do_without_a_traceback(tmp_path, capsys):
     from console_ha.cli import main
-    from console_ha.console_secrets import ConsoleSecrets
-    from console_ha.datadir import DataDir
+    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.datadir import DataDir
 
     secrets = ConsoleSecrets(DataDir(tmp_path))
     secrets.session_key_path.parent.mkdir(parents=True)
@@ -268,7 +268,7 @@ def test_set_password_makes_a_new_data_dir_0700(
 
 def test_waiting_mcp_calls_get_worker_threads_of_their_own() -> None:
     """A waiting MCP call keeps a thread until the household answers: the server has one more per wait."""
+    from console_ha.capabilities.household import MAX_WAITING
     from console_ha.cli import server_threads
-    from console_ha.household import MAX_WAITING
 
     assert server_threads(8) == 8 + MAX_WAITING

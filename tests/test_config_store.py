@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from console_ha.config_store import ConfigStore, HomeAssistantConfig, normalise_base_url
 from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.store.config import ConfigStore, HomeAssistantConfig, normalise_base_url
 
 
 @pytest.fixture

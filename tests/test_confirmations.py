@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.confirmations import ConfirmationInvalid, ConfirmationStore, canonical_arguments
+from console_ha.capabilities.confirmations import ConfirmationInvalid, ConfirmationStore, canonical_arguments
 from tests.conftest import Clock
 
 

@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from console_ha.atomic import path_lock, sweep_temp_files
-from console_ha.console_secrets import ConsoleSecrets, PasswordAlreadySet
-from console_ha.datadir import DataDir
 from console_ha.errors import ConsoleHaError, InvalidConfig
+from console_ha.store.atomic import path_lock, sweep_temp_files
+from console_ha.store.console_credentials import ConsoleSecrets, PasswordAlreadySet
+from console_ha.store.datadir import DataDir
 
 FAST = "pbkdf2:sha256:1000"
 
@@ -189,7 +189,7 @@ def test_a_data_dir_this_user_cannot_narrow_is_an_error_that_says_so(
     def refuse(*args: object) -> None:
         raise PermissionError("not the owner")
 
-    monkeypatch.setattr("console_ha.datadir.os.chmod", refuse)
+    monkeypatch.setattr("console_ha.store.datadir.os.chmod", refuse)
     with pytest.raises(ConsoleHaError, match="open to other users"):
         data_dir.ensure()
 

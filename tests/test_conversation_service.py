@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from console_ha.config_store import ConfigStore
-from console_ha.confirmations import ConfirmationStore
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES, REGISTRY
 from console_ha.conversation import (
     ConversationService,
     ConversationStore,
@@ -27,9 +28,8 @@ from console_ha.conversation import (
 from console_ha.conversation.model import parse_reply
 from console_ha.conversation.service import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
 from console_ha.errors import CapabilityError
-from console_ha.executor import Executor
-from console_ha.registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES, REGISTRY
-from console_ha.secret_store import Secret, TokenStore, check_token
+from console_ha.store.config import ConfigStore
+from console_ha.store.ha_token import Secret, TokenStore, check_token
 from tests.fake_model import (
     FakeModel,
     Hang,

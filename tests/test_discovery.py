@@ -10,14 +10,8 @@ from collections.abc import Iterator
 import pytest
 from zeroconf import ServiceInfo, Zeroconf
 
-from console_ha import discovery
-from console_ha.discovery import (
-    SERVICE_TYPE,
-    Instance,
-    choose_base_url,
-    configured_interfaces,
-    discover,
-)
+from console_ha.ha import discovery
+from console_ha.ha.discovery import SERVICE_TYPE, Instance, choose_base_url, configured_interfaces, discover
 
 LOOPBACK = ["127.0.0.1"]
 # Unique per run: other test runs on this machine may advertise on loopback at the same time.

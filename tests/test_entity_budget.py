@@ -14,10 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console_ha.capabilities import Deadline, list_entities, narrow_state
-from console_ha.config_store import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
-from console_ha.confirmations import ConfirmationStore
-from console_ha.entity_budget import (
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.entity_budget import (
     BUDGET_BYTES,
     CAP_LEVELS,
     CUT_MARK,
@@ -29,10 +27,12 @@ from console_ha.entity_budget import (
     timestamp,
     worst_entry_bytes,
 )
+from console_ha.capabilities.execute import Deadline, list_entities, narrow_state
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
 from console_ha.errors import InvalidConfig
-from console_ha.executor import Executor
-from console_ha.registry import LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
-from console_ha.secret_store import TokenStore, check_token
+from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
+from console_ha.store.ha_token import TokenStore, check_token
 from tests.stub_ha import StubHomeAssistant
 
 BOUND = LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console_ha.config_store import ConfigStore
-from console_ha.confirmations import ConfirmationStore
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Executor, Turn
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
 from console_ha.errors import CapabilityError
-from console_ha.executor import Executor, Turn
-from console_ha.ha_client import HomeAssistantClient
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
-from console_ha.secret_store import TokenStore, check_token
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.store.config import ConfigStore
+from console_ha.store.ha_token import TokenStore, check_token
 
 BOTH = [(LIST_ENTITIES, {}), (GET_HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"})]
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "binary_sensor.hallway_motion"]
@@ -374,7 +374,7 @@ class CountingClient(HomeAssistantClient):
 
 def test_executor_closes_the_clients_it_makes_and_leaves_lent_ones_open(data_dir, stub_ha, clock, monkeypatch):
     configure(data_dir, stub_ha)
-    monkeypatch.setattr("console_ha.executor.HomeAssistantClient", CountingClient)
+    monkeypatch.setattr("console_ha.capabilities.executor.HomeAssistantClient", CountingClient)
     CountingClient.closed = 0
     own = Executor(data_dir, clock=clock)
     own.answer(own.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True, conversation_id="c")

@@ -25,8 +25,8 @@ from console_ha.errors import (
     HAUnreachable,
     HomeAssistantError,
 )
-from console_ha.ha_client import HomeAssistantClient
-from console_ha.secret_store import Secret
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.store.ha_token import Secret
 from tests.stub_ha import FAULT_KINDS, StubHomeAssistant
 
 PACKAGE = Path(__file__).resolve().parent.parent / "console_ha"

@@ -9,11 +9,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from console_ha.config_store import ConfigStore
-from console_ha.confirmations import ConfirmationStore
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import LIST_ENTITIES
 from console_ha.errors import CapabilityError, HABusy, HATimeout, HomeAssistantError
-from console_ha.executor import Executor
-from console_ha.ha_client import (
+from console_ha.ha.areas import fetch_entity_areas
+from console_ha.ha.client import (
     CALL_LIMITS,
     MAX_CALLS_IN_ALL,
     MAX_CALLS_PER_ORIGIN,
@@ -22,9 +23,8 @@ from console_ha.ha_client import (
     HomeAssistantClient,
     origin_of,
 )
-from console_ha.ha_registry import fetch_entity_areas
-from console_ha.registry import LIST_ENTITIES
-from console_ha.secret_store import Secret, TokenStore, check_token
+from console_ha.store.config import ConfigStore
+from console_ha.store.ha_token import Secret, TokenStore, check_token
 from tests.stub_ha import StubHomeAssistant
 
 # Long enough that a hung call is still hung while the test looks; the stub lets go when it stops.

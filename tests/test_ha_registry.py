@@ -12,14 +12,10 @@ from typing import Any
 import pytest
 from wsproto import ConnectionType, WSConnection
 
-from console_ha import ha_registry, ha_ws
-from console_ha.ha_registry import (
-    AreaCache,
-    entity_areas,
-    fetch_entity_areas,
-    websocket_url,
-)
-from console_ha.secret_store import Secret
+from console_ha.ha import areas as ha_registry
+from console_ha.ha import websocket as ha_ws
+from console_ha.ha.areas import AreaCache, entity_areas, fetch_entity_areas, websocket_url
+from console_ha.store.ha_token import Secret
 from tests.stub_ha_ws import TOKEN, StubWebSocket, running
 
 _Server = StubWebSocket
@@ -159,7 +155,7 @@ def test_a_trickling_handshake_gives_its_place_back_at_the_deadline() -> None:
     Each socket read has the timeout, but a trickle resets it on every byte: the whole call needs its
     own deadline, as the REST client's watchdog gives its calls.
     """
-    from console_ha.ha_client import CALL_LIMITS
+    from console_ha.ha.client import CALL_LIMITS
 
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]

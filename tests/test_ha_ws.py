@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from console_ha import ha_ws
 from console_ha.errors import HATLSError
-from console_ha.ha_client import HomeAssistantClient
-from console_ha.secret_store import Secret
+from console_ha.ha import websocket as ha_ws
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.store.ha_token import Secret
 
 PACKAGE = Path(__file__).resolve().parent.parent / "console_ha"
-WS_MODULE = PACKAGE / "ha_ws.py"
+WS_MODULE = PACKAGE / "ha" / "websocket.py"
 # Calls that put bytes on a socket whatever their receiver.
 RAW_SOCKET_CALLS = {"sendall", "sendto", "sendmsg"}
 # Calls that write to a WebSocket when their receiver (or, for a bare function, an argument) is one.
@@ -109,7 +109,7 @@ def test_no_module_but_the_websocket_module_speaks_the_websocket_protocol() -> N
                      else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             if any(name.split(".")[0] in ("wsproto", "websocket", "websockets", "aiohttp") for name in names):
                 importers.append(str(path.relative_to(PACKAGE)))
-    assert sorted(set(importers)) == ["ha_ws.py"]
+    assert sorted(set(importers)) == ["ha/websocket.py"]
 
 
 def test_the_scan_would_catch_a_send_elsewhere() -> None:

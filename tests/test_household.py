@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.audit import AuditLog
-from console_ha.config_store import ConfigStore
-from console_ha.confirmations import ConfirmationInvalid, ConfirmationStore
+from console_ha.capabilities.confirmations import ConfirmationInvalid, ConfirmationStore
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.household import HouseholdQueue
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
 from console_ha.errors import CapabilityError
-from console_ha.executor import Executor
-from console_ha.household import HouseholdQueue
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES
-from console_ha.secret_store import TokenStore, check_token
+from console_ha.store.audit import AuditLog
+from console_ha.store.config import ConfigStore
+from console_ha.store.ha_token import TokenStore, check_token
 
 ENTITY = "sensor.living_room_temperature"
 HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}

@@ -11,9 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from console_ha.conversation.model import NOT_SET_UP, ModelNotConfigured, ModelSettings
-from console_ha.datadir import DataDir
-from console_ha.errors import ConfigInvalid, InvalidConfig
-from console_ha.model_settings import (
+from console_ha.conversation.model_settings import (
     PROBE_TOOL,
     PROBLEMS,
     READY,
@@ -27,7 +25,9 @@ from console_ha.model_settings import (
     settings_in_force,
     settings_to_test,
 )
-from console_ha.secret_store import Secret
+from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import Secret
 from tests.fake_model import FakeModel, Hang, Raw, status, text, tool_call, unused_loopback_url
 
 KEY = "sk-model-key-0123456789"

@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from console_ha.errors import InvalidConfig
-from console_ha.secret_store import Secret, StoredToken, TokenStore, check_token, origin_of
+from console_ha.store.ha_token import Secret, StoredToken, TokenStore, check_token, origin_of
 
 HA = "http://ha.local:8123"
 TOKEN = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.c2VjcmV0LXRva2VuLXZhbHVl.sig_nature-123"
@@ -47,7 +47,7 @@ def test_malformed_token_is_refused_without_echoing_it(bad):
 
 
 def test_token_never_lands_in_the_config_file(data_dir):
-    from console_ha.config_store import ConfigStore
+    from console_ha.store.config import ConfigStore
 
     TokenStore(data_dir).write(check_token(TOKEN), HA)
     ConfigStore(data_dir).update({"enabled": True, "base_url": "http://ha.local:8123"})

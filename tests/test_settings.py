@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from console_ha import cli
-from console_ha.config_store import ConfigStore
 from console_ha.errors import InvalidConfig
-from console_ha.secret_store import StoredToken, TokenStore, check_token
-from console_ha.settings import recover, save_settings
+from console_ha.settings.service import recover, save_settings
+from console_ha.store.config import ConfigStore
+from console_ha.store.ha_token import StoredToken, TokenStore, check_token
 
 
 def test_a_token_that_cannot_be_written_leaves_the_settings_as_they_were(data_dir, monkeypatch):
@@ -94,7 +94,8 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
     """A leftover that cannot be removed, a legacy token that cannot be rewritten: logged, not fatal."""
     import os
 
-    from console_ha import atomic, secret_store
+    from console_ha.store import atomic
+    from console_ha.store import ha_token as secret_store
 
     tokens = TokenStore(data_dir)
     ConfigStore(data_dir).update({"base_url": "http://ha.local:8123"})
@@ -116,8 +117,8 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
 
 def test_a_review_is_only_written_beside_the_configuration_it_was_saved_with(data_dir):
     """Two saves racing: the review of the one overtaken is dropped, never paired with the other's URL."""
-    from console_ha.review import ReviewStore
-    from console_ha.settings import remember_review
+    from console_ha.settings.service import remember_review
+    from console_ha.store.review import ReviewStore
 
     store, tokens = ConfigStore(data_dir), TokenStore(data_dir)
     first = save_settings(store, tokens, {"base_url": "http://ha-one.local:8123"}, token=check_token("tok-one-0123"))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.config_store import HomeAssistantConfig, apply_changes
+from console_ha.capabilities.executor import validate
+from console_ha.capabilities.registry import GET_HISTORY, REGISTRY
 from console_ha.errors import CapabilityError, InvalidConfig
-from console_ha.executor import validate
-from console_ha.registry import GET_HISTORY, REGISTRY
+from console_ha.store.config import HomeAssistantConfig, apply_changes
 from console_ha.unknown_keys import MAX_SHOWN_KEY, first_unknown, shown_key
 
 LONG = "k" * 10_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import (
+from console_ha.conversation.model import (
     ChatModel,
     ModelNotConfigured,
     ModelReply,
@@ -14,7 +14,7 @@ from .model import (
     function_name,
     tool_definitions,
 )
-from .service import (
+from console_ha.conversation.service import (
     SYSTEM_PROMPT,
     ConversationService,
     ConversationStore,

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
 
 LATEST_EVENTS = 50
 

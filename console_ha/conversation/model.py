@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
-from ..config_store import origin_of
-from ..errors import ConsoleHaError
-from ..http_deadline import call_before, set_read_timeout, shut_at
-from ..registry import REGISTRY, Capability
-from ..secret_store import Secret
+from console_ha.capabilities.registry import REGISTRY, Capability
+from console_ha.deadline import call_before, set_read_timeout, shut_at
+from console_ha.errors import ConsoleHaError
+from console_ha.store.config import origin_of
+from console_ha.store.ha_token import Secret
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..config_store import origin_of
-from ..confirmations import ConfirmationInvalid
-from ..errors import CapabilityError, ConfigInvalid, ConsoleHaError
-from ..executor import Executor, Proposal, Turn
-from ..registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES
-from .model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
+from console_ha.capabilities.confirmations import ConfirmationInvalid
+from console_ha.capabilities.executor import Executor, Proposal, Turn
+from console_ha.capabilities.registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES
+from console_ha.conversation.model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
+from console_ha.errors import CapabilityError, ConfigInvalid, ConsoleHaError
+from console_ha.store.config import origin_of
 
 log = logging.getLogger(__name__)
 

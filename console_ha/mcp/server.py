@@ -19,11 +19,11 @@ import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from .. import __version__
-from ..confirmations import CONFIRMATION_TTL_SECONDS
-from ..errors import CapabilityError
-from ..household import HouseholdQueue, WaitingRead
-from ..registry import REGISTRY, Capability
+from console_ha import __version__
+from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
+from console_ha.capabilities.household import HouseholdQueue, WaitingRead
+from console_ha.capabilities.registry import REGISTRY, Capability
+from console_ha.errors import CapabilityError
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 
-from .. import __version__
-from ..confirmations import CONFIRMATION_TTL_SECONDS
-from ..errors import ConsoleHaError
+from console_ha import __version__
+from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
+from console_ha.errors import ConsoleHaError
 
 log = logging.getLogger(__name__)
 

@@ -15,15 +15,15 @@ from typing import Any
 from flask import Flask, current_app
 from flask_wtf.csrf import CSRFProtect
 
-from ..config_store import ConfigStore
-from ..console_secrets import ConsoleSecrets
-from ..datadir import DataDir, resolve_data_dir
-from ..discovery import Instance, discover
-from ..ha_client import HomeAssistantClient
-from ..ha_registry import AreaCache
-from ..login_throttle import LoginThrottle
-from ..secret_store import Secret, TokenStore
-from ..settings import recover
+from console_ha.ha.areas import AreaCache
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.discovery import Instance, discover
+from console_ha.settings.service import recover
+from console_ha.store.config import ConfigStore
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir, resolve_data_dir
+from console_ha.store.ha_token import Secret, TokenStore
+from console_ha.web.login_throttle import LoginThrottle
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +132,11 @@ def services() -> ConsoleServices:
 
 def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] | None = None) -> Flask:
     """Build the Console's Flask app for `data_dir` (default: the resolved data dir)."""
-    from . import api_tokens, auth, confirmations, conversation, mcp, model_settings, pages, settings_api
-    from .errors import register_error_handlers
-    from .security import init_app as init_security
-    from .security import names_from_env, trusted_hosts
+    from console_ha.web import api_tokens, auth, confirmations, conversation, mcp, model_settings, settings_api
+    from console_ha.web import settings_page as pages
+    from console_ha.web.errors import register_error_handlers
+    from console_ha.web.security import init_app as init_security
+    from console_ha.web.security import names_from_env, trusted_hosts
 
     data_dir = data_dir or DataDir(resolve_data_dir())
     data_dir.ensure()

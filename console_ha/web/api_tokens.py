@@ -11,10 +11,10 @@ import re
 
 from flask import Blueprint, Response, flash, redirect, render_template, url_for
 
-from ..console_secrets import ApiToken
-from ..errors import ConsoleHaError
-from . import services
-from .auth import current_principal
+from console_ha.errors import ConsoleHaError
+from console_ha.store.console_credentials import ApiToken
+from console_ha.web import services
+from console_ha.web.auth import current_principal
 
 log = logging.getLogger(__name__)
 

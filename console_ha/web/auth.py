@@ -23,12 +23,12 @@ from flask import (
 )
 from flask_wtf.csrf import CSRFError
 
-from ..console_secrets import MAX_PASSWORD_LENGTH, PasswordAlreadySet
-from ..errors import InvalidConfig
-from ..login_throttle import LoginThrottled, client_key
-from . import services
-from .errors import Unauthenticated, error_response, is_api_request
-from .security import MUTATING_METHODS
+from console_ha.errors import InvalidConfig
+from console_ha.store.console_credentials import MAX_PASSWORD_LENGTH, PasswordAlreadySet
+from console_ha.web import services
+from console_ha.web.errors import Unauthenticated, error_response, is_api_request
+from console_ha.web.login_throttle import LoginThrottled, client_key
+from console_ha.web.security import MUTATING_METHODS
 
 log = logging.getLogger(__name__)
 

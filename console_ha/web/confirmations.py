@@ -9,11 +9,11 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from ..errors import ConsoleHaError
-from .auth import Principal, current_principal
-from .bodies import json_object
-from .errors import InvalidRequest, status_for
-from .mcp import household_queue
+from console_ha.errors import ConsoleHaError
+from console_ha.web.auth import Principal, current_principal
+from console_ha.web.bodies import json_object
+from console_ha.web.errors import InvalidRequest, status_for
+from console_ha.web.mcp import household_queue
 
 bp = Blueprint("confirmations", __name__)
 

@@ -9,15 +9,15 @@ from flask import Blueprint, Response, current_app, jsonify, redirect, render_te
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ..conversation import ConversationService, OpenAICompatibleModel, TurnResult
-from ..conversation.activity import summarise
-from ..conversation.service import MAX_MESSAGE_CHARS
-from ..errors import ConsoleHaError
-from ..executor import Executor, Proposal
-from ..model_settings import ModelStore, settings_in_force
-from .bodies import json_object
-from .errors import InvalidRequest, status_for
-from .model_settings import current_setup, model_environment
+from console_ha.capabilities.executor import Executor, Proposal
+from console_ha.conversation import ConversationService, OpenAICompatibleModel, TurnResult
+from console_ha.conversation.activity import summarise
+from console_ha.conversation.model_settings import ModelStore, settings_in_force
+from console_ha.conversation.service import MAX_MESSAGE_CHARS
+from console_ha.errors import ConsoleHaError
+from console_ha.web.bodies import json_object
+from console_ha.web.errors import InvalidRequest, status_for
+from console_ha.web.model_settings import current_setup, model_environment
 
 bp = Blueprint("conversation", __name__)
 

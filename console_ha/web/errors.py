@@ -10,7 +10,7 @@ from flask import Flask, Response, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from ..errors import ConsoleHaError
+from console_ha.errors import ConsoleHaError
 
 log = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ from flask.blueprints import BlueprintSetupState
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from werkzeug.http import is_hop_by_hop_header
 
-from ..confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
-from ..executor import Executor
-from ..household import MAX_WAITING, HouseholdQueue
-from ..mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
-from . import services
-from .auth import current_principal
-from .errors import InvalidRequest, Unauthenticated, error_body
+from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.household import MAX_WAITING, HouseholdQueue
+from console_ha.mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
+from console_ha.web import services
+from console_ha.web.auth import current_principal
+from console_ha.web.errors import InvalidRequest, Unauthenticated, error_body
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,8 @@ from typing import Any
 from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from ..config_store import ConfigStore
-from ..conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL, NOT_SET_UP
-from ..errors import ConfigInvalid, ConsoleHaError, InvalidConfig
-from ..model_settings import (
+from console_ha.conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL, NOT_SET_UP
+from console_ha.conversation.model_settings import (
     ENVIRONMENT,
     TEST_TIMEOUT_SECONDS,
     ModelCheck,
@@ -26,9 +24,11 @@ from ..model_settings import (
     settings_to_test,
     typed_api_key,
 )
-from . import services
-from .bodies import json_object
-from .errors import status_for
+from console_ha.errors import ConfigInvalid, ConsoleHaError, InvalidConfig
+from console_ha.store.config import ConfigStore
+from console_ha.web import services
+from console_ha.web.bodies import json_object
+from console_ha.web.errors import status_for
 
 log = logging.getLogger(__name__)
 

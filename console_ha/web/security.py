@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import SecurityError
 
-from ..errors import ConsoleHaError
-from .errors import error_body, is_api_request
+from console_ha.errors import ConsoleHaError
+from console_ha.web.errors import error_body, is_api_request
 
 log = logging.getLogger(__name__)
 

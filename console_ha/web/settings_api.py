@@ -12,34 +12,21 @@ from typing import Any
 import orjson
 from flask import Blueprint, Response, current_app, jsonify
 
-from .. import settings as settings_writer
-from ..ca_certificate import FIELD as CA_FIELD
-from ..ca_certificate import CACertificateStore
-from ..config_store import (
-    ENTITY_ID_RE,
-    HomeAssistantConfig,
-    apply_changes,
-    ca_bundle_path,
-    normalise_base_url,
-)
-from ..entity_budget import BUDGET_BYTES, entity_cost
-from ..errors import (
-    CapabilityError,
-    ConfigInvalid,
-    HABadResponse,
-    HABusy,
-    HANotFound,
-    InvalidConfig,
-)
-from ..ha_client import UNAVAILABLE_STATES
-from ..review import FIELD as REVIEWED_FIELD
-from ..review import ReviewStore, check_reviewed
-from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
-from ..unknown_keys import first_unknown
-from . import ConsoleServices, services
-from .api_tokens import SessionOnly
-from .auth import current_principal
-from .bodies import json_object
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
+from console_ha.errors import CapabilityError, ConfigInvalid, HABadResponse, HABusy, HANotFound, InvalidConfig
+from console_ha.ha.client import UNAVAILABLE_STATES
+from console_ha.settings import service as settings_writer
+from console_ha.store.ca_certificate import FIELD as CA_FIELD
+from console_ha.store.ca_certificate import CACertificateStore
+from console_ha.store.config import ENTITY_ID_RE, HomeAssistantConfig, apply_changes, ca_bundle_path, normalise_base_url
+from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
+from console_ha.store.review import FIELD as REVIEWED_FIELD
+from console_ha.store.review import ReviewStore, check_reviewed
+from console_ha.unknown_keys import first_unknown
+from console_ha.web import ConsoleServices, services
+from console_ha.web.api_tokens import SessionOnly
+from console_ha.web.auth import current_principal
+from console_ha.web.bodies import json_object
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ from playwright.sync_api import Page, Response, expect
 from werkzeug.serving import make_server
 from zeroconf import ServiceInfo, Zeroconf
 
-from console_ha.config_store import ConfigStore
-from console_ha.console_secrets import ConsoleSecrets
-from console_ha.datadir import DataDir
-from console_ha.discovery import SERVICE_TYPE, Instance
-from console_ha.secret_store import Secret, TokenStore
+from console_ha.ha.discovery import SERVICE_TYPE, Instance
+from console_ha.store.config import ConfigStore
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import Secret, TokenStore
 from console_ha.web import create_app
 
 PASSWORD = "correct horse battery staple"
@@ -161,7 +161,7 @@ def areas(console: LiveConsole) -> dict[str, str]:
         "binary_sensor.hallway_motion": "Hallway",
         "lock.front_door": "Hallway",
     }
-    from console_ha.ha_registry import AreaCache
+    from console_ha.ha.areas import AreaCache
 
     console.services.areas = AreaCache(fetch=lambda *args, **kwargs: dict(mapping))
     return mapping

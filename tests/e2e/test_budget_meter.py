@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from console_ha.entity_budget import BUDGET_BYTES, entity_cost
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from tests.e2e.conftest import DESKTOP, LiveConsole, log_in, screenshot
 from tests.stub_ha import StubHomeAssistant
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from console_ha.confirmations import ConfirmationStore
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Executor
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
-from console_ha.executor import Executor
 from console_ha.web.conversation import EXTENSION
 from tests.e2e.conftest import DESKTOP, LiveConsole, Received, log_in, screenshot, serious_violations
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call

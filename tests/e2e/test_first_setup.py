@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from console_ha.secret_store import Secret, StoredToken
+from console_ha.store.ha_token import Secret, StoredToken
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, Received, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 

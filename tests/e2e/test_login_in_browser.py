@@ -7,15 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import (
-    DESKTOP,
-    PASSWORD,
-    SETTINGS,
-    LiveConsole,
-    log_in,
-    screenshot,
-    serious_violations,
-)
+from tests.e2e.conftest import DESKTOP, PASSWORD, SETTINGS, LiveConsole, log_in, screenshot, serious_violations
 
 pytestmark = pytest.mark.browser
 

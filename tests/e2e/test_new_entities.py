@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from console_ha.review import ReviewStore
+from console_ha.store.review import ReviewStore
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 

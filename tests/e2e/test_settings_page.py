@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from console_ha.secret_store import Secret, StoredToken
+from console_ha.store.ha_token import Secret, StoredToken
 from tests.e2e.conftest import (
     DESKTOP,
     SETTINGS,

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
 from console_ha.errors import CapabilityError
-from console_ha.executor import Executor
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
-from console_ha.secret_store import TokenStore, check_token
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, check_token
 from tests.real_ha.harness import UNAVAILABLE_ENTITY, RealHomeAssistant
 
 pytestmark = pytest.mark.real_ha

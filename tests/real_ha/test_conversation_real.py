@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from console_ha.config_store import ConfigStore
-from console_ha.console_secrets import ConsoleSecrets
-from console_ha.datadir import DataDir
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES
-from console_ha.secret_store import TokenStore, check_token
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.store.config import ConfigStore
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.web import create_app
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.real_ha.harness import RealHomeAssistant

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import jsonschema
 import pytest
 
-from console_ha.console_secrets import ConsoleSecrets
-from console_ha.datadir import DataDir
-from console_ha.registry import GET_HISTORY, REGISTRY
+from console_ha.capabilities.registry import GET_HISTORY, REGISTRY
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 from tests.mcp.conftest import FAST_HASH, PASSWORD, ServedConsole, log_in, mcp_session, serve, stop
 from tests.mcp.test_mcp_http import household_answers, pending_cards, run

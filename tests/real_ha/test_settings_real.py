@@ -9,15 +9,10 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from console_ha.console_secrets import ConsoleSecrets
-from console_ha.datadir import DataDir
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
-from tests.real_ha.harness import (
-    HA_VERSION,
-    LOCATION_NAME,
-    UNAVAILABLE_ENTITY,
-    RealHomeAssistant,
-)
+from tests.real_ha.harness import HA_VERSION, LOCATION_NAME, UNAVAILABLE_ENTITY, RealHomeAssistant
 
 pytestmark = pytest.mark.real_ha
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.conversation.model import function_name
+from console_ha.conversation.model_settings import check_model
 from console_ha.conversation.service import SYSTEM_PROMPT
-from console_ha.executor import Executor
-from console_ha.model_settings import check_model
-from console_ha.registry import LIST_ENTITIES
 from tests.real_model.conftest import LlamaServer
 
 LIST = function_name(LIST_ENTITIES)

@@ -8,10 +8,10 @@ from pathlib import Path
 from flask.testing import FlaskClient
 from markupsafe import escape
 
-from console_ha.config_store import ENTITY_ID_RE, MAX_ALLOWLIST, ConfigStore
-from console_ha.datadir import DataDir
-from console_ha.entity_budget import BUDGET_BYTES, ENTITY_BYTES, entity_cost
-from console_ha.review import MAX_SENT_BY_PAGE
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES, entity_cost
+from console_ha.store.config import ENTITY_ID_RE, MAX_ALLOWLIST, ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.review import MAX_SENT_BY_PAGE
 
 from .conftest import API, page_csrf
 

@@ -9,8 +9,8 @@ import pytest
 from flask import Flask
 
 from console_ha import web
-from console_ha.datadir import DataDir
-from console_ha.secret_store import Secret
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import Secret
 from console_ha.web import ConsoleServices, HomeAssistantClients, create_app
 
 ROOT = Path(__file__).resolve().parents[2]

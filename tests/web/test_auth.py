@@ -9,20 +9,12 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.console_secrets import ConsoleSecrets
-from console_ha.datadir import DataDir
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 from console_ha.web.auth import OPEN_ENDPOINTS, safe_next
 
-from .conftest import (
-    API,
-    FAST_HASH,
-    PASSWORD,
-    TEST_CONFIG,
-    csrf_from,
-    log_in,
-    page_csrf,
-)
+from .conftest import API, FAST_HASH, PASSWORD, TEST_CONFIG, csrf_from, log_in, page_csrf
 from .live import served
 
 _CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -359,8 +351,8 @@ import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from console_ha import cli  # noqa: E402
-from console_ha.console_secrets import MAX_SESSIONS  # noqa: E402
-from console_ha.login_throttle import LoginThrottle  # noqa: E402
+from console_ha.store.console_credentials import MAX_SESSIONS  # noqa: E402
+from console_ha.web.login_throttle import LoginThrottle  # noqa: E402
 
 
 def test_logout_ends_the_session_for_a_copied_cookie_over_real_http(
@@ -437,7 +429,7 @@ def test_a_session_idle_past_its_lifetime_has_ended(console_secrets: ConsoleSecr
 def test_at_most_max_sessions_are_kept_and_the_oldest_ends(console_secrets: ConsoleSecrets,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Logging in again and again cannot grow the file without bound."""
-    import console_ha.console_secrets as module
+    import console_ha.store.console_credentials as module
 
     now = [1_000_000.0]
     monkeypatch.setattr(module.time, "time", lambda: now[0])
@@ -586,7 +578,7 @@ def test_the_wait_never_grows_past_five_minutes_and_a_quiet_client_starts_afresh
 
 def test_an_error_inside_the_check_counts_as_a_failed_check(clock) -> None:
     """A crash in the hash comparison is no free attempt."""
-    from console_ha.login_throttle import LoginThrottled
+    from console_ha.web.login_throttle import LoginThrottled
 
     throttle = LoginThrottle(free_attempts=1, clock=clock)
 
@@ -603,7 +595,7 @@ def test_an_error_inside_the_check_counts_as_a_failed_check(clock) -> None:
                                           ("2001:db8::1", "2001:db8::/64"), ("2001:db8::ffff:1", "2001:db8::/64")])
 def test_ipv6_clients_are_counted_per_64(address: str, key: str) -> None:
     """One IPv6 host can take any address of its /64: the count follows the network, not the address."""
-    from console_ha.login_throttle import client_key
+    from console_ha.web.login_throttle import client_key
 
     assert client_key(address) == key
 
@@ -700,7 +692,7 @@ def test_a_password_changed_during_the_login_check_ends_that_login_too(
     when the household changes that password; the session it starts must carry the checked hash,
     not the new one, or the leaked password would outlive its change.
     """
-    import console_ha.console_secrets as module
+    import console_ha.store.console_credentials as module
 
     real_check = module.check_password_hash
 

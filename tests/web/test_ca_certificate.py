@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from console_ha.ca_certificate import describe
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import LIST_ENTITIES
 from console_ha.errors import InvalidConfig
-from console_ha.executor import Executor
-from console_ha.registry import LIST_ENTITIES
+from console_ha.store.ca_certificate import describe
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
 from tests.certs import Issued, make_ca
 from tests.stub_ha import StubHomeAssistant
 

@@ -8,9 +8,9 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.config_store import ConfigStore
-from console_ha.household import HouseholdQueue, WaitingRead
-from console_ha.secret_store import TokenStore, check_token
+from console_ha.capabilities.household import HouseholdQueue, WaitingRead
+from console_ha.store.config import ConfigStore
+from console_ha.store.ha_token import TokenStore, check_token
 
 ALLOWED = ["sensor.living_room_temperature", "light.living_room"]
 

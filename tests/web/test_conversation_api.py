@@ -11,12 +11,12 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.config_store import ConfigStore
-from console_ha.confirmations import ConfirmationStore
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
-from console_ha.executor import Executor
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES
-from console_ha.secret_store import TokenStore, check_token
+from console_ha.store.config import ConfigStore
+from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.web.conversation import EXTENSION
 from tests.fake_model import FakeModel, answer_from_tool_result, status, text, tool_call, unused_loopback_url
 from tests.web.conftest import log_in, page_csrf

@@ -12,8 +12,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
 from tests.fake_model import FakeModel, Hang, Raw, text, tool_call, unused_loopback_url
 
 from .conftest import csrf_from

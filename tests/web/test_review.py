@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
-from console_ha.review import MAX_REVIEWED, ReviewStore
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.review import MAX_REVIEWED, ReviewStore
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure
@@ -118,7 +118,7 @@ def test_a_review_that_cannot_be_written_does_not_undo_the_save(
     def full_disk(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("console_ha.review.atomic_write", full_disk)
+    monkeypatch.setattr("console_ha.store.review.atomic_write", full_disk)
     response = household.post(API, json={"enabled": True, "reviewed_entities": _ids(stub_ha)})
     assert response.status_code == 200 and response.get_json()["enabled"] is True
     assert ConfigStore(data_dir).load().enabled is True

@@ -14,10 +14,10 @@ import requests
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.datadir import DataDir
-from console_ha.discovery import Instance
-from console_ha.entity_budget import BUDGET_BYTES, entity_cost
-from console_ha.ha_registry import AreaCache
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
+from console_ha.ha.areas import AreaCache
+from console_ha.ha.discovery import Instance
+from console_ha.store.datadir import DataDir
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, files_under, unused_port

@@ -23,9 +23,9 @@ import requests
 from flask import Flask
 from werkzeug.serving import make_server
 
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
-from console_ha.secret_store import TokenStore, origin_of
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, origin_of
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API
@@ -39,10 +39,10 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 SAVER = r"""
 import json, sys
 from pathlib import Path
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
-from console_ha.secret_store import TokenStore, check_token
-from console_ha.settings import save_settings
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, check_token
+from console_ha.settings.service import save_settings
 
 job = json.loads(sys.stdin.readline())
 data_dir = DataDir(Path(job["root"]))

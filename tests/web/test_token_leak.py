@@ -14,11 +14,11 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
-from console_ha.discovery import Instance
-from console_ha.executor import Executor
-from console_ha.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.ha.discovery import Instance
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
 from console_ha.web.errors import status_for
 from tests.stub_ha import StubHomeAssistant
 

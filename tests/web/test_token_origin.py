@@ -15,10 +15,10 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.config_store import ConfigStore
-from console_ha.datadir import DataDir
-from console_ha.discovery import Instance
-from console_ha.secret_store import Secret, StoredToken, TokenStore, origin_of
+from console_ha.ha.discovery import Instance
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import Secret, StoredToken, TokenStore, origin_of
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, files_under, log_in, page_csrf

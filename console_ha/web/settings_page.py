@@ -6,23 +6,15 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flask import (
-    Blueprint,
-    Response,
-    flash,
-    redirect,
-    render_template,
-    request,
-    url_for,
-)
+from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
 
-from .. import settings as settings_writer
-from ..config_store import ENTITY_ID_RE, MAX_ALLOWLIST, HomeAssistantConfig, StoredConfig
-from ..entity_budget import BUDGET_BYTES, ENTITY_BYTES
-from ..errors import ConfigInvalid, InvalidConfig
-from ..review import MAX_SENT_BY_PAGE
-from ..secret_store import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token, origin_of
-from . import services
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
+from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.settings import service as settings_writer
+from console_ha.store.config import ENTITY_ID_RE, MAX_ALLOWLIST, HomeAssistantConfig, StoredConfig
+from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token, origin_of
+from console_ha.store.review import MAX_SENT_BY_PAGE
+from console_ha.web import services
 
 log = logging.getLogger(__name__)
 

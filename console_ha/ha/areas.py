@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import ha_ws
-from .ha_client import CALL_LIMITS
-from .ha_ws import websocket_url
-from .secret_store import Secret
+from console_ha.ha import websocket as ha_ws
+from console_ha.ha.client import CALL_LIMITS
+from console_ha.ha.websocket import websocket_url
+from console_ha.store.ha_token import Secret
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CapabilityError
+from console_ha.errors import CapabilityError
 
 CONFIRMATION_TTL_SECONDS = 300
 MAX_PENDING = 1000

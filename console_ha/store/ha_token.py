@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import atomic_write, ensure_dir, path_lock
-from .config_store import origin_of
-from .datadir import DataDir
-from .errors import InvalidConfig
+from console_ha.errors import InvalidConfig
+from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
+from console_ha.store.config import origin_of
+from console_ha.store.datadir import DataDir
 
 log = logging.getLogger(__name__)
 

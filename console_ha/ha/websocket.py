@@ -30,9 +30,9 @@ from wsproto.events import (
 )
 from wsproto.utilities import ProtocolError
 
-from .errors import HABadResponse, HATimeout, HATLSError, HAUnauthorized, HAUnreachable, HomeAssistantError
-from .http_deadline import call_before
-from .secret_store import Secret
+from console_ha.deadline import call_before
+from console_ha.errors import HABadResponse, HATimeout, HATLSError, HAUnauthorized, HAUnreachable, HomeAssistantError
+from console_ha.store.ha_token import Secret
 
 HISTORY_COMMAND = "history/history_during_period"
 # The only commands ever sent after the auth message: read-only lists and one history read. Checked

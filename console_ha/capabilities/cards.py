@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .config_store import HomeAssistantConfig
-from .registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.store.config import HomeAssistantConfig
 
 PERIOD_WORDS = {"hour": "the past hour", "day": "the past day", "week": "the past week"}
 APPROVE_LABEL = "Allow this once"

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import ConsoleHaError
+from console_ha.errors import ConsoleHaError
 
 # Wrong passwords a client may try without waiting.
 FREE_ATTEMPTS = 5

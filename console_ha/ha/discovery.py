@@ -11,17 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from zeroconf import (
-    InterfaceChoice,
-    IPVersion,
-    ServiceBrowser,
-    ServiceInfo,
-    ServiceStateChange,
-    Zeroconf,
-)
+from zeroconf import InterfaceChoice, IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
-from .config_store import normalise_base_url
-from .errors import InvalidConfig
+from console_ha.errors import InvalidConfig
+from console_ha.store.config import normalise_base_url
 
 log = logging.getLogger(__name__)
 

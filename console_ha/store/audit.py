@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .atomic import ensure_dir
-from .datadir import DataDir
+from console_ha.store.atomic import ensure_dir
+from console_ha.store.datadir import DataDir
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from .atomic import atomic_write, ensure_dir, path_lock
-from .datadir import DataDir
-from .errors import ConsoleHaError, InvalidConfig
+from console_ha.errors import ConsoleHaError, InvalidConfig
+from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
+from console_ha.store.datadir import DataDir
 
 log = logging.getLogger(__name__)
 

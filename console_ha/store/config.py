@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .atomic import atomic_write, ensure_dir, path_lock
-from .datadir import DataDir
-from .entity_budget import check_fits
-from .errors import ConfigInvalid, InvalidConfig
-from .unknown_keys import first_unknown
+from console_ha.capabilities.entity_budget import check_fits
+from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
+from console_ha.store.datadir import DataDir
+from console_ha.unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,8 @@ import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
-from . import ha_ws
-from .config_store import is_entity_id, normalise_base_url, origin_of
-from .errors import (
+from console_ha.deadline import call_before, set_read_timeout, shut_socket
+from console_ha.errors import (
     HABadResponse,
     HABusy,
     HANotFound,
@@ -33,9 +32,10 @@ from .errors import (
     HomeAssistantError,
     InvalidConfig,
 )
-from .ha_ws import HomeAssistantWebSocket
-from .http_deadline import call_before, set_read_timeout, shut_socket
-from .secret_store import Secret
+from console_ha.ha import websocket as ha_ws
+from console_ha.ha.websocket import HomeAssistantWebSocket
+from console_ha.store.config import is_entity_id, normalise_base_url, origin_of
+from console_ha.store.ha_token import Secret
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import InvalidConfig
-from .registry import LIST_ENTITIES_CAPABILITY, LIST_ENTITIES_TEXT_CAPS, TextCaps
+from console_ha.capabilities.registry import LIST_ENTITIES_CAPABILITY, LIST_ENTITIES_TEXT_CAPS, TextCaps
+from console_ha.errors import InvalidConfig
 
 # Marks text that was cut to fit; one character (3 bytes), counted inside the cap.
 CUT_MARK = "…"

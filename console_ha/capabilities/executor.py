@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from .audit import AuditLog
-from .capabilities import EXECUTE, Deadline, iso
-from .cards import Card, card_for
-from .config_store import ConfigStore, HomeAssistantConfig, ca_bundle_path, is_entity_id
-from .confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
-from .datadir import DataDir
-from .errors import CapabilityError, ConfigInvalid, HomeAssistantError
-from .ha_client import BUSY_MESSAGE, HomeAssistantClient
-from .registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
-from .secret_store import Secret, TokenLookup, TokenStore
-from .unknown_keys import first_unknown
+from console_ha.capabilities.cards import Card, card_for
+from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
+from console_ha.capabilities.execute import EXECUTE, Deadline, iso
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
+from console_ha.errors import CapabilityError, ConfigInvalid, HomeAssistantError
+from console_ha.ha.client import BUSY_MESSAGE, HomeAssistantClient
+from console_ha.store.audit import AuditLog
+from console_ha.store.config import ConfigStore, HomeAssistantConfig, ca_bundle_path, is_entity_id
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import Secret, TokenLookup, TokenStore
+from console_ha.unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 

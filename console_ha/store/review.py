@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .atomic import atomic_write, ensure_dir, path_lock
-from .config_store import ENTITY_ID_RE
-from .datadir import DataDir
-from .errors import InvalidConfig
-from .secret_store import origin_of
+from console_ha.errors import InvalidConfig
+from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
+from console_ha.store.config import ENTITY_ID_RE
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import origin_of
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConsoleHaError
+from console_ha.errors import ConsoleHaError
 
 log = logging.getLogger(__name__)
 

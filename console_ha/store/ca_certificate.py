@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from cryptography import x509
 from cryptography.x509.oid import ExtensionOID
 
-from .atomic import atomic_write, ensure_dir, path_lock
-from .config_store import ConfigStore
-from .datadir import DataDir
-from .errors import ConfigInvalid, InvalidConfig
+from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write, ensure_dir, path_lock
-from .config_store import origin_of
-from .conversation.model import (
+from console_ha.conversation.model import (
     DEFAULT_TIMEOUT_SECONDS,
     ENV_API_KEY,
     ENV_MODEL,
@@ -33,9 +31,11 @@ from .conversation.model import (
     OpenAICompatibleModel,
     check_endpoint,
 )
-from .datadir import DataDir
-from .errors import ConfigInvalid, InvalidConfig
-from .secret_store import Secret
+from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
+from console_ha.store.config import origin_of
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import Secret
 
 log = logging.getLogger(__name__)
 

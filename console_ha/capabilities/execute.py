@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from .config_store import HomeAssistantConfig
-from .entity_budget import CAP_LEVELS, TextCaps, entry, iso, json_size
-from .errors import HABadResponse, HATimeout
-from .ha_client import UNAVAILABLE_STATES, HomeAssistantClient
-from .ha_ws import WebSocketUnsupported
-from .history import HistoryDigest, fetch_history, fetch_history_ws
-from .registry import GET_HISTORY, LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
+from console_ha.capabilities.entity_budget import CAP_LEVELS, TextCaps, entry, iso, json_size
+from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
+from console_ha.errors import HABadResponse, HATimeout
+from console_ha.ha.client import UNAVAILABLE_STATES, HomeAssistantClient
+from console_ha.ha.history import HistoryDigest, fetch_history, fetch_history_ws
+from console_ha.ha.websocket import WebSocketUnsupported
+from console_ha.store.config import HomeAssistantConfig
 
 # Home Assistant's own bodies may be far larger than a result; they are capped separately.
 # 32 MiB is about 70,000 entities, ten times a large household's; parsing it costs a few hundred MiB.

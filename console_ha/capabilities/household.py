@@ -17,10 +17,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
-from .confirmations import ConfirmationInvalid
-from .errors import CapabilityError
-from .executor import Executor, Proposal, Turn
+from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
+from console_ha.capabilities.confirmations import ConfirmationInvalid
+from console_ha.capabilities.executor import Executor, Proposal, Turn
+from console_ha.errors import CapabilityError
 
 # At most this many reads wait for the household at once, over every client. Each waiting MCP call
 # holds one of the web server's worker threads (its response stays open), so this stays well below
