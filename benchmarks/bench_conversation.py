@@ -26,10 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.ha.client import HomeAssistantClient
+from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import Secret, TokenStore
+from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
 from console_ha.web.conversation import EXTENSION
 from tests.fake_model import FakeModel, text, tool_call

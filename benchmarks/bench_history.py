@@ -49,7 +49,7 @@ def run_child(args: argparse.Namespace) -> None:
 
     from console_ha.ha.client import HomeAssistantClient
     from console_ha.ha.history import fetch_history, fetch_history_ws
-    from console_ha.store.ha_token import Secret
+    from console_ha.secret import Secret
 
     token = Path(args.token_file).read_text(encoding="ascii").strip()
     start = datetime.fromisoformat(args.start)

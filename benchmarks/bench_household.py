@@ -143,12 +143,13 @@ def load_chatty_history(real_ha: Any, rows: int) -> int:
 def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, api_token: str,
                            repeats: int) -> dict[str, Any]:
     """Raw /api/states, the proxy, list_entities' execute stage and the executor's answer, interleaved."""
-    from console_ha.capabilities.execute import Deadline, list_entities
+    from console_ha.capabilities.execute import list_entities
     from console_ha.capabilities.executor import Executor
     from console_ha.capabilities.registry import LIST_ENTITIES
+    from console_ha.deadline import Deadline
     from console_ha.ha.client import HomeAssistantClient
+    from console_ha.secret import Secret
     from console_ha.store.config import ConfigStore
-    from console_ha.store.ha_token import Secret
 
     config = ConfigStore(data_dir).load()
     ha = requests.Session()
@@ -226,7 +227,8 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
     whose WebSocket is refused, so it takes its REST fallback. ws_raw (information): a plain WebSocket read of
     the same command + json.loads, Home Assistant's own WebSocket time.
     """
-    from console_ha.capabilities.execute import PERIOD_LENGTHS, Deadline, get_history
+    from console_ha.capabilities.execute import PERIOD_LENGTHS, get_history
+    from console_ha.deadline import Deadline
     from console_ha.ha.client import HomeAssistantClient
     from console_ha.ha.history import history_command
     from console_ha.ha.websocket import WebSocketUnsupported

@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import requests
 
+from console_ha.errors import HATimeout
+
 T = TypeVar("T")
 
 
@@ -81,3 +83,18 @@ def shut_at(deadline: float, response: requests.Response) -> Iterator[None]:
         yield
     finally:
         watchdog.cancel()
+
+
+class Deadline:
+    """One time budget shared by every request an invocation makes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left; HATimeout when none are."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise HATimeout(f"Home Assistant did not answer within {self.seconds:g} seconds.")
+        return left

@@ -9,7 +9,8 @@ import threading
 import pytest
 
 from console_ha.errors import ConfigInvalid, InvalidConfig
-from console_ha.store.config import ConfigStore, HomeAssistantConfig, normalise_base_url
+from console_ha.ha.addresses import normalise_base_url
+from console_ha.store.config import ConfigStore, HomeAssistantConfig
 
 
 @pytest.fixture

@@ -28,8 +28,9 @@ from console_ha.conversation import (
 from console_ha.conversation.model import parse_reply
 from console_ha.conversation.service import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
 from console_ha.errors import CapabilityError
+from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import Secret, TokenStore, check_token
+from console_ha.store.ha_token import TokenStore, check_token
 from tests.fake_model import (
     FakeModel,
     Hang,

@@ -27,9 +27,10 @@ from console_ha.capabilities.entity_budget import (
     timestamp,
     worst_entry_bytes,
 )
-from console_ha.capabilities.execute import Deadline, list_entities, narrow_state
+from console_ha.capabilities.execute import list_entities, narrow_state
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.registry import LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
+from console_ha.deadline import Deadline
 from console_ha.errors import InvalidConfig
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token

@@ -26,7 +26,7 @@ from console_ha.errors import (
     HomeAssistantError,
 )
 from console_ha.ha.client import HomeAssistantClient
-from console_ha.store.ha_token import Secret
+from console_ha.secret import Secret
 from tests.stub_ha import FAULT_KINDS, StubHomeAssistant
 
 PACKAGE = Path(__file__).resolve().parent.parent / "console_ha"

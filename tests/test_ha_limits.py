@@ -13,6 +13,7 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.registry import LIST_ENTITIES
 from console_ha.errors import CapabilityError, HABusy, HATimeout, HomeAssistantError
+from console_ha.ha.addresses import origin_of
 from console_ha.ha.areas import fetch_entity_areas
 from console_ha.ha.client import (
     CALL_LIMITS,
@@ -21,10 +22,10 @@ from console_ha.ha.client import (
     RESERVED_THREADS,
     CallLimits,
     HomeAssistantClient,
-    origin_of,
 )
+from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import Secret, TokenStore, check_token
+from console_ha.store.ha_token import TokenStore, check_token
 from tests.stub_ha import StubHomeAssistant
 
 # Long enough that a hung call is still hung while the test looks; the stub lets go when it stops.

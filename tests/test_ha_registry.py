@@ -15,7 +15,7 @@ from wsproto import ConnectionType, WSConnection
 from console_ha.ha import areas as ha_registry
 from console_ha.ha import websocket as ha_ws
 from console_ha.ha.areas import AreaCache, entity_areas, fetch_entity_areas, websocket_url
-from console_ha.store.ha_token import Secret
+from console_ha.secret import Secret
 from tests.stub_ha_ws import TOKEN, StubWebSocket, running
 
 _Server = StubWebSocket

@@ -19,13 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console_ha.capabilities import execute as capabilities
-from console_ha.capabilities.execute import Deadline, read_history
+from console_ha.capabilities.execute import read_history
 from console_ha.capabilities.registry import GET_HISTORY_CAPABILITY, HISTORY_FIELD_MEANINGS
+from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, HomeAssistantError
 from console_ha.ha import history
 from console_ha.ha.client import CallLimits, HomeAssistantClient
 from console_ha.ha.history import HistoryDigest, digest_history, fetch_history
-from console_ha.store.ha_token import Secret
+from console_ha.secret import Secret
 from tests.stub_ha import StubHomeAssistant
 from tests.stub_ha_ws import TOKEN as WS_TOKEN
 from tests.stub_ha_ws import StubWebSocket

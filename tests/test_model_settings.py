@@ -26,8 +26,8 @@ from console_ha.conversation.model_settings import (
     settings_to_test,
 )
 from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.secret import Secret
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import Secret
 from tests.fake_model import FakeModel, Hang, Raw, status, text, tool_call, unused_loopback_url
 
 KEY = "sk-model-key-0123456789"

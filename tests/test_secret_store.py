@@ -8,7 +8,9 @@ import stat
 import pytest
 
 from console_ha.errors import InvalidConfig
-from console_ha.store.ha_token import Secret, StoredToken, TokenStore, check_token, origin_of
+from console_ha.ha.addresses import origin_of
+from console_ha.secret import Secret
+from console_ha.store.ha_token import StoredToken, TokenStore, check_token
 
 HA = "http://ha.local:8123"
 TOKEN = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.c2VjcmV0LXRva2VuLXZhbHVl.sig_nature-123"

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from console_ha.capabilities.entity_budget import CAP_LEVELS, TextCaps, entry, iso, json_size
 from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
-from console_ha.errors import HABadResponse, HATimeout
+from console_ha.deadline import Deadline
+from console_ha.errors import HABadResponse
 from console_ha.ha.client import UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.history import HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.websocket import WebSocketUnsupported
@@ -23,19 +23,6 @@ MAX_HISTORY_BYTES = 512 * 1024 * 1024
 PERIOD_LENGTHS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
 
 
-class Deadline:
-    """One time budget shared by every request an invocation makes."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        """Seconds left; HATimeout when none are."""
-        left = self._end - time.monotonic()
-        if left <= 0:
-            raise HATimeout(f"Home Assistant did not answer within {self.seconds:g} seconds.")
-        return left
 
 
 def _text(value: object) -> str | None:

@@ -14,14 +14,18 @@ from typing import Any, cast
 
 from console_ha.capabilities.cards import Card, card_for
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
-from console_ha.capabilities.execute import EXECUTE, Deadline, iso
+from console_ha.capabilities.execute import EXECUTE, iso
 from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
+from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError, ConfigInvalid, HomeAssistantError
+from console_ha.ha.addresses import is_entity_id
 from console_ha.ha.client import BUSY_MESSAGE, HomeAssistantClient
+from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
-from console_ha.store.config import ConfigStore, HomeAssistantConfig, ca_bundle_path, is_entity_id
+from console_ha.store.ca_certificate import ca_bundle_path
+from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import Secret, TokenLookup, TokenStore
+from console_ha.store.ha_token import TokenLookup, TokenStore
 from console_ha.unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ import urllib3
 from console_ha.capabilities.registry import REGISTRY, Capability
 from console_ha.deadline import call_before, set_read_timeout, shut_at
 from console_ha.errors import ConsoleHaError
-from console_ha.store.config import origin_of
-from console_ha.store.ha_token import Secret
+from console_ha.ha.addresses import origin_of
+from console_ha.secret import Secret
 
 log = logging.getLogger(__name__)
 

@@ -32,10 +32,10 @@ from console_ha.conversation.model import (
     check_endpoint,
 )
 from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.ha.addresses import origin_of
+from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
-from console_ha.store.config import origin_of
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import Secret
 
 log = logging.getLogger(__name__)
 

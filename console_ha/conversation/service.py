@@ -18,7 +18,7 @@ from console_ha.capabilities.executor import Executor, Proposal, Turn
 from console_ha.capabilities.registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES
 from console_ha.conversation.model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
 from console_ha.errors import CapabilityError, ConfigInvalid, ConsoleHaError
-from console_ha.store.config import origin_of
+from console_ha.ha.addresses import origin_of
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 from console_ha.ha import websocket as ha_ws
 from console_ha.ha.client import CALL_LIMITS
 from console_ha.ha.websocket import websocket_url
-from console_ha.store.ha_token import Secret
+from console_ha.secret import Secret
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from console_ha.errors import (
     InvalidConfig,
 )
 from console_ha.ha import websocket as ha_ws
+from console_ha.ha.addresses import is_entity_id, normalise_base_url, origin_of
 from console_ha.ha.websocket import HomeAssistantWebSocket
-from console_ha.store.config import is_entity_id, normalise_base_url, origin_of
-from console_ha.store.ha_token import Secret
+from console_ha.secret import Secret
 
 log = logging.getLogger(__name__)
 

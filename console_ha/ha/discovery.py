@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from zeroconf import InterfaceChoice, IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
 from console_ha.errors import InvalidConfig
-from console_ha.store.config import normalise_base_url
+from console_ha.ha.addresses import normalise_base_url
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import orjson
 
 from console_ha.capabilities.registry import MAX_REPORTED_STATES
 from console_ha.errors import HABadResponse, HANotFound
+from console_ha.ha.addresses import is_entity_id
 from console_ha.ha.client import UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.websocket import HISTORY_COMMAND, HomeAssistantWebSocket, command_failed, parse_events
-from console_ha.store.config import is_entity_id
 
 DEFAULT_MAX_CHANGES = 50
 MIN_MAX_CHANGES = 4  # room for the first, last, minimum and maximum changes

@@ -32,7 +32,7 @@ from wsproto.utilities import ProtocolError
 
 from console_ha.deadline import call_before
 from console_ha.errors import HABadResponse, HATimeout, HATLSError, HAUnauthorized, HAUnreachable, HomeAssistantError
-from console_ha.store.ha_token import Secret
+from console_ha.secret import Secret
 
 HISTORY_COMMAND = "history/history_during_period"
 # The only commands ever sent after the auth message: read-only lists and one history read. Checked

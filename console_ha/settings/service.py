@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.ha.addresses import origin_of
+from console_ha.secret import Secret
 from console_ha.store.atomic import path_lock, sweep_temp_files
 from console_ha.store.config import ConfigStore, StoredConfig, apply_changes, check_revision
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, TokenStore, origin_of
+from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, TokenStore
 from console_ha.store.review import ReviewStore
 
 log = logging.getLogger(__name__)

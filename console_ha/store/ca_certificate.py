@@ -18,7 +18,7 @@ from cryptography.x509.oid import ExtensionOID
 
 from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
-from console_ha.store.config import ConfigStore
+from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 
 log = logging.getLogger(__name__)
@@ -178,3 +178,15 @@ class CACertificateStore:
                 os.unlink(self._dd.ha_ca_bundle)
             except FileNotFoundError:
                 pass
+
+
+def ca_bundle_path(config: HomeAssistantConfig, data_dir: DataDir) -> str | None:
+    """The household's own CA for https: the configured `ca_bundle`, else a stored `ca-bundle.pem`, else None.
+
+    The one answer for every connection (settings page, picker, capabilities), so a setup the settings
+    page shows as working is the setup the capabilities use.
+    """
+    if config.ca_bundle:
+        return config.ca_bundle
+    stored = data_dir.ha_ca_bundle
+    return str(stored) if stored.is_file() else None

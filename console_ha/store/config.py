@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import logging
 import os
-import re
 import secrets
 import time
 import unicodedata
@@ -15,23 +13,17 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from console_ha.capabilities.entity_budget import check_fits
 from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.ha.addresses import is_entity_id, normalise_base_url
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
 from console_ha.unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
 
-ENTITY_ID_RE = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
-# RFC 3986's characters (unreserved, reserved and %); anything else is refused, not guessed at.
-URL_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
-HOST_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
-MAX_ENTITY_ID_LENGTH = 255
 MAX_ALLOWLIST = 2000
-MAX_BASE_URL_LENGTH = 2048
 ABSENT_REVISION = "absent"
 
 MAX_NAME_LENGTH = 200
@@ -78,80 +70,12 @@ class StoredConfig:
     revision: str
 
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def normalise_base_url(value: object) -> str:
-    """Check a base URL (http/https, host, no credentials, query or fragment) and normalise it."""
-    if not isinstance(value, str):
-        raise InvalidConfig("The Home Assistant URL must be text.", field="base_url")
-    text = value.strip()
-    if text == "":
-        return ""
-    if len(text) > MAX_BASE_URL_LENGTH or not URL_CHARACTERS.fullmatch(text):
-        # Printable ASCII of a URL only: a backslash, a control or a bidi character could make the
-        # host the card shows differ from the host the token is sent to.
-        raise InvalidConfig("The Home Assistant URL is not a valid URL.", field="base_url")
-    try:
-        parts = urlsplit(text)
-        port = parts.port
-    except ValueError as err:
-        raise InvalidConfig("The Home Assistant URL is not a valid URL.", field="base_url") from err
-    if parts.scheme.lower() not in ("http", "https"):
-        raise InvalidConfig("The Home Assistant URL must start with http:// or https://.", field="base_url")
-    if not parts.hostname:
-        raise InvalidConfig("The Home Assistant URL needs a host name or address.", field="base_url")
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        raise InvalidConfig(
-            "The Home Assistant URL must not contain a user name or password; "
-            "the access token is entered separately.",
-            field="base_url",
-        )
-    if parts.query or parts.fragment or text.endswith(("?", "#")):
-        raise InvalidConfig("The Home Assistant URL must not have a query or fragment.", field="base_url")
-    path = parts.path.rstrip("/")
-    while path.endswith("/api"):
-        path = path[: -len("/api")].rstrip("/")
-    host = parts.hostname
-    if not _is_host(host):
-        raise InvalidConfig("The Home Assistant URL's host is not a valid name or address.", field="base_url")
-    if port is not None and not 0 < port < 65536:
-        raise InvalidConfig("The Home Assistant URL's port must be between 1 and 65535.", field="base_url")
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host if port is None else f"{host}:{port}"
-    return urlunsplit((parts.scheme.lower(), netloc, path, "", ""))
 
 
-def origin_of(url: str) -> str:
-    """`scheme://host:port` of an http(s) URL, the port always written out: http://h and http://h:80 agree.
-
-    The one definition of "which server": the token's binding, the Home Assistant call cap and the
-    check that the model is not Home Assistant all compare these.
-
-    Host names are compared as written, lower-cased (no DNS): `ha.local` and `192.168.1.5` are different
-    origins even when they are the same machine, which only costs the household a second paste.
-    """
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    host = parts.hostname  # lower-cased, brackets of an IPv6 literal removed
-    if scheme not in DEFAULT_PORTS or not host:
-        raise ValueError("not an http or https URL with a host")
-    port = parts.port or DEFAULT_PORTS[scheme]
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port}"
 
 
-def _is_host(host: str) -> bool:
-    """An IP address, or a name made of letters, digits, hyphens and underscores between dots."""
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        pass
-    labels = host.removesuffix(".").split(".")
-    return len(host) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels)
 
 
 def normalise_allowlist(value: object) -> tuple[str, ...]:
@@ -174,13 +98,6 @@ def normalise_allowlist(value: object) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def is_entity_id(value: object) -> bool:
-    """True for a well-formed `domain.object_id`."""
-    return (
-        isinstance(value, str)
-        and len(value) <= MAX_ENTITY_ID_LENGTH
-        and ENTITY_ID_RE.fullmatch(value) is not None
-    )
 
 
 def _check_enabled(value: object) -> bool:
@@ -261,16 +178,6 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
         ) from err
 
 
-def ca_bundle_path(config: HomeAssistantConfig, data_dir: DataDir) -> str | None:
-    """The household's own CA for https: the configured `ca_bundle`, else a stored `ca-bundle.pem`, else None.
-
-    The one answer for every connection (settings page, picker, capabilities), so a setup the settings
-    page shows as working is the setup the capabilities use.
-    """
-    if config.ca_bundle:
-        return config.ca_bundle
-    stored = data_dir.ha_ca_bundle
-    return str(stored) if stored.is_file() else None
 
 
 def check_revision(current: StoredConfig, expected_revision: str | None) -> None:

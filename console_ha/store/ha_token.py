@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console_ha.errors import InvalidConfig
+from console_ha.ha.addresses import origin_of
+from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
-from console_ha.store.config import origin_of
 from console_ha.store.datadir import DataDir
 
 log = logging.getLogger(__name__)
@@ -35,28 +36,6 @@ TOKEN_WITHOUT_ORIGIN = (
 )
 
 
-class Secret:
-    """A string that never shows itself in a repr, str, log line or traceback."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        """The secret itself: only for the Authorization header."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('********')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
 
 
 def check_token(value: object) -> Secret:

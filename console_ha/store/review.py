@@ -16,10 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from console_ha.errors import InvalidConfig
+from console_ha.ha.addresses import ENTITY_ID_RE, origin_of
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
-from console_ha.store.config import ENTITY_ID_RE
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import origin_of
 
 log = logging.getLogger(__name__)
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,12 +15,14 @@ from flask_wtf.csrf import CSRFProtect
 
 from console_ha.ha.areas import AreaCache
 from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.clients import HomeAssistantClients
 from console_ha.ha.discovery import Instance, discover
+from console_ha.secret import Secret
 from console_ha.settings.service import recover
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir, resolve_data_dir
-from console_ha.store.ha_token import Secret, TokenStore
+from console_ha.store.ha_token import TokenStore
 from console_ha.web.login_throttle import LoginThrottle
 
 log = logging.getLogger(__name__)
@@ -69,37 +69,6 @@ def _resource_folder(name: str) -> str:
     if checkout.is_dir() and (_CHECKOUT / "pyproject.toml").is_file():
         return str(checkout)
     return str(_PACKAGE / f"_{name}")
-
-
-class HomeAssistantClients:
-    """Hands out one Home Assistant client per URL, token and CA bundle, kept between requests.
-
-    Making a client loads the system CA store (tens of milliseconds, more than the picker's whole
-    narrowing), and a kept client keeps its connections to Home Assistant alive.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._key: tuple[str, str, str, float] | None = None
-        self._client: HomeAssistantClient | None = None
-
-    def __call__(self, base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
-        key = (base_url, hashlib.sha256(token.reveal().encode()).hexdigest(), ca_bundle or "",
-               _mtime(ca_bundle))
-        with self._lock:
-            if self._client is None or key != self._key:
-                # The one it replaces may still be in use by another request; it is closed when collected.
-                self._client = HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
-                self._key = key
-            return self._client
-
-
-def _mtime(path: str | None) -> float:
-    # A replaced CA bundle file means a new client with the new trust.
-    try:
-        return os.stat(path).st_mtime if path else 0.0
-    except OSError:
-        return 0.0
 
 
 @dataclass

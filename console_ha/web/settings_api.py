@@ -14,12 +14,14 @@ from flask import Blueprint, Response, current_app, jsonify
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityError, ConfigInvalid, HABadResponse, HABusy, HANotFound, InvalidConfig
+from console_ha.ha.addresses import ENTITY_ID_RE, normalise_base_url
 from console_ha.ha.client import UNAVAILABLE_STATES
+from console_ha.secret import Secret
 from console_ha.settings import service as settings_writer
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
-from console_ha.store.ca_certificate import CACertificateStore
-from console_ha.store.config import ENTITY_ID_RE, HomeAssistantConfig, apply_changes, ca_bundle_path, normalise_base_url
-from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, Secret, check_token
+from console_ha.store.ca_certificate import CACertificateStore, ca_bundle_path
+from console_ha.store.config import HomeAssistantConfig, apply_changes
+from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, check_token
 from console_ha.store.review import FIELD as REVIEWED_FIELD
 from console_ha.store.review import ReviewStore, check_reviewed
 from console_ha.unknown_keys import first_unknown

@@ -10,9 +10,10 @@ from flask import Blueprint, Response, flash, redirect, render_template, request
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
 from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.ha.addresses import ENTITY_ID_RE, origin_of
 from console_ha.settings import service as settings_writer
-from console_ha.store.config import ENTITY_ID_RE, MAX_ALLOWLIST, HomeAssistantConfig, StoredConfig
-from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token, origin_of
+from console_ha.store.config import MAX_ALLOWLIST, HomeAssistantConfig, StoredConfig
+from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token
 from console_ha.store.review import MAX_SENT_BY_PAGE
 from console_ha.web import services
 

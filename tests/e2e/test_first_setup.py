@@ -8,7 +8,8 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from console_ha.store.ha_token import Secret, StoredToken
+from console_ha.secret import Secret
+from console_ha.store.ha_token import StoredToken
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, Received, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from console_ha.store.ha_token import Secret, StoredToken
+from console_ha.secret import Secret
+from console_ha.store.ha_token import StoredToken
 from tests.e2e.conftest import (
     DESKTOP,
     SETTINGS,

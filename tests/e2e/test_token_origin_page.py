@@ -13,7 +13,9 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from console_ha.store.ha_token import Secret, StoredToken, origin_of
+from console_ha.ha.addresses import origin_of
+from console_ha.secret import Secret
+from console_ha.store.ha_token import StoredToken
 from tests.e2e.conftest import DESKTOP, Advertisement, LiveConsole, log_in, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 

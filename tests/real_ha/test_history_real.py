@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from console_ha.capabilities import execute as capabilities
-from console_ha.capabilities.execute import Deadline, read_history
+from console_ha.capabilities.execute import read_history
 from console_ha.capabilities.registry import GET_HISTORY
+from console_ha.deadline import Deadline
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import fetch_history
-from console_ha.store.ha_token import Secret
+from console_ha.secret import Secret
 from tests.real_ha.harness import RealHomeAssistant
 from tests.real_ha.test_capabilities_real import make_executor, run, seconds_z, wait_state
 

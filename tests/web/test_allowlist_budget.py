@@ -9,7 +9,8 @@ from flask.testing import FlaskClient
 from markupsafe import escape
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES, entity_cost
-from console_ha.store.config import ENTITY_ID_RE, MAX_ALLOWLIST, ConfigStore
+from console_ha.ha.addresses import ENTITY_ID_RE
+from console_ha.store.config import MAX_ALLOWLIST, ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.review import MAX_SENT_BY_PAGE
 

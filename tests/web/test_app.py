@@ -9,9 +9,10 @@ import pytest
 from flask import Flask
 
 from console_ha import web
+from console_ha.ha.clients import HomeAssistantClients
+from console_ha.secret import Secret
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import Secret
-from console_ha.web import ConsoleServices, HomeAssistantClients, create_app
+from console_ha.web import ConsoleServices, create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,10 @@ import re
 import pytest
 from flask.testing import FlaskClient
 
+from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import Secret, StoredToken, TokenStore
+from console_ha.store.ha_token import StoredToken, TokenStore
 
 from .conftest import page_csrf
 

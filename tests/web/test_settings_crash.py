@@ -23,9 +23,10 @@ import requests
 from flask import Flask
 from werkzeug.serving import make_server
 
+from console_ha.ha.addresses import origin_of
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, origin_of
+from console_ha.store.ha_token import TokenStore
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API

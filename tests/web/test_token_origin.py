@@ -15,10 +15,12 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from console_ha.ha.addresses import origin_of
 from console_ha.ha.discovery import Instance
+from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import Secret, StoredToken, TokenStore, origin_of
+from console_ha.store.ha_token import StoredToken, TokenStore
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, files_under, log_in, page_csrf
