@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from console_ha.store.atomic import ensure_dir
 from console_ha.store.datadir import DataDir
@@ -87,7 +88,7 @@ class AuditLog:
             log.error("could not write the audit log: %s", err.strerror)
         return entry
 
-    def events(self) -> Iterator[dict]:
+    def events(self) -> Iterator[dict[str, Any]]:
         """Every event in the log, oldest first; unreadable lines are skipped."""
         try:
             handle = self.path.open("r", encoding="utf-8", errors="replace")
