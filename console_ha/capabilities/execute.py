@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from console_ha.capabilities.entity_budget import CAP_LEVELS, TextCaps, entry, iso, json_size
+from console_ha.capabilities.entity_budget import CAP_LEVELS, TextCaps, entry, json_size
 from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
@@ -14,6 +14,7 @@ from console_ha.ha.client import UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.history import HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.websocket import WebSocketUnsupported
 from console_ha.store.config import HomeAssistantConfig
+from console_ha.timestamps import utc_z
 
 # Home Assistant's own bodies may be far larger than a result; they are capped separately.
 # 32 MiB is about 70,000 entities, ten times a large household's; parsing it costs a few hundred MiB.
@@ -65,7 +66,7 @@ def list_entities(client: HomeAssistantClient, config: HomeAssistantConfig, argu
         result = {
             "entities": [narrow_state(found[e], caps) for e in present],
             "missing_entities": [e for e in config.allowlisted_entities if e not in found],
-            "retrieved_at": iso(now),
+            "retrieved_at": utc_z(now),
         }
         if json_size(result) <= LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes:
             break
@@ -92,7 +93,7 @@ def get_history(client: HomeAssistantClient, config: HomeAssistantConfig, argume
         "friendly_name": current["friendly_name"],
         "period": period,
         **digest.to_result(),
-        "retrieved_at": iso(now),
+        "retrieved_at": utc_z(now),
     }
 
 

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from console_ha.capabilities.cards import Card, card_for
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
-from console_ha.capabilities.execute import EXECUTE, iso
+from console_ha.capabilities.execute import EXECUTE
 from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError, ConfigInvalid, HomeAssistantError
@@ -26,6 +26,7 @@ from console_ha.store.ca_certificate import ca_bundle_path
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenLookup, TokenStore
+from console_ha.timestamps import utc_z
 from console_ha.unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
@@ -212,7 +213,7 @@ class Executor:
             capability=capability.name,
             arguments=canonical,
             card=card_for(capability.name, config, canonical),
-            expires_at=iso(datetime.fromtimestamp(pending.expires_at, UTC)),
+            expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 
     def answer(self, token: object, *, approve: bool, conversation_id: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.addresses import is_entity_id
 from console_ha.ha.client import UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.websocket import HISTORY_COMMAND, HomeAssistantWebSocket, command_failed, parse_events
+from console_ha.timestamps import utc_z, utc_z_exact
 
 DEFAULT_MAX_CHANGES = 50
 MIN_MAX_CHANGES = 4  # room for the first, last, minimum and maximum changes
@@ -129,10 +130,9 @@ def history_params(entity_id: str, *, start: datetime, end: datetime) -> tuple[s
     """The REST path and query string for one entity's minimal history in [start, end)."""
     if not is_entity_id(entity_id):
         raise ValueError("entity_id must look like domain.object_id")
-    return f"/api/history/period/{_iso_z_exact(start)}", {
+    return f"/api/history/period/{utc_z_exact(start)}", {
         "filter_entity_id": entity_id,
-        # Z, never +00:00: in a query a raw "+" arrives as a space and HA rejects the time.
-        "end_time": _iso_z_exact(end),
+        "end_time": utc_z_exact(end),
         "minimal_response": "",
         "no_attributes": "",
     }
@@ -142,7 +142,7 @@ def history_command(entity_id: str, *, start: datetime, end: datetime) -> dict[s
     """The WebSocket command for the same history as history_params asks of REST."""
     if not is_entity_id(entity_id):
         raise ValueError("entity_id must look like domain.object_id")
-    return {"type": HISTORY_COMMAND, "start_time": _iso_z_exact(start), "end_time": _iso_z_exact(end),
+    return {"type": HISTORY_COMMAND, "start_time": utc_z_exact(start), "end_time": utc_z_exact(end),
             "entity_ids": [entity_id], "minimal_response": True, "no_attributes": True}
 
 
@@ -773,16 +773,8 @@ def _micros(moment: datetime) -> int:
 
 
 def _iso_z(micros: int) -> str:
-    """A UTC time to the second, with Z: short and unambiguous for a model and a person."""
-    moment = _EPOCH + timedelta(microseconds=micros)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _iso_z_exact(moment: datetime) -> str:
-    """A UTC time as HA's history API wants it in a URL: ISO 8601 with Z, microseconds kept."""
-    if moment.tzinfo is None:
-        raise ValueError("times must be timezone-aware")
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """Microseconds since the epoch as utc_z writes a moment."""
+    return utc_z(_EPOCH + timedelta(microseconds=micros))
 
 
 def _invalid_json() -> HABadResponse:

@@ -18,6 +18,7 @@ from console_ha.errors import ConsoleHaError, InvalidConfig
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
 from console_ha.store.files import read_if_present
+from console_ha.timestamps import utc_z_now
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +87,6 @@ def check_token_name(value: object) -> str:
             field="name",
         )
     return name
-
-
-def _utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _parse_utc(text: str | None) -> float:
@@ -210,7 +207,7 @@ class ConsoleSecrets:
         """Make a new API token named `name`, store only its hash, and return it (shown once)."""
         name = check_token_name(name)
         token = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        created = _utc_now()
+        created = utc_z_now()
         self._ensure_dir()
         with path_lock(self.api_tokens_path):
             tokens = self.api_tokens()
@@ -268,7 +265,7 @@ class ConsoleSecrets:
         # Re-read under the lock: a token revoked meanwhile must not come back.
         with path_lock(self.api_tokens_path):
             tokens = self.api_tokens()
-            now = _utc_now()
+            now = utc_z_now()
             updated = [replace(t, last_used=now) if t.digest == used.digest else t for t in tokens]
             if updated != tokens:
                 self._write_api_tokens(updated)
