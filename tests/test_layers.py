@@ -1,7 +1,7 @@
 """Dependencies point one way: every import in the package, read from its syntax tree, goes down the layers.
 
     entry points (cli, __main__, wsgi.py)
-    -> web -> console (the composition root) -> (conversation, mcp) -> (settings, capabilities)
+    -> web -> console (the composition root) -> (conversation, mcp) -> settings -> capabilities
     -> (store, ha) -> the base (errors, secret, deadline, unknown_keys, timestamps, words, the package itself)
 
 A module imports only from lower layers, or from its own package; the base modules may use each other.
@@ -29,7 +29,10 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"web"}),
     frozenset({"console"}),
     frozenset({"conversation", "mcp"}),
-    frozenset({"settings", "capabilities"}),
+    # The settings service may use what a capability declares (its budget, for the save check); a
+    # capability never reads the settings service.
+    frozenset({"settings"}),
+    frozenset({"capabilities"}),
     frozenset({"store", "ha"}),
     frozenset({"", "errors", "secret", "deadline", "unknown_keys", "timestamps", "words"}),
 )
@@ -192,13 +195,15 @@ FAKE_PACKAGE = {
     ("console_ha/ha/bad.py", "from ..store import audit\n", "beside it in the same layer"),
     ("console_ha/deadline.py", "from console_ha.ha.addresses import origin_of\n", "a layer above it"),
     ("console_ha/conversation/bad.py", "from console_ha.mcp import server\n", "beside it in the same layer"),
+    ("console_ha/capabilities/bad.py", "from console_ha.settings.service import x\n", "a layer above it"),
     ("console_ha/capabilities/bad.py", "from console_ha.console import Console\n", "a layer above it"),
     ("console_ha/console.py", "from console_ha.web import create_app\n", "a layer above it"),
     ("console_ha/capabilities/bad.py", "import flask\n", "only web/ imports a web framework"),
     ("console_ha/store/bad.py", "from werkzeug.wrappers import Response\n", "only web/ imports a web framework"),
     ("console_ha/ha/bad.py", "from flask_wtf.csrf import CSRFProtect\n", "only web/ imports a web framework"),
 ], ids=["store-capabilities", "store-web-in-a-function", "store-ha-client", "ha-store", "ha-store-relative",
-        "base-ha", "conversation-mcp", "capabilities-console", "console-web", "flask", "werkzeug", "flask-wtf"])
+        "base-ha", "conversation-mcp", "capabilities-settings",
+        "capabilities-console", "console-web", "flask", "werkzeug", "flask-wtf"])
 def test_the_rule_catches_a_violation(tmp_path: Path, module: str, text: str, rule: str) -> None:
     """A fake package that keeps every rule, plus one module that breaks one: exactly that one is reported."""
     clean = _write(tmp_path, FAKE_PACKAGE)
