@@ -316,7 +316,9 @@ def _event_rows(events: Iterable[tuple[str, Any]], entity_id: str, layout: _RowL
     row_depth, max_depth, iso_times = layout.row_depth, layout.max_depth, layout.iso_times
     state_key, time_key, fallback_key, entity_key = (layout.state_key, layout.time_key,
                                                      layout.fallback_time_key, layout.entity_key)
-    fromisoformat = datetime.fromisoformat
+    # Globals and builtins as locals: each is looked up once a row.
+    fromisoformat, epoch, microsecond, per_second, text = (datetime.fromisoformat, _EPOCH, _MICROSECOND,
+                                                           _MICROS_PER_SECOND, str)
     depth = 0
     key = ""
     state: Any = None
@@ -341,13 +343,11 @@ def _event_rows(events: Iterable[tuple[str, Any]], entity_id: str, layout: _RowL
             if depth == row_depth:
                 if other != entity_id:
                     raise _other_entity()
-                if stamp is None:
-                    stamp = fallback
-                if type(state) is not str:
+                if type(state) is not text:
                     raise _malformed()
                 if iso_times:
                     # _row(), written out.
-                    if type(stamp) is not str:
+                    if type(stamp) is not text:
                         raise _malformed()
                     try:
                         parsed = fromisoformat(stamp)
@@ -355,12 +355,14 @@ def _event_rows(events: Iterable[tuple[str, Any]], entity_id: str, layout: _RowL
                         raise _malformed() from None
                     if parsed.tzinfo is None:
                         raise _malformed()
-                    yield (parsed - _EPOCH) // _MICROSECOND, state
+                    yield (parsed - epoch) // microsecond, state
                 else:
-                    # _time_of(), written out: a JSON number only (a bool is not one).
+                    # _time_of(), written out: `lc` if there is one, else `lu`; a JSON number only (not a bool).
+                    if stamp is None:
+                        stamp = fallback
                     if type(stamp) is not float and type(stamp) is not int:
                         raise _malformed()
-                    yield round(stamp * _MICROS_PER_SECOND), state
+                    yield round(stamp * per_second), state
             depth -= 1
         elif depth == row_depth:
             if key == state_key:
