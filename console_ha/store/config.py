@@ -10,7 +10,7 @@ import secrets
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -122,15 +122,6 @@ def _check_ca_bundle(value: object) -> str:
     return text
 
 
-_CHECKS = {
-    "enabled": _check_enabled,
-    "base_url": normalise_base_url,
-    "allowlisted_entities": normalise_allowlist,
-    "entity_names": _check_entity_names,
-    "ca_bundle": _check_ca_bundle,
-}
-
-
 def refuse_unknown(changes: Mapping[str, Any], allowed: Iterable[str]) -> None:
     """400 INVALID_CONFIG naming the first key of `changes` that is not one of `allowed`."""
     unknown = first_unknown(changes, allowed)
@@ -146,8 +137,16 @@ def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> H
     must still open.
     """
     refuse_unknown(changes, FIELDS)
-    checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
-    return replace(current, **checked)
+    # Field by field in FIELDS' order, so the first bad field (in that order) is the one named.
+    return HomeAssistantConfig(
+        enabled=_check_enabled(changes["enabled"]) if "enabled" in changes else current.enabled,
+        base_url=normalise_base_url(changes["base_url"]) if "base_url" in changes else current.base_url,
+        allowlisted_entities=(normalise_allowlist(changes["allowlisted_entities"])
+                              if "allowlisted_entities" in changes else current.allowlisted_entities),
+        entity_names=(_check_entity_names(changes["entity_names"])
+                      if "entity_names" in changes else current.entity_names),
+        ca_bundle=_check_ca_bundle(changes["ca_bundle"]) if "ca_bundle" in changes else current.ca_bundle,
+    )
 
 
 def parse_config(raw: bytes) -> HomeAssistantConfig:

@@ -6,7 +6,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
 from console_ha.errors import InvalidConfig
