@@ -19,7 +19,7 @@ from typing import Any
 from console_ha.errors import ConfigInvalid, HABusy, InvalidConfig
 from console_ha.ha.addresses import normalise_base_url
 from console_ha.ha.areas import AreaCache, EntityAreas
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.discovery import Instance
 from console_ha.secret import Secret
 from console_ha.settings import saving
@@ -47,8 +47,6 @@ SETTINGS_FIELDS = ("enabled", "base_url", "allowlisted_entities", "entity_names"
 # What a client may send to try a URL and token before saving them (the test, the picker's preview).
 TRY_FIELDS = ("base_url", "access_token")
 
-# A large household (5,000 entities) sends about 2 MB; this leaves room for chatty attributes.
-STATES_MAX_BYTES = 32 * 1024 * 1024
 # After the states arrive, wait at most this long for the areas; a slower answer fills the cache for next time.
 AREAS_GRACE = 1.0
 # Area fetches in flight at once, for all picker loads together. Fetches are cached (`AreaCache`), so one
@@ -308,7 +306,7 @@ class SettingsService:
         areas_future = self._area_pool.submit(self.areas.get, base_url, token, timeout=self._timeouts.areas,
                                               ca_bundle=ca_bundle)
         states = self._client(base_url, token, config).states(timeout=self._timeouts.states,
-                                                              max_bytes=STATES_MAX_BYTES)
+                                                              max_bytes=ALL_ENTITIES_MAX_BYTES)
         areas: EntityAreas | None
         try:
             areas = areas_future.result(timeout=AREAS_GRACE)
