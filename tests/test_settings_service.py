@@ -64,6 +64,10 @@ def _save(service: SettingsService, base_url: str, token: str, **changes: Any) -
     service.save(SaveRequest({"enabled": True, "base_url": base_url, **changes}, token=check_token(token)))
 
 
+def _trying(stub_ha: StubHomeAssistant) -> TryRequest:
+    return TryRequest.from_json({"base_url": stub_ha.base_url, "access_token": stub_ha.token})
+
+
 # --- read, save, reset --------------------------------------------------------------------------------
 
 
@@ -182,7 +186,7 @@ def test_the_stored_token_goes_only_to_its_own_origin(
     assert refused.value.code == "CAPABILITY_NOT_CONFIGURED"
     assert refused.value.detail["reason"] == TOKEN_FOR_ANOTHER_ORIGIN_REASON
     with pytest.raises(InvalidConfig) as refused_preview:
-        service.preview_entities(TryRequest(base_url=stub_ha.base_url))
+        service.preview_entities(TryRequest.from_json({"base_url": stub_ha.base_url}))
     assert refused_preview.value.detail["reason"] == TOKEN_FOR_ANOTHER_ORIGIN_REASON
     assert stub_ha.requests == []  # nothing was sent
 
@@ -190,9 +194,17 @@ def test_the_stored_token_goes_only_to_its_own_origin(
 def test_a_preview_sends_the_typed_token_to_the_typed_url_only(
     service: SettingsService, stub_ha: StubHomeAssistant
 ) -> None:
-    body = json.loads(service.preview_entities(TryRequest(stub_ha.base_url, stub_ha.token)))
+    body = json.loads(service.preview_entities(_trying(stub_ha)))
     assert body["entities"]
     assert service.read().config.base_url == ""  # nothing saved
+
+
+def test_a_url_and_token_to_try_are_checked_and_the_token_never_shown(stub_ha: StubHomeAssistant) -> None:
+    attempt = _trying(stub_ha)
+    assert attempt.base_url == stub_ha.base_url and stub_ha.token not in repr(attempt)
+    with pytest.raises(InvalidConfig) as refused:
+        TryRequest.from_json({"base_url": stub_ha.base_url, "token": stub_ha.token})
+    assert refused.value.detail["field"] == "token"
 
 
 def test_an_answer_that_holds_the_token_is_not_home_assistant(
@@ -200,7 +212,7 @@ def test_an_answer_that_holds_the_token_is_not_home_assistant(
 ) -> None:
     stub_ha.states = [{"entity_id": "sensor.echo", "state": "on", "attributes": {"friendly_name": stub_ha.token}}]
     with pytest.raises(HABadResponse) as refused:
-        service.preview_entities(TryRequest(stub_ha.base_url, stub_ha.token))
+        service.preview_entities(_trying(stub_ha))
     assert refused.value.detail["reason"] == "not_home_assistant"
 
 
@@ -227,14 +239,14 @@ def test_area_fetches_share_one_bounded_pool(
 def test_the_connection_test_names_the_home_assistant_found(
     service: SettingsService, stub_ha: StubHomeAssistant
 ) -> None:
-    found = service.test_connection(TryRequest(stub_ha.base_url, stub_ha.token))
+    found = service.test_connection(_trying(stub_ha))
     assert found.to_json()["ok"] is True and found.version and found.base_url == stub_ha.base_url
 
 
 def test_a_404_at_api_config_is_not_home_assistant(service: SettingsService, stub_ha: StubHomeAssistant) -> None:
     stub_ha.fault("404", path_prefix="/api/config")
     with pytest.raises(HABadResponse) as refused:
-        service.test_connection(TryRequest(stub_ha.base_url, stub_ha.token))
+        service.test_connection(_trying(stub_ha))
     assert refused.value.detail["reason"] == "not_home_assistant"
 
 

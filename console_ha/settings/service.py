@@ -147,16 +147,16 @@ class SaveRequest:
 
 @dataclass(frozen=True)
 class TryRequest:
-    """A URL and token to try before saving them; either may be left out for the saved one."""
+    """A URL and token to try before saving them; either may be left out ("", None) for the saved one."""
 
-    base_url: object = None
-    access_token: object = None
+    base_url: str = ""  # normalised (`normalise_base_url`)
+    token: Secret | None = None  # checked (`optional_token`)
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> TryRequest:
-        """The body of a test or a preview: only `base_url` and `access_token`."""
+        """The body of a test or a preview: only `base_url` and `access_token`, each checked."""
         refuse_unknown(body, TRY_FIELDS)
-        return cls(body.get("base_url"), body.get("access_token"))
+        return cls(normalise_base_url(body.get("base_url") or ""), optional_token(body.get("access_token")))
 
 
 class SettingsService:
@@ -272,8 +272,7 @@ class SettingsService:
         typed, a damaged file does not stand in the way. Without one, the stored token goes only to the
         origin it was saved for (`TokenStore.lookup`), as a save of that URL would be refused otherwise.
         """
-        given_url = normalise_base_url(attempt.base_url or "")
-        given_token = optional_token(attempt.access_token)
+        given_url, given_token = attempt.base_url, attempt.token
         config = self._config_or_default() if given_url and given_token else self._stored_config()
         base_url = given_url or config.base_url
         if not base_url:

@@ -157,15 +157,15 @@ def _render_broken(err: SettingsUnreadable) -> tuple[str, int]:
 
 def _render_refused(err: InvalidConfig, changes: dict[str, object], submitted: list[str]) -> tuple[str, int]:
     """The page again with what the household sent (never the token) and why nothing was saved."""
-    stored = _settings().read()
-    if stored.config_error is not None:
-        return _render_broken(stored.config_error)
+    view = _settings().read()
+    if view.config_error is not None:
+        return _render_broken(view.config_error)
     # Keep every entity on the list: the stored ones unticked where the household unticked them.
-    ids = _unique([*stored.config.allowlisted_entities, *submitted])
+    ids = _unique([*view.config.allowlisted_entities, *submitted])
     chosen = set(submitted)
     allowlist = [
         AllowlistItem(item.entity_id, item.name, item.stored_name, item.entity_id in chosen)
-        for item in _allowlist(stored.config, ids)
+        for item in _allowlist(view.config, ids)
     ]
     if err.code == "CONFIG_STALE":
         # The new revision goes into the form: saving again replaces the other change, knowingly.
@@ -177,7 +177,7 @@ def _render_refused(err: InvalidConfig, changes: dict[str, object], submitted: l
         )
     values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
     status = 409 if err.code == "CONFIG_STALE" else 400
-    return _render(stored, form_error=err, values=values, allowlist=allowlist, status=status)
+    return _render(view, form_error=err, values=values, allowlist=allowlist, status=status)
 
 
 def _allowlist(config: HomeAssistantConfig, entity_ids: Iterable[str]) -> list[AllowlistItem]:
