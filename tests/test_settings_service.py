@@ -135,13 +135,20 @@ def test_reset_keeps_the_damaged_file_and_the_token(service: SettingsService, da
     assert len(list(data_dir.capabilities.glob("home-assistant.json.broken-*"))) == 1
 
 
+def test_no_front_end_can_save_the_files_own_ca_bundle(service: SettingsService, data_dir: DataDir) -> None:
+    """`ca_bundle` decides whom the token is sent to over https: it is set by editing the file only."""
+    with pytest.raises(InvalidConfig) as refused:
+        service.save(SaveRequest({"ca_bundle": "/etc/ca.pem"}))
+    assert refused.value.detail["field"] == "ca_bundle"
+    assert not data_dir.ha_config.exists()
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
         ({"access_token": "t-123", "remove_access_token": True}, "access_token"),
         ({"reset": "yes"}, "reset"),
         ({"revision": 3}, "revision"),
-        ({"ca_bundle": "/etc/ca.pem"}, "ca_bundle"),
         ({"reviewed_entities": ["not an id"]}, "reviewed_entities"),
     ],
 )

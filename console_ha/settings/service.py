@@ -141,8 +141,7 @@ class SaveRequest:
         reviewed = check_reviewed(reviewed) if reviewed is not None else None
         if token is not None and remove_token:
             raise InvalidConfig("Send a new access token or remove the stored one, not both.", field="access_token")
-        refuse_unknown(body, SETTINGS_FIELDS)
-        return cls(body, token, remove_token, revision, reset, reviewed)
+        return cls(body, token, remove_token, revision, reset, reviewed)  # the fields left: `save` checks them
 
 
 @dataclass(frozen=True)
@@ -214,6 +213,8 @@ class SettingsService:
         """Validate everything, then write the token and the file (`saving.save_settings`); nothing on error."""
         changes, token, remove_token = request.changes, request.token, request.remove_token
         revision = request.expected_revision
+        # Here, not in a front end's parser: no front end may set `ca_bundle` (whom the token is sent to).
+        refuse_unknown(changes, SETTINGS_FIELDS)
         try:
             if request.reset:
                 # Checked against the defaults first: a reset with a bad field (or a URL the stored token does
