@@ -226,8 +226,6 @@ class SettingsService:
                 revision = None
             stored = saving.save_settings(self._config, self._tokens, changes, token=token,
                                           remove_token=remove_token, expected_revision=revision)
-        except SettingsUnreadable:
-            raise
         except ConfigInvalid as err:
             raise self._unreadable(err) from err
         changed = sorted(changes) + (["access_token"] if token is not None or remove_token else [])
