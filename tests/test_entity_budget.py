@@ -32,6 +32,7 @@ from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.registry import LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
 from console_ha.deadline import Deadline
 from console_ha.errors import InvalidConfig
+from console_ha.settings.saving import save_settings
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.stub_ha import StubHomeAssistant
@@ -225,18 +226,18 @@ def test_over_real_http_the_executor_answers_the_maximum_allowlist_within_the_bo
     jsonschema.validate(result, LIST_ENTITIES_CAPABILITY.result_schema)
 
 
-# --- the save check -------------------------------------------------------------------------------
+# --- the save check (the settings save's, not the file's: settings.saving.checked_changes) ----------
 
 
 def test_a_save_past_the_budget_is_refused_saying_how_many_fit_and_nothing_is_written(data_dir) -> None:
     """INVALID_CONFIG on allowlisted_entities, with the number that fits, and the file as it was."""
     store = ConfigStore(data_dir)
     fitting = filled_allowlist([])
-    store.update({"allowlisted_entities": fitting})
+    save_settings(store, TokenStore(data_dir), {"allowlisted_entities": fitting})
     before = data_dir.ha_config.read_bytes()
     too_many = [f"sensor.living_room_temperature_{i:03d}" for i in range(400)]
     with pytest.raises(InvalidConfig) as caught:
-        store.update({"allowlisted_entities": too_many})
+        save_settings(store, TokenStore(data_dir), {"allowlisted_entities": too_many})
     err = caught.value
     assert (err.code, err.detail["field"]) == ("INVALID_CONFIG", "allowlisted_entities")
     fits = BUDGET_BYTES // entity_cost(too_many[0])
@@ -258,13 +259,13 @@ def test_an_allowlist_saved_before_the_check_can_be_saved_again_unchanged_but_no
     too_many = [f"sensor.s{i:04d}" for i in range(400)]
     data_dir.ha_config.parent.mkdir(parents=True)
     data_dir.ha_config.write_text(json.dumps({"allowlisted_entities": too_many}))
-    store = ConfigStore(data_dir)
-    store.update({"enabled": True})
-    store.update({"enabled": False, "allowlisted_entities": too_many})
+    store, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+    save_settings(store, tokens, {"enabled": True})
+    save_settings(store, tokens, {"enabled": False, "allowlisted_entities": too_many})
     with pytest.raises(InvalidConfig):
-        store.update({"allowlisted_entities": too_many[:-1]})  # trimmed, but still too many
+        save_settings(store, tokens, {"allowlisted_entities": too_many[:-1]})  # trimmed, but still too many
     trimmed = too_many[:BUDGET_BYTES // entity_cost(too_many[0])]
-    assert store.update({"allowlisted_entities": trimmed}).config.allowlisted_entities == tuple(trimmed)
+    assert save_settings(store, tokens, {"allowlisted_entities": trimmed}).config.allowlisted_entities == tuple(trimmed)
 
 
 def test_the_caps_run_from_roomiest_to_the_guaranteed() -> None:

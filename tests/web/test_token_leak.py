@@ -55,7 +55,7 @@ def test_a_whole_session_shows_the_token_nowhere_but_to_its_own_home_assistant(
     rogue.refuse_tokens_of(home)
     typed_wrong = f"wrong-{secrets.token_urlsafe(12)}"
     hidden_secrets.extend([token, typed_wrong])
-    app.extensions["console_ha"].discover = lambda **kwargs: [Instance("Home", rogue.base_url, "2025.4.4")]
+    app.extensions["console_ha"].settings.discover = lambda **kwargs: [Instance("Home", rogue.base_url, "2025.4.4")]
     statuses: list[tuple[str, int]] = []
 
     def call(label: str, response: Any) -> Any:
