@@ -27,9 +27,11 @@ from console_ha.capabilities.entity_budget import (
     timestamp,
     worst_entry_bytes,
 )
-from console_ha.capabilities.execute import list_entities, narrow_state
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
+from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES_CAPABILITY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.list_entities import execute as list_entities
+from console_ha.capabilities.narrow import narrow_state
 from console_ha.deadline import Deadline
 from console_ha.errors import InvalidConfig
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console_ha.capabilities import execute as capabilities
-from console_ha.capabilities.execute import read_history
-from console_ha.capabilities.registry import GET_HISTORY_CAPABILITY, HISTORY_FIELD_MEANINGS
+from console_ha.capabilities import get_history as capabilities
+from console_ha.capabilities.get_history import CAPABILITY as GET_HISTORY_CAPABILITY
+from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS, read_history
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, HomeAssistantError
 from console_ha.ha import history

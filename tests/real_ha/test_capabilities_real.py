@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
