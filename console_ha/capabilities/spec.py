@@ -102,11 +102,12 @@ class Capability:
         wrong: set[str] = set()
         unknown = other = False
         for error in self._arguments_validator.iter_errors(dict(arguments)):
+            keyword = error.schema_path[-1] if error.schema_path else None
             if error.path:
                 wrong.add(str(error.path[0]))
-            elif error.validator == "required":
-                wrong.update(name for name in error.validator_value if name not in arguments)
-            elif error.validator == "additionalProperties":
+            elif keyword == "required":
+                wrong.update(name for name in self.arguments_schema["required"] if name not in arguments)
+            elif keyword == "additionalProperties":
                 unknown = True
             else:
                 other = True
@@ -157,10 +158,11 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(ecma_pattern(pattern))
 
 
-def _pattern(validator: Validator, pattern: str, instance: object, schema: Mapping[str, Any]) -> Iterator[
-        ValidationError]:
+def _pattern(validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[ValidationError]:
     if validator.is_type(instance, "string") and not _compiled(pattern).search(str(instance)):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-SchemaValidator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+# The stubs leave `extend` untyped; what it returns is a validator class like the one it extends.
+SchemaValidator: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"pattern": _pattern})
