@@ -32,6 +32,7 @@ MAX_IDLE_SECONDS = 6 * 3600
 MAX_HISTORY_CHARS = 256 * 1024
 MAX_MESSAGE_CHARS = 4000
 
+# The prompt says how many tools there are in words, as it always has ("through two tools").
 _COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
