@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,14 +26,17 @@ from console_ha.capabilities.entity_budget import (
     timestamp,
     worst_entry_bytes,
 )
-from console_ha.capabilities.execute import list_entities, narrow_state
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
+from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES_CAPABILITY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.list_entities import execute as list_entities
+from console_ha.capabilities.narrow import narrow_state
 from console_ha.deadline import Deadline
 from console_ha.errors import InvalidConfig
 from console_ha.settings.saving import save_settings
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
 BOUND = LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes
@@ -165,7 +167,8 @@ def test_no_state_makes_an_entry_larger_than_its_cost(entity_id: str, name: obje
     raw = {"entity_id": entity_id, "state": state, "attributes": attributes, "last_changed": last_changed}
     shaped = narrow_state(raw, GUARANTEED)
     assert json_size(shaped) + 1 <= entity_cost(entity_id)
-    jsonschema.validate(shaped, LIST_ENTITIES_CAPABILITY.result_schema["properties"]["entities"]["items"])
+    assert_matches_result_schema(LIST_ENTITIES, {"entities": [shaped], "missing_entities": [],
+                                                 "retrieved_at": "2026-12-01T12:00:00Z"})
 
 
 # --- the guarantee ----------------------------------------------------------------------------
@@ -184,7 +187,7 @@ def test_every_allowlist_a_save_accepts_fits_whatever_the_states(start: list[str
               if not (missing_every and i % missing_every == 0)]
     result = run_list_entities(allowlist, states)
     assert json_size(result) <= BOUND
-    jsonschema.validate(result, LIST_ENTITIES_CAPABILITY.result_schema)
+    assert_matches_result_schema(LIST_ENTITIES, result)
 
 
 def test_a_typical_household_keeps_whole_names_and_the_worst_case_is_cut_only_as_far_as_needed() -> None:
@@ -223,7 +226,7 @@ def test_over_real_http_the_executor_answers_the_maximum_allowlist_within_the_bo
     result = executor.answer(proposal.token, approve=True, conversation_id="c")
     assert [e["entity_id"] for e in result["entities"]] == allowlist
     assert json_size(result) <= BOUND
-    jsonschema.validate(result, LIST_ENTITIES_CAPABILITY.result_schema)
+    assert_matches_result_schema(LIST_ENTITIES, result)
 
 
 # --- the save check (the settings save's, not the file's: settings.saving.checked_changes) ----------
