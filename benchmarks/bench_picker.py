@@ -243,7 +243,7 @@ def main() -> None:
         TokenStore(data_dir).write(Secret(stub.token), stub.base_url)
         app = create_app(data_dir)
         # The stub has no WebSocket registries: hand the Console the areas as the registry cache would.
-        app.extensions["console_ha"].areas = AreaCache(fetch=lambda *a, **k: dict(areas))
+        app.extensions["console_ha"].settings.areas = AreaCache(fetch=lambda *a, **k: dict(areas))
         console_url, server = serve(app)
         bench_proxy(console_url, stub, api_token, args.runs)
         bench_browser(console_url, args.rounds)
