@@ -13,6 +13,7 @@ import orjson
 from flask import Blueprint, Response, current_app, jsonify
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
+from console_ha.console import Console
 from console_ha.errors import CapabilityError, ConfigInvalid, HABadResponse, HABusy, HANotFound, InvalidConfig
 from console_ha.ha.addresses import ENTITY_ID_RE, normalise_base_url
 from console_ha.ha.client import UNAVAILABLE_STATES
@@ -25,7 +26,7 @@ from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, check_tok
 from console_ha.store.review import FIELD as REVIEWED_FIELD
 from console_ha.store.review import ReviewStore, check_reviewed
 from console_ha.unknown_keys import first_unknown
-from console_ha.web import ConsoleServices, services
+from console_ha.web import services
 from console_ha.web.api_tokens import SessionOnly
 from console_ha.web.auth import current_principal
 from console_ha.web.bodies import json_object
@@ -115,7 +116,7 @@ def save_settings() -> Response:
 
 
 def _settings_json(
-    svc: ConsoleServices, config: HomeAssistantConfig, revision: str | None, config_error: dict[str, Any] | None
+    svc: Console, config: HomeAssistantConfig, revision: str | None, config_error: dict[str, Any] | None
 ) -> dict[str, Any]:
     names = {e: config.entity_names[e] for e in config.allowlisted_entities if e in config.entity_names}
     record = svc.token_store.read_record()
@@ -133,7 +134,7 @@ def _settings_json(
     }
 
 
-def _broken_file(svc: ConsoleServices, err: ConfigInvalid) -> ConfigInvalid:
+def _broken_file(svc: Console, err: ConfigInvalid) -> ConfigInvalid:
     detail = {k: v for k, v in err.detail.items() if v is not None}
     return ConfigInvalid(
         f"The saved Home Assistant settings cannot be read. {err.message} To fix this, start again from "
@@ -167,7 +168,7 @@ def _refuse_unknown(body: Mapping[str, Any], allowed: Iterable[str]) -> None:
 # --- the connection behind the settings ----------------------------------------------------------
 
 
-def _stored_config(svc: ConsoleServices) -> HomeAssistantConfig:
+def _stored_config(svc: Console) -> HomeAssistantConfig:
     try:
         return svc.config_store.load()
     except ConfigInvalid as err:
@@ -181,7 +182,7 @@ def _not_configured(field: str) -> CapabilityError:
     )
 
 
-def _stored_token(svc: ConsoleServices, config: HomeAssistantConfig) -> Secret:
+def _stored_token(svc: Console, config: HomeAssistantConfig) -> Secret:
     """The stored token for the configured URL: not configured when there is none for its origin."""
     lookup = svc.token_store.lookup(config.base_url, configured_url=config.base_url)
     if lookup.elsewhere:
@@ -192,7 +193,7 @@ def _stored_token(svc: ConsoleServices, config: HomeAssistantConfig) -> Secret:
     return lookup.token
 
 
-def _stored_token_for_test(svc: ConsoleServices, base_url: str, config: HomeAssistantConfig) -> Secret:
+def _stored_token_for_test(svc: Console, base_url: str, config: HomeAssistantConfig) -> Secret:
     """The stored token for a URL being tested; another origin's is refused like a save would be."""
     lookup = svc.token_store.lookup(base_url, configured_url=config.base_url)
     if lookup.elsewhere:
@@ -202,7 +203,7 @@ def _stored_token_for_test(svc: ConsoleServices, base_url: str, config: HomeAssi
     return lookup.token
 
 
-def _url_and_token_to_try(svc: ConsoleServices, body: Mapping[str, Any]) -> tuple[str, Secret, HomeAssistantConfig]:
+def _url_and_token_to_try(svc: Console, body: Mapping[str, Any]) -> tuple[str, Secret, HomeAssistantConfig]:
     """The URL and token a test or a preview sends to, by the one rule; the configuration beside them.
 
     A typed token goes to the URL typed with it (else the saved one, which the page shows); with both
@@ -219,7 +220,7 @@ def _url_and_token_to_try(svc: ConsoleServices, body: Mapping[str, Any]) -> tupl
     return base_url, token, config
 
 
-def _config_or_default(svc: ConsoleServices) -> HomeAssistantConfig:
+def _config_or_default(svc: Console) -> HomeAssistantConfig:
     """The saved settings (their allowlist and CA bundle), or the defaults when the file is damaged."""
     try:
         return svc.config_store.load()
@@ -256,7 +257,7 @@ def entities_preview() -> Response:
     return _picker_answer(svc, base_url, token, config)
 
 
-def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: HomeAssistantConfig) -> Response:
+def _picker_answer(svc: Console, base_url: str, token: Secret, config: HomeAssistantConfig) -> Response:
     """The picker's list from `base_url` with `token`; `config` gives the allowlist and the CA bundle."""
     ca_bundle = ca_bundle_path(config, svc.data_dir)
     # The registries come over a separate WebSocket; ask for them while the states are on their way.
@@ -264,8 +265,8 @@ def _picker_answer(svc: ConsoleServices, base_url: str, token: Secret, config: H
     areas_timeout = float(current_app.config["CONSOLE_HA_AREAS_TIMEOUT"])
     areas_future = pool.submit(svc.areas.get, base_url, token, timeout=areas_timeout, ca_bundle=ca_bundle)
     try:
-        # The client is shared between requests (ConsoleServices.ha_client), so it is not closed here.
-        client = svc.ha_client(base_url, token, ca_bundle)
+        # The client is shared between requests (Console.ha_clients), so it is not closed here.
+        client = svc.ha_clients(base_url, token, ca_bundle)
         states = client.states(
             timeout=float(current_app.config["CONSOLE_HA_STATES_TIMEOUT"]), max_bytes=STATES_MAX_BYTES
         )
@@ -387,7 +388,7 @@ def test_connection() -> Response:
     _refuse_unknown(body, TEST_FIELDS)
     base_url, token, config = _url_and_token_to_try(svc, body)
 
-    client = svc.ha_client(base_url, token, ca_bundle_path(config, svc.data_dir))
+    client = svc.ha_clients(base_url, token, ca_bundle_path(config, svc.data_dir))
     try:
         answer = client.config(timeout=float(current_app.config["CONSOLE_HA_TEST_TIMEOUT"]))
     except HANotFound as err:
