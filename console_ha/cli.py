@@ -210,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `console-ha`; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        status: int = args.handler(args)
+        return status
     except ConsoleHaError as err:
         # Every error console-ha raises on purpose says what to do; a traceback would only hide it.
         print(f"console-ha: {err.message}", file=sys.stderr)

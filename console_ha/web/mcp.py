@@ -219,7 +219,8 @@ def init_app(app: Flask, queue: HouseholdQueue) -> None:
 
 def mcp_endpoint() -> McpEndpoint:
     """The current app's MCP endpoint."""
-    return current_app.extensions[EXTENSION]
+    endpoint: McpEndpoint = current_app.extensions[EXTENSION]
+    return endpoint
 
 
 def household_queue() -> HouseholdQueue:
