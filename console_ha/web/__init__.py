@@ -103,6 +103,8 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     from console_ha.web.security import init_app as init_security
     from console_ha.web.security import names_from_env, trusted_hosts
 
+    if console is not None and data_dir is not None:
+        raise TypeError("create_app takes a data dir or a Console, not both: a Console has its data dir")
     app = Flask(
         __name__,
         template_folder=_resource_folder("templates"),
