@@ -223,11 +223,6 @@ def mcp_endpoint() -> McpEndpoint:
     return endpoint
 
 
-def household_queue() -> HouseholdQueue:
-    """The reads waiting for the household (the confirmations page answers them)."""
-    return mcp_endpoint().queue
-
-
 @bp.route("/mcp", methods=["GET", "POST", "DELETE"])
 def endpoint() -> Response:
     """Streamable HTTP for MCP clients with an API token; a browser session is not accepted here."""
