@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from console_ha.capabilities.registry import LIST_ENTITIES
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.console import Console, ConsoleOptions
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.clients import HomeAssistantClients, one_client
