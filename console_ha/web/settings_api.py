@@ -29,10 +29,19 @@ from console_ha.web import ConsoleServices, services
 from console_ha.web.api_tokens import SessionOnly
 from console_ha.web.auth import current_principal
 from console_ha.web.bodies import json_object
+from console_ha.web.errors import handle_console_error
+from console_ha.words import household_error
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("settings_api", __name__, url_prefix="/api/v1/conversation/home-assistant")
+
+
+@bp.errorhandler(CapabilityError)
+def _in_household_words(err: CapabilityError) -> Response:
+    """Home Assistant failures, and a picker not set up yet, answer in the settings page's words."""
+    return handle_console_error(household_error(err))
+
 
 # What a client may send to POST; `ca_bundle` is set by editing the file, not over the API.
 SETTINGS_FIELDS = ("enabled", "base_url", "allowlisted_entities", "entity_names")
