@@ -8,6 +8,7 @@ const statusLine = document.getElementById("conversation-status");
 const messageForm = document.getElementById("message-form");
 const messageField = document.getElementById("message");
 const sendButton = document.getElementById("send");
+const cardTemplate = document.getElementById("confirm-card-template");
 const messageUrl = root.dataset.messageUrl;
 const loginUrl = root.dataset.loginUrl;
 const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
@@ -69,32 +70,30 @@ function clearCard() {
   cardSlot.replaceChildren();
 }
 
+/** The card, cloned from the server-rendered #confirm-card-template (the markup the server's own card has). */
 function showCard(pending) {
   clearCard();
-  const card = document.createElement("section");
-  card.className = "card confirm-card";
+  const fragment = cardTemplate.content.cloneNode(true);
+  const card = fragment.querySelector("section");
+  const slot = (name) => fragment.querySelector(`[data-slot="${name}"]`);
   card.id = "confirm-card";
   card.tabIndex = -1;
   card.setAttribute("aria-labelledby", "confirm-title");
   card.setAttribute("aria-describedby", "confirm-body");
-  const title = document.createElement("h2");
-  title.id = "confirm-title";
-  title.textContent = pending.card.title;
-  const body = document.createElement("p");
-  body.id = "confirm-body";
-  body.textContent = pending.card.body;
-  const hint = document.createElement("p");
-  hint.className = "hint";
-  hint.textContent = "Nothing is read unless you allow it.";
-  const actions = document.createElement("div");
-  actions.className = "actions";
-  const answer = (approve) => () => answerCard(pending, approve);
-  actions.append(
-    button(pending.card.approve_label, { primary: true, onClick: answer(true) }),
-    button(pending.card.deny_label, { onClick: answer(false) }),
-  );
-  card.append(title, body, hint, actions);
-  cardSlot.append(card);
+  card.dataset.token = pending.token;
+  card.dataset.expiresAt = pending.expires_at;
+  slot("title").id = "confirm-title";
+  slot("title").textContent = pending.card.title;
+  slot("body").id = "confirm-body";
+  slot("body").textContent = pending.card.body;
+  slot("expires").dateTime = pending.expires_at;
+  slot("expires").textContent = `${pending.expires_at.slice(11, 16)} UTC`;
+  slot("token").value = pending.token;
+  slot("approve").textContent = pending.card.approve_label;
+  slot("deny").textContent = pending.card.deny_label;
+  for (const input of fragment.querySelectorAll('input[name="conversation_id"]')) input.value = conversationId;
+  // Answered through the page's submit handler below, like a card the server rendered.
+  cardSlot.append(fragment);
   // Focus moves to the card so a keyboard or screen-reader user meets the question at once.
   card.focus();
   const remaining = Date.parse(pending.expires_at) - (Date.now() + clockSkewMs);
