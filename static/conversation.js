@@ -41,28 +41,13 @@ function rememberConversation(id) {
   window.history.replaceState(null, "", url);
 }
 
+/** One transcript line, cloned from the server-rendered #message-template-<role>. */
 function addMessage(role, text) {
-  const item = document.createElement("li");
-  item.className = `msg msg--${role}`;
-  const who = document.createElement("span");
-  who.className = "msg__who";
-  who.textContent = role === "user" ? "You" : role === "assistant" ? "Assistant" : "Console";
-  const body = document.createElement("p");
-  body.className = "msg__text";
-  body.textContent = text;
-  item.append(who, body);
+  const item = document.getElementById(`message-template-${role}`).content.firstElementChild.cloneNode(true);
+  item.querySelector(".msg__text").textContent = text;
   transcript.append(item);
   item.scrollIntoView({ block: "nearest" });
   return item;
-}
-
-function button(label, { primary = false, onClick }) {
-  const element = document.createElement("button");
-  element.type = "button";
-  element.textContent = label;
-  if (primary) element.className = "primary";
-  element.addEventListener("click", onClick);
-  return element;
 }
 
 function clearCard() {
@@ -100,22 +85,21 @@ function showCard(pending) {
   expiryTimer = window.setTimeout(() => showExpired(), Math.max(0, remaining));
 }
 
-function showExpired(message = "This request expired before it was answered, so nothing was read.") {
+/** The card's question replaced by why it closed, and the question to ask again (#expired-template). */
+function showExpired(message = null) {
   const card = document.getElementById("confirm-card");
   if (!card) return;
   window.clearTimeout(expiryTimer);
   card.classList.add("confirm-card--expired");
-  const note = document.createElement("p");
-  note.className = "confirm-card__expired";
-  note.setAttribute("role", "status");
-  note.textContent = message;
-  const actions = document.createElement("div");
-  actions.className = "actions";
-  if (lastQuestion) {
-    actions.append(button("Ask again", { primary: true, onClick: () => sendMessage(lastQuestion) }));
-  }
+  const fragment = document.getElementById("expired-template").content.cloneNode(true);
+  const note = fragment.querySelector(".confirm-card__expired");
+  if (message) note.textContent = message; // else the template's own words: it expired
+  fragment.querySelector('input[name="message"]').value = lastQuestion;
+  fragment.querySelector('input[name="conversation_id"]').value = conversationId ?? "";
+  if (!lastQuestion) fragment.querySelector("button").remove();
+  const actions = fragment.querySelector(".actions");
   for (const old of card.querySelectorAll(".actions, form, .hint, .confirm-card__expired")) old.remove();
-  card.append(note, actions);
+  card.append(fragment);
   actions.querySelector("button")?.focus();
 }
 
@@ -200,9 +184,7 @@ async function answerCard(pending, approve) {
   if (!outcome) return;
   if (outcome.error) {
     if (outcome.error.code === "CONFIRMATION_INVALID") {
-      showExpired(outcome.error.reason === "expired"
-        ? "This request expired before it was answered, so nothing was read."
-        : "This request is no longer open, so nothing was read.");
+      showExpired(outcome.error.reason === "expired" ? null : "This request is no longer open, so nothing was read.");
       setStatus("");
     } else {
       setStatus(outcome.error.message, "error");
