@@ -12,8 +12,9 @@ const dateWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
 
 export function setUpPicker(page) {
   const { el, $, selected, names, acknowledged } = page;
-  const groupTemplate = $("entity-group-template");
-  const rowTemplate = $("entity-row-template");
+  // The templates' elements, brought into this document once; each row and group is a clone of these.
+  const groupProto = document.importNode($("entity-group-template").content.firstElementChild, true);
+  const rowProto = document.importNode($("entity-row-template").content.firstElementChild, true);
 
   let entities = []; // {id, name, domain, state, unavailable, area, sensitive, missing, hay, row, cb, group, shown}
   let groups = []; // {el, countEl, visible, shownCount, hidden}
@@ -57,7 +58,7 @@ export function setUpPicker(page) {
 
   /** One entity's row: its checkbox (named by the label, which holds the entity id), badges and state. */
   function row(e, i) {
-    const li = rowTemplate.content.firstElementChild.cloneNode(true);
+    const li = rowProto.cloneNode(true);
     li.dataset.i = String(i);
     const cb = li.querySelector("input");
     cb.id = `ent-${i}`;
@@ -68,7 +69,9 @@ export function setUpPicker(page) {
     label.querySelector(".entity__name").textContent = e.name;
     label.querySelector(".entity__id").textContent = e.id;
     for (const badge of label.querySelectorAll("[data-badge]")) {
-      if (!e[badge.dataset.badge]) badge.remove();
+      if (e[badge.dataset.badge]) continue;
+      badge.previousSibling.remove(); // the space before it
+      badge.remove();
     }
     const state = label.querySelector(".entity__state");
     if (e.missing || e.unavailable) state.remove();
@@ -80,7 +83,7 @@ export function setUpPicker(page) {
 
   /** One area's group: a labelled heading with its count, and (for the missing ones) what to do. */
   function group(key, g, count) {
-    const div = groupTemplate.content.firstElementChild.cloneNode(true);
+    const div = groupProto.cloneNode(true);
     div.classList.toggle("area-group--missing", key === "");
     div.setAttribute("aria-labelledby", `grp-${g}`);
     const heading = div.querySelector("h3");
