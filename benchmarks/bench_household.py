@@ -143,9 +143,9 @@ def load_chatty_history(real_ha: Any, rows: int) -> int:
 def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, api_token: str,
                            repeats: int) -> dict[str, Any]:
     """Raw /api/states, the proxy, list_entities' execute stage and the executor's answer, interleaved."""
-    from console_ha.capabilities.execute import list_entities
     from console_ha.capabilities.executor import Executor
-    from console_ha.capabilities.registry import LIST_ENTITIES
+    from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+    from console_ha.capabilities.list_entities import execute as list_entities
     from console_ha.deadline import Deadline
     from console_ha.ha.client import HomeAssistantClient
     from console_ha.secret import Secret
@@ -227,7 +227,8 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
     whose WebSocket is refused, so it takes its REST fallback. ws_raw (information): a plain WebSocket read of
     the same command + json.loads, Home Assistant's own WebSocket time.
     """
-    from console_ha.capabilities.execute import PERIOD_LENGTHS, get_history
+    from console_ha.capabilities.get_history import PERIODS
+    from console_ha.capabilities.get_history import execute as get_history
     from console_ha.deadline import Deadline
     from console_ha.ha.client import HomeAssistantClient
     from console_ha.ha.history import history_command
@@ -246,7 +247,7 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
     headers = {"Authorization": f"Bearer {token.reveal()}", "Accept-Encoding": "identity"}
 
     def raw(period: str) -> dict[str, Any]:
-        start = now - PERIOD_LENGTHS[period]
+        start = now - PERIODS[period].length
         # The very query string get_history's REST fallback sends (requests encodes both the same way).
         params = {"filter_entity_id": entity_id, "end_time": _iso_z_exact(now), "minimal_response": "",
                   "no_attributes": ""}
@@ -264,7 +265,7 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
                 "body_bytes": len(body), "rows": sum(len(series) for series in data)}
 
     def ws_raw(period: str) -> dict[str, Any]:
-        command = history_command(entity_id, start=now - PERIOD_LENGTHS[period], end=now)
+        command = history_command(entity_id, start=now - PERIODS[period].length, end=now)
         del command["type"]
         with HomeAssistantWebSocket(config.base_url, token.reveal(), timeout=300) as ws:
             result = ws.command("history/history_during_period", **command)

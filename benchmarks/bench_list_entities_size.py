@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost, json_size
-from console_ha.capabilities.execute import list_entities
+from console_ha.capabilities.list_entities import execute as list_entities
 from console_ha.deadline import Deadline
 from console_ha.store.config import HomeAssistantConfig
 from tests.stub_ha import default_states  # noqa: E402

@@ -156,7 +156,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const input = document.getElementById("entity-search");
   let t0 = 0;
   input.addEventListener("keydown", () => { t0 = performance.now(); }, true);
-  // Added after settings.js's own listener has been added (module scripts run before DOMContentLoaded),
+  // Added after the picker's own listener has been added (module scripts run before DOMContentLoaded),
   // so it runs after the filter: the handler's time, then the next frame's.
   setTimeout(() => input.addEventListener("input", () => {
     const handled = performance.now();
@@ -243,7 +243,7 @@ def main() -> None:
         TokenStore(data_dir).write(Secret(stub.token), stub.base_url)
         app = create_app(data_dir)
         # The stub has no WebSocket registries: hand the Console the areas as the registry cache would.
-        app.extensions["console_ha"].areas = AreaCache(fetch=lambda *a, **k: dict(areas))
+        app.extensions["console_ha"].settings.areas = AreaCache(fetch=lambda *a, **k: dict(areas))
         console_url, server = serve(app)
         bench_proxy(console_url, stub, api_token, args.runs)
         bench_browser(console_url, args.rounds)

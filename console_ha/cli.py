@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from console_ha.errors import ConsoleHaError, InvalidConfig
-from console_ha.settings.service import recover
+from console_ha.settings.saving import recover
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir, resolve_data_dir
 

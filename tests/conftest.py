@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,6 +30,28 @@ def _call_limits_restored() -> Iterator[None]:
     caps = {"per_origin": CALL_LIMITS.per_origin, "in_all": CALL_LIMITS.in_all}
     yield
     CALL_LIMITS.configure(**caps)
+
+
+@pytest.fixture(autouse=True)
+def _results_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every result a registered capability returns, in any test, matches its declared result schema.
+
+    Each capability's execute is wrapped, not replaced: the result goes on unchanged, and a departure
+    fails the test at teardown (raised inside execute, the executor would turn it into INTERNAL_ERROR).
+    """
+    from console_ha.capabilities.registry import REGISTRY
+    from tests.result_schemas import result_schema_errors
+
+    drifted: list[str] = []
+    for name, capability in list(REGISTRY.items()):
+        def checked(*args: Any, _execute: Any = capability.execute, _name: str = name) -> dict[str, Any]:
+            result = _execute(*args)
+            drifted.extend(result_schema_errors(_name, result))
+            return result
+
+        monkeypatch.setitem(REGISTRY, name, dataclasses.replace(capability, execute=checked))
+    yield
+    assert not drifted, "a capability result departs from its declared schema:\n" + "\n".join(drifted[:10])
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from console_ha.capabilities.cards import card_for
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.cards import Card
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.registry import REGISTRY
 from console_ha.store.config import HomeAssistantConfig
 
 CONFIG = HomeAssistantConfig(
@@ -13,6 +15,11 @@ CONFIG = HomeAssistantConfig(
     entity_names={"sensor.living_room_temperature": "Living Room Temperature",
                   "binary_sensor.front_door": "Front Door"},
 )
+
+
+def card_for(name: str, config: HomeAssistantConfig, arguments: dict) -> Card:
+    """The card the executor shows for one validated invocation of the capability of that name."""
+    return REGISTRY[name].card(config, arguments)
 
 
 def test_history_card_names_the_entity_the_period_and_the_host():

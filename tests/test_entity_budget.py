@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,13 +26,17 @@ from console_ha.capabilities.entity_budget import (
     timestamp,
     worst_entry_bytes,
 )
-from console_ha.capabilities.execute import list_entities, narrow_state
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import LIST_ENTITIES, LIST_ENTITIES_CAPABILITY
+from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES_CAPABILITY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.list_entities import execute as list_entities
+from console_ha.capabilities.narrow import narrow_state
 from console_ha.deadline import Deadline
 from console_ha.errors import InvalidConfig
+from console_ha.settings.saving import save_settings
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
 BOUND = LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes
@@ -164,7 +167,8 @@ def test_no_state_makes_an_entry_larger_than_its_cost(entity_id: str, name: obje
     raw = {"entity_id": entity_id, "state": state, "attributes": attributes, "last_changed": last_changed}
     shaped = narrow_state(raw, GUARANTEED)
     assert json_size(shaped) + 1 <= entity_cost(entity_id)
-    jsonschema.validate(shaped, LIST_ENTITIES_CAPABILITY.result_schema["properties"]["entities"]["items"])
+    assert_matches_result_schema(LIST_ENTITIES, {"entities": [shaped], "missing_entities": [],
+                                                 "retrieved_at": "2026-12-01T12:00:00Z"})
 
 
 # --- the guarantee ----------------------------------------------------------------------------
@@ -183,7 +187,7 @@ def test_every_allowlist_a_save_accepts_fits_whatever_the_states(start: list[str
               if not (missing_every and i % missing_every == 0)]
     result = run_list_entities(allowlist, states)
     assert json_size(result) <= BOUND
-    jsonschema.validate(result, LIST_ENTITIES_CAPABILITY.result_schema)
+    assert_matches_result_schema(LIST_ENTITIES, result)
 
 
 def test_a_typical_household_keeps_whole_names_and_the_worst_case_is_cut_only_as_far_as_needed() -> None:
@@ -222,21 +226,21 @@ def test_over_real_http_the_executor_answers_the_maximum_allowlist_within_the_bo
     result = executor.answer(proposal.token, approve=True, conversation_id="c")
     assert [e["entity_id"] for e in result["entities"]] == allowlist
     assert json_size(result) <= BOUND
-    jsonschema.validate(result, LIST_ENTITIES_CAPABILITY.result_schema)
+    assert_matches_result_schema(LIST_ENTITIES, result)
 
 
-# --- the save check -------------------------------------------------------------------------------
+# --- the save check (the settings save's, not the file's: settings.saving.checked_changes) ----------
 
 
 def test_a_save_past_the_budget_is_refused_saying_how_many_fit_and_nothing_is_written(data_dir) -> None:
     """INVALID_CONFIG on allowlisted_entities, with the number that fits, and the file as it was."""
     store = ConfigStore(data_dir)
     fitting = filled_allowlist([])
-    store.update({"allowlisted_entities": fitting})
+    save_settings(store, TokenStore(data_dir), {"allowlisted_entities": fitting})
     before = data_dir.ha_config.read_bytes()
     too_many = [f"sensor.living_room_temperature_{i:03d}" for i in range(400)]
     with pytest.raises(InvalidConfig) as caught:
-        store.update({"allowlisted_entities": too_many})
+        save_settings(store, TokenStore(data_dir), {"allowlisted_entities": too_many})
     err = caught.value
     assert (err.code, err.detail["field"]) == ("INVALID_CONFIG", "allowlisted_entities")
     fits = BUDGET_BYTES // entity_cost(too_many[0])
@@ -258,13 +262,13 @@ def test_an_allowlist_saved_before_the_check_can_be_saved_again_unchanged_but_no
     too_many = [f"sensor.s{i:04d}" for i in range(400)]
     data_dir.ha_config.parent.mkdir(parents=True)
     data_dir.ha_config.write_text(json.dumps({"allowlisted_entities": too_many}))
-    store = ConfigStore(data_dir)
-    store.update({"enabled": True})
-    store.update({"enabled": False, "allowlisted_entities": too_many})
+    store, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+    save_settings(store, tokens, {"enabled": True})
+    save_settings(store, tokens, {"enabled": False, "allowlisted_entities": too_many})
     with pytest.raises(InvalidConfig):
-        store.update({"allowlisted_entities": too_many[:-1]})  # trimmed, but still too many
+        save_settings(store, tokens, {"allowlisted_entities": too_many[:-1]})  # trimmed, but still too many
     trimmed = too_many[:BUDGET_BYTES // entity_cost(too_many[0])]
-    assert store.update({"allowlisted_entities": trimmed}).config.allowlisted_entities == tuple(trimmed)
+    assert save_settings(store, tokens, {"allowlisted_entities": trimmed}).config.allowlisted_entities == tuple(trimmed)
 
 
 def test_the_caps_run_from_roomiest_to_the_guaranteed() -> None:

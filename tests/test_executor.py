@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor, Turn
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.store.config import ConfigStore

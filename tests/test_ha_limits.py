@@ -11,7 +11,7 @@ import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import LIST_ENTITIES
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, HABusy, HATimeout, HomeAssistantError
 from console_ha.ha.addresses import origin_of
 from console_ha.ha.areas import fetch_entity_areas

@@ -13,20 +13,20 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console_ha.capabilities import execute as capabilities
-from console_ha.capabilities.execute import read_history
-from console_ha.capabilities.registry import GET_HISTORY_CAPABILITY, HISTORY_FIELD_MEANINGS
+from console_ha.capabilities import get_history as capabilities
+from console_ha.capabilities.get_history import CAPABILITY as GET_HISTORY_CAPABILITY
+from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS, read_history
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, HomeAssistantError
 from console_ha.ha import history
 from console_ha.ha.client import CallLimits, HomeAssistantClient
 from console_ha.ha.history import HistoryDigest, digest_history, fetch_history
 from console_ha.secret import Secret
+from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 from tests.stub_ha_ws import TOKEN as WS_TOKEN
 from tests.stub_ha_ws import StubWebSocket
@@ -790,13 +790,13 @@ def test_every_result_matches_the_declared_schema(case: tuple[str | None, list[t
     initial, changes, _ = case
     rows = ([row(START, initial)] if initial is not None else []) + [
         row(START + timedelta(microseconds=offset), state) for offset, state in changes]
-    jsonschema.validate(_as_result(digest(rows)), GET_HISTORY_CAPABILITY.result_schema)
+    assert_matches_result_schema(GET_HISTORY_CAPABILITY.name, _as_result(digest(rows)))
 
 
 def test_a_result_with_many_states_matches_the_declared_schema() -> None:
     rows = [row(at(i / 10), f"mode {i % 40}") for i in range(1, 1000)]
     result = _as_result(digest(rows))
-    jsonschema.validate(result, GET_HISTORY_CAPABILITY.result_schema)
+    assert_matches_result_schema(GET_HISTORY_CAPABILITY.name, result)
     assert "other_states" in result["summary"]
 
 

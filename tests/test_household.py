@@ -6,8 +6,9 @@ import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationInvalid, ConfirmationStore
 from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.household import HouseholdQueue
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore

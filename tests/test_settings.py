@@ -6,7 +6,7 @@ import pytest
 
 from console_ha import cli
 from console_ha.errors import InvalidConfig
-from console_ha.settings.service import recover, save_settings
+from console_ha.settings.saving import recover, save_settings
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import StoredToken, TokenStore, check_token
 
@@ -117,7 +117,7 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
 
 def test_a_review_is_only_written_beside_the_configuration_it_was_saved_with(data_dir):
     """Two saves racing: the review of the one overtaken is dropped, never paired with the other's URL."""
-    from console_ha.settings.service import remember_review
+    from console_ha.settings.saving import remember_review
     from console_ha.store.review import ReviewStore
 
     store, tokens = ConfigStore(data_dir), TokenStore(data_dir)

@@ -1,1 +1,1 @@
-"""console_ha.capabilities.execute."""
+"""The capabilities: one module each, the registry built from them, and the executor that runs them."""

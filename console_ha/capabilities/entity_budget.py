@@ -9,17 +9,32 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console_ha.capabilities.registry import LIST_ENTITIES_CAPABILITY, LIST_ENTITIES_TEXT_CAPS, TextCaps
+from console_ha.capabilities.spec import DEFAULT_MAX_RESULT_BYTES
 from console_ha.errors import InvalidConfig
 
+# list_entities' bound (list_entities.py declares it from here): the budget below is what it leaves.
+MAX_RESULT_BYTES = DEFAULT_MAX_RESULT_BYTES
 # Marks text that was cut to fit; one character (3 bytes), counted inside the cap.
 CUT_MARK = "…"
-# Declared with the capability's schema (registry.py); list_entities tries them in order, and a save
-# guarantees the last.
-CAP_LEVELS = LIST_ENTITIES_TEXT_CAPS
+
+
+@dataclass(frozen=True)
+class TextCaps:
+    """The most bytes (compact UTF-8 JSON, escapes included) a result's name, state and unit may take."""
+
+    name: int
+    state: int
+    unit: int
+
+
+# list_entities' text bounds, roomiest to tightest: it uses the roomiest level whose result fits its
+# 64 KiB, and a save guarantees the tightest. 32 bytes of state keep a timestamp state
+# ("2026-11-30T10:00:00+00:00") whole. Its result schema's maxLengths are the roomiest level.
+CAP_LEVELS: tuple[TextCaps, ...] = (TextCaps(96, 64, 16), TextCaps(48, 48, 12), TextCaps(24, 32, 8))
 GUARANTEED = CAP_LEVELS[-1]
 _SAMPLE_TIME = "2000-01-01T00:00:00Z"  # every last_changed is written in exactly this many bytes
 
@@ -127,7 +142,7 @@ def _envelope() -> int:
 
 # What the entities may take between them: the bound less the result's own keys and time. An entity
 # Home Assistant lacks is listed in missing_entities by id alone, which costs less than its entry.
-BUDGET_BYTES = LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes - _envelope()
+BUDGET_BYTES = MAX_RESULT_BYTES - _envelope()
 
 
 def allowlist_cost(entity_ids: Iterable[str]) -> int:

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from console_ha.capabilities.cards import Card, card_for
+from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
-from console_ha.capabilities.execute import EXECUTE, iso
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, PERIODS, REGISTRY, Capability
+from console_ha.capabilities.entity_budget import iso
+from console_ha.capabilities.registry import REGISTRY
+from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError, ConfigInvalid, HomeAssistantError
-from console_ha.ha.addresses import is_entity_id
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
@@ -90,23 +90,24 @@ def resolve(name: object) -> Capability:
 # --- stage 2 ---------------------------------------------------------------------------------
 
 def validate(capability: Capability, arguments: object) -> dict[str, Any]:
-    """Stage 2: the arguments' shape, with no knowledge of configuration or allowlist."""
+    """Stage 2: the arguments against the capability's schema, with no knowledge of configuration or allowlist."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise refuse(2, "INVALID_ARGUMENTS", "Arguments must be an object.")
-    unexpected = first_unknown(arguments, capability.arguments_schema.get("properties", {}))
-    if unexpected is not None:
-        raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected}.")
-    if capability.name != GET_HISTORY:
-        return {}
-    entity_id = arguments.get("entity_id")
-    period = arguments.get("period")
-    if not is_entity_id(entity_id):
-        raise refuse(2, "INVALID_ARGUMENTS", "entity_id must look like domain.object_id, such as sensor.kitchen.")
-    if period not in PERIODS:
-        raise refuse(2, "INVALID_ARGUMENTS", "period must be one of hour, day or week.")
-    return {"entity_id": entity_id, "period": period}
+    declared = capability.arguments_schema.get("properties", {})
+    problems = capability.argument_problems(arguments)
+    if problems.unknown:
+        unexpected = first_unknown(arguments, declared)
+        if unexpected is not None:
+            raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected}.")
+    if problems.wrong:
+        # The first argument in the schema's order: the same words whatever else is wrong.
+        raise refuse(2, "INVALID_ARGUMENTS", capability.argument_messages[problems.wrong[0]])
+    if problems:
+        raise refuse(2, "INVALID_ARGUMENTS", "The arguments do not match what this capability takes.")
+    # Canonical: the declared arguments only, in the schema's order (what the card and approval bind).
+    return {name: arguments[name] for name in declared if name in arguments}
 
 
 # --- stage 3 ---------------------------------------------------------------------------------
@@ -138,10 +139,8 @@ def check_turn_limit(capability: Capability, turn: Turn) -> None:
 
 
 def what_the_card_shows(capability: Capability, config: HomeAssistantConfig) -> str:
-    """Where the read goes and, for the list, which entities it covers: what an approval is bound to."""
-    shown: dict[str, Any] = {"base_url": config.base_url}
-    if capability.name == LIST_ENTITIES:
-        shown["entities"] = sorted(config.allowlisted_entities)
+    """Where the read goes and what else of the settings the capability binds: what an approval is bound to."""
+    shown: dict[str, Any] = {"base_url": config.base_url, **capability.binds(config)}
     return json.dumps(shown, sort_keys=True)
 
 
@@ -200,7 +199,7 @@ class Executor:
             token=pending.token,
             capability=capability.name,
             arguments=canonical,
-            card=card_for(capability.name, config, canonical),
+            card=capability.card(config, canonical),
             expires_at=iso(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 
@@ -251,7 +250,7 @@ class Executor:
             token = self._token_for(config)
             check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config) != pending.shown:
-                # Approved was a read of that Home Assistant (and, for the list, those entities).
+                # Approved was a read of that Home Assistant (and whatever else the capability binds).
                 raise CapabilityError("CONFIRMATION_INVALID", "The Home Assistant settings changed after this "
                                       "card was shown; nothing was read. Ask again.", stage=4,
                                       reason="settings_changed")
@@ -261,7 +260,7 @@ class Executor:
             client = self._client_factory(config.base_url, cast(Secret, token.token),
                                           ca_bundle_path(config, self.config_store.data_dir))
             try:
-                raw = EXECUTE[capability.name](client, config, arguments, deadline, now)
+                raw = capability.execute(client, config, arguments, deadline, now)
             finally:
                 if self._owns_clients:
                     client.close()

@@ -7,12 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.capabilities.registry import REGISTRY
 
 LATEST_EVENTS = 50
-
-# Capabilities in the household's words; the id stays beside them for whoever reads the log file.
-CAPABILITY_WORDS = {LIST_ENTITIES: "Current state of your devices", GET_HISTORY: "History of one device"}
+# What a capability the log names but the Console does not register (or "unknown") is called.
+UNKNOWN_CAPABILITY_WORDS = "Something the Console does not know"
 
 # Audit events in the household's words.
 EVENT_WORDS = {
@@ -48,8 +47,9 @@ class CapabilityActivity:
 
     @property
     def words(self) -> str:
-        """The capability in plain words."""
-        return CAPABILITY_WORDS.get(self.capability, "Something the Console does not know")
+        """The capability in plain words (its own, `activity_words`); the id stays beside them for the log's reader."""
+        capability = REGISTRY.get(self.capability)
+        return capability.activity_words if capability is not None else UNKNOWN_CAPABILITY_WORDS
 
     def add(self, event: Mapping[str, Any]) -> None:
         """Count one audit event."""

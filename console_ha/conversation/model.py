@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
-from console_ha.capabilities.registry import REGISTRY, Capability
+from console_ha.capabilities.registry import REGISTRY
+from console_ha.capabilities.spec import Capability
 from console_ha.deadline import call_before, set_read_timeout, shut_at
 from console_ha.errors import ConsoleHaError
 from console_ha.ha.addresses import origin_of

@@ -9,13 +9,14 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console_ha.capabilities.confirmations import ConfirmationInvalid
 from console_ha.capabilities.executor import Executor, Proposal, Turn
-from console_ha.capabilities.registry import GET_HISTORY, HISTORY_FIELD_MEANINGS, LIST_ENTITIES
+from console_ha.capabilities.registry import CAPABILITIES
+from console_ha.capabilities.spec import Capability
 from console_ha.conversation.model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
 from console_ha.errors import CapabilityError, ConfigInvalid, ConsoleHaError
 from console_ha.ha.addresses import origin_of
@@ -31,18 +32,30 @@ MAX_IDLE_SECONDS = 6 * 3600
 MAX_HISTORY_CHARS = 256 * 1024
 MAX_MESSAGE_CHARS = 4000
 
-SYSTEM_PROMPT = f"""\
+# The prompt says how many tools there are in words, as it always has ("through two tools").
+_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def system_prompt(capabilities: Sequence[Capability] = CAPABILITIES) -> str:
+    """What the model is told first: its tools, each in a line, the rules of a read, and what results mean."""
+    count = _COUNTS[len(capabilities)] if len(capabilities) < len(_COUNTS) else str(len(capabilities))
+    tools = "".join(f"- {function_name(c.name)}: {c.prompt_summary}\n" for c in capabilities)
+    meanings = "".join(
+        f"\nIn a {function_name(c.name)} result:" + "".join(f"\n- {field}: {meaning}"
+                                                            for field, meaning in c.result_meanings.items())
+        for c in capabilities if c.result_meanings
+    )
+    return f"""\
 You are the household's assistant on their own device. You can read, never change, their Home \
-Assistant through two tools:
-- {function_name(LIST_ENTITIES)}: the current state of every device the household allowed you to see.
-- {function_name(GET_HISTORY)}: how one allowed device changed over the past hour, day or week.
-Only devices the household put on its allowlist can be read; anything else is refused. If you do \
+Assistant through {count} tools:
+{tools}Only devices the household put on its allowlist can be read; anything else is refused. If you do \
 not know a device's entity id, read the list first. Every read asks the household for approval \
 before it runs, so call a tool only when the question needs it, and at most once per tool per \
 question. If a read is refused, denied or fails, say so plainly and do not guess values. Answer \
-briefly, with units; say durations in hours and minutes.
-In a {function_name(GET_HISTORY)} result:
-""" + "\n".join(f"- {field}: {meaning}" for field, meaning in HISTORY_FIELD_MEANINGS.items())
+briefly, with units; say durations in hours and minutes.{meanings}"""
+
+
+SYSTEM_PROMPT = system_prompt()
 
 STOPPED_REPLY = ("I stopped before finishing this answer because it took too many steps. "
                  "Please ask again, perhaps more simply.")

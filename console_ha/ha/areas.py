@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from console_ha.ha import websocket as ha_ws
-from console_ha.ha.client import CALL_LIMITS
+from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, CALL_LIMITS
 from console_ha.ha.websocket import websocket_url
 from console_ha.secret import Secret
 
@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 REGISTRY_COMMANDS = ("config/area_registry/list", "config/entity_registry/list", "config/device_registry/list")
 ALLOWED_COMMANDS = frozenset(REGISTRY_COMMANDS)
 DEFAULT_TIMEOUT = 4.0
-MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 EntityAreas = dict[str, str]
 
@@ -77,7 +76,7 @@ def _read_registries(
 ) -> dict[str, Any]:
     """The three lists, over one WebSocket that lives for this call only (it follows no redirect: wsproto
     reports a 3xx as a refused upgrade, so the auth message, the token, never goes to another origin)."""
-    with ha_ws.connect(base_url, token, timeout=timeout, max_bytes=MAX_MESSAGE_BYTES, ca_bundle=ca_bundle) as ws:
+    with ha_ws.connect(base_url, token, timeout=timeout, max_bytes=ALL_ENTITIES_MAX_BYTES, ca_bundle=ca_bundle) as ws:
         results = {command: ws.command({"type": command}) for command in REGISTRY_COMMANDS}
     for command, result in results.items():
         if not isinstance(result, list):

@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_MAX_BYTES = 1024 * 1024
 DEFAULT_STATE_MAX_BYTES = 256 * 1024
+# The most an answer listing every entity (all states, a registry) may weigh: about 70,000 entities, ten
+# times a large household's (5,000 send about 2 MB); parsing it costs a few hundred MiB.
+ALL_ENTITIES_MAX_BYTES = 32 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 
 # The only parts of the REST API this client reads. An allowlist rather than a list of what to refuse:

@@ -13,11 +13,14 @@ from typing import Any, BinaryIO, Literal, NotRequired, TypedDict, cast
 import ijson
 import orjson
 
-from console_ha.capabilities.registry import MAX_REPORTED_STATES
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.addresses import is_entity_id
 from console_ha.ha.client import UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.websocket import HISTORY_COMMAND, HomeAssistantWebSocket, command_failed, parse_events
+
+# A digest names at most this many states (the ones with the most time); the rest are summed. get_history's
+# result schema declares the same bound from here.
+MAX_REPORTED_STATES = 10
 
 DEFAULT_MAX_CHANGES = 50
 MIN_MAX_CHANGES = 4  # room for the first, last, minimum and maximum changes

@@ -1,119 +1,373 @@
-"""Saving the household's Home Assistant settings: the configuration file and the token, together.
+"""The settings service: everything the Home Assistant settings page does, in plain Python (no Flask).
 
-Crash consistency rests on one rule, not on the order of two writes: the token is stored with the
-origin it belongs to in one atomic record, and is only ever handed out for that origin
-(`TokenStore.lookup`). Whatever moment a process dies, the worst a reader can find is a URL whose token
-was saved for another origin, which it treats as "no token". The token is written first all the same,
-so a legacy record (a token without its origin, bound to the configured URL) is never paired with a
-URL saved after it.
+Read, save and reset the settings and the token; the entity catalogue for the picker (from the saved
+settings, or a URL and token being tried); the "is this Home Assistant?" test; discovery; the household's
+CA certificate. A front end parses its request, calls one method here, and maps the answer or the error
+(every refusal is a `ConsoleHaError` carrying its contract code).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from typing import Any
 
-from console_ha.errors import ConfigInvalid, InvalidConfig
-from console_ha.ha.addresses import origin_of
+from console_ha.errors import ConfigInvalid, HABusy, InvalidConfig
+from console_ha.ha.addresses import normalise_base_url
+from console_ha.ha.areas import AreaCache, EntityAreas
+from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
+from console_ha.ha.discovery import Instance
 from console_ha.secret import Secret
-from console_ha.store.atomic import path_lock, sweep_temp_files
-from console_ha.store.config import ConfigStore, StoredConfig, apply_changes, check_revision
+from console_ha.settings import saving
+from console_ha.settings.catalogue import catalogue_json, holds_token
+from console_ha.settings.connection import HomeAssistantFound, check_home_assistant, not_home_assistant
+from console_ha.settings.tokens import (
+    TokenStatus,
+    not_configured,
+    optional_token,
+    refuse_moving_the_token,
+    stored_token_for,
+)
+from console_ha.store.ca_certificate import FIELD as CA_FIELD
+from console_ha.store.ca_certificate import CACertificateStore, ca_bundle_path
+from console_ha.store.config import ConfigStore, HomeAssistantConfig, StoredConfig, refuse_unknown
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, TokenStore
-from console_ha.store.review import ReviewStore
+from console_ha.store.ha_token import TokenStore
+from console_ha.store.review import FIELD as REVIEWED_FIELD
+from console_ha.store.review import ReviewStore, check_reviewed
 
 log = logging.getLogger(__name__)
 
-TOKEN_NEEDS_A_URL = "Enter the Home Assistant URL this access token belongs to."
+# What a client may send to save; `ca_bundle` is set by editing the file, not over the API.
+SETTINGS_FIELDS = ("enabled", "base_url", "allowlisted_entities", "entity_names")
+# What a client may send to try a URL and token before saving them (the test, the picker's preview).
+TRY_FIELDS = ("base_url", "access_token")
+
+# After the states arrive, wait at most this long for the areas; a slower answer fills the cache for next time.
+AREAS_GRACE = 1.0
+# Area fetches in flight at once, for all picker loads together. Fetches are cached (`AreaCache`), so one
+# that waits behind another mostly finds its answer ready; a second worker keeps a fetch hanging on a
+# Home Assistant the household has left from holding up the new one.
+AREA_WORKERS = 2
+
+# Discovery requests that may hold a server thread at once: one browsing and one waiting for it. More
+# would queue on the lock, each holding a thread for a whole browse, and /health would wait behind them.
+DISCOVERY_REQUESTS = 2
+DISCOVERY_RUNNING = ("The Console is already looking for Home Assistant on your network. Wait a few seconds "
+                     "for that search, then look again.")
+
+ClientFactory = Callable[[str, Secret, str | None], HomeAssistantClient]
 
 
-def save_settings(config_store: ConfigStore, token_store: TokenStore, changes: Mapping[str, Any], *,
-                  token: Secret | None = None, remove_token: bool = False,
-                  expected_revision: str | None = None) -> StoredConfig:
-    """Validate `changes`, then write the token (bound to the saved URL's origin), then the file.
+@dataclass(frozen=True)
+class Timeouts:
+    """Bounds on the settings page's calls to the outside, in seconds."""
 
-    The token must already be checked (`check_token`), so that nothing is written when it is bad. A new
-    URL of another origin than the stored token's needs a new token (400 on `access_token`): the stored
-    one is never moved to another Home Assistant. Saves run one at a time; a file that cannot be written
-    puts the token record back as it was.
-    """
-    with path_lock(config_store.data_dir.capabilities / "settings-save"):
-        current = config_store.read()
-        check_revision(current, expected_revision)
-        new = apply_changes(current.config, changes)
-        refuse_moving_the_token(token_store, new.base_url, configured_url=current.config.base_url,
-                                token=token, remove_token=remove_token)
-        record = token_store.read_record()
-        if token is not None:
-            token_store.write(token, new.base_url)
-        elif remove_token:
-            token_store.remove()
-        elif record is not None and record.origin is None and current.config.base_url:
-            # A legacy record belongs to the configured URL; writing that origin down keeps the binding
-            # whatever the file says later (the URL cleared, then another typed).
-            token_store.write(record.token, current.config.base_url)
+    discovery: float = 3.0
+    states: float = 8.0
+    areas: float = 4.0
+    test: float = 8.0
+
+
+class SettingsUnreadable(ConfigInvalid):
+    """409 CONFIG_INVALID: the saved settings cannot be read; what is wrong, and the way out (reset)."""
+
+    def __init__(self, cause: ConfigInvalid, config_file: str) -> None:
+        detail = {k: v for k, v in cause.detail.items() if v is not None}
+        super().__init__(
+            f"The saved Home Assistant settings cannot be read. {cause.message} To fix this, start again from "
+            f"empty settings (reset): the damaged file is kept beside the new one as "
+            f"{config_file}.broken-<time>, and the access token is kept.",
+            action="reset",
+            **detail,
+        )
+        # What is wrong, alone: a page that explains the way out itself shows only this.
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class SettingsView:
+    """The settings as a page shows them: never the token, only whether there is one and its origin."""
+
+    config: HomeAssistantConfig
+    revision: str | None
+    token: TokenStatus
+    config_error: SettingsUnreadable | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings API's answer (GET, and POST after a save)."""
+        config = self.config
+        names = {e: config.entity_names[e] for e in config.allowlisted_entities if e in config.entity_names}
+        return {
+            "enabled": config.enabled,
+            "base_url": config.base_url,
+            "has_access_token": self.token.stored,
+            # The origin the stored token belongs to (never the token): the page asks for a new token when
+            # the URL typed has another.
+            "access_token_origin": self.token.origin,
+            "allowlisted_entities": list(config.allowlisted_entities),
+            "entity_names": names,
+            "revision": self.revision,
+            "config_error": self.config_error.to_dict()["error"] if self.config_error else None,
+        }
+
+
+@dataclass(frozen=True)
+class SaveRequest:
+    """One save, from any front end: the changes, the token's fate, and what the household saw."""
+
+    changes: Mapping[str, Any]
+    token: Secret | None = None  # a new token, already checked (`optional_token`)
+    remove_token: bool = False  # with a new token as well, the new token is stored
+    expected_revision: str | None = None  # the revision the household saw; None to save regardless
+    reset: bool = False  # start again from empty settings (a damaged file is kept aside) before the changes
+    reviewed: list[str] | None = None  # the entities the picker showed: remembered, never allowlisted
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> SaveRequest:
+        """The settings API's POST body, checked field by field; nothing is written on error."""
+        body = dict(body)
+        reset = _flag(body, "reset")
+        remove_token = _flag(body, "remove_access_token")
+        revision = body.pop("revision", None)
+        if revision is not None and not isinstance(revision, str):
+            raise InvalidConfig("`revision` must be the text GET answered with.", field="revision")
+        token = optional_token(body.pop("access_token", None))
+        reviewed = body.pop(REVIEWED_FIELD, None)
+        reviewed = check_reviewed(reviewed) if reviewed is not None else None
+        if token is not None and remove_token:
+            raise InvalidConfig("Send a new access token or remove the stored one, not both.", field="access_token")
+        return cls(body, token, remove_token, revision, reset, reviewed)  # the fields left: `save` checks them
+
+
+@dataclass(frozen=True)
+class TryRequest:
+    """A URL and token to try before saving them; either may be left out ("", None) for the saved one."""
+
+    base_url: str = ""  # normalised (`normalise_base_url`)
+    token: Secret | None = None  # checked (`optional_token`)
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> TryRequest:
+        """The body of a test or a preview: only `base_url` and `access_token`, each checked."""
+        refuse_unknown(body, TRY_FIELDS)
+        return cls(normalise_base_url(body.get("base_url") or ""), optional_token(body.get("access_token")))
+
+
+class SettingsService:
+    """Everything the settings page does, over the stores and the boundaries to Home Assistant."""
+
+    def __init__(
+        self,
+        data_dir: DataDir,
+        *,
+        config_store: ConfigStore,
+        token_store: TokenStore,
+        clients: ClientFactory,
+        discover: Callable[..., list[Instance]],
+        areas: AreaCache | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self._data_dir = data_dir
+        self._config = config_store
+        self._tokens = token_store
+        self._reviews = ReviewStore(data_dir)
+        self._ca = CACertificateStore(data_dir)
+        self._clients = clients
+        self._timeouts = timeouts or Timeouts()
+        # The boundaries a test fakes (zeroconf, the WebSocket registries): swappable after construction.
+        self.discover = discover
+        self.areas = areas or AreaCache()
+        # Built once: a pool per picker load would start a thread for every request.
+        self._area_pool = ThreadPoolExecutor(max_workers=AREA_WORKERS, thread_name_prefix="ha-areas")
+        # One zeroconf browse at a time; a second request (a reload while the first still browses) waits
+        # for it, and past DISCOVERY_REQUESTS in all a request is refused at once.
+        self._discovery_lock = threading.Lock()
+        self._discovery_requests = threading.BoundedSemaphore(DISCOVERY_REQUESTS)
+
+    def close(self) -> None:
+        """Let the area workers go (a fetch under way finishes and fills the cache)."""
+        self._area_pool.shutdown(wait=False)
+
+    # --- reading and saving ---------------------------------------------------------------------
+
+    @property
+    def config_file(self) -> str:
+        """Where the settings file is, for a page that tells the household how to fix it by hand."""
+        return str(self._config.path)
+
+    def read(self) -> SettingsView:
+        """The settings as saved; a damaged file gives the defaults and `config_error`, never an exception."""
         try:
-            stored = config_store.update(changes, expected_revision=expected_revision) if changes else current
-        except BaseException:
-            if token is not None or remove_token:
-                log.error("the settings file could not be saved; putting the token back as it was")
-                token_store.put_back(record)
-            raise
-    return stored
+            stored = self._config.read()
+        except ConfigInvalid as err:
+            config = HomeAssistantConfig()
+            return SettingsView(config, None, TokenStatus.of(self._tokens, config.base_url), self._unreadable(err))
+        return self._view(stored)
+
+    def save(self, request: SaveRequest) -> SettingsView:
+        """Validate everything, then write the token and the file (`saving.save_settings`); nothing on error."""
+        changes, token, remove_token = request.changes, request.token, request.remove_token
+        revision = request.expected_revision
+        # Here, not in a front end's parser: no front end may set `ca_bundle` (whom the token is sent to).
+        refuse_unknown(changes, SETTINGS_FIELDS)
+        try:
+            if request.reset:
+                # Checked against the defaults first: a reset with a bad field (or a URL the stored token does
+                # not belong to, without a new token) writes nothing either.
+                after_reset = saving.checked_changes(HomeAssistantConfig(), changes)
+                refuse_moving_the_token(self._tokens, after_reset.base_url, configured_url="", token=token,
+                                        remove_token=remove_token)
+                self._config.reset()
+                revision = None
+            stored = saving.save_settings(self._config, self._tokens, changes, token=token,
+                                          remove_token=remove_token, expected_revision=revision)
+        except ConfigInvalid as err:
+            raise self._unreadable(err) from err
+        changed = sorted(changes) + (["access_token"] if token is not None or remove_token else [])
+        changed += ["reset"] if request.reset else []
+        if request.reviewed is not None:
+            saving.remember_review(self._config, stored, request.reviewed)
+        log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
+        return self._view(stored)
+
+    def _view(self, stored: StoredConfig) -> SettingsView:
+        return SettingsView(stored.config, stored.revision, TokenStatus.of(self._tokens, stored.config.base_url))
+
+    def _unreadable(self, err: ConfigInvalid) -> SettingsUnreadable:
+        return SettingsUnreadable(err, self._config.path.name)
+
+    def _stored_config(self) -> HomeAssistantConfig:
+        try:
+            return self._config.load()
+        except ConfigInvalid as err:
+            raise self._unreadable(err) from err
+
+    def _config_or_default(self) -> HomeAssistantConfig:
+        """The saved settings (their allowlist and CA bundle), or the defaults when the file is damaged."""
+        try:
+            return self._config.load()
+        except ConfigInvalid:
+            return HomeAssistantConfig()
+
+    # --- which URL and token a call uses --------------------------------------------------------
+
+    def _saved_connection(self) -> tuple[str, Secret, HomeAssistantConfig]:
+        """The saved URL and the stored token for its origin: 409 CAPABILITY_NOT_CONFIGURED without them."""
+        config = self._stored_config()
+        if not config.base_url:
+            raise not_configured("base_url")
+        token = stored_token_for(self._tokens, config.base_url, configured_url=config.base_url, saved=True)
+        return config.base_url, token, config
+
+    def _connection_to_try(self, attempt: TryRequest) -> tuple[str, Secret, HomeAssistantConfig]:
+        """The URL and token a test or a preview sends to, by the one rule; the configuration beside them.
+
+        A typed token goes to the URL typed with it (else the saved one, which the page shows); with both
+        typed, a damaged file does not stand in the way. Without one, the stored token goes only to the
+        origin it was saved for (`TokenStore.lookup`), as a save of that URL would be refused otherwise.
+        """
+        given_url, given_token = attempt.base_url, attempt.token
+        config = self._config_or_default() if given_url and given_token else self._stored_config()
+        base_url = given_url or config.base_url
+        if not base_url:
+            raise not_configured("base_url")
+        token = given_token or stored_token_for(self._tokens, base_url, configured_url=config.base_url,
+                                                saved=False)
+        return base_url, token, config
+
+    def _client(self, base_url: str, token: Secret, config: HomeAssistantConfig) -> HomeAssistantClient:
+        # Shared between requests (the client factory keeps it), so it is not closed here.
+        return self._clients(base_url, token, ca_bundle_path(config, self._data_dir))
+
+    # --- the entity catalogue ---------------------------------------------------------------------
+
+    def entities(self) -> bytes:
+        """The picker's JSON from the saved URL and token: HA's states narrowed, with areas and costs."""
+        # The one token this call sends, over REST and in the WebSocket's auth message: checked for its origin.
+        return self._catalogue(*self._saved_connection())
+
+    def preview_entities(self, attempt: TryRequest) -> bytes:
+        """The picker's JSON from a URL and token not yet saved (set-up in one save); nothing is written.
+
+        The token is chosen exactly as `test_connection` chooses it.
+        """
+        return self._catalogue(*self._connection_to_try(attempt))
+
+    def _catalogue(self, base_url: str, token: Secret, config: HomeAssistantConfig) -> bytes:
+        ca_bundle = ca_bundle_path(config, self._data_dir)
+        # The registries come over a separate WebSocket; ask for them while the states are on their way.
+        areas_future = self._area_pool.submit(self.areas.get, base_url, token, timeout=self._timeouts.areas,
+                                              ca_bundle=ca_bundle)
+        states = self._client(base_url, token, config).states(timeout=self._timeouts.states,
+                                                              max_bytes=ALL_ENTITIES_MAX_BYTES)
+        areas: EntityAreas | None
+        try:
+            areas = areas_future.result(timeout=AREAS_GRACE)
+        except FutureTimeout:
+            areas = None
+            log.info("entity areas not ready within %.1f s; answering without them", AREAS_GRACE)
+        payload = catalogue_json(states, config, areas, self._reviews.read_for(base_url))
+        if holds_token(payload, token):
+            # Home Assistant never says its token back; an impostor would (say, as an entity's name), to have
+            # the page show it. One scan of the answer, as the connection test does for /api/config.
+            log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
+            raise not_home_assistant()
+        return payload
+
+    # --- the connection test and discovery ------------------------------------------------------------
+
+    def test_connection(self, attempt: TryRequest) -> HomeAssistantFound:
+        """Check a URL and token (typed, else saved) against HA's /api/config; the precise failure if not."""
+        base_url, token, config = self._connection_to_try(attempt)
+        return check_home_assistant(self._client(base_url, token, config), base_url, token,
+                                    timeout=self._timeouts.test)
+
+    def discover_instances(self) -> list[Instance]:
+        """Home Assistant instances a bounded zeroconf browse finds; 503 HA_BUSY when two are under way."""
+        # At most DISCOVERY_REQUESTS hold a server thread (one browsing, one waiting for it, as after a
+        # reload); more are refused at once, not queued: queued, each would hold a thread for a whole
+        # browse after the other, and /health and the pages would wait behind them (HA_BUSY's reason).
+        if not self._discovery_requests.acquire(blocking=False):
+            raise HABusy(DISCOVERY_RUNNING, reason="discovery_running")
+        try:
+            with self._discovery_lock:
+                return self.discover(timeout=self._timeouts.discovery)
+        finally:
+            self._discovery_requests.release()
+
+    # --- the household's own CA certificate ---------------------------------------------------------
+
+    def ca_certificate(self) -> dict[str, Any]:
+        """The CA certificate the Console trusts for https, described; none when the system's store is used."""
+        path, infos = self._ca.current()
+        return {
+            "stored": path is not None,
+            "managed_by_file": self._ca.managed_by_file(),
+            "readable": path is None or bool(infos),
+            "certificates": [info.to_json() for info in infos],
+        }
+
+    def store_ca_certificate(self, pem: object) -> dict[str, Any]:
+        """Check a pasted or uploaded PEM and store it (replacing any), atomically; 400 with why if unusable."""
+        if not isinstance(pem, str) or not pem.strip():
+            raise InvalidConfig("Paste a CA certificate, or choose its file.", field=CA_FIELD)
+        self._ca.store(pem)
+        return self.ca_certificate()
+
+    def remove_ca_certificate(self) -> dict[str, Any]:
+        """Forget the stored CA certificate: https is then checked against the system's trust store only."""
+        self._ca.remove()
+        log.info("the stored CA certificate for Home Assistant was removed")
+        return self.ca_certificate()
 
 
-def remember_review(config_store: ConfigStore, stored: StoredConfig, reviewed: list[str]) -> bool:
-    """After a save: remember what the picker showed, unless another save came in between (then its wins).
-
-    Under the saves' lock, so a review is only ever written beside the configuration it was saved with.
-    A failure to write is logged, not raised: the settings are saved, and only a notice depends on it.
-    """
-    try:
-        with path_lock(config_store.data_dir.capabilities / "settings-save"):
-            if config_store.read().revision != stored.revision or not stored.config.base_url:
-                return False
-            ReviewStore(config_store.data_dir).write(stored.config.base_url, reviewed)
-            return True
-    except (OSError, ConfigInvalid) as err:
-        log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
-                    type(err).__name__)
-        return False
-
-
-def refuse_moving_the_token(token_store: TokenStore, new_url: str, *, configured_url: str,
-                            token: Secret | None, remove_token: bool) -> None:
-    """400 INVALID_CONFIG when a save would leave the stored token beside a URL of another origin.
-
-    A new token is bound to the URL saved with it, so it needs a URL; a removed one goes nowhere.
-    """
-    if token is not None:
-        if not new_url:
-            raise InvalidConfig(TOKEN_NEEDS_A_URL, field="base_url")
-        return
-    if remove_token or not new_url:
-        return
-    lookup = token_store.lookup(new_url, configured_url=configured_url)
-    if lookup.elsewhere:
-        raise InvalidConfig(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
-
-
-def recover(data_dir: DataDir) -> None:
-    """At start: sweep temporary files killed writes left behind, and bind a legacy token to its origin."""
-    sweep_temp_files(data_dir.root)
-    token_store = TokenStore(data_dir)
-    record = token_store.read_record()
-    if record is None or record.origin is not None:
-        return
-    try:
-        configured = ConfigStore(data_dir).load().base_url
-    except ConfigInvalid:
-        return  # the page explains the damaged file; the legacy token stays unusable until it is fixed
-    try:
-        with path_lock(data_dir.capabilities / "settings-save"):
-            if configured and token_store.read_record() == record:
-                token_store.write(record.token, origin_of(configured))
-                log.info("the stored Home Assistant token is now bound to %s", origin_of(configured))
-    except OSError as err:
-        # Not fatal: the record is read as bound to the configured URL anyway, and the next save writes it.
-        log.warning("could not write the stored token's origin (%s)", err.strerror)
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.pop(name, False)
+    if not isinstance(value, bool):
+        raise InvalidConfig(f"`{name}` must be true or false.", field=name)
+    return value

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cryptography import x509
-from cryptography.x509.oid import ExtensionOID
 
 from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
@@ -95,11 +94,11 @@ def describe(pem: str, *, now: datetime | None = None) -> list[CertificateInfo]:
 def _info(cert: x509.Certificate) -> CertificateInfo:
     subject, issuer = cert.subject.rfc4514_string(), cert.issuer.rfc4514_string()
     try:
-        is_ca = bool(cert.extensions.get_extension_for_oid(ExtensionOID.BASIC_CONSTRAINTS).value.ca)
+        is_ca = bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
     except x509.ExtensionNotFound:
         is_ca = False
     try:
-        names = cert.extensions.get_extension_for_oid(ExtensionOID.SUBJECT_ALTERNATIVE_NAME).value
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         hosts = tuple([*names.get_values_for_type(x509.DNSName),
                        *(str(ip) for ip in names.get_values_for_type(x509.IPAddress))])
     except x509.ExtensionNotFound:

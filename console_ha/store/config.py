@@ -9,12 +9,11 @@ import os
 import secrets
 import time
 import unicodedata
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console_ha.capabilities.entity_budget import check_fits
 from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.ha.addresses import is_entity_id, normalise_base_url
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
@@ -70,14 +69,6 @@ class StoredConfig:
     revision: str
 
 
-
-
-
-
-
-
-
-
 def normalise_allowlist(value: object) -> tuple[str, ...]:
     """Check every entity id's shape and drop duplicates, keeping first-seen order."""
     if not isinstance(value, (list, tuple)):
@@ -96,8 +87,6 @@ def normalise_allowlist(value: object) -> tuple[str, ...]:
             )
         seen.setdefault(item, None)
     return tuple(seen)
-
-
 
 
 def _check_enabled(value: object) -> bool:
@@ -133,32 +122,31 @@ def _check_ca_bundle(value: object) -> str:
     return text
 
 
-_CHECKS = {
-    "enabled": _check_enabled,
-    "base_url": normalise_base_url,
-    "allowlisted_entities": normalise_allowlist,
-    "entity_names": _check_entity_names,
-    "ca_bundle": _check_ca_bundle,
-}
-
-
-def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any], *,
-                  saving: bool = True) -> HomeAssistantConfig:
-    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field.
-
-    A save (`saving`) also refuses a new allowlist list_entities could not answer within its bound. A file
-    already on disk is read without that check, and an allowlist saved again unchanged is not refused:
-    one saved before the check existed must still open and let the household change other settings
-    (and a failed save must be able to put it back), while the page shows it is over the limit.
-    """
-    unknown = first_unknown(changes, FIELDS)
+def refuse_unknown(changes: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    """400 INVALID_CONFIG naming the first key of `changes` that is not one of `allowed`."""
+    unknown = first_unknown(changes, allowed)
     if unknown is not None:
         raise InvalidConfig(f"Unknown setting: {unknown}.", field=unknown)
-    checked = {name: _CHECKS[name](changes[name]) for name in FIELDS if name in changes}
-    allowlist = checked.get("allowlisted_entities")
-    if saving and allowlist is not None and allowlist != current.allowlisted_entities:
-        check_fits(allowlist)
-    return replace(current, **checked)
+
+
+def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
+    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field.
+
+    Only each field's own rules: whether a new allowlist fits list_entities' bound is the settings
+    save's check (`settings.saving`), not the file's, since a file saved before that check existed
+    must still open.
+    """
+    refuse_unknown(changes, FIELDS)
+    # Field by field in FIELDS' order, so the first bad field (in that order) is the one named.
+    return HomeAssistantConfig(
+        enabled=_check_enabled(changes["enabled"]) if "enabled" in changes else current.enabled,
+        base_url=normalise_base_url(changes["base_url"]) if "base_url" in changes else current.base_url,
+        allowlisted_entities=(normalise_allowlist(changes["allowlisted_entities"])
+                              if "allowlisted_entities" in changes else current.allowlisted_entities),
+        entity_names=(_check_entity_names(changes["entity_names"])
+                      if "entity_names" in changes else current.entity_names),
+        ca_bundle=_check_ca_bundle(changes["ca_bundle"]) if "ca_bundle" in changes else current.ca_bundle,
+    )
 
 
 def parse_config(raw: bytes) -> HomeAssistantConfig:
@@ -171,13 +159,11 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
         raise ConfigInvalid("The configuration file must hold a JSON object.")
     known = {key: value for key, value in data.items() if key in FIELDS}
     try:
-        return apply_changes(HomeAssistantConfig(), known, saving=False)
+        return apply_changes(HomeAssistantConfig(), known)
     except InvalidConfig as err:
         raise ConfigInvalid(
             f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")
         ) from err
-
-
 
 
 def check_revision(current: StoredConfig, expected_revision: str | None) -> None:

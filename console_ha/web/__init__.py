@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -16,9 +15,10 @@ from flask_wtf.csrf import CSRFProtect
 from console_ha.ha.areas import AreaCache
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.clients import HomeAssistantClients
-from console_ha.ha.discovery import Instance, discover
+from console_ha.ha.discovery import discover
 from console_ha.secret import Secret
-from console_ha.settings.service import recover
+from console_ha.settings.saving import recover
+from console_ha.settings.service import SettingsService, Timeouts
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir, resolve_data_dir
@@ -58,11 +58,6 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-# Discovery requests that may hold a server thread at once: one browsing and one waiting for it. More
-# would queue on the lock, each holding a thread for a whole browse, and /health would wait behind them.
-DISCOVERY_REQUESTS = 2
-
-
 def _resource_folder(name: str) -> str:
     # A checkout serves its top-level folder; an installed wheel its copy under console_ha/_<name>.
     checkout = _CHECKOUT / name
@@ -81,16 +76,9 @@ class ConsoleServices:
     secrets: ConsoleSecrets
     csrf: CSRFProtect
     login_throttle: LoginThrottle
+    settings: SettingsService
     ha_client: Callable[[str, Secret, str | None], HomeAssistantClient] = field(
         default_factory=HomeAssistantClients
-    )
-    discover: Callable[..., list[Instance]] = discover
-    areas: AreaCache = field(default_factory=AreaCache)
-    # One zeroconf browse at a time; a second request (a reload while the first still browses) waits for
-    # it, and past DISCOVERY_REQUESTS in all a request is refused at once (settings_api.discover).
-    discovery_lock: threading.Lock = field(default_factory=threading.Lock)
-    discovery_requests: threading.BoundedSemaphore = field(
-        default_factory=lambda: threading.BoundedSemaphore(DISCOVERY_REQUESTS)
     )
 
 
@@ -124,13 +112,24 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     app.config["TRUSTED_HOSTS"] = trusted_hosts([*app.config["CONSOLE_HA_TRUSTED_HOSTS"], *names_from_env()])
 
     csrf = CSRFProtect(app)
+    config_store, token_store, ha_clients = ConfigStore(data_dir), TokenStore(data_dir), HomeAssistantClients()
+    settings = SettingsService(
+        data_dir, config_store=config_store, token_store=token_store, clients=ha_clients, discover=discover,
+        areas=AreaCache(),
+        timeouts=Timeouts(discovery=float(app.config["CONSOLE_HA_DISCOVERY_TIMEOUT"]),
+                          states=float(app.config["CONSOLE_HA_STATES_TIMEOUT"]),
+                          areas=float(app.config["CONSOLE_HA_AREAS_TIMEOUT"]),
+                          test=float(app.config["CONSOLE_HA_TEST_TIMEOUT"])),
+    )
     app.extensions["console_ha"] = ConsoleServices(
         data_dir=data_dir,
-        config_store=ConfigStore(data_dir),
-        token_store=TokenStore(data_dir),
+        config_store=config_store,
+        token_store=token_store,
         secrets=console_secrets,
         csrf=csrf,
         login_throttle=LoginThrottle(),
+        settings=settings,
+        ha_client=ha_clients,
     )
 
     register_error_handlers(app)

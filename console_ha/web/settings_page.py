@@ -6,15 +6,17 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flask import Blueprint, Response, flash, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
-from console_ha.errors import ConfigInvalid, InvalidConfig
-from console_ha.ha.addresses import ENTITY_ID_RE, origin_of
-from console_ha.settings import service as settings_writer
+from console_ha.errors import InvalidConfig
+from console_ha.ha.addresses import ENTITY_ID_RE
+from console_ha.settings.service import SaveRequest, SettingsService, SettingsUnreadable, SettingsView
+from console_ha.settings.tokens import TokenStatus, optional_token, typed_origin
 from console_ha.store.ca_certificate import MAX_PEM_BYTES
-from console_ha.store.config import MAX_ALLOWLIST, HomeAssistantConfig, StoredConfig
-from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN, check_token
+from console_ha.store.config import MAX_ALLOWLIST, HomeAssistantConfig
+from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN
 from console_ha.store.review import MAX_SENT_BY_PAGE
 from console_ha.web import services
 
@@ -44,11 +46,10 @@ def index() -> Response:
 @bp.get("/settings/home-assistant")
 def home_assistant_settings() -> str | tuple[str, int]:
     """The settings page with the current values rendered in; a damaged file shows what to do."""
-    try:
-        stored = services().config_store.read()
-    except ConfigInvalid as err:
-        return _render_broken(err)
-    return _render(stored)
+    view = _settings().read()
+    if view.config_error is not None:
+        return _render_broken(view.config_error)
+    return _render(view)
 
 
 @bp.post("/settings/home-assistant")
@@ -57,10 +58,9 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
 
     The session's CSRF token was checked before this ran (auth.authenticate).
     """
-    svc = services()
     form = request.form
     if form.get("action") == "reset":
-        svc.config_store.reset()
+        _settings().save(SaveRequest({}, reset=True))
         flash("Started again with empty settings. The damaged file was kept beside the new one.")
         return redirect(url_for("pages.home_assistant_settings"), 303)
 
@@ -70,14 +70,13 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
         "base_url": form.get("base_url", ""),
         "allowlisted_entities": submitted,
     }
-    token_text = form.get("access_token", "").strip()
     try:
         # The token is checked before anything is written, so a bad one leaves everything as it was.
-        token = check_token(token_text) if token_text else None
-        settings_writer.save_settings(svc.config_store, svc.token_store, changes, token=token,
-                      remove_token=form.get("remove_access_token") == "on",
-                      expected_revision=form.get("revision") or None)
-    except ConfigInvalid as err:
+        token = optional_token(form.get("access_token", ""))
+        # The same save as the API's (`SettingsService.save`); only the form's fields differ.
+        _settings().save(SaveRequest(changes, token=token, remove_token=form.get("remove_access_token") == "on",
+                                     expected_revision=form.get("revision") or None))
+    except SettingsUnreadable as err:
         return _render_broken(err)
     except InvalidConfig as err:
         return _render_refused(err, changes, submitted)
@@ -86,25 +85,27 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     return redirect(url_for("pages.home_assistant_settings"), 303)
 
 
+def _settings() -> SettingsService:
+    return services().settings
+
+
 def _render(
-    stored: StoredConfig,
+    view: SettingsView,
     *,
     form_error: InvalidConfig | None = None,
     values: dict[str, object] | None = None,
     allowlist: list[AllowlistItem] | None = None,
     status: int = 200,
 ) -> tuple[str, int]:
-    config = stored.config
+    config = view.config
     values = values or {"enabled": config.enabled, "base_url": config.base_url}
-    record = services().token_store.read_record()
-    token_origin = record.bound_origin(config.base_url) if record is not None else None
     html = render_template(
         "settings.html",
         config_error=None,
-        revision=stored.revision,
+        revision=view.revision,
         values=values,
-        has_token=record is not None,
-        token_note=_token_note(record is not None, token_origin, str(values.get("base_url") or "")),
+        has_token=view.token.stored,
+        token_note=_token_note(view.token, str(values.get("base_url") or "")),
         allowlist=allowlist if allowlist is not None else _allowlist(config, config.allowlisted_entities),
         form_error=form_error,
         error_field=form_error.detail.get("field") if form_error else None,
@@ -122,7 +123,7 @@ def _render(
 class TokenNote:
     """The sentence beside the token field when the URL's origin is not the stored token's.
 
-    The words are the API's refusal (`secret_store.TOKEN_FOR_ANOTHER_ORIGIN`, or `TOKEN_WITHOUT_ORIGIN`
+    The words are the API's refusal (`ha_token.TOKEN_FOR_ANOTHER_ORIGIN`, or `TOKEN_WITHOUT_ORIGIN`
     for a token stored without a URL), split around the two origins so the script can fill them in as
     the household types.
     """
@@ -135,25 +136,21 @@ class TokenNote:
     unbound_words: str = TOKEN_WITHOUT_ORIGIN
 
 
-def _token_note(has_token: bool, token_origin: str | None, typed_url: str) -> TokenNote:
-    try:
-        typed_origin = origin_of(typed_url) if typed_url else ""
-    except ValueError:
-        typed_origin = ""  # the URL's own error says what is wrong with it
+def _token_note(token: TokenStatus, typed_url: str) -> TokenNote:
     before, _, rest = TOKEN_FOR_ANOTHER_ORIGIN.partition("{saved_for}")
     middle, _, after = rest.partition("{asked_for}")
-    shown = has_token and bool(typed_origin) and typed_origin != (token_origin or "")
-    return TokenNote(shown, has_token and token_origin is None, token_origin or "", typed_origin,
-                     (before, middle, after))
+    return TokenNote(token.asked_again_for(typed_url), token.stored and token.origin is None, token.origin or "",
+                     typed_origin(typed_url), (before, middle, after))
 
 
-def _render_broken(err: ConfigInvalid) -> tuple[str, int]:
-    # What is wrong and what to do, never a stack trace; the API answers 409 CONFIG_INVALID meanwhile.
-    log.warning("the Home Assistant settings file is damaged: %s", err.message)
+def _render_broken(err: SettingsUnreadable) -> tuple[str, int]:
+    # What is wrong and what to do (the page says how to start again itself), never a stack trace; the API
+    # answers 409 CONFIG_INVALID meanwhile.
+    log.warning("the Home Assistant settings file is damaged: %s", err.cause.message)
     html = render_template(
         "settings.html",
-        config_error=err,
-        config_path=str(services().config_store.path),
+        config_error=err.cause,
+        config_path=_settings().config_file,
         **_urls(),
     )
     return html, 200
@@ -161,16 +158,15 @@ def _render_broken(err: ConfigInvalid) -> tuple[str, int]:
 
 def _render_refused(err: InvalidConfig, changes: dict[str, object], submitted: list[str]) -> tuple[str, int]:
     """The page again with what the household sent (never the token) and why nothing was saved."""
-    try:
-        stored = services().config_store.read()
-    except ConfigInvalid as broken:
-        return _render_broken(broken)
+    view = _settings().read()
+    if view.config_error is not None:
+        return _render_broken(view.config_error)
     # Keep every entity on the list: the stored ones unticked where the household unticked them.
-    ids = _unique([*stored.config.allowlisted_entities, *submitted])
+    ids = _unique([*view.config.allowlisted_entities, *submitted])
     chosen = set(submitted)
     allowlist = [
         AllowlistItem(item.entity_id, item.name, item.stored_name, item.entity_id in chosen)
-        for item in _allowlist(stored.config, ids)
+        for item in _allowlist(view.config, ids)
     ]
     if err.code == "CONFIG_STALE":
         # The new revision goes into the form: saving again replaces the other change, knowingly.
@@ -182,7 +178,7 @@ def _render_refused(err: InvalidConfig, changes: dict[str, object], submitted: l
         )
     values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
     status = 409 if err.code == "CONFIG_STALE" else 400
-    return _render(stored, form_error=err, values=values, allowlist=allowlist, status=status)
+    return _render(view, form_error=err, values=values, allowlist=allowlist, status=status)
 
 
 def _allowlist(config: HomeAssistantConfig, entity_ids: Iterable[str]) -> list[AllowlistItem]:

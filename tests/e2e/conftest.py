@@ -164,7 +164,7 @@ def areas(console: LiveConsole) -> dict[str, str]:
     }
     from console_ha.ha.areas import AreaCache
 
-    console.services.areas = AreaCache(fetch=lambda *args, **kwargs: dict(mapping))
+    console.services.settings.areas = AreaCache(fetch=lambda *args, **kwargs: dict(mapping))
     return mapping
 
 
@@ -238,12 +238,12 @@ def advertise(console: LiveConsole) -> Iterator[Callable[[str, str], Advertiseme
     zc = Zeroconf(interfaces=["127.0.0.1"], use_asyncio=False)
     registered: list[ServiceInfo] = []
     ours: set[str] = set()
-    real_discover = console.services.discover
+    real_discover = console.services.settings.discover
 
     def only_ours(*args: Any, **kwargs: Any) -> list[Instance]:
         return [i for i in real_discover(*args, **kwargs) if i.name in ours]
 
-    console.services.discover = only_ours
+    console.services.settings.discover = only_ours
 
     def register(location_name: str, base_url: str) -> Advertisement:
         suffix = uuid.uuid4().hex[:6]

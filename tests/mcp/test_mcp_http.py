@@ -16,8 +16,10 @@ import pytest
 import requests
 from mcp.shared.exceptions import McpError
 
-from console_ha.capabilities.cards import card_for, destination_for
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.capabilities.cards import destination_for
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.registry import REGISTRY
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session
@@ -159,7 +161,7 @@ def test_a_call_waits_for_the_household_who_approves_it_on_the_console(configure
     arguments = {"entity_id": ENTITY, "period": "day"}
     assert card["client"] == CLIENT_NAME
     assert card["capability"] == GET_HISTORY and card["arguments"] == arguments
-    assert card["card"] == card_for(GET_HISTORY, config, arguments).to_dict()
+    assert card["card"] == REGISTRY[GET_HISTORY].card(config, arguments).to_dict()
     assert card["destination"] == destination_for(CLIENT_NAME)
     assert set(card) >= {"token", "capability", "arguments", "card", "expires_at", "client"}
 

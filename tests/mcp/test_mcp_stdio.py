@@ -13,7 +13,8 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from console_ha.capabilities.registry import GET_HISTORY, REGISTRY
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.registry import REGISTRY
 from tests.mcp.conftest import CLIENT_NAME
 from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, error_of, household_answers, pending_cards, run
 

@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES, REGISTRY
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.real_ha.harness import UNAVAILABLE_ENTITY, RealHomeAssistant
+from tests.result_schemas import assert_matches_result_schema
 
 pytestmark = pytest.mark.real_ha
 
@@ -50,9 +53,11 @@ def make_executor(
 
 
 def run(executor: Executor, capability: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Propose, then approve: what the household's "yes" on the card returns."""
+    """Propose, then approve: what the household's "yes" on the card returns (checked against its schema)."""
     proposal = executor.propose(capability, arguments or {}, conversation_id=CONVERSATION)
-    return executor.answer(proposal.token, approve=True, conversation_id=CONVERSATION)
+    result = executor.answer(proposal.token, approve=True, conversation_id=CONVERSATION)
+    assert_matches_result_schema(capability, result)
+    return result
 
 
 def live_states(real_ha: RealHomeAssistant) -> dict[str, dict[str, Any]]:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from console_ha.capabilities import execute as capabilities
-from console_ha.capabilities.execute import read_history
-from console_ha.capabilities.registry import GET_HISTORY
+from console_ha.capabilities import get_history as capabilities
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.get_history import read_history
 from console_ha.deadline import Deadline
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import fetch_history

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import jsonschema
 import pytest
 
-from console_ha.capabilities.registry import GET_HISTORY, REGISTRY
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.registry import REGISTRY
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app

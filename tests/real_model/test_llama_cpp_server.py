@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import LIST_ENTITIES
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.conversation.model import function_name
 from console_ha.conversation.model_settings import check_model

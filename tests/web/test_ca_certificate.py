@@ -13,7 +13,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import LIST_ENTITIES
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import InvalidConfig
 from console_ha.store.ca_certificate import describe
 from console_ha.store.config import ConfigStore

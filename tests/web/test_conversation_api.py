@@ -13,7 +13,8 @@ from flask.testing import FlaskClient
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token

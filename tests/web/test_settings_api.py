@@ -284,7 +284,7 @@ def test_entities_carry_areas_when_the_registries_give_them(
         calls.append(base_url)
         return {"sensor.living_room_temperature": "Living room"}
 
-    app.extensions["console_ha"].areas = AreaCache(fetch=fetch)
+    app.extensions["console_ha"].settings.areas = AreaCache(fetch=fetch)
     configure(household, stub_ha.base_url, stub_ha.token)
     body = household.get(f"{API}/entities").get_json()
     entities = {e["entity_id"]: e for e in body["entities"]}
@@ -349,7 +349,7 @@ def test_discover_answers_the_instances_found(app: Flask, household: FlaskClient
         seen.append(timeout)
         return [Instance("Home", "http://192.168.1.20:8123", "2025.4.4")]
 
-    app.extensions["console_ha"].discover = fake_discover
+    app.extensions["console_ha"].settings.discover = fake_discover
     response = household.get(f"{API}/discover")
     assert response.status_code == 200
     assert response.get_json() == {

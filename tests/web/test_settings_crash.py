@@ -43,7 +43,7 @@ from pathlib import Path
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
-from console_ha.settings.service import save_settings
+from console_ha.settings.saving import save_settings
 
 job = json.loads(sys.stdin.readline())
 data_dir = DataDir(Path(job["root"]))

@@ -15,7 +15,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.registry import GET_HISTORY, LIST_ENTITIES
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.ha.discovery import Instance
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
@@ -55,7 +56,7 @@ def test_a_whole_session_shows_the_token_nowhere_but_to_its_own_home_assistant(
     rogue.refuse_tokens_of(home)
     typed_wrong = f"wrong-{secrets.token_urlsafe(12)}"
     hidden_secrets.extend([token, typed_wrong])
-    app.extensions["console_ha"].discover = lambda **kwargs: [Instance("Home", rogue.base_url, "2025.4.4")]
+    app.extensions["console_ha"].settings.discover = lambda **kwargs: [Instance("Home", rogue.base_url, "2025.4.4")]
     statuses: list[tuple[str, int]] = []
 
     def call(label: str, response: Any) -> Any:

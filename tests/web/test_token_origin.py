@@ -266,7 +266,7 @@ def test_a_rogue_discovered_instance_never_gets_the_stored_token(
     """A `_home-assistant._tcp` advertisement named "Home": "Use" then "Test connection" sends it nothing."""
     home, rogue = homes
     rogue.rogue = True  # accepts any token and prints it back as its location name
-    app.extensions["console_ha"].discover = lambda **kwargs: [Instance("Home", rogue.base_url, "2025.4.4")]
+    app.extensions["console_ha"].settings.discover = lambda **kwargs: [Instance("Home", rogue.base_url, "2025.4.4")]
     found = household.get(f"{API}/discover").get_json()["instances"]
     assert found == [{"name": "Home", "base_url": rogue.base_url, "version": "2025.4.4"}]
     # What the page sends after "Use": the discovered URL and an empty token field.

@@ -1,0 +1,225 @@
+"""home_assistant.get_history: how one allowed entity changed over the past hour, day or week."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.entity_budget import iso
+from console_ha.capabilities.narrow import narrow_state
+from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.deadline import Deadline
+from console_ha.errors import HABadResponse
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.history import MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
+from console_ha.ha.websocket import WebSocketUnsupported
+from console_ha.store.config import HomeAssistantConfig
+
+NAME = "home_assistant.get_history"
+# Home Assistant's history of a week may be far larger than the result; it is streamed and capped.
+MAX_HISTORY_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Period:
+    """One period the model may ask for: how far back it reaches, and how a card says it."""
+
+    length: timedelta
+    words: str
+
+
+PERIODS: dict[str, Period] = {
+    "hour": Period(timedelta(hours=1), "the past hour"),
+    "day": Period(timedelta(days=1), "the past day"),
+    "week": Period(timedelta(weeks=1), "the past week"),
+}
+_NAMES = list(PERIODS)
+ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"  # "hour, day or week"
+
+# What each field of a result means, in one line each: the result schema's descriptions and the system
+# prompt's lines both come from here, so a small model reads `seconds_in_state` the same way wherever it
+# looks.
+HISTORY_FIELD_MEANINGS: dict[str, str] = {
+    "initial_state": "the state already in force when the period began (not a change); null if none was recorded",
+    "changes": "up to 50 changes, oldest first, spread over the period; the first and last change always included",
+    "total_changes": "how many times the state changed in the period (truncated is true when over 50)",
+    "seconds_in_state": "seconds spent in that state within the period; the state in force now counts up to now",
+    "times_changed_to": "how many times it changed into that state within the period",
+    "last_changed_to": "when it last changed into that state; null means it was already in it when the period began",
+    "other_states": f"states not named (only the {MAX_REPORTED_STATES} with the most time are), added together",
+    "min_at": "when the lowest value was first reached (the period's start if it was already that low)",
+    "max_at": "when the highest value was first reached (the period's start if it was already that high)",
+    "mean": "the time-weighted average; time unavailable or unknown is left out",
+}
+
+
+def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+            deadline: Deadline, now: datetime) -> dict[str, Any]:
+    """Up to 50 changes of one allowlisted entity over the period, with totals, time in each state and a summary."""
+    entity_id = arguments["entity_id"]
+    period = arguments["period"]
+    # The entity's own state gives its name and unit, and a 404 for an entity Home Assistant lacks.
+    state = client.state(entity_id, timeout=deadline.remaining())
+    if state.get("entity_id") != entity_id:
+        raise HABadResponse("Home Assistant answered for a different entity.")
+    current = narrow_state(state)
+    end = now
+    start = end - PERIODS[period].length
+    digest = read_history(client, entity_id, start=start, end=end, deadline=deadline,
+                          unit=current["unit_of_measurement"])
+    return {
+        "entity_id": entity_id,
+        "friendly_name": current["friendly_name"],
+        "period": period,
+        **digest.to_result(),
+        "retrieved_at": iso(now),
+    }
+
+
+def read_history(client: HomeAssistantClient, entity_id: str, *, start: datetime, end: datetime,
+                 deadline: Deadline, unit: str | None) -> HistoryDigest:
+    """The history over one WebSocket request/response; over REST where Home Assistant offers no WebSocket.
+
+    The WebSocket's compressed rows are about half the bytes of REST's and carry epoch times, so the read
+    is faster at both ends (docs/benchmarks.md). REST is asked only when the WebSocket is not there (the
+    upgrade refused, or the command unknown): a timeout, a refused token or a bad answer is the answer.
+    """
+    try:
+        with client.websocket(timeout=deadline.remaining(), max_bytes=MAX_HISTORY_BYTES) as connection:
+            return fetch_history_ws(connection, entity_id, start=start, end=end, unit=unit)
+    except WebSocketUnsupported:
+        pass
+    return fetch_history(client, entity_id, start=start, end=end, timeout=deadline.remaining(),
+                         max_bytes=MAX_HISTORY_BYTES, unit=unit)
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+    """Which device, over which period, what the household lets the assistant learn, and where it goes."""
+    entity_id = arguments["entity_id"]
+    name = config.display_name(entity_id)
+    period = PERIODS[arguments["period"]].words
+    return Card(
+        title=f"Read the history of {name}?",
+        body=(
+            f"The assistant wants to read how {name} ({entity_id}) changed over {period}: "
+            "when it changed, how long it was in each state, and its lowest and highest values. "
+            f"{leaves_device(config)}"
+        ),
+    )
+
+
+_STATE_TIME = {
+    "type": "object",
+    "required": ["seconds_in_state", "times_changed_to", "last_changed_to"],
+    "properties": {
+        "seconds_in_state": {"type": "integer", "minimum": 0,
+                             "description": HISTORY_FIELD_MEANINGS["seconds_in_state"]},
+        "times_changed_to": {"type": "integer", "minimum": 0,
+                             "description": HISTORY_FIELD_MEANINGS["times_changed_to"]},
+        "last_changed_to": {**TIMESTAMP_SCHEMA, "type": ["string", "null"],
+                            "description": HISTORY_FIELD_MEANINGS["last_changed_to"]},
+    },
+    "additionalProperties": False,
+}
+_NUMERIC_SUMMARY = {
+    "type": "object",
+    "required": ["kind", "min", "min_at", "max", "max_at", "mean", "first", "last", "unit"],
+    "properties": {
+        "kind": {"const": "numeric"},
+        "min": {"type": "number"},
+        "min_at": {**TIMESTAMP_SCHEMA, "description": HISTORY_FIELD_MEANINGS["min_at"]},
+        "max": {"type": "number"},
+        "max_at": {**TIMESTAMP_SCHEMA, "description": HISTORY_FIELD_MEANINGS["max_at"]},
+        "mean": {"type": ["number", "null"], "description": HISTORY_FIELD_MEANINGS["mean"]},
+        "first": {"type": "number"},
+        "last": {"type": "number"},
+        "unit": {"type": ["string", "null"]},
+    },
+    "additionalProperties": False,
+}
+_STATES_SUMMARY = {
+    "type": "object",
+    "required": ["kind", "states"],
+    "properties": {
+        "kind": {"const": "states"},
+        # Named states, the most time first.
+        "states": {"type": "object", "maxProperties": MAX_REPORTED_STATES, "additionalProperties": _STATE_TIME},
+        "other_states": {
+            "type": "object",
+            "description": HISTORY_FIELD_MEANINGS["other_states"],
+            "required": ["states", "seconds_in_state", "times_changed_to"],
+            "properties": {
+                "states": {"type": "integer", "minimum": 1},
+                "seconds_in_state": {"type": "integer", "minimum": 0},
+                "times_changed_to": {"type": "integer", "minimum": 0},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+CAPABILITY = Capability(
+    name=NAME,
+    description=(
+        f"Read how one allowed Home Assistant entity changed over the past {ONE_OF_THE_PERIODS}: "
+        "up to 50 changes spread over the period, the total number of changes, and a summary "
+        "(for numbers: minimum and maximum with when they were reached, time-weighted mean; otherwise, "
+        "for each state: seconds spent in it, times it changed to it, when it last did). Answers "
+        "\"how long was it on\" and \"when did it last change\". Each read asks the household for approval first."
+    ),
+    arguments_schema={
+        "type": "object",
+        "required": ["entity_id", "period"],
+        "properties": {
+            "entity_id": {**ENTITY_ID_SCHEMA,
+                          "description": "An allowed entity id, such as sensor.living_room_temperature"},
+            "period": {"type": "string", "enum": list(PERIODS)},
+        },
+        "additionalProperties": False,
+    },
+    argument_messages={
+        "entity_id": "entity_id must look like domain.object_id, such as sensor.kitchen.",
+        "period": f"period must be one of {ONE_OF_THE_PERIODS}.",
+    },
+    result_schema={
+        "type": "object",
+        "required": ["entity_id", "period", "changes", "total_changes", "truncated", "retrieved_at"],
+        "properties": {
+            "entity_id": {"type": "string"},
+            "friendly_name": {"type": "string"},
+            "period": {"type": "string", "enum": list(PERIODS)},
+            "start": TIMESTAMP_SCHEMA,
+            "end": TIMESTAMP_SCHEMA,
+            "initial_state": {
+                "type": ["object", "null"],
+                "description": HISTORY_FIELD_MEANINGS["initial_state"],
+                "required": ["state", "since"],
+                "properties": {"state": {"type": "string"}, "since": TIMESTAMP_SCHEMA},
+            },
+            "changes": {
+                "type": "array",
+                "maxItems": 50,
+                "description": HISTORY_FIELD_MEANINGS["changes"],
+                "items": {
+                    "type": "object",
+                    "required": ["state", "changed_at"],
+                    "properties": {"state": {"type": "string"}, "changed_at": TIMESTAMP_SCHEMA},
+                },
+            },
+            "total_changes": {"type": "integer", "minimum": 0, "description": HISTORY_FIELD_MEANINGS["total_changes"]},
+            "truncated": {"type": "boolean"},
+            "summary": {"oneOf": [_NUMERIC_SUMMARY, _STATES_SUMMARY]},
+            "retrieved_at": TIMESTAMP_SCHEMA,
+        },
+    },
+    bounds=Bounds(timeout_seconds=10),
+    execute=execute,
+    card=card,
+    activity_words="History of one device",
+    prompt_summary=f"how one allowed device changed over the past {ONE_OF_THE_PERIODS}.",
+    result_meanings=HISTORY_FIELD_MEANINGS,
+)

@@ -1,0 +1,168 @@
+"""What a capability declares (RFC-0018's registration, and what the Console adds), and the schema checker.
+
+Each capability is one module (`list_entities.py`, `get_history.py`) that builds one `Capability`; the
+registry lists those modules, and nothing else in the Console is keyed by a capability's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema.protocols import Validator
+
+from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
+
+if TYPE_CHECKING:  # types only: the stores import the budget, which imports this module
+    from console_ha.capabilities.cards import Card
+    from console_ha.deadline import Deadline
+    from console_ha.ha.client import HomeAssistantClient
+    from console_ha.store.config import HomeAssistantConfig
+
+DEFAULT_MAX_RESULT_BYTES = 64 * 1024
+# Schema pieces the capabilities share: a time as every result writes it, and an entity id.
+TIMESTAMP_SCHEMA: dict[str, Any] = {"type": "string", "format": "date-time"}
+ENTITY_ID_SCHEMA: dict[str, Any] = {"type": "string", "pattern": ENTITY_ID_RE.pattern,
+                                   "maxLength": MAX_ENTITY_ID_LENGTH}
+
+
+@dataclass(frozen=True)
+class Classification:
+    """RFC-0003's confirmation model keys: side effect × network → confirmation."""
+
+    side_effect: str = "read_only"
+    network: str = "external"
+    confirmation: str = "required"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"side_effect": self.side_effect, "network": self.network, "confirmation": self.confirmation}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How long an invocation may take, how large its result may be, how often per turn."""
+
+    timeout_seconds: float
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    max_invocations_per_turn: int = 1
+
+
+if TYPE_CHECKING:
+    # Stage 5: read Home Assistant with the client, within the deadline, for validated arguments; `now`
+    # is the invocation's clock, so a result's times agree with each other.
+    Execute = Callable[[HomeAssistantClient, HomeAssistantConfig, Mapping[str, Any], Deadline, datetime],
+                       dict[str, Any]]
+    # The household's card for validated arguments under the settings in force.
+    CardCopy = Callable[[HomeAssistantConfig, Mapping[str, Any]], Card]
+    # Settings an approval covers beyond the Home Assistant's address and the arguments (which always count).
+    Binding = Callable[[HomeAssistantConfig], Mapping[str, Any]]
+
+
+def nothing_more(config: HomeAssistantConfig) -> Mapping[str, Any]:
+    """An approval that covers the address and the arguments only."""
+    return {}
+
+
+@dataclass(frozen=True)
+class Capability:
+    """A registered capability: what the model, the household and the executor each need to know of it."""
+
+    name: str
+    # For the model (the tool's description) and for MCP clients.
+    description: str
+    arguments_schema: dict[str, Any]
+    # For each argument, the words that say what is wrong with it (stage 2's INVALID_ARGUMENTS message).
+    argument_messages: Mapping[str, str]
+    result_schema: dict[str, Any]
+    bounds: Bounds
+    execute: Execute
+    card: CardCopy
+    # The capability in the household's words, on the activity page.
+    activity_words: str
+    # The system prompt's line for its tool: what it reads.
+    prompt_summary: str
+    # What an approval binds to besides the address and the arguments.
+    binds: Binding = nothing_more
+    # What each field of a result means, in one line each: the system prompt lists them under the tool.
+    result_meanings: Mapping[str, str] = field(default_factory=dict)
+    classification: Classification = field(default_factory=Classification)
+    _arguments_validator: Validator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Made once: a checker compiles its schema's patterns and references.
+        object.__setattr__(self, "_arguments_validator", SchemaValidator(self.arguments_schema))
+
+    def argument_problems(self, arguments: Mapping[str, Any]) -> ArgumentProblems:
+        """What the arguments schema finds wrong with `arguments` (nothing, when they match it)."""
+        wrong: set[str] = set()
+        unknown = other = False
+        for error in self._arguments_validator.iter_errors(dict(arguments)):
+            keyword = error.schema_path[-1] if error.schema_path else None
+            if error.path:
+                wrong.add(str(error.path[0]))
+            elif keyword == "required":
+                wrong.update(name for name in self.arguments_schema["required"] if name not in arguments)
+            elif keyword == "additionalProperties":
+                unknown = True
+            else:
+                other = True
+        declared = [name for name in self.arguments_schema.get("properties", {}) if name in wrong]
+        return ArgumentProblems(unknown=unknown, wrong=declared, other=other or len(declared) < len(wrong))
+
+
+@dataclass(frozen=True)
+class ArgumentProblems:
+    """Stage 2's findings, for the executor to put in words."""
+
+    unknown: bool  # a key the schema does not declare
+    wrong: list[str]  # declared arguments missing or not matching, in the schema's order
+    other: bool  # something about the arguments as a whole
+
+    def __bool__(self) -> bool:
+        return self.unknown or bool(self.wrong) or self.other
+
+
+# --- the schema checker --------------------------------------------------------------------------
+
+# JSON Schema's `pattern` is an ECMA-262 regular expression, where `$` is the end of the text. jsonschema
+# runs it with Python's `re`, whose `$` also matches before a final newline (python-jsonschema issue 576),
+# so "sensor.x\n" would pass `^[a-z0-9_]+\.[a-z0-9_]+$`. The same translation fastjsonschema makes ($ to
+# \Z), but only for a `$` outside a character class and not escaped.
+def ecma_pattern(pattern: str) -> str:
+    """`pattern` for Python's `re` with ECMA-262's `$`: the end of the text only."""
+    out: list[str] = []
+    escaped = in_class = False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            out.append(r"\Z")
+            continue
+        out.append(char)
+    return "".join(out)
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(ecma_pattern(pattern))
+
+
+def _pattern(validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _compiled(pattern).search(str(instance)):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# The stubs leave `extend` untyped; what it returns is a validator class like the one it extends.
+SchemaValidator: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, {"pattern": _pattern})

@@ -1,0 +1,154 @@
+"""What every registered capability declares, checked for each: a third one is held to all of it unasked."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from console_ha.capabilities.cards import Card, host_of
+from console_ha.capabilities.executor import validate
+from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
+from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, Capability
+from console_ha.conversation.activity import UNKNOWN_CAPABILITY_WORDS, CapabilityActivity
+from console_ha.conversation.model import capability_name, function_name, tool_definitions
+from console_ha.conversation.service import SYSTEM_PROMPT
+from console_ha.errors import CapabilityError
+from console_ha.mcp.server import CAPABILITY_FOR_TOOL, tool_name, tools
+from console_ha.store.config import HomeAssistantConfig
+
+CONFIG = HomeAssistantConfig(
+    enabled=True,
+    base_url="http://homeassistant.local:8123",
+    allowlisted_entities=("sensor.living_room_temperature", "binary_sensor.front_door", "light.hall"),
+    entity_names={"sensor.living_room_temperature": "Living Room Temperature"},
+)
+# OpenAI's function names, and MCP's tool names as the SDK accepts them.
+FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+# Collected before any fixture wraps a capability: these are the registered capabilities as declared.
+each = pytest.mark.parametrize("capability", list(REGISTRY.values()), ids=list(REGISTRY))
+
+
+def sample_arguments(capability: Capability) -> dict[str, Any]:
+    """Valid arguments for every declared argument, made from the schema (an allowed entity, the first choice)."""
+    arguments: dict[str, Any] = {}
+    for name, schema in capability.arguments_schema["properties"].items():
+        if "enum" in schema:
+            arguments[name] = schema["enum"][0]
+        elif schema.get("pattern") == ENTITY_ID_SCHEMA["pattern"]:
+            arguments[name] = CONFIG.allowlisted_entities[0]
+        else:
+            pytest.fail(f"{capability.name}: teach sample_arguments to make a valid {name!r} ({schema})")
+    return arguments
+
+
+def test_the_registry_is_built_from_the_capability_modules_one_entry_each() -> None:
+    assert list(REGISTRY) == [c.name for c in CAPABILITIES]
+    assert len(set(REGISTRY)) == len(CAPABILITIES)
+
+
+@each
+def test_it_is_read_only_external_and_always_asks_the_household(capability: Capability) -> None:
+    assert capability.classification.to_dict() == {
+        "side_effect": "read_only", "network": "external", "confirmation": "required"}
+
+
+@each
+def test_its_bounds_are_present_and_sane(capability: Capability) -> None:
+    bounds = capability.bounds
+    assert 0 < bounds.timeout_seconds <= 30, "a household waits for the answer"
+    assert 0 < bounds.max_result_bytes <= 64 * 1024, "RFC-0018's bound, what a small model's context can take"
+    assert bounds.max_invocations_per_turn >= 1
+
+
+@each
+def test_its_name_maps_to_a_function_name_for_the_model_and_a_tool_name_for_mcp(capability: Capability) -> None:
+    assert re.fullmatch(r"[a-z_]+\.[a-z_]+", capability.name)
+    assert FUNCTION_NAME.fullmatch(function_name(capability.name))
+    assert capability_name(function_name(capability.name)) == capability.name
+    assert FUNCTION_NAME.fullmatch(tool_name(capability))
+    assert CAPABILITY_FOR_TOOL[tool_name(capability)] == capability.name
+    assert capability.description.strip()
+
+
+@each
+def test_its_schemas_are_valid_draft_2020_12(capability: Capability) -> None:
+    Draft202012Validator.check_schema(capability.arguments_schema)
+    Draft202012Validator.check_schema(capability.result_schema)
+    assert capability.arguments_schema["type"] == "object" and capability.result_schema["type"] == "object"
+
+
+@each
+def test_its_arguments_schema_forbids_unknown_keys_and_each_argument_has_its_words(capability: Capability) -> None:
+    schema = capability.arguments_schema
+    assert schema["additionalProperties"] is False and "patternProperties" not in schema
+    assert set(schema.get("required", [])) <= set(schema["properties"])
+    assert set(capability.argument_messages) == set(schema["properties"])
+    for name, message in capability.argument_messages.items():
+        assert message.startswith(name) and message.endswith("."), "the words name the argument, as a sentence"
+
+
+@each
+def test_stage_2_accepts_valid_arguments_and_refuses_each_fault_with_its_words(capability: Capability) -> None:
+    arguments = sample_arguments(capability)
+    assert validate(capability, arguments) == arguments
+    with pytest.raises(CapabilityError) as caught:
+        validate(capability, {**arguments, "surprise": 1})
+    assert (caught.value.code, caught.value.stage, caught.value.message) == (
+        "INVALID_ARGUMENTS", 2, "Unexpected argument: surprise.")
+    for name in capability.arguments_schema.get("required", []):
+        with pytest.raises(CapabilityError) as caught:
+            validate(capability, {k: v for k, v in arguments.items() if k != name})
+        assert (caught.value.code, caught.value.message) == ("INVALID_ARGUMENTS", capability.argument_messages[name])
+
+
+@each
+def test_its_card_says_what_is_read_and_where_the_request_goes(capability: Capability) -> None:
+    card = capability.card(CONFIG, sample_arguments(capability))
+    assert isinstance(card, Card) and card.title.strip() and card.approve_label and card.deny_label
+    assert host_of(CONFIG.base_url) in card.body
+
+
+@each
+def test_what_an_approval_binds_is_json_beside_the_address(capability: Capability) -> None:
+    bound = capability.binds(CONFIG)
+    assert isinstance(bound, Mapping) and "base_url" not in bound
+    json.dumps(bound, sort_keys=True)
+
+
+@each
+def test_the_activity_page_has_its_words(capability: Capability) -> None:
+    words = CapabilityActivity(capability.name).words
+    assert words == capability.activity_words and words.strip() and words != UNKNOWN_CAPABILITY_WORDS
+
+
+@each
+def test_the_system_prompt_names_its_tool_and_what_its_result_fields_mean(capability: Capability) -> None:
+    assert f"\n- {function_name(capability.name)}: {capability.prompt_summary}\n" in SYSTEM_PROMPT
+    schema = json.dumps(capability.result_schema)
+    for field, meaning in capability.result_meanings.items():
+        assert f"\n- {field}: {meaning}" in SYSTEM_PROMPT
+        assert f'"{field}"' in schema and json.dumps(meaning) in schema, "the schema describes it in the same words"
+
+
+@each
+def test_the_model_and_mcp_are_offered_it_as_declared(capability: Capability) -> None:
+    (function,) = [t["function"] for t in tool_definitions() if t["function"]["name"] == function_name(capability.name)]
+    assert function == {"name": function_name(capability.name), "description": capability.description,
+                        "parameters": capability.arguments_schema}
+    (tool,) = [t for t in tools() if t.name == tool_name(capability)]
+    assert (tool.description, tool.inputSchema, tool.outputSchema) == (
+        capability.description, capability.arguments_schema, capability.result_schema)
+    assert tool.annotations is not None and tool.annotations.readOnlyHint is True
+
+
+@each
+def test_execute_takes_what_the_executor_hands_it(capability: Capability) -> None:
+    assert callable(capability.execute)
+    inspect.signature(capability.execute).bind("client", CONFIG, {}, "deadline", "now")
