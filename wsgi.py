@@ -10,4 +10,5 @@ from __future__ import annotations
 
 from console_ha.web import create_app
 
+# create_app opens the Console (console_ha.console) on the resolved data dir, as `console-ha serve` does.
 app = create_app()

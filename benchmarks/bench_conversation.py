@@ -24,15 +24,15 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.clients import HomeAssistantClients
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
-from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
-from console_ha.web.conversation import EXTENSION
 from tests.fake_model import FakeModel, text, tool_call
 from tests.stub_ha import StubHomeAssistant
 
@@ -131,17 +131,19 @@ def run(iterations: int, warmup: int) -> None:
         data_dir = DataDir(Path(tmp) / "data")
         ConfigStore(data_dir).update({"enabled": True, "base_url": ha.base_url, "allowlisted_entities": ALLOWED})
         TokenStore(data_dir).write(Secret(ha.token), ha.base_url)
-        app = create_app(data_dir, {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "bench"})
-        api_token = ConsoleSecrets(data_dir).create_api_token("bench")
+        watch = Stopwatch()
+        # The Console's kept clients, each timed: the app reuses one client per Home Assistant, as served.
+        console = Console.open(data_dir, ConsoleOptions(
+            model_environment=lambda: {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "bench"}),
+            ha_clients=HomeAssistantClients(lambda base_url, token, ca_bundle: HomeAssistantClient(
+                base_url, token, ca_bundle=ca_bundle, session=HASession(watch))))
+        app = create_app(console=console)
+        api_token = console.secrets.create_api_token("bench")
         client = app.test_client()
         client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
 
-        watch = Stopwatch()
-        service: ConversationService = app.extensions[EXTENSION]
+        service: ConversationService = console.conversation
         service.model = OpenAICompatibleModel(ModelSettings((model.url,), "bench"), session=ModelSession(watch))
-        app.extensions["console_ha"].ha_client = (
-            lambda base_url, token, ca_bundle: HomeAssistantClient(base_url, token, ca_bundle=ca_bundle,
-                                                                   session=HASession(watch)))
 
         def via_http(function: str, arguments: dict[str, Any]) -> None:
             paused = client.post("/api/v1/conversation/message", json={"message": "how warm is it?"}).get_json()

@@ -10,11 +10,13 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from console_ha.errors import ConsoleHaError, InvalidConfig
-from console_ha.settings.saving import recover
-from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir, resolve_data_dir
+
+if TYPE_CHECKING:
+    from console_ha.console import Console
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +25,12 @@ DEFAULT_PORT = 8000
 DEFAULT_THREADS = 8
 
 
-def _data_dir(args: argparse.Namespace) -> DataDir:
-    data_dir = DataDir(resolve_data_dir(args.data_dir))
-    recover(data_dir)  # every command starts by sweeping what killed writes left behind (settings.recover)
-    return data_dir
+def _console(args: argparse.Namespace) -> Console:
+    # Imported here so `console-ha mcp`, which only forwards, loads none of the Console.
+    from console_ha.console import Console
+
+    # Every command opens the Console, which first sweeps what killed writes left behind (Console.open).
+    return Console.open(DataDir(resolve_data_dir(args.data_dir)))
 
 
 def _is_loopback(host: str) -> bool:
@@ -64,9 +68,10 @@ def serve(args: argparse.Namespace) -> int:
                             "for /health and the pages, whatever Home Assistant does.", field="threads")
     # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security.md).
     CALL_LIMITS.fit_to_threads(args.threads)
-    data_dir = _data_dir(args)
+    console = _console(args)
     names = [*listen_names(args.host), *args.trusted_host]
-    app = create_app(data_dir, {"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names})
+    app = create_app(test_config={"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names},
+                     console=console)
     server = create_server(app, host=args.host, port=args.port, threads=server_threads(args.threads))
     port = server.effective_port  # type: ignore[union-attr]
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -78,10 +83,10 @@ def serve(args: argparse.Namespace) -> int:
             flush=True,
         )
     print(f"Console listening on http://{host}:{port}/", flush=True)
-    print(f"Data dir: {data_dir.root}", flush=True)
+    print(f"Data dir: {console.data_dir.root}", flush=True)
     # The one place a household sees why a name it types is refused (400 UNTRUSTED_HOST).
     print(f"Answers to: {', '.join(str(n) for n in app.config['TRUSTED_HOSTS'])}", flush=True)
-    if not ConsoleSecrets(data_dir).has_password():
+    if not console.secrets.has_password():
         print("No password yet: open the URL to set one, or run `console-ha set-password`.", flush=True)
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -111,16 +116,16 @@ def _read_password() -> str:
 
 def set_password(args: argparse.Namespace) -> int:
     """Set (or replace) the Console password; every browser session then has to log in again."""
-    data_dir = _data_dir(args)
+    console = _console(args)
     password = _read_password()
-    ConsoleSecrets(data_dir).set_password(password)
-    print(f"Password set for the Console at {data_dir.root}. Browsers logged in before must log in again.")
+    console.secrets.set_password(password)
+    print(f"Password set for the Console at {console.data_dir.root}. Browsers logged in before must log in again.")
     return 0
 
 
 def api_token_create(args: argparse.Namespace) -> int:
     """Print a new API token once; only its hash is kept."""
-    token = ConsoleSecrets(_data_dir(args)).create_api_token(args.name)
+    token = _console(args).secrets.create_api_token(args.name)
     print(token, flush=True)
     print("Keep this token now: it is not shown again.", file=sys.stderr)
     return 0
@@ -128,14 +133,14 @@ def api_token_create(args: argparse.Namespace) -> int:
 
 def api_token_list(args: argparse.Namespace) -> int:
     """List the API tokens' names, creation and last-use times (never the tokens)."""
-    for token in ConsoleSecrets(_data_dir(args)).api_tokens():
+    for token in _console(args).secrets.api_tokens():
         print(f"{token.created}  last used {token.last_used or 'never':20}  {token.name}")
     return 0
 
 
 def api_token_revoke(args: argparse.Namespace) -> int:
     """Remove every API token with the given name."""
-    removed = ConsoleSecrets(_data_dir(args)).revoke_api_tokens(args.name)
+    removed = _console(args).secrets.revoke_api_tokens(args.name)
     if not removed:
         print(f"No API token is named {args.name!r}.", file=sys.stderr)
         return 1
@@ -205,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `console-ha`; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        status: int = args.handler(args)
+        return status
     except ConsoleHaError as err:
         # Every error console-ha raises on purpose says what to do; a traceback would only hide it.
         print(f"console-ha: {err.message}", file=sys.stderr)

@@ -77,14 +77,15 @@ def executor(data_dir, clock) -> Executor:
     return Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
 
 
-def make_service(executor: Executor, fake: FakeModel | None, **kwargs) -> ConversationService:
+def make_service(data_dir, executor: Executor, fake: FakeModel | None, **kwargs) -> ConversationService:
     settings = ModelSettings((fake.url,), "fake-model", timeout=5) if fake else None
-    return ConversationService(executor, OpenAICompatibleModel(settings), **kwargs)
+    return ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir),
+                               **kwargs)
 
 
 @pytest.fixture
-def service(executor, model) -> ConversationService:
-    return make_service(executor, model)
+def service(data_dir, executor, model) -> ConversationService:
+    return make_service(data_dir, executor, model)
 
 
 def tool_results(request) -> list[dict]:
@@ -149,13 +150,13 @@ def test_a_second_message_continues_the_same_conversation(service, model):
     assert [m["content"] for m in model.requests[1].messages[1:]] == ["one", "First.", "two"]
 
 
-def test_the_api_key_is_sent_as_a_bearer_token_and_never_logged(executor, model, caplog):
+def test_the_api_key_is_sent_as_a_bearer_token_and_never_logged(data_dir, executor, model, caplog):
     caplog.set_level(logging.DEBUG)
     key = "sk-household-secret-123"
     settings = ModelSettings.from_mapping({"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m",
                                            "CONSOLE_HA_LLM_API_KEY": key})
     assert key not in repr(settings)
-    service = ConversationService(executor, OpenAICompatibleModel(settings))
+    service = ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir))
     model.script(status(500), status(500))
     with pytest.raises(ModelUnavailable) as caught:
         service.send(None, "hi")
@@ -396,8 +397,8 @@ def test_the_limit_holds_across_rounds_of_one_turn_and_resets_with_the_next_mess
     assert again.pending_confirmation is not None
 
 
-def test_a_turn_stops_after_a_bounded_number_of_model_rounds(executor, configured, model):
-    service = make_service(executor, model, max_rounds=3)
+def test_a_turn_stops_after_a_bounded_number_of_model_rounds(data_dir, executor, configured, model):
+    service = make_service(data_dir, executor, model, max_rounds=3)
     model.fallback = tool_call("home_assistant__nothing", {})
     result = service.send(None, "q")
     assert result.reply == STOPPED_REPLY
@@ -407,7 +408,7 @@ def test_a_turn_stops_after_a_bounded_number_of_model_rounds(executor, configure
 def test_more_tool_calls_than_the_bound_in_one_message_are_cut(executor, configured, model, data_dir):
     calls = [("home_assistant__nothing", {}, f"c{i}") for i in range(MAX_TOOL_CALLS_PER_MESSAGE + 5)]
     model.script(tool_calls(*calls), text("ok"))
-    make_service(executor, model).send(None, "q")
+    make_service(data_dir, executor, model).send(None, "q")
     replayed = model.requests[1].messages[-MAX_TOOL_CALLS_PER_MESSAGE - 1]
     assert len(replayed["tool_calls"]) == MAX_TOOL_CALLS_PER_MESSAGE
     assert len(tool_results(model.requests[1])) == MAX_TOOL_CALLS_PER_MESSAGE
@@ -457,14 +458,16 @@ def test_a_failing_or_malformed_model_is_model_unavailable_and_the_message_can_b
     assert service.send(None, "hello").reply == "Hi."
 
 
-def test_a_model_that_is_down_is_model_unavailable(executor):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((unused_loopback_url(),), "m")))
+def test_a_model_that_is_down_is_model_unavailable(data_dir, executor):
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((unused_loopback_url(),), "m")),
+                                  config_store=ConfigStore(data_dir))
     with pytest.raises(ModelUnavailable):
         service.send(None, "hello")
 
 
-def test_a_model_that_hangs_is_model_unavailable_within_its_timeout(executor, model):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=0.5)))
+def test_a_model_that_hangs_is_model_unavailable_within_its_timeout(data_dir, executor, model):
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=0.5)),
+                                  config_store=ConfigStore(data_dir))
     model.script(Hang(10))
     started = time.monotonic()
     with pytest.raises(ModelUnavailable):
@@ -472,18 +475,18 @@ def test_a_model_that_hangs_is_model_unavailable_within_its_timeout(executor, mo
     assert time.monotonic() - started < 3
 
 
-def test_the_next_endpoint_is_tried_when_one_is_down_or_failing(executor, model):
+def test_the_next_endpoint_is_tried_when_one_is_down_or_failing(data_dir, executor, model):
     settings = ModelSettings.from_mapping({"CONSOLE_HA_LLM_URL": f"{unused_loopback_url()}, {model.url}",
                                            "CONSOLE_HA_LLM_MODEL": "m"})
-    service = ConversationService(executor, OpenAICompatibleModel(settings))
+    service = ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir))
     model.script(text("From the second."))
     assert service.send(None, "hi").reply == "From the second."
 
 
-def test_a_client_error_is_not_retried_on_the_next_endpoint(executor, model):
+def test_a_client_error_is_not_retried_on_the_next_endpoint(data_dir, executor, model):
     with FakeModel() as second:
         settings = ModelSettings((model.url, second.url), "m")
-        service = ConversationService(executor, OpenAICompatibleModel(settings))
+        service = ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir))
         model.script(status(400))
         with pytest.raises(ModelUnavailable):
             service.send(None, "hi")
@@ -509,8 +512,8 @@ def test_a_model_failure_on_a_message_leaves_no_trace_in_the_conversation(servic
     assert [m["content"] for m in model.requests[-1].messages[1:]] == ["one", "One.", "two"]
 
 
-def test_no_model_configured_is_model_not_configured(executor):
-    service = ConversationService(executor, OpenAICompatibleModel.from_mapping({}))
+def test_no_model_configured_is_model_not_configured(data_dir, executor):
+    service = ConversationService(executor, OpenAICompatibleModel.from_mapping({}), config_store=ConfigStore(data_dir))
     err = refusal_of(ModelNotConfigured, lambda: service.send(None, "hello"))
     assert err.code == "MODEL_NOT_CONFIGURED"
 
@@ -521,14 +524,16 @@ def test_no_model_configured_is_model_not_configured(executor):
     {"CONSOLE_HA_LLM_URL": "http://user:pw@127.0.0.1/v1", "CONSOLE_HA_LLM_MODEL": "m"},
     {"CONSOLE_HA_LLM_URL": "http://127.0.0.1/v1", "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": "soon"},
 ])
-def test_invalid_model_settings_are_model_not_configured_and_say_why(executor, values):
-    service = ConversationService(executor, OpenAICompatibleModel.from_mapping(values))
+def test_invalid_model_settings_are_model_not_configured_and_say_why(data_dir, executor, values):
+    service = ConversationService(executor, OpenAICompatibleModel.from_mapping(values),
+                                  config_store=ConfigStore(data_dir))
     err = refusal_of(ModelNotConfigured, lambda: service.send(None, "hello"))
     assert "CONSOLE_HA_LLM" in err.message and "pw" not in err.message
 
 
 def test_a_model_url_on_home_assistant_s_origin_is_refused(data_dir, executor, configured):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((f"{configured.base_url}/v1",), "m")))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((f"{configured.base_url}/v1",), "m")),
+                                  config_store=ConfigStore(data_dir))
     err = refusal_of(ModelNotConfigured, lambda: service.send(None, "hello"))
     assert "Home Assistant" in err.message
     assert configured.requests == []
@@ -542,9 +547,9 @@ def refusal_of(kind, call):
 
 # --- keeping conversations in memory -----------------------------------------------------------
 
-def test_conversations_beyond_the_cap_evict_the_least_recently_used(executor, model):
+def test_conversations_beyond_the_cap_evict_the_least_recently_used(data_dir, executor, model):
     store = ConversationStore(max_conversations=2)
-    service = make_service(executor, model, store=store)
+    service = make_service(data_dir, executor, model, store=store)
     model.fallback = text("ok")
     a = service.send(None, "a").conversation_id
     b = service.send(None, "b").conversation_id
@@ -555,9 +560,9 @@ def test_conversations_beyond_the_cap_evict_the_least_recently_used(executor, mo
     assert service.send(b, "b again").conversation_id not in (a, b, c)  # an evicted id starts afresh
 
 
-def test_idle_conversations_are_evicted_after_their_age(executor, model, clock):
+def test_idle_conversations_are_evicted_after_their_age(data_dir, executor, model, clock):
     store = ConversationStore(max_idle_seconds=60, clock=clock)
-    service = make_service(executor, model, store=store)
+    service = make_service(data_dir, executor, model, store=store)
     model.fallback = text("ok")
     old = service.send(None, "a").conversation_id
     clock.now += 61
@@ -565,9 +570,9 @@ def test_idle_conversations_are_evicted_after_their_age(executor, model, clock):
     assert service.send(old, "again").conversation_id != old
 
 
-def test_an_evicted_conversation_s_card_is_confirmation_invalid(executor, configured, model):
+def test_an_evicted_conversation_s_card_is_confirmation_invalid(data_dir, executor, configured, model):
     store = ConversationStore(max_conversations=1)
-    service = make_service(executor, model, store=store)
+    service = make_service(data_dir, executor, model, store=store)
     model.script(tool_call(LIST, {}), text("other"))
     paused = service.send(None, "q")
     service.send(None, "another conversation")
@@ -575,8 +580,8 @@ def test_an_evicted_conversation_s_card_is_confirmation_invalid(executor, config
     assert err.code == "CONFIRMATION_INVALID" and configured.requests == []
 
 
-def test_old_turns_are_dropped_whole_when_the_history_grows_too_long(configured, executor, model):
-    service = make_service(executor, model, max_history_chars=3000)
+def test_old_turns_are_dropped_whole_when_the_history_grows_too_long(data_dir, configured, executor, model):
+    service = make_service(data_dir, executor, model, max_history_chars=3000)
     model.script(tool_call(LIST, {}, call_id="t1"), text("It is 21.4 °C."))
     first = service.send(None, "what's the temperature?")
     service.confirm(first.conversation_id, first.pending_confirmation.token, True)
@@ -589,8 +594,8 @@ def test_old_turns_are_dropped_whole_when_the_history_grows_too_long(configured,
     assert "t1" not in json.dumps(messages)  # the call and its result went together
 
 
-def test_a_model_failure_after_old_turns_were_trimmed_restores_the_whole_conversation(executor, model):
-    service = make_service(executor, model, max_history_chars=600)
+def test_a_model_failure_after_old_turns_were_trimmed_restores_the_whole_conversation(data_dir, executor, model):
+    service = make_service(data_dir, executor, model, max_history_chars=600)
     model.script(text("A."), text("B."))
     first = service.send(None, "one " + "x" * 200)
     service.send(first.conversation_id, "two " + "y" * 200)
@@ -626,8 +631,9 @@ def test_secret_settings_never_show_themselves():
     assert "abc" not in repr(ModelSettings(("http://127.0.0.1/v1",), "m", Secret("abc")))
 
 
-def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(executor, model):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)))
+def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(data_dir, executor, model):
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)),
+                                  config_store=ConfigStore(data_dir))
     model.script(Trickle(json.dumps(text("This answer arrives one byte at a time.")).encode(), interval=0.1))
     started = time.monotonic()
     with pytest.raises(ModelUnavailable):
@@ -636,10 +642,11 @@ def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(
 
 
 
-def test_a_model_that_trickles_a_chunk_size_line_is_cut_off_at_the_whole_call_deadline(executor, model):
+def test_a_model_that_trickles_a_chunk_size_line_is_cut_off_at_the_whole_call_deadline(data_dir, executor, model):
     # http.client reads a chunk-size line whole, each byte within the socket timeout: only shutting the
     # socket at the deadline ends the read (without it this thread waited about an hour).
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)),
+                                  config_store=ConfigStore(data_dir))
     model.script(TrickleChunkSize(interval=0.05))
     outcome: list[BaseException] = []
     worker = threading.Thread(target=lambda: outcome.append(pytest.raises(ModelUnavailable, service.send,
@@ -672,18 +679,19 @@ def test_an_answer_that_is_not_usable_text_is_model_unavailable_and_leaves_the_c
     assert service.transcript(first.conversation_id) is not None
 
 
-def test_a_card_in_the_last_round_still_lets_the_model_use_the_approved_read(executor, configured, model):
-    service = make_service(executor, model, max_rounds=1)
+def test_a_card_in_the_last_round_still_lets_the_model_use_the_approved_read(data_dir, executor, configured, model):
+    service = make_service(data_dir, executor, model, max_rounds=1)
     model.script(tool_call(LIST, {}), answer_from_tool_result)
     paused = service.send(None, "what's the temperature in the living room?")
     result = service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
     assert result.reply != STOPPED_REPLY and "21.4" in result.reply
 
 
-def test_reading_the_transcript_does_not_wait_for_a_model_that_is_still_thinking(executor, model):
+def test_reading_the_transcript_does_not_wait_for_a_model_that_is_still_thinking(data_dir, executor, model):
     import threading
 
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=3)))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=3)),
+                                  config_store=ConfigStore(data_dir))
     model.script(text("Hi."), Hang(2))
     first = service.send(None, "one")
     worker = threading.Thread(target=lambda: pytest.raises(ModelUnavailable, service.send, first.conversation_id,
@@ -789,11 +797,11 @@ def test_each_tool_call_dialect_leads_to_the_card_the_read_and_the_answer(
 
 # --- settings read per turn --------------------------------------------------------------------
 
-def test_the_adapter_reads_its_settings_for_every_request(executor, model):
+def test_the_adapter_reads_its_settings_for_every_request(data_dir, executor, model):
     with FakeModel() as other:
         current = {"url": unused_loopback_url()}
         adapter = OpenAICompatibleModel.from_source(lambda: ModelSettings((current["url"],), "m", timeout=5))
-        service = ConversationService(executor, adapter)
+        service = ConversationService(executor, adapter, config_store=ConfigStore(data_dir))
         with pytest.raises(ModelUnavailable):
             service.send(None, "hello")
         current["url"] = model.url
@@ -804,8 +812,9 @@ def test_the_adapter_reads_its_settings_for_every_request(executor, model):
         assert service.send(None, "hello").reply == "from the second"
 
 
-def test_a_source_with_nothing_set_up_says_where_to_set_it(executor):
-    service = ConversationService(executor, OpenAICompatibleModel.from_source(lambda: None))
+def test_a_source_with_nothing_set_up_says_where_to_set_it(data_dir, executor):
+    service = ConversationService(executor, OpenAICompatibleModel.from_source(lambda: None),
+                                  config_store=ConfigStore(data_dir))
     with pytest.raises(ModelNotConfigured) as caught:
         service.send(None, "hello")
     assert "/settings/model" in caught.value.message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -376,14 +377,14 @@ class CountingClient(HomeAssistantClient):
 
 def test_executor_closes_the_clients_it_makes_and_leaves_lent_ones_open(data_dir, stub_ha, clock, monkeypatch):
     configure(data_dir, stub_ha)
-    monkeypatch.setattr("console_ha.capabilities.executor.HomeAssistantClient", CountingClient)
+    monkeypatch.setattr("console_ha.ha.clients.HomeAssistantClient", CountingClient)
     CountingClient.closed = 0
     own = Executor(data_dir, clock=clock)
     own.answer(own.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True, conversation_id="c")
     assert CountingClient.closed == 1
 
     lent = CountingClient(stub_ha.base_url, check_token(stub_ha.token))
-    borrowing = Executor(data_dir, clock=clock, client_factory=lambda *_: lent)
+    borrowing = Executor(data_dir, clock=clock, clients=lambda *_: nullcontext(lent))
     borrowing.answer(borrowing.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True,
                      conversation_id="c")
     assert CountingClient.closed == 1, "a client lent by the caller stays open for its next use"

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from wsproto import ConnectionType, WSConnection
 
+from console_ha.deadline import Deadline
 from console_ha.ha import areas as ha_registry
 from console_ha.ha import websocket as ha_ws
 from console_ha.ha.areas import AreaCache, entity_areas, fetch_entity_areas, websocket_url
@@ -78,7 +79,7 @@ def test_a_command_outside_the_allowlist_is_never_sent() -> None:
             raise AssertionError("sent")
 
     connection = ha_ws.HomeAssistantWebSocket(NoSocket(), WSConnection(ConnectionType.CLIENT),  # type: ignore[arg-type]
-                                              deadline=time.monotonic() + 5, timeout=5, max_bytes=1000)
+                                              deadline=Deadline(5), max_bytes=1000)
     for message in ({"type": "call_service", "domain": "lock", "service": "unlock"},
                     {"type": "config/entity_registry/update", "entity_id": "lock.front_door"},
                     {"type": "auth", "access_token": "x"},

@@ -19,7 +19,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError, ConfigInvalid, HomeAssistantError
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.clients import LendClient, one_client
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
 from console_ha.store.ca_certificate import ca_bundle_path
@@ -30,12 +30,6 @@ from console_ha.unknown_keys import first_unknown
 from console_ha.words import MODEL_FALLBACK, MODEL_WORDS
 
 log = logging.getLogger(__name__)
-
-ClientFactory = Callable[[str, Secret, str | None], HomeAssistantClient]
-
-
-def _default_client(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
-    return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
 
 
 @dataclass
@@ -159,18 +153,24 @@ def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
 class Executor:
     """Runs capability invocations through the six stages; needs no web server."""
 
-    def __init__(self, data_dir: DataDir, *, confirmations: ConfirmationStore | None = None,
-                 audit: AuditLog | None = None, client_factory: ClientFactory | None = None,
+    def __init__(self, data_dir: DataDir, *, config_store: ConfigStore | None = None,
+                 token_store: TokenStore | None = None, audit: AuditLog | None = None,
+                 confirmations: ConfirmationStore | None = None, clients: LendClient = one_client,
                  clock: Callable[[], float] = time.time) -> None:
-        self.config_store = ConfigStore(data_dir)
-        self.token_store = TokenStore(data_dir)
+        self._data_dir = data_dir
+        self.config_store = config_store or ConfigStore(data_dir)
+        self.token_store = token_store or TokenStore(data_dir)
         self.confirmations = confirmations or ConfirmationStore(clock=clock)
         self.audit = audit or AuditLog(data_dir)
-        # A client made here is closed after its invocation; one handed out by a caller's factory
-        # (the web layer keeps one alive between requests) belongs to that caller.
-        self._owns_clients = client_factory is None
-        self._client_factory = client_factory or _default_client
+        # Lends the client for one invocation. Whoever made it decides what leaving the block does:
+        # `one_client` closes it, the Console's kept clients (ha.clients) stay open for the next request.
+        self._clients = clients
         self._clock = clock
+
+    @property
+    def confirmation_ttl(self) -> float:
+        """How long a card this executor issues stays open, in seconds."""
+        return self.confirmations.ttl
 
     def propose(self, name: object, arguments: object, *, conversation_id: str,
                 turn: Turn | None = None, client: str | None = None) -> Proposal:
@@ -257,13 +257,9 @@ class Executor:
             stage = 5
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
-            client = self._client_factory(config.base_url, cast(Secret, token.token),
-                                          ca_bundle_path(config, self.config_store.data_dir))
-            try:
+            with self._clients(config.base_url, cast(Secret, token.token),
+                               ca_bundle_path(config, self._data_dir)) as client:
                 raw = capability.execute(client, config, arguments, deadline, now)
-            finally:
-                if self._owns_clients:
-                    client.close()
             stage = 6
             result = shape(capability, raw)
         except HomeAssistantError as err:

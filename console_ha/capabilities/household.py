@@ -75,7 +75,7 @@ class HouseholdQueue:
                                                   turn=turn, client=client)
             except CapabilityError as err:
                 raise self._explain_limit(err, client, capability) from None
-            ttl = self._executor.confirmations.ttl
+            ttl = self._executor.confirmation_ttl
             waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl)
             self._waiting[proposal.token] = waiting
         return waiting

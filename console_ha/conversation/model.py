@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,7 +20,7 @@ import urllib3
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
-from console_ha.deadline import call_before, set_read_timeout, shut_at
+from console_ha.deadline import BodyBroken, BodyTooLarge, Deadline
 from console_ha.errors import ConsoleHaError
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
@@ -313,33 +312,24 @@ class OpenAICompatibleModel:
     def _exchange(self, send: Callable[[tuple[float, float]], requests.Response],
                   settings: ModelSettings) -> tuple[int, bytes]:
         """`send` a request; its status and at most MAX_RESPONSE_BYTES of answer, within one total deadline."""
-        deadline = time.monotonic() + settings.timeout
+        late = f"no complete answer within {settings.timeout:g} s"
+        deadline = Deadline(settings.timeout, expired=lambda: _Retryable(late))
         timeout = (min(CONNECT_TIMEOUT_SECONDS, settings.timeout), settings.timeout)
         try:
-            with call_before(deadline, lambda: send(timeout), requests.Response.close) as response, \
-                    shut_at(deadline, response):
-                chunks: list[bytes] = []
-                size = 0
-                while True:
-                    # Each read waits at most what is left of the budget, and read1 returns what one
-                    # read brings: a model trickling its answer is cut off at the deadline.
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise _Retryable(f"no complete answer within {settings.timeout:g} s")
-                    set_read_timeout(response, remaining)
-                    chunk = response.raw.read1(_CHUNK_BYTES, decode_content=True)
-                    if not chunk:
-                        break
-                    size += len(chunk)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise ModelUnavailable("The language model's answer was too large.", kind="too_large")
-                    chunks.append(chunk)
-                return response.status_code, b"".join(chunks)
+            with deadline.call(lambda: send(timeout), requests.Response.close) as response, deadline.watch(response):
+                # Each read waits at most what is left of the budget, and brings what one read brings: a model
+                # trickling its answer is cut off at the deadline (_Retryable, `late`).
+                body = b"".join(deadline.body(response, max_bytes=MAX_RESPONSE_BYTES, chunk_bytes=_CHUNK_BYTES))
+                return response.status_code, body
+        except BodyTooLarge:
+            raise ModelUnavailable("The language model's answer was too large.", kind="too_large") from None
+        except BodyBroken as err:
+            raise _Retryable(f"connection failed ({err.cause})") from None
         except (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError):
             raise _Retryable(f"no answer within {settings.timeout:g} s") from None
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            if time.monotonic() >= deadline:  # the watchdog shut the socket: the deadline, not the network
-                raise _Retryable(f"no complete answer within {settings.timeout:g} s") from None
+            if deadline.passed():  # the watchdog shut the socket: the deadline, not the network
+                raise _Retryable(late) from None
             raise _Retryable(f"connection failed ({type(err).__name__})") from None
         except requests.RequestException as err:
             # The exception text may hold the URL; the URL never holds credentials (checked above).

@@ -40,6 +40,8 @@ from console_ha.store.datadir import DataDir
 log = logging.getLogger(__name__)
 
 ENVIRONMENT = (ENV_URL, ENV_MODEL, ENV_API_KEY)
+# Every CONSOLE_HA_LLM_* variable a turn reads, the timeout included.
+MODEL_VARIABLES = (ENV_URL, ENV_MODEL, ENV_API_KEY, ENV_TIMEOUT)
 MAX_MODEL_CHARS = 256
 MAX_API_KEY_CHARS = 4096
 URL_LABEL = "The model server URL"
@@ -49,6 +51,14 @@ HOME_ASSISTANT_URL = (f"{URL_LABEL} is your Home Assistant's address. Enter the 
 # The model test waits at most this long in all for each of its two requests: a server loading a large
 # model for the first request can be slow, but a settings page must answer.
 TEST_TIMEOUT_SECONDS = 60.0
+
+
+def environment_values(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The CONSOLE_HA_LLM_* values in force: the process environment, overridden by `overrides`."""
+    values: dict[str, Any] = {key: os.environ[key] for key in MODEL_VARIABLES if os.environ.get(key)}
+    if overrides:
+        values.update({key: overrides[key] for key in MODEL_VARIABLES if overrides.get(key) is not None})
+    return values
 
 
 # --- validation --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from console_ha.capabilities.spec import Capability
 from console_ha.conversation.model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
 from console_ha.errors import CapabilityError, ConfigInvalid, ConsoleHaError
 from console_ha.ha.addresses import origin_of
+from console_ha.store.config import ConfigStore
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +190,13 @@ class ConversationStore:
 class ConversationService:
     """Runs conversation turns against a model and the capability executor; needs no web server."""
 
-    def __init__(self, executor: Executor, model: ChatModel, *, store: ConversationStore | None = None,
-                 max_rounds: int = MAX_ROUNDS_PER_TURN, max_history_chars: int = MAX_HISTORY_CHARS,
-                 system_prompt: str = SYSTEM_PROMPT) -> None:
+    def __init__(self, executor: Executor, model: ChatModel, *, config_store: ConfigStore,
+                 store: ConversationStore | None = None, max_rounds: int = MAX_ROUNDS_PER_TURN,
+                 max_history_chars: int = MAX_HISTORY_CHARS, system_prompt: str = SYSTEM_PROMPT) -> None:
         self.executor = executor
         self.model = model
+        # Read only for Home Assistant's address, which a model URL must never share (see below).
+        self._config_store = config_store
         self.store = store if store is not None else ConversationStore()
         self._max_rounds = max_rounds
         self._max_history_chars = max_history_chars
@@ -338,7 +341,7 @@ class ConversationService:
     def _check_model_is_not_home_assistant(self) -> None:
         """Refuse a model URL on Home Assistant's origin: the model's POST must never reach it."""
         try:
-            base_url = self.executor.config_store.load().base_url
+            base_url = self._config_store.load().base_url
         except ConfigInvalid:
             return
         if base_url and origin_of(base_url) in self.model.origins():

@@ -20,7 +20,7 @@ import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
-from console_ha.deadline import call_before, set_read_timeout, shut_socket
+from console_ha.deadline import BodyBroken, BodyTooLarge, Deadline, is_timeout
 from console_ha.errors import (
     HABadResponse,
     HABusy,
@@ -151,15 +151,12 @@ class _VerifiedAdapter(HTTPAdapter):
 class _BodyReader(io.RawIOBase):
     """A file-like view of a response body that stops at the byte cap and at the call's deadline."""
 
-    def __init__(self, response: requests.Response, *, deadline: float, timeout: float, max_bytes: int) -> None:
+    def __init__(self, response: requests.Response, *, deadline: Deadline, max_bytes: int) -> None:
         super().__init__()
-        self._response = response
-        self._deadline = deadline
-        self._timeout = timeout
+        self._chunks = deadline.body(response, max_bytes=max_bytes, chunk_bytes=READ_CHUNK_BYTES)
         self._max_bytes = max_bytes
         self._pending = memoryview(b"")
         self._received = 0
-        self._done = False
 
     @property
     def bytes_received(self) -> int:
@@ -188,38 +185,18 @@ class _BodyReader(io.RawIOBase):
         return b"".join(parts)
 
     def _next_chunk(self) -> bytes | None:
-        """The next piece of the body, or None at its end; raises when over the deadline or the cap."""
-        if self._done:
-            return None
+        """The next piece of the body, or None at its end; HATimeout past the deadline (the Deadline's own)."""
         failure: HomeAssistantError | None = None
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
-            raise _timeout_error(self._timeout)
-        # A socket read waits at most the time left, and read1 returns whatever one read brings:
-        # iter_content would wait to fill its chunk, so a trickling body could outlast the deadline.
-        set_read_timeout(self._response, remaining)
-        chunk = b""
         try:
-            chunk = self._response.raw.read1(READ_CHUNK_BYTES, decode_content=True)
-        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as err:
-            if _is_timeout(err) or time.monotonic() >= self._deadline - 0.01:
-                failure = _timeout_error(self._timeout)
-            else:
-                failure = HABadResponse("Home Assistant stopped in the middle of its answer.", reason="incomplete")
+            chunk = next(self._chunks, None)
+        except BodyBroken:
+            failure = HABadResponse("Home Assistant stopped in the middle of its answer.", reason="incomplete")
+        except BodyTooLarge:
+            failure = _too_large(self._max_bytes)
         if failure is not None:
-            # Raised outside the except block: the requests exception (which holds the request and
-            # its Authorization header) is neither chained nor kept as context.
             raise failure
-        if not chunk:
-            if time.monotonic() >= self._deadline:
-                raise _timeout_error(self._timeout)  # the watchdog shut the socket: not a whole body
-            self._done = True
-            return None
-        self._received += len(chunk)
-        if self._received > self._max_bytes:
-            raise _too_large(self._max_bytes)
-        if time.monotonic() > self._deadline:
-            raise _timeout_error(self._timeout)
+        if chunk is not None:
+            self._received += len(chunk)
         return chunk
 
 
@@ -371,7 +348,7 @@ class HomeAssistantClient:
               max_bytes: int) -> Iterator[_BodyReader]:
         """The GET itself, once _request has checked its arguments and holds a place for it."""
         started = time.monotonic()
-        deadline = started + timeout
+        deadline = Deadline(timeout, expired=lambda: _timeout_error(timeout))
         headers = {
             "Authorization": f"Bearer {token}",
             "Accept": "application/json",
@@ -382,7 +359,7 @@ class HomeAssistantClient:
         failure: HomeAssistantError | None = None
         response: requests.Response | None = None
         try:
-            response = call_before(deadline, lambda: self._session.get(
+            response = deadline.call(lambda: self._session.get(
                 url,
                 params=params,
                 headers=headers,
@@ -403,8 +380,7 @@ class HomeAssistantClient:
         except requests.exceptions.Timeout:
             failure = _timeout_error(timeout)
         except requests.exceptions.ConnectionError as err:
-            failure = (_timeout_error(timeout) if _is_timeout(err) or time.monotonic() >= deadline
-                       else self._unreachable())
+            failure = (_timeout_error(timeout) if is_timeout(err) or deadline.passed() else self._unreachable())
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, ValueError):
             failure = self._unreachable()
         if failure is not None:
@@ -413,24 +389,21 @@ class HomeAssistantClient:
         assert response is not None
         # Socket timeouts bound each read, not the body as a whole: at the deadline the socket is shut,
         # so a body that trickles in cannot hold the call (and a worker thread) past its bound.
-        watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), shut_socket, args=(response,))
-        watchdog.daemon = True
-        watchdog.start()
         try:
-            failure = _status_error(response.status_code)
-            if failure is None:
-                declared = response.headers.get("Content-Length", "")
-                if declared.isdigit() and int(declared) > max_bytes:
-                    failure = _too_large(max_bytes)
-            if failure is not None:
-                log.info("GET %s answered %s: %s", path, response.status_code, failure.code)
-                raise failure
-            body = _BodyReader(response, deadline=deadline, timeout=timeout, max_bytes=max_bytes)
-            yield body
-            log.debug("GET %s: %s, %d bytes in %.0f ms", path, response.status_code, body.bytes_received,
-                      (time.monotonic() - started) * 1000)
+            with deadline.watch(response):
+                failure = _status_error(response.status_code)
+                if failure is None:
+                    declared = response.headers.get("Content-Length", "")
+                    if declared.isdigit() and int(declared) > max_bytes:
+                        failure = _too_large(max_bytes)
+                if failure is not None:
+                    log.info("GET %s answered %s: %s", path, response.status_code, failure.code)
+                    raise failure
+                body = _BodyReader(response, deadline=deadline, max_bytes=max_bytes)
+                yield body
+                log.debug("GET %s: %s, %d bytes in %.0f ms", path, response.status_code, body.bytes_received,
+                          (time.monotonic() - started) * 1000)
         finally:
-            watchdog.cancel()
             response.close()
 
     def _url(self, path: str) -> str:
@@ -463,21 +436,6 @@ def _check_params(params: Mapping[str, str] | None) -> None:
 def _is_state(item: object) -> bool:
     return (isinstance(item, dict) and isinstance(item.get("entity_id"), str)
             and isinstance(item.get("state"), str))
-
-
-def _is_timeout(err: BaseException) -> bool:
-    """Whether a transport error (requests wraps urllib3's in its own) was a timeout underneath."""
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, urllib3.exceptions.NewConnectionError):
-            return False  # a refused connection, though urllib3 files it under its timeouts
-        if isinstance(current, (TimeoutError, urllib3.exceptions.TimeoutError, requests.exceptions.Timeout)):
-            return True
-        inner = current.args[0] if current.args and isinstance(current.args[0], BaseException) else None
-        current = inner or getattr(current, "reason", None) or current.__cause__
-    return False
 
 
 def _seconds(value: float) -> str:

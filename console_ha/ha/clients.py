@@ -1,13 +1,35 @@
-"""One Home Assistant client per URL, token and CA bundle, kept between requests."""
+"""Where the executor gets its Home Assistant clients: kept between requests, or one per use."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.secret import Secret
+
+# Makes one client: (base URL, token, CA bundle path or None).
+MakeClient = Callable[[str, Secret, str | None], HomeAssistantClient]
+# Lends a client for one use (a `with` block): whoever made it decides whether leaving the block closes it.
+LendClient = Callable[[str, Secret, str | None], AbstractContextManager[HomeAssistantClient]]
+
+
+def new_client(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
+    """A fresh client with the process's defaults."""
+    return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
+
+
+@contextmanager
+def one_client(base_url: str, token: Secret, ca_bundle: str | None) -> Iterator[HomeAssistantClient]:
+    """A client made for one use and closed after it (plain Python without a kept cache)."""
+    client = new_client(base_url, token, ca_bundle)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 class HomeAssistantClients:
@@ -17,7 +39,8 @@ class HomeAssistantClients:
     narrowing), and a kept client keeps its connections to Home Assistant alive.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, make: MakeClient = new_client) -> None:
+        self._make = make
         self._lock = threading.Lock()
         self._key: tuple[str, str, str, float] | None = None
         self._client: HomeAssistantClient | None = None
@@ -28,9 +51,14 @@ class HomeAssistantClients:
         with self._lock:
             if self._client is None or key != self._key:
                 # The one it replaces may still be in use by another request; it is closed when collected.
-                self._client = HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
+                self._client = self._make(base_url, token, ca_bundle)
                 self._key = key
             return self._client
+
+    @contextmanager
+    def lend(self, base_url: str, token: Secret, ca_bundle: str | None) -> Iterator[HomeAssistantClient]:
+        """The kept client for one use; leaving the block leaves it open for the next."""
+        yield self(base_url, token, ca_bundle)
 
 
 def _mtime(path: str | None) -> float:

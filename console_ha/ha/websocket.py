@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import ssl
-import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -30,8 +29,8 @@ from wsproto.events import (
 )
 from wsproto.utilities import ProtocolError
 
-from console_ha.deadline import call_before
-from console_ha.errors import HABadResponse, HATimeout, HATLSError, HAUnauthorized, HAUnreachable, HomeAssistantError
+from console_ha.deadline import Deadline
+from console_ha.errors import HABadResponse, HATimeout, HATLSError, HAUnauthorized, HAUnreachable
 from console_ha.secret import Secret
 
 HISTORY_COMMAND = "history/history_during_period"
@@ -78,12 +77,10 @@ def command_failed(code: str) -> HABadResponse:
 class HomeAssistantWebSocket:
     """An authenticated connection; sends only ALLOWED_COMMANDS, each with the next id."""
 
-    def __init__(self, sock: socket.socket, connection: WSConnection, *, deadline: float, timeout: float,
-                 max_bytes: int) -> None:
+    def __init__(self, sock: socket.socket, connection: WSConnection, *, deadline: Deadline, max_bytes: int) -> None:
         self._sock = sock
         self._ws = connection
         self._deadline = deadline
-        self._timeout = timeout
         self._max_bytes = max_bytes
         self._received = 0
         self._next_id = 1
@@ -126,30 +123,21 @@ class HomeAssistantWebSocket:
         self._send(self._ws.send(TextMessage(data=orjson.dumps(message).decode("utf-8"))))
 
     def _send(self, data: bytes) -> None:
-        self._sock.settimeout(self._remaining())
+        self._sock.settimeout(self._deadline.remaining())
         try:
             self._sock.sendall(data)
         except TimeoutError:
-            raise self._timeout_error() from None
+            raise self._deadline.error() from None
         except OSError:
             raise HAUnreachable("The connection to Home Assistant was lost.") from None
 
-    def _remaining(self) -> float:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise self._timeout_error()
-        return left
-
-    def _timeout_error(self) -> HATimeout:
-        return _timeout_error(self._timeout)
-
     def _receive(self) -> None:
         """Read what the socket has (waiting at most until the deadline) and hand it to the protocol."""
-        self._sock.settimeout(self._remaining())
+        self._sock.settimeout(self._deadline.remaining())
         try:
             data = self._sock.recv(READ_CHUNK_BYTES)
         except TimeoutError:
-            raise self._timeout_error() from None
+            raise self._deadline.error() from None
         except OSError:
             raise HABadResponse("Home Assistant stopped in the middle of its answer.", reason="incomplete") from None
         if not data:
@@ -210,7 +198,7 @@ class HomeAssistantWebSocket:
         """Say goodbye (without waiting for the answer) and close the socket."""
         try:
             # A goodbye is polite, not owed: never past the deadline.
-            self._sock.settimeout(max(0.001, min(CLOSE_WAIT, self._deadline - time.monotonic())))
+            self._sock.settimeout(max(0.001, min(CLOSE_WAIT, self._deadline.left())))
             self._sock.sendall(self._ws.send(CloseConnection(code=1000)))
         except (OSError, ProtocolError):
             pass
@@ -245,11 +233,11 @@ def connect(base_url: str, token: Secret, *, timeout: float, max_bytes: int,
     """
     if not isinstance(token, Secret):
         raise TypeError("token must be a Secret")
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout, expired=lambda: _timeout_error(timeout))
     url = websocket_url(base_url)
-    sock = _open_socket(base_url, deadline, timeout, ca_bundle)
+    sock = _open_socket(base_url, deadline, ca_bundle)
     connection = HomeAssistantWebSocket(sock, WSConnection(ConnectionType.CLIENT), deadline=deadline,
-                                        timeout=timeout, max_bytes=max_bytes)
+                                        max_bytes=max_bytes)
     try:
         _handshake(connection, url)
         first = connection._next_message(AUTH_MESSAGE_BYTES)
@@ -286,18 +274,18 @@ def _handshake(connection: HomeAssistantWebSocket, url: str) -> None:
             raise WebSocketUnsupported("Home Assistant did not open a WebSocket.", reason="websocket_unsupported")
 
 
-def _open_socket(base_url: str, deadline: float, timeout: float, ca_bundle: str | None) -> socket.socket:
+def _open_socket(base_url: str, deadline: Deadline, ca_bundle: str | None) -> socket.socket:
     """A connection straight to Home Assistant, TLS-verified for https, made before the deadline.
 
     Straight, never through a proxy from the environment, as the REST client (trust_env=False): the auth
     message carries the token. The name lookup is not bounded by socket timeouts, so the connect runs
-    where call_before can give up on it at the deadline.
+    where the Deadline can give up on it.
     """
-    failure: HomeAssistantError | None = None
+    failure: Exception | None = None
     try:
-        return call_before(deadline, lambda: _direct_socket(base_url, timeout, ca_bundle), _close_quietly)
+        return deadline.call(lambda: _direct_socket(base_url, deadline.seconds, ca_bundle), _close_quietly)
     except TimeoutError:
-        failure = _timeout_error(timeout)
+        failure = deadline.error()
     except ssl.SSLError:
         failure = HATLSError(
             "The secure connection to Home Assistant failed: its certificate is not trusted or does not "

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -12,17 +13,12 @@ from typing import Any
 from flask import Flask, current_app
 from flask_wtf.csrf import CSRFProtect
 
-from console_ha.ha.areas import AreaCache
-from console_ha.ha.client import HomeAssistantClient
-from console_ha.ha.clients import HomeAssistantClients
-from console_ha.ha.discovery import discover
-from console_ha.secret import Secret
-from console_ha.settings.saving import recover
-from console_ha.settings.service import SettingsService, Timeouts
-from console_ha.store.config import ConfigStore
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
+from console_ha.capabilities.household import MAX_WAITING
+from console_ha.console import Console, ConsoleOptions
+from console_ha.conversation.model_settings import TEST_TIMEOUT_SECONDS, environment_values
+from console_ha.settings.service import Timeouts
 from console_ha.store.datadir import DataDir, resolve_data_dir
-from console_ha.store.ha_token import TokenStore
 from console_ha.web.login_throttle import LoginThrottle
 
 log = logging.getLogger(__name__)
@@ -55,7 +51,14 @@ DEFAULTS: dict[str, Any] = {
     "CONSOLE_HA_STATES_TIMEOUT": 8.0,
     "CONSOLE_HA_AREAS_TIMEOUT": 4.0,
     "CONSOLE_HA_TEST_TIMEOUT": 8.0,
+    "CONSOLE_HA_MODEL_TEST_TIMEOUT": TEST_TIMEOUT_SECONDS,
+    # Reads asked for by MCP clients: how long each card stays open, and how many may wait at once.
+    # They shape the Console, so they apply when create_app opens it (not to a Console handed in).
+    "CONSOLE_HA_CONFIRMATION_TTL": CONFIRMATION_TTL_SECONDS,
+    "CONSOLE_HA_MCP_MAX_WAITING": MAX_WAITING,
 }
+
+__all__ = ["DEFAULTS", "WebServices", "create_app", "services", "web_services"]
 
 
 def _resource_folder(name: str) -> str:
@@ -67,37 +70,42 @@ def _resource_folder(name: str) -> str:
 
 
 @dataclass
-class ConsoleServices:
-    """What the Console's views share: the data dir, its stores, and the boundaries to the outside."""
+class WebServices:
+    """What only the web front end keeps beside the Console's services."""
 
-    data_dir: DataDir
-    config_store: ConfigStore
-    token_store: TokenStore
-    secrets: ConsoleSecrets
     csrf: CSRFProtect
     login_throttle: LoginThrottle
-    settings: SettingsService
-    ha_client: Callable[[str, Secret, str | None], HomeAssistantClient] = field(
-        default_factory=HomeAssistantClients
-    )
+    # One model test at a time: each may wait a minute on a slow server, and the Console has few threads.
+    model_test_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def services() -> ConsoleServices:
-    """The current app's shared services."""
-    return current_app.extensions["console_ha"]
+def services() -> Console:
+    """The current app's Console: its stores and services."""
+    console: Console = current_app.extensions["console_ha"]
+    return console
 
 
-def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] | None = None) -> Flask:
-    """Build the Console's Flask app for `data_dir` (default: the resolved data dir)."""
+def web_services() -> WebServices:
+    """The current app's web-only services."""
+    web: WebServices = current_app.extensions["console_ha_web"]
+    return web
+
+
+def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] | None = None, *,
+               console: Console | None = None) -> Flask:
+    """Build the Console's Flask app over `console`, or over one opened on `data_dir` (default: the resolved one).
+
+    A Console handed in keeps the options it was opened with; the CONSOLE_HA_* settings of `test_config`
+    that shape a Console (confirmation TTL, MCP waiting, model variables) apply only to one opened here.
+    """
     from console_ha.web import api_tokens, auth, confirmations, conversation, mcp, model_settings, settings_api
     from console_ha.web import settings_page as pages
     from console_ha.web.errors import register_error_handlers
     from console_ha.web.security import init_app as init_security
     from console_ha.web.security import names_from_env, trusted_hosts
 
-    data_dir = data_dir or DataDir(resolve_data_dir())
-    data_dir.ensure()
-    recover(data_dir)  # temp files a killed write left behind; a legacy token bound to its origin
+    if console is not None and data_dir is not None:
+        raise TypeError("create_app takes a data dir or a Console, not both: a Console has its data dir")
     app = Flask(
         __name__,
         template_folder=_resource_folder("templates"),
@@ -105,32 +113,27 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
         static_url_path="/static",
     )
     app.config.update(DEFAULTS)
-    console_secrets = ConsoleSecrets(data_dir)
-    app.config["SECRET_KEY"] = console_secrets.session_key()
     if test_config:
         app.config.update(test_config)
+    if console is None:
+        console = Console.open(data_dir or DataDir(resolve_data_dir()), ConsoleOptions(
+            household_confirmation_ttl=float(app.config["CONSOLE_HA_CONFIRMATION_TTL"]),
+            household_max_waiting=int(app.config["CONSOLE_HA_MCP_MAX_WAITING"]),
+            # Read at every turn, so a test's (or the CLI's) app config wins over the process environment.
+            model_environment=lambda: environment_values(app.config),
+            settings_timeouts=Timeouts(discovery=float(app.config["CONSOLE_HA_DISCOVERY_TIMEOUT"]),
+                                       states=float(app.config["CONSOLE_HA_STATES_TIMEOUT"]),
+                                       areas=float(app.config["CONSOLE_HA_AREAS_TIMEOUT"]),
+                                       test=float(app.config["CONSOLE_HA_TEST_TIMEOUT"])),
+        ))
+    # Made at the first start and kept in the data dir; a test's config may set its own.
+    session_key = console.secrets.session_key()
+    app.config["SECRET_KEY"] = (test_config or {}).get("SECRET_KEY", session_key)
     app.config["TRUSTED_HOSTS"] = trusted_hosts([*app.config["CONSOLE_HA_TRUSTED_HOSTS"], *names_from_env()])
 
-    csrf = CSRFProtect(app)
-    config_store, token_store, ha_clients = ConfigStore(data_dir), TokenStore(data_dir), HomeAssistantClients()
-    settings = SettingsService(
-        data_dir, config_store=config_store, token_store=token_store, clients=ha_clients, discover=discover,
-        areas=AreaCache(),
-        timeouts=Timeouts(discovery=float(app.config["CONSOLE_HA_DISCOVERY_TIMEOUT"]),
-                          states=float(app.config["CONSOLE_HA_STATES_TIMEOUT"]),
-                          areas=float(app.config["CONSOLE_HA_AREAS_TIMEOUT"]),
-                          test=float(app.config["CONSOLE_HA_TEST_TIMEOUT"])),
-    )
-    app.extensions["console_ha"] = ConsoleServices(
-        data_dir=data_dir,
-        config_store=config_store,
-        token_store=token_store,
-        secrets=console_secrets,
-        csrf=csrf,
-        login_throttle=LoginThrottle(),
-        settings=settings,
-        ha_client=ha_clients,
-    )
+    app.extensions["console_ha"] = console
+    app.extensions["console_ha_web"] = WebServices(csrf=CSRFProtect(app), login_throttle=LoginThrottle())
+    mcp.init_app(app, console.household)
 
     register_error_handlers(app)
     init_security(app)
@@ -138,5 +141,5 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
                       model_settings.bp):
         app.register_blueprint(blueprint)
     auth.init_app(app)
-    log.debug("console app created for data dir %s", data_dir.root)
+    log.debug("console app created for data dir %s", console.data_dir.root)
     return app

@@ -25,7 +25,7 @@ from flask_wtf.csrf import CSRFError
 
 from console_ha.errors import InvalidConfig
 from console_ha.store.console_credentials import MAX_PASSWORD_LENGTH, PasswordAlreadySet
-from console_ha.web import services
+from console_ha.web import services, web_services
 from console_ha.web.errors import Unauthenticated, error_response, is_api_request
 from console_ha.web.login_throttle import LoginThrottled, client_key
 from console_ha.web.security import MUTATING_METHODS
@@ -120,7 +120,7 @@ def authenticate() -> Response | None:
     if _session_is_valid():
         g.principal = Principal("session", "household")
         if request.method in MUTATING_METHODS:
-            svc.csrf.protect()
+            web_services().csrf.protect()
         return None
     if SESSION_KEY in session:
         session.clear()
@@ -153,7 +153,7 @@ def login() -> Response | tuple[str, int] | str:
             return redirect(next_url)
         return render_template("login.html", next=next_url, error=None)
     try:
-        services().csrf.protect()
+        web_services().csrf.protect()
     except CSRFError:
         return render_template("login.html", next=next_url, error=STALE_FORM), 400
     password = request.form.get("password", "")
@@ -170,7 +170,7 @@ def login() -> Response | tuple[str, int] | str:
         return fingerprint is not None
 
     try:
-        right = services().login_throttle.attempt(client, check)
+        right = web_services().login_throttle.attempt(client, check)
     except LoginThrottled as err:
         log.warning("login from %s refused: waiting %d s after wrong passwords", client, err.retry_after)
         return error_response(err, {"Retry-After": str(err.retry_after)})
@@ -192,7 +192,7 @@ def setup() -> Response | tuple[str, int] | str:
     if request.method == "GET":
         return render_template("setup.html", next=next_url, error=None, field=None)
     try:
-        services().csrf.protect()
+        web_services().csrf.protect()
     except CSRFError:
         return render_template("setup.html", next=next_url, error=STALE_FORM, field=None), 400
     password = request.form.get("password", "")

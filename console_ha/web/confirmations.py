@@ -9,11 +9,12 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from console_ha.capabilities.household import HouseholdQueue
 from console_ha.errors import ConsoleHaError
+from console_ha.web import services
 from console_ha.web.auth import Principal, current_principal
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import InvalidRequest, status_for
-from console_ha.web.mcp import household_queue
 
 bp = Blueprint("confirmations", __name__)
 
@@ -27,6 +28,11 @@ class Forbidden(ConsoleHaError):
     """Authenticated, but not as someone who may do this."""
 
     code = "FORBIDDEN"
+
+
+def household_queue() -> HouseholdQueue:
+    """The reads waiting for the household: the Console's queue, which MCP clients fill and this page answers."""
+    return services().household
 
 
 def _household_only() -> Principal:

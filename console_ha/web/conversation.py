@@ -5,46 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, render_template, request, url_for
-from flask.blueprints import BlueprintSetupState
+from flask import Blueprint, Response, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from console_ha.capabilities.executor import Executor, Proposal
-from console_ha.conversation import ConversationService, OpenAICompatibleModel, TurnResult
+from console_ha.capabilities.executor import Proposal
+from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
-from console_ha.conversation.model_settings import ModelStore, settings_in_force
 from console_ha.conversation.service import MAX_MESSAGE_CHARS
 from console_ha.errors import ConsoleHaError
+from console_ha.web import services
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import InvalidRequest, status_for
-from console_ha.web.model_settings import current_setup, model_environment
+from console_ha.web.model_settings import current_setup
 
 bp = Blueprint("conversation", __name__)
 
-EXTENSION = "console_ha_conversation"
 MAX_CONVERSATION_ID_CHARS = 64
 MAX_TOKEN_CHARS = 256
 
 
-@bp.record_once
-def _create_service(state: BlueprintSetupState) -> None:
-    """One executor (and so one confirmation store) and one conversation service for the whole app."""
-    app = state.app
-    shared = app.extensions["console_ha"]
-    executor = Executor(
-        shared.data_dir,
-        # Looked up per invocation, so a test (or the settings code) may swap the client factory later.
-        client_factory=lambda base_url, token, ca_bundle: shared.ha_client(base_url, token, ca_bundle),
-    )
-    store = ModelStore(shared.data_dir)
-    # Read afresh for every request to the model: a save on /settings/model applies from the next turn.
-    model = OpenAICompatibleModel.from_source(lambda: settings_in_force(model_environment(app.config), store))
-    app.extensions[EXTENSION] = ConversationService(executor, model)
-
-
 def conversation_service() -> ConversationService:
-    """The current app's conversation service."""
-    return current_app.extensions[EXTENSION]
+    """The current app's conversation service (the Console's)."""
+    return services().conversation
 
 
 # --- the API -----------------------------------------------------------------------------------
@@ -147,8 +129,7 @@ def _expired(proposal: Proposal) -> bool:
 @bp.get("/activity")
 def activity() -> str:
     """The audit log for the household: counts per capability and the latest events, never values."""
-    service = conversation_service()
-    return render_template("activity.html", activity=summarise(service.executor.audit.events()))
+    return render_template("activity.html", activity=summarise(services().audit.events()))
 
 
 def summary_for_template(mapping: Mapping[str, int]) -> list[tuple[str, int]]:

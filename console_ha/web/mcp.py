@@ -18,14 +18,11 @@ from collections.abc import Callable
 from typing import Any
 
 from a2wsgi import ASGIMiddleware
-from flask import Blueprint, Response, current_app, request, url_for
-from flask.blueprints import BlueprintSetupState
+from flask import Blueprint, Flask, Response, current_app, request, url_for
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from werkzeug.http import is_hop_by_hop_header
 
-from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
-from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.household import MAX_WAITING, HouseholdQueue
+from console_ha.capabilities.household import HouseholdQueue
 from console_ha.mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
 from console_ha.web import services
 from console_ha.web.auth import current_principal
@@ -214,29 +211,16 @@ async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": raw})
 
 
-@bp.record_once
-def _create_endpoint(state: BlueprintSetupState) -> None:
-    """One executor, queue and MCP server for the app; the event loop starts at the first MCP request."""
-    app = state.app
-    shared = app.extensions["console_ha"]
-    executor = Executor(
-        shared.data_dir,
-        confirmations=ConfirmationStore(ttl=app.config.get("CONSOLE_HA_CONFIRMATION_TTL", CONFIRMATION_TTL_SECONDS)),
-        client_factory=lambda base_url, token, ca_bundle: shared.ha_client(base_url, token, ca_bundle),
-    )
-    queue = HouseholdQueue(executor, max_waiting=app.config.get("CONSOLE_HA_MCP_MAX_WAITING", MAX_WAITING))
+def init_app(app: Flask, queue: HouseholdQueue) -> None:
+    """Serve the Console's household queue at /mcp; the event loop starts at the first MCP request."""
     app.extensions[EXTENSION] = McpEndpoint(
         queue, progress_interval=app.config.get("CONSOLE_HA_MCP_PROGRESS_INTERVAL", PROGRESS_INTERVAL_SECONDS))
 
 
 def mcp_endpoint() -> McpEndpoint:
     """The current app's MCP endpoint."""
-    return current_app.extensions[EXTENSION]
-
-
-def household_queue() -> HouseholdQueue:
-    """The reads waiting for the household (the confirmations page answers them)."""
-    return mcp_endpoint().queue
+    endpoint: McpEndpoint = current_app.extensions[EXTENSION]
+    return endpoint
 
 
 @bp.route("/mcp", methods=["GET", "POST", "DELETE"])

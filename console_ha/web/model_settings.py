@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from console_ha.conversation.model import ENV_API_KEY, ENV_MODEL, ENV_TIMEOUT, ENV_URL, NOT_SET_UP
+from console_ha.conversation.model import NOT_SET_UP
 from console_ha.conversation.model_settings import (
     ENVIRONMENT,
-    TEST_TIMEOUT_SECONDS,
     ModelCheck,
     ModelSetup,
     ModelStore,
@@ -25,8 +22,7 @@ from console_ha.conversation.model_settings import (
     typed_api_key,
 )
 from console_ha.errors import ConfigInvalid, ConsoleHaError, InvalidConfig
-from console_ha.store.config import ConfigStore
-from console_ha.web import services
+from console_ha.web import services, web_services
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
 
@@ -37,30 +33,23 @@ bp = Blueprint("model_settings", __name__)
 API = "/api/v1/conversation/model"
 SAVE_FIELDS = ("base_url", "model", "api_key", "remove_api_key", "reset")
 TEST_FIELDS = ("base_url", "model", "api_key")
-MODEL_VARIABLES = (ENV_URL, ENV_MODEL, ENV_API_KEY, ENV_TIMEOUT)
-
-
-def model_environment(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The CONSOLE_HA_LLM_* values in force: the process environment, overridden by the app's config."""
-    values: dict[str, Any] = {key: os.environ[key] for key in MODEL_VARIABLES if os.environ.get(key)}
-    values.update({key: config[key] for key in MODEL_VARIABLES if config.get(key) is not None})
-    return values
 
 
 def model_store() -> ModelStore:
     """The current app's model settings store (stateless: every read is fresh)."""
-    return ModelStore(services().data_dir)
+    return services().model_store
 
 
 def current_setup() -> ModelSetup:
     """The model settings in force for the current app."""
-    return resolve(model_environment(current_app.config), model_store())
+    console = services()
+    return resolve(console.model_environment(), console.model_store)
 
 
 def _home_assistant_url() -> str:
     # A damaged HA file is the HA page's business; here it only means there is no address to refuse.
     try:
-        return ConfigStore(services().data_dir).load().base_url
+        return services().config_store.load().base_url
     except ConfigInvalid:
         return ""
 
@@ -100,24 +89,14 @@ def _run_test(values: Mapping[str, Any]) -> ModelCheck:
     return check_model(settings)
 
 
-TEST_LOCK = "console_ha_model_test"
-
-
 class ModelTestBusy(ConsoleHaError):
     """A model test is already under way; a second would only hold another worker thread."""
 
     code = "RATE_LIMITED"
 
 
-@bp.record_once
-def _defaults(state: Any) -> None:
-    state.app.config.setdefault("CONSOLE_HA_MODEL_TEST_TIMEOUT", TEST_TIMEOUT_SECONDS)
-    # One test at a time: each may wait a minute on a slow server, and the Console has few threads.
-    state.app.extensions[TEST_LOCK] = threading.Lock()
-
-
 def _one_test(values: Mapping[str, Any]) -> ModelCheck:
-    lock: threading.Lock = current_app.extensions[TEST_LOCK]
+    lock = web_services().model_test_lock
     if not lock.acquire(blocking=False):
         raise ModelTestBusy("A model test is already running. Wait for its result, then try again.")
     try:

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
-from console_ha.web.conversation import EXTENSION
+from console_ha.store.config import ConfigStore
 from tests.e2e.conftest import DESKTOP, LiveConsole, Received, log_in, screenshot, serious_violations
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.stub_ha import StubHomeAssistant
@@ -117,8 +117,9 @@ def test_an_expired_card_says_so_and_asking_again_gives_a_new_card(chat: Page, c
                                                                    model: FakeModel, stub_ha: StubHomeAssistant):
     clock = _Clock()
     executor = Executor(console.data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
-    console.app.extensions[EXTENSION] = ConversationService(
-        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")))
+    console.app.extensions["console_ha"].conversation = ConversationService(
+        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")),
+        config_store=ConfigStore(console.data_dir))
     model.script(tool_call(LIST, {}), tool_call(LIST, {}), answer_from_tool_result)
     send(chat, QUESTION)
     card = chat.get_by_role("region", name="Read your Home Assistant devices?")

@@ -9,10 +9,11 @@ import pytest
 from flask import Flask
 
 from console_ha import web
+from console_ha.console import Console
 from console_ha.ha.clients import HomeAssistantClients
 from console_ha.secret import Secret
 from console_ha.store.datadir import DataDir
-from console_ha.web import ConsoleServices, create_app
+from console_ha.web import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +26,7 @@ def test_importing_the_package_makes_no_app() -> None:
 def test_the_app_holds_its_services_in_one_extension(app: Flask, data_dir: DataDir) -> None:
     """Views reach the data dir and stores through app.extensions["console_ha"], not app.config."""
     services = app.extensions["console_ha"]
-    assert isinstance(services, ConsoleServices)
+    assert isinstance(services, Console)
     assert services.data_dir == data_dir
     assert services.config_store.path == data_dir.ha_config
     assert {"auth", "settings_api", "pages", "conversation"} <= set(app.blueprints)

@@ -491,7 +491,7 @@ def test_parallel_wrong_guesses_over_real_http_get_at_most_the_limit_of_checks(
     """Twenty-four browsers guess at once from one address: five checks, the rest 429 with Retry-After."""
     app = make_app()
     # A first wait longer than any slow test machine needs to serve the burst: the burst alone is judged.
-    app.extensions["console_ha"].login_throttle = LoginThrottle(first_delay=60)
+    app.extensions["console_ha_web"].login_throttle = LoginThrottle(first_delay=60)
     checks = _count_checks(app)
     with served(app) as console:
         browsers = [console.browser() for _ in range(24)]
@@ -547,7 +547,7 @@ def test_the_wait_grows_and_then_the_right_password_works(
 ) -> None:
     """After five wrong passwords: 1 s, then 2 s, 4 s …; once the wait is over the household gets in."""
     app = make_app()
-    app.extensions["console_ha"].login_throttle = LoginThrottle(clock=clock)
+    app.extensions["console_ha_web"].login_throttle = LoginThrottle(clock=clock)
     client = app.test_client()
     for _ in range(5):
         assert log_in(client, "guess").status_code == 401

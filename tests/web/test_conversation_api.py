@@ -18,7 +18,6 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
-from console_ha.web.conversation import EXTENSION
 from tests.fake_model import FakeModel, answer_from_tool_result, status, text, tool_call, unused_loopback_url
 from tests.web.conftest import log_in, page_csrf
 
@@ -207,7 +206,8 @@ def with_clock(app: Flask, data_dir, model: FakeModel) -> _Clock:
     """Give the app a conversation service whose confirmations follow a clock the test moves."""
     clock = _Clock()
     executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
-    app.extensions[EXTENSION] = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m")))
+    app.extensions["console_ha"].conversation = ConversationService(
+        executor, OpenAICompatibleModel(ModelSettings((model.url,), "m")), config_store=ConfigStore(data_dir))
     return clock
 
 
@@ -242,9 +242,9 @@ def test_a_model_that_is_down_is_502(make_app, password):
 
 
 def test_the_app_shares_one_executor_across_requests(app):
-    service = app.extensions[EXTENSION]
+    service = app.extensions["console_ha"].conversation
     assert isinstance(service, ConversationService)
-    assert service.executor.confirmations is app.extensions[EXTENSION].executor.confirmations
+    assert service.executor.confirmations is app.extensions["console_ha"].conversation.executor.confirmations
 
 
 # --- the conversation page ---------------------------------------------------------------------

@@ -1,0 +1,108 @@
+"""The composition root: one Console's services, each built once from its data dir.
+
+`create_app` (web), the `console-ha` command and `wsgi.py` open a Console here and hand its services to
+whatever serves them; the next front end does the same. Nothing here knows of HTTP or Flask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
+from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.household import MAX_WAITING, HouseholdQueue
+from console_ha.conversation.model import OpenAICompatibleModel
+from console_ha.conversation.model_settings import ModelStore, environment_values, settings_in_force
+from console_ha.conversation.service import ConversationService
+from console_ha.ha.areas import AreaCache
+from console_ha.ha.clients import HomeAssistantClients
+from console_ha.ha.discovery import discover
+from console_ha.settings.saving import recover
+from console_ha.settings.service import SettingsService, Timeouts
+from console_ha.store.audit import AuditLog
+from console_ha.store.config import ConfigStore
+from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore
+
+ModelEnvironment = Callable[[], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ConsoleOptions:
+    """What a front end may tune when it opens a Console; the defaults are those of `console-ha serve`."""
+
+    # How long a read asked for by another program (MCP) waits for the household, and how many may wait.
+    household_confirmation_ttl: float = CONFIRMATION_TTL_SECONDS
+    household_max_waiting: int = MAX_WAITING
+    # The CONSOLE_HA_LLM_* values in force, asked for at every turn: a change applies from the next one.
+    model_environment: ModelEnvironment = environment_values
+    # Bounds on the settings page's calls to the outside (discovery, the picker, the connection test).
+    settings_timeouts: Timeouts = field(default_factory=Timeouts)
+
+
+@dataclass
+class Console:
+    """Every service of one Console. Front ends receive these; none of them builds its own.
+
+    Not frozen: a test may swap one service (a clocked conversation service, say) after opening.
+    """
+
+    data_dir: DataDir
+    config_store: ConfigStore
+    token_store: TokenStore
+    secrets: ConsoleSecrets
+    audit: AuditLog
+    model_store: ModelStore
+    # One client per Home Assistant address, token and CA bundle, kept between requests.
+    ha_clients: HomeAssistantClients
+    # The household's own conversation page: its turns, and the executor whose cards it shows.
+    executor: Executor
+    conversation: ConversationService
+    # Reads asked for by other programs (MCP), waiting for the household; their own executor (below).
+    household: HouseholdQueue
+    model_environment: ModelEnvironment
+    # The settings page's core: read, save, the token's rules, the picker's catalogue, test, discovery.
+    settings: SettingsService
+
+    @classmethod
+    def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
+             ha_clients: HomeAssistantClients | None = None) -> Console:
+        """Make the data dir, repair what a killed write left behind, and build every service once."""
+        options = options or ConsoleOptions()
+        data_dir.ensure()
+        recover(data_dir)  # temp files a killed write left behind; a legacy token bound to its origin
+        config_store = ConfigStore(data_dir)
+        token_store = TokenStore(data_dir)
+        # One audit log for every executor: it appends under its own lock, so lines never interleave.
+        audit = AuditLog(data_dir)
+        model_store = ModelStore(data_dir)
+        clients = ha_clients or HomeAssistantClients()
+        executor = Executor(data_dir, config_store=config_store, token_store=token_store, audit=audit,
+                            clients=clients.lend)
+        model_environment = options.model_environment
+        # Read afresh for every request to the model: a save on the model settings applies from the next turn.
+        model = OpenAICompatibleModel.from_source(lambda: settings_in_force(model_environment(), model_store))
+        # Other programs' reads have an executor of their own only for its confirmation store: their cards
+        # expire on their own TTL and never count towards (or push out) the conversation page's.
+        household_executor = Executor(
+            data_dir, config_store=config_store, token_store=token_store, audit=audit, clients=clients.lend,
+            confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl),
+        )
+        return cls(
+            data_dir=data_dir,
+            config_store=config_store,
+            token_store=token_store,
+            secrets=ConsoleSecrets(data_dir),
+            audit=audit,
+            model_store=model_store,
+            ha_clients=clients,
+            executor=executor,
+            conversation=ConversationService(executor, model, config_store=config_store),
+            household=HouseholdQueue(household_executor, max_waiting=options.household_max_waiting),
+            model_environment=model_environment,
+            settings=SettingsService(data_dir, config_store=config_store, token_store=token_store, clients=clients,
+                                     discover=discover, areas=AreaCache(), timeouts=options.settings_timeouts),
+        )

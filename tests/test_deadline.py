@@ -1,0 +1,247 @@
+"""The one deadline module, against real sockets on loopback: slow, trickling and broken servers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+import requests
+import urllib3
+
+from console_ha.deadline import (
+    BodyBroken,
+    BodyTooLarge,
+    Deadline,
+    DeadlinePassed,
+    is_timeout,
+    shut_socket,
+)
+from console_ha.errors import HATimeout
+
+# A loaded machine (the suite runs beside other work) gets this much beyond a bound before a test fails.
+MARGIN = 1.0
+HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+
+
+class LateError(Exception):
+    """A caller's own error for a passed deadline."""
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 that answers every request by running `script` on the connection."""
+
+    def __init__(self, script: Callable[[socket.socket], None]) -> None:
+        self.script = script
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/"
+
+    def __enter__(self) -> RawServer:
+        thread = threading.Thread(target=self._serve, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._listener.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            received = b""
+            while b"\r\n\r\n" not in received:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                received += data
+            try:
+                self.script(conn)
+            except OSError:
+                pass  # the client gave up and shut its side: what these tests provoke
+
+
+def get(url: str) -> requests.Response:
+    """A streamed GET whose per-read timeout alone would let a slow server hold it for a long time."""
+    session = requests.Session()
+    session.trust_env = False  # loopback only, never a proxy
+    return session.get(url, stream=True, timeout=30)
+
+
+def trickle(data: bytes, every: float = 0.05) -> Callable[[socket.socket], None]:
+    def script(conn: socket.socket) -> None:
+        for byte in data:
+            conn.sendall(bytes([byte]))
+            time.sleep(every)
+    return script
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Callable[[socket.socket], None]], RawServer]]:
+    servers: list[RawServer] = []
+
+    def start(script: Callable[[socket.socket], None]) -> RawServer:
+        server = RawServer(script).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__()
+
+
+# --- the budget --------------------------------------------------------------------------------
+
+def test_remaining_counts_down_then_raises_home_assistant_s_timeout_by_default() -> None:
+    deadline = Deadline(0.2)
+    assert 0 < deadline.remaining() <= 0.2 and not deadline.passed()
+    time.sleep(0.25)
+    assert deadline.passed() and deadline.left() <= 0
+    with pytest.raises(HATimeout) as caught:
+        deadline.remaining()
+    assert caught.value.code == "HA_TIMEOUT" and "0.2 seconds" in caught.value.message
+
+
+def test_a_caller_s_own_error_replaces_the_default() -> None:
+    deadline = Deadline(0, expired=lambda: LateError("too late"))
+    with pytest.raises(LateError):
+        deadline.remaining()
+    assert isinstance(deadline.error(), LateError)
+
+
+# --- call: up to the headers, on a thread of its own -------------------------------------------------
+
+def test_call_returns_the_value_or_raises_the_call_s_own_error() -> None:
+    deadline = Deadline(5)
+    assert deadline.call(lambda: 42, lambda _: None) == 42
+    with pytest.raises(KeyError):
+        deadline.call(lambda: {}["missing"], lambda _: None)
+
+
+def test_call_gives_up_at_the_deadline_and_hands_a_late_value_to_abandon() -> None:
+    abandoned: list[str] = []
+    finished = threading.Event()
+
+    def slow() -> str:
+        time.sleep(0.5)
+        return "late response"
+
+    def abandon(value: str) -> None:
+        abandoned.append(value)
+        finished.set()
+
+    started = time.monotonic()
+    with pytest.raises(DeadlinePassed):
+        Deadline(0.1).call(slow, abandon)
+    assert time.monotonic() - started < 0.1 + MARGIN
+    assert finished.wait(5) and abandoned == ["late response"]
+
+
+def test_call_bounds_headers_sent_a_byte_at_a_time(serve) -> None:
+    """Each byte comes well within the socket timeout; only the whole-call bound stops it."""
+    server = serve(trickle(HEADERS + b"X-Slow: " + b"y" * 40, every=0.05))  # 4.5 s, never a blank line
+    closed: list[requests.Response] = []
+    started = time.monotonic()
+    with pytest.raises(DeadlinePassed):
+        Deadline(0.5).call(lambda: get(server.url), closed.append)
+    assert time.monotonic() - started < 0.5 + MARGIN
+
+
+# --- the body ----------------------------------------------------------------------------------
+
+def test_a_whole_body_in_time_is_read_piece_by_piece(serve) -> None:
+    body = b'{"state": "21.4"}' * 1000
+    server = serve(lambda conn: conn.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % len(body) + body))
+    deadline = Deadline(5)
+    response = deadline.call(lambda: get(server.url), requests.Response.close)
+    with response, deadline.watch(response):
+        assert b"".join(deadline.body(response, max_bytes=len(body), chunk_bytes=4096)) == body
+
+
+def test_a_trickling_body_is_cut_off_at_the_deadline_with_the_caller_s_error(serve) -> None:
+    server = serve(lambda conn: (conn.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n"),
+                                 trickle(b"x" * 1000)(conn)))
+    deadline = Deadline(0.6, expired=lambda: LateError("cut off"))
+    response = deadline.call(lambda: get(server.url), requests.Response.close)
+    started = time.monotonic()
+    with response, deadline.watch(response), pytest.raises(LateError):
+        for _ in deadline.body(response, max_bytes=10_000, chunk_bytes=4096):
+            pass
+    assert time.monotonic() - started < 0.6 + MARGIN
+
+
+def test_a_chunk_size_line_sent_a_byte_at_a_time_is_cut_off_by_the_watchdog(serve) -> None:
+    """http.client reads a size line whole before read1 returns: only shutting the socket ends it."""
+    server = serve(lambda conn: (conn.sendall(HEADERS + b"Transfer-Encoding: chunked\r\n\r\n"),
+                                 trickle(b"0" * 1000)(conn)))
+    deadline = Deadline(0.6)
+    response = deadline.call(lambda: get(server.url), requests.Response.close)
+    started = time.monotonic()
+    with response, deadline.watch(response), pytest.raises(HATimeout):
+        for _ in deadline.body(response, max_bytes=10_000, chunk_bytes=4096):
+            pass
+    assert time.monotonic() - started < 0.6 + MARGIN
+
+
+def test_a_body_past_its_cap_stops_there(serve) -> None:
+    server = serve(lambda conn: conn.sendall(HEADERS + b"Content-Length: 5000\r\n\r\n" + b"x" * 5000))
+    deadline = Deadline(5)
+    response = deadline.call(lambda: get(server.url), requests.Response.close)
+    with response, deadline.watch(response), pytest.raises(BodyTooLarge) as caught:
+        b"".join(deadline.body(response, max_bytes=1000, chunk_bytes=512))
+    assert caught.value.max_bytes == 1000
+
+
+def test_a_connection_lost_mid_body_is_body_broken_and_keeps_no_transport_error(serve) -> None:
+    server = serve(lambda conn: conn.sendall(HEADERS + b"Content-Length: 1000\r\n\r\n" + b"x" * 10))
+    deadline = Deadline(5)
+    response = deadline.call(lambda: get(server.url), requests.Response.close)
+    with response, pytest.raises(BodyBroken) as caught:
+        b"".join(deadline.body(response, max_bytes=10_000, chunk_bytes=4096))
+    # Nothing of the transport's exception (which holds the request and its headers) rides along.
+    assert caught.value.__cause__ is None and caught.value.__context__ is None and caught.value.cause
+
+
+# --- the socket --------------------------------------------------------------------------------
+
+def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
+    server = serve(lambda conn: (conn.sendall(HEADERS + b"Content-Length: 10\r\n\r\n"), time.sleep(10)))
+    response = get(server.url)
+    outcome: list[object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(response.raw.read1(10))
+        except Exception as err:  # noqa: BLE001 - either way the read returned
+            outcome.append(err)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.2)
+    assert outcome == [], "the read waits on the silent server"
+    started = time.monotonic()
+    shut_socket(response)
+    reader.join(MARGIN)
+    assert not reader.is_alive() and time.monotonic() - started < MARGIN
+    response.close()
+
+
+@pytest.mark.parametrize(("error", "timeout"), [
+    (requests.exceptions.ConnectTimeout("connect"), True),
+    (requests.exceptions.ConnectionError(urllib3.exceptions.ReadTimeoutError(None, "/", "read")), True),
+    (requests.exceptions.ConnectionError(urllib3.exceptions.NewConnectionError(None, "refused")), False),
+    (ConnectionResetError(), False),
+])
+def test_is_timeout_looks_beneath_requests_wrapping(error: BaseException, timeout: bool) -> None:
+    assert is_timeout(error) is timeout
