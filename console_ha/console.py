@@ -31,12 +31,9 @@ ModelEnvironment = Callable[[], Mapping[str, Any]]
 
 
 def open_credentials(data_dir: DataDir) -> ConsoleSecrets:
-    """The Console's password and API tokens alone, after the sweep every start does (`console-ha set-password`,
-    `api-token`).
-
-    The data dir is not made (nor narrowed) here: only a write of a password or a token makes it, so listing the
-    tokens or a refused password on a mistyped --data-dir leaves nothing behind. A whole Console would.
-    """
+    """The Console's password and API tokens alone (`console-ha set-password`, `api-token`), after the sweep."""
+    # Unlike Console.open, this neither makes nor narrows the data dir: only a write of a password or a token
+    # makes it, so listing the tokens or a refused password on a mistyped --data-dir leaves nothing behind.
     recover(data_dir)  # as Console.open: temp files a killed write left behind; a legacy token bound to its origin
     return ConsoleSecrets(data_dir)
 
