@@ -8,7 +8,6 @@ CA certificate. A front end parses its request, calls one method here, and maps 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -19,7 +18,7 @@ from typing import Any
 
 from console_ha.errors import ConfigInvalid, HABusy, InvalidConfig
 from console_ha.ha.addresses import normalise_base_url
-from console_ha.ha.areas import AreaCache, EntityAreas
+from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.discovery import Instance
 from console_ha.secret import Secret
@@ -186,7 +185,7 @@ class SettingsService:
         self.areas = areas or AreaCache()
         # Built once: a pool per picker load would start a thread for every request.
         self._area_pool = ThreadPoolExecutor(max_workers=AREA_WORKERS, thread_name_prefix="ha-areas")
-        # The fetch under way for each URL, token (its hash, as `AreaCache` keys it) and CA bundle.
+        # The fetch under way for each URL, token and CA bundle (`areas.fetch_key`).
         self._area_fetches: dict[tuple[str, str, str], Future[EntityAreas | None]] = {}
         self._area_fetches_lock = threading.Lock()
         # One zeroconf browse at a time; a second request (a reload while the first still browses) waits
@@ -325,7 +324,7 @@ class SettingsService:
 
     def _areas_for(self, base_url: str, token: Secret, ca_bundle: str | None) -> Future[EntityAreas | None]:
         """The areas of this Home Assistant, fetched on the pool: the fetch under way for it, else a new one."""
-        key = (base_url, hashlib.sha256(token.reveal().encode("utf-8")).hexdigest(), ca_bundle or "")
+        key = fetch_key(base_url, token, ca_bundle)
         with self._area_fetches_lock:
             future = self._area_fetches.get(key)
             if future is not None:
