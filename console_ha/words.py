@@ -59,4 +59,8 @@ def household_error(err: ConsoleHaError) -> ConsoleHaError:
     if words is None or (err.code == "CAPABILITY_NOT_CONFIGURED" and "reason" in err.detail):
         return err
     detail: dict[str, Any] = dict(err.detail)
+    if "field" in detail:
+        # The sentence is the status line's; beside the field the page shows what that field lacks (which to
+        # save first), the error's own words, as it did when the script kept the sentences (de4fd72).
+        detail["field_message"] = err.message
     return ConsoleHaError(words, code=err.code, **detail)

@@ -36,7 +36,8 @@ export function setUpConnection(page) {
     const msg = $(`${input.id}-error`);
     input.setAttribute("aria-invalid", "true");
     if (msg) {
-      msg.textContent = error.message;
+      // The field's own words when the message is the household's sentence for the status line (words.py).
+      msg.textContent = error.field_message || error.message;
       msg.hidden = false;
       const described = (input.getAttribute("aria-describedby") || "").split(" ");
       if (!described.includes(msg.id)) {

@@ -56,3 +56,21 @@ def test_a_failure_outside_home_assistant_keeps_its_message(household: FlaskClie
     response = household.post(API, json={"base_url": "ftp://nas.local"})
     error = response.get_json()["error"]
     assert error["code"] == "INVALID_CONFIG" and error["message"] not in SETTINGS_WORDS.values()
+
+
+def test_test_connection_not_set_up_keeps_the_words_for_its_field(household: FlaskClient,
+                                                                  stub_ha: StubHomeAssistant) -> None:
+    """The status line gets the household's sentence; the field named keeps its own words (which to save first).
+
+    Before the words moved to the server (de4fd72) the page showed the sentence in the status line and the
+    server's own message beside the field; both still reach it.
+    """
+    no_token = household.post(f"{API}/test", json={"base_url": stub_ha.base_url})
+    assert no_token.status_code == 409
+    error = no_token.get_json()["error"]
+    assert error["message"] == SETTINGS_WORDS["CAPABILITY_NOT_CONFIGURED"]
+    assert error["field"] == "access_token"
+    assert error["field_message"] == "Home Assistant is not set up yet: save an access token first."
+    no_url = household.post(f"{API}/test", json={}).get_json()["error"]
+    assert no_url["field"] == "base_url"
+    assert no_url["field_message"] == "Home Assistant is not set up yet: save the Home Assistant URL first."

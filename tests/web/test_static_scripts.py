@@ -15,7 +15,10 @@ STATIC = Path(__file__).resolve().parents[2] / "static"
 PAGE = "/settings/home-assistant"
 
 # Every way a script can turn a string into markup: the DOM is built from <template> clones and textContent.
-HTML_FROM_STRINGS = re.compile(r"\b(?:innerHTML|outerHTML|insertAdjacentHTML|document\s*\.\s*write(?:ln)?)\b")
+HTML_FROM_STRINGS = re.compile(
+    r"\b(?:innerHTML|outerHTML|insertAdjacentHTML|document\s*\.\s*write(?:ln)?"
+    r"|createContextualFragment|setHTMLUnsafe|parseHTMLUnsafe|srcdoc)\b"
+)
 
 
 def scripts() -> list[Path]:
@@ -36,6 +39,10 @@ def markup_from_strings(source: str) -> list[str]:
         'list.insertAdjacentHTML("beforeend", item);',
         "document.write(page);",
         "document . writeln(page);",
+        "list.append(document.createRange().createContextualFragment(item));",
+        "row.setHTMLUnsafe(html);",
+        "list.append(Document.parseHTMLUnsafe(html).body);",
+        "frame.srcdoc = html;",
     ],
 )
 def test_the_scan_catches_each_way_of_assembling_html(line: str) -> None:
