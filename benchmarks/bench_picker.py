@@ -156,7 +156,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const input = document.getElementById("entity-search");
   let t0 = 0;
   input.addEventListener("keydown", () => { t0 = performance.now(); }, true);
-  // Added after settings.js's own listener has been added (module scripts run before DOMContentLoaded),
+  // Added after the picker's own listener has been added (module scripts run before DOMContentLoaded),
   // so it runs after the filter: the handler's time, then the next frame's.
   setTimeout(() => input.addEventListener("input", () => {
     const handled = performance.now();

@@ -17,6 +17,7 @@ from console_ha.store.datadir import DataDir, resolve_data_dir
 
 if TYPE_CHECKING:
     from console_ha.console import Console
+    from console_ha.store.console_credentials import ConsoleSecrets
 
 log = logging.getLogger(__name__)
 
@@ -25,12 +26,23 @@ DEFAULT_PORT = 8000
 DEFAULT_THREADS = 8
 
 
+def _data_dir(args: argparse.Namespace) -> DataDir:
+    return DataDir(resolve_data_dir(args.data_dir))
+
+
 def _console(args: argparse.Namespace) -> Console:
     # Imported here so `console-ha mcp`, which only forwards, loads none of the Console.
     from console_ha.console import Console
 
-    # Every command opens the Console, which first sweeps what killed writes left behind (Console.open).
-    return Console.open(DataDir(resolve_data_dir(args.data_dir)))
+    # `serve` opens the whole Console, which makes the data dir and sweeps what killed writes left behind.
+    return Console.open(_data_dir(args))
+
+
+def _credentials(data_dir: DataDir) -> ConsoleSecrets:
+    from console_ha.console import open_credentials
+
+    # The password and API token commands sweep too, but make no data dir unless they write to it.
+    return open_credentials(data_dir)
 
 
 def _is_loopback(host: str) -> bool:
@@ -117,16 +129,17 @@ def _read_password() -> str:
 
 def set_password(args: argparse.Namespace) -> int:
     """Set (or replace) the Console password; every browser session then has to log in again."""
-    console = _console(args)
+    data_dir = _data_dir(args)
+    secrets = _credentials(data_dir)
     password = _read_password()
-    console.secrets.set_password(password)
-    print(f"Password set for the Console at {console.data_dir.root}. Browsers logged in before must log in again.")
+    secrets.set_password(password)
+    print(f"Password set for the Console at {data_dir.root}. Browsers logged in before must log in again.")
     return 0
 
 
 def api_token_create(args: argparse.Namespace) -> int:
     """Print a new API token once; only its hash is kept."""
-    token = _console(args).secrets.create_api_token(args.name)
+    token = _credentials(_data_dir(args)).create_api_token(args.name)
     print(token, flush=True)
     print("Keep this token now: it is not shown again.", file=sys.stderr)
     return 0
@@ -134,14 +147,14 @@ def api_token_create(args: argparse.Namespace) -> int:
 
 def api_token_list(args: argparse.Namespace) -> int:
     """List the API tokens' names, creation and last-use times (never the tokens)."""
-    for token in _console(args).secrets.api_tokens():
+    for token in _credentials(_data_dir(args)).api_tokens():
         print(f"{token.created}  last used {token.last_used or 'never':20}  {token.name}")
     return 0
 
 
 def api_token_revoke(args: argparse.Namespace) -> int:
     """Remove every API token with the given name."""
-    removed = _console(args).secrets.revoke_api_tokens(args.name)
+    removed = _credentials(_data_dir(args)).revoke_api_tokens(args.name)
     if not removed:
         print(f"No API token is named {args.name!r}.", file=sys.stderr)
         return 1

@@ -30,6 +30,14 @@ from console_ha.store.ha_token import TokenStore
 ModelEnvironment = Callable[[], Mapping[str, Any]]
 
 
+def open_credentials(data_dir: DataDir) -> ConsoleSecrets:
+    """The Console's password and API tokens alone (`console-ha set-password`, `api-token`), after the sweep."""
+    # Unlike Console.open, this neither makes nor narrows the data dir: only a write of a password or a token
+    # makes it, so listing the tokens or a refused password on a mistyped --data-dir leaves nothing behind.
+    recover(data_dir)  # as Console.open: temp files a killed write left behind; a legacy token bound to its origin
+    return ConsoleSecrets(data_dir)
+
+
 @dataclass(frozen=True)
 class ConsoleOptions:
     """What a front end may tune when it opens a Console; the defaults are those of `console-ha serve`."""

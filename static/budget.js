@@ -4,7 +4,7 @@
 // This script shows, while boxes are ticked, how close the choice is. The server sends the two numbers
 // of its cost formula on this script's element (console_ha/entity_budget.py: an entity costs
 // `entity-bytes` plus the length of its id and of its domain; `budget-bytes` is what they may take in
-// all). It reads the page's checkboxes and never changes them: settings.js owns the picker.
+// all). It reads the page's checkboxes and never changes them: static/settings/ owns the picker.
 
 const script = document.getElementById("budget-script");
 const BUDGET = Number(script.dataset.budgetBytes);
@@ -20,24 +20,11 @@ function cost(entityId) {
 
 const section = document.getElementById("picker")?.closest("section");
 if (section && BUDGET > 0 && ENTITY_BYTES > 0) {
-  const region = document.createElement("p");
-  region.id = "allowlist-budget";
-  region.className = "status";
-  region.setAttribute("role", "status");
-  region.setAttribute("aria-live", "polite");
-  region.setAttribute("aria-atomic", "true");
-  const meter = document.createElement("meter");
-  meter.id = "allowlist-budget-meter";
-  meter.min = 0;
-  meter.max = 1;
-  meter.low = 0.8;
-  meter.high = 0.95;
-  meter.optimum = 0;
-  meter.setAttribute("aria-hidden", "true"); // the sentence beside it says the same in words
-  // Through the CSSOM, which a strict Content-Security-Policy allows (a style attribute it would not).
-  meter.style.display = "block";
-  meter.style.width = "100%";
-  document.getElementById("picker").before(region, meter);
+  // The status sentence and its meter, cloned from the page's #budget-template (the meter's bounds are there).
+  const parts = document.getElementById("budget-template").content.cloneNode(true);
+  const region = parts.getElementById("allowlist-budget");
+  const meter = parts.getElementById("allowlist-budget-meter");
+  document.getElementById("picker").before(parts);
 
   /** Entity ids of every box now on the page, and of the ticked ones. */
   function boxes() {
@@ -86,7 +73,7 @@ if (section && BUDGET > 0 && ENTITY_BYTES > 0) {
     }
   }
 
-  // settings.js ticks boxes in its own handlers (one box, "Select all shown", the sensitive dialog)
+  // The picker ticks boxes in its own handlers (one box, "Select all shown", the sensitive dialog)
   // and builds the list when entities arrive: recount after whatever it does, once per task.
   let queued = false;
   function later() {

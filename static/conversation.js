@@ -8,6 +8,7 @@ const statusLine = document.getElementById("conversation-status");
 const messageForm = document.getElementById("message-form");
 const messageField = document.getElementById("message");
 const sendButton = document.getElementById("send");
+const cardTemplate = document.getElementById("confirm-card-template");
 const messageUrl = root.dataset.messageUrl;
 const loginUrl = root.dataset.loginUrl;
 const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
@@ -40,28 +41,13 @@ function rememberConversation(id) {
   window.history.replaceState(null, "", url);
 }
 
+/** One transcript line, cloned from the server-rendered #message-template-<role>. */
 function addMessage(role, text) {
-  const item = document.createElement("li");
-  item.className = `msg msg--${role}`;
-  const who = document.createElement("span");
-  who.className = "msg__who";
-  who.textContent = role === "user" ? "You" : role === "assistant" ? "Assistant" : "Console";
-  const body = document.createElement("p");
-  body.className = "msg__text";
-  body.textContent = text;
-  item.append(who, body);
+  const item = document.getElementById(`message-template-${role}`).content.firstElementChild.cloneNode(true);
+  item.querySelector(".msg__text").textContent = text;
   transcript.append(item);
   item.scrollIntoView({ block: "nearest" });
   return item;
-}
-
-function button(label, { primary = false, onClick }) {
-  const element = document.createElement("button");
-  element.type = "button";
-  element.textContent = label;
-  if (primary) element.className = "primary";
-  element.addEventListener("click", onClick);
-  return element;
 }
 
 function clearCard() {
@@ -69,54 +55,51 @@ function clearCard() {
   cardSlot.replaceChildren();
 }
 
+/** The card, cloned from the server-rendered #confirm-card-template (the markup the server's own card has). */
 function showCard(pending) {
   clearCard();
-  const card = document.createElement("section");
-  card.className = "card confirm-card";
+  const fragment = cardTemplate.content.cloneNode(true);
+  const card = fragment.querySelector("section");
+  const slot = (name) => fragment.querySelector(`[data-slot="${name}"]`);
   card.id = "confirm-card";
   card.tabIndex = -1;
   card.setAttribute("aria-labelledby", "confirm-title");
   card.setAttribute("aria-describedby", "confirm-body");
-  const title = document.createElement("h2");
-  title.id = "confirm-title";
-  title.textContent = pending.card.title;
-  const body = document.createElement("p");
-  body.id = "confirm-body";
-  body.textContent = pending.card.body;
-  const hint = document.createElement("p");
-  hint.className = "hint";
-  hint.textContent = "Nothing is read unless you allow it.";
-  const actions = document.createElement("div");
-  actions.className = "actions";
-  const answer = (approve) => () => answerCard(pending, approve);
-  actions.append(
-    button(pending.card.approve_label, { primary: true, onClick: answer(true) }),
-    button(pending.card.deny_label, { onClick: answer(false) }),
-  );
-  card.append(title, body, hint, actions);
-  cardSlot.append(card);
+  card.dataset.token = pending.token;
+  card.dataset.expiresAt = pending.expires_at;
+  slot("title").id = "confirm-title";
+  slot("title").textContent = pending.card.title;
+  slot("body").id = "confirm-body";
+  slot("body").textContent = pending.card.body;
+  slot("expires").dateTime = pending.expires_at;
+  slot("expires").textContent = `${pending.expires_at.slice(11, 16)} UTC`;
+  slot("token").value = pending.token;
+  slot("approve").textContent = pending.card.approve_label;
+  slot("deny").textContent = pending.card.deny_label;
+  for (const input of fragment.querySelectorAll('input[name="conversation_id"]')) input.value = conversationId;
+  // Answered through the page's submit handler below, like a card the server rendered.
+  cardSlot.append(fragment);
   // Focus moves to the card so a keyboard or screen-reader user meets the question at once.
   card.focus();
   const remaining = Date.parse(pending.expires_at) - (Date.now() + clockSkewMs);
   expiryTimer = window.setTimeout(() => showExpired(), Math.max(0, remaining));
 }
 
-function showExpired(message = "This request expired before it was answered, so nothing was read.") {
+/** The card's question replaced by why it closed, and the question to ask again (#expired-template). */
+function showExpired(message = null) {
   const card = document.getElementById("confirm-card");
   if (!card) return;
   window.clearTimeout(expiryTimer);
   card.classList.add("confirm-card--expired");
-  const note = document.createElement("p");
-  note.className = "confirm-card__expired";
-  note.setAttribute("role", "status");
-  note.textContent = message;
-  const actions = document.createElement("div");
-  actions.className = "actions";
-  if (lastQuestion) {
-    actions.append(button("Ask again", { primary: true, onClick: () => sendMessage(lastQuestion) }));
-  }
+  const fragment = document.getElementById("expired-template").content.cloneNode(true);
+  const note = fragment.querySelector(".confirm-card__expired");
+  if (message) note.textContent = message; // else the template's own words: it expired
+  fragment.querySelector('input[name="message"]').value = lastQuestion;
+  fragment.querySelector('input[name="conversation_id"]').value = conversationId ?? "";
+  if (!lastQuestion) fragment.querySelector("button").remove();
+  const actions = fragment.querySelector(".actions");
   for (const old of card.querySelectorAll(".actions, form, .hint, .confirm-card__expired")) old.remove();
-  card.append(note, actions);
+  card.append(fragment);
   actions.querySelector("button")?.focus();
 }
 
@@ -201,9 +184,7 @@ async function answerCard(pending, approve) {
   if (!outcome) return;
   if (outcome.error) {
     if (outcome.error.code === "CONFIRMATION_INVALID") {
-      showExpired(outcome.error.reason === "expired"
-        ? "This request expired before it was answered, so nothing was read."
-        : "This request is no longer open, so nothing was read.");
+      showExpired(outcome.error.reason === "expired" ? null : "This request is no longer open, so nothing was read.");
       setStatus("");
     } else {
       setStatus(outcome.error.message, "error");

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import re
@@ -12,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from console_ha.capabilities.cards import Card, host_of
-from console_ha.capabilities.executor import validate
+from console_ha.capabilities.executor import Executor, validate
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, Capability
 from console_ha.conversation.activity import UNKNOWN_CAPABILITY_WORDS, CapabilityActivity
@@ -20,7 +21,11 @@ from console_ha.conversation.model import capability_name, function_name, tool_d
 from console_ha.conversation.service import SYSTEM_PROMPT
 from console_ha.errors import CapabilityError
 from console_ha.mcp.server import CAPABILITY_FOR_TOOL, tool_name, tools
-from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, check_token
+from tests.result_schemas import assert_matches_result_schema
+from tests.stub_ha import StubHomeAssistant
 
 CONFIG = HomeAssistantConfig(
     enabled=True,
@@ -152,3 +157,92 @@ def test_the_model_and_mcp_are_offered_it_as_declared(capability: Capability) ->
 def test_execute_takes_what_the_executor_hands_it(capability: Capability) -> None:
     assert callable(capability.execute)
     inspect.signature(capability.execute).bind("client", CONFIG, {}, "deadline", "now")
+
+
+# --- through the executor: the allowlist and the result schema hold for every capability -------------
+
+# An entity the stub Home Assistant has and the household did not allow.
+NOT_ALLOWED_ENTITY = "lock.front_door"
+
+
+def entity_arguments(capability: Capability) -> list[str]:
+    """The arguments that name an entity (an entity id, or a list of them), by their schema, not their name."""
+    def names_an_entity(schema: Mapping[str, Any]) -> bool:
+        if schema.get("pattern") == ENTITY_ID_SCHEMA["pattern"]:
+            return True
+        items = schema.get("items")
+        return isinstance(items, Mapping) and names_an_entity(items)
+
+    return [name for name, schema in capability.arguments_schema["properties"].items() if names_an_entity(schema)]
+
+
+def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
+    """An executor reading the stub Home Assistant with CONFIG's allowlist, every read allowed by the household."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url,
+                                  "allowlisted_entities": list(CONFIG.allowlisted_entities)})
+    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    return Executor(data_dir)
+
+
+def assert_entity_arguments_are_held_to_the_allowlist(executor: Executor, capability: Capability) -> None:
+    """Stage 3 refuses, for every argument that names an entity, one the household did not allow."""
+    for name in entity_arguments(capability):
+        schema = capability.arguments_schema["properties"][name]
+        outside = [NOT_ALLOWED_ENTITY] if schema.get("type") == "array" else NOT_ALLOWED_ENTITY
+        arguments = {**sample_arguments_with_entities(capability), name: outside}
+        try:
+            proposal = executor.propose(capability.name, arguments, conversation_id=f"outside-{name}")
+        except CapabilityError as err:
+            assert (err.code, err.stage) == ("ENTITY_NOT_ALLOWLISTED", 3), f"{capability.name}: {name}"
+        else:
+            executor.withdraw(proposal.token, conversation_id=f"outside-{name}")
+            raise AssertionError(f"{capability.name} asked the household to read {outside!r} (argument {name!r}), "
+                                 "which is not on the allowlist")
+
+
+def sample_arguments_with_entities(capability: Capability) -> dict[str, Any]:
+    """Valid arguments (as sample_arguments makes them), where a list of entity ids holds one allowed entity."""
+    arguments: dict[str, Any] = {}
+    for name, schema in capability.arguments_schema["properties"].items():
+        if "enum" in schema:
+            arguments[name] = schema["enum"][0]
+        elif name in entity_arguments(capability):
+            entity = CONFIG.allowlisted_entities[0]
+            arguments[name] = [entity] if schema.get("type") == "array" else entity
+        else:
+            pytest.fail(f"{capability.name}: teach sample_arguments_with_entities to make a valid {name!r} ({schema})")
+    return arguments
+
+
+@each
+def test_an_entity_it_names_must_be_on_the_allowlist(capability: Capability, data_dir: DataDir,
+                                                      stub_ha: StubHomeAssistant) -> None:
+    """Stage 3's allowlist holds for every argument that names an entity, whatever the argument is called."""
+    assert_entity_arguments_are_held_to_the_allowlist(configured_executor(data_dir, stub_ha), capability)
+
+
+def test_the_allowlist_invariant_catches_an_entity_argument_stage_3_does_not_check(
+        data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A third capability naming its entity `entity` (or taking a list) would read outside the allowlist: caught."""
+    history = REGISTRY["home_assistant.get_history"]
+    for properties in ({"entity": ENTITY_ID_SCHEMA, "period": history.arguments_schema["properties"]["period"]},
+                       {"entity_ids": {"type": "array", "items": ENTITY_ID_SCHEMA}}):
+        sketch = dataclasses.replace(
+            history, name="home_assistant.sketch",
+            arguments_schema={"type": "object", "required": list(properties), "properties": properties,
+                              "additionalProperties": False},
+            argument_messages={name: f"{name} is wrong." for name in properties},
+            card=lambda config, arguments: Card("Read it?", "A sketch of a third capability."))
+        monkeypatch.setitem(REGISTRY, sketch.name, sketch)
+        with pytest.raises(AssertionError, match="not on the allowlist"):
+            assert_entity_arguments_are_held_to_the_allowlist(configured_executor(data_dir, stub_ha), sketch)
+
+
+@each
+def test_a_read_through_the_executor_returns_what_its_result_schema_declares(
+        capability: Capability, data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    """Every capability runs at least once in the tests, so its result schema is checked against a real result."""
+    executor = configured_executor(data_dir, stub_ha)
+    proposal = executor.propose(capability.name, sample_arguments_with_entities(capability), conversation_id="c")
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert_matches_result_schema(capability.name, result)

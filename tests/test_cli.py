@@ -272,3 +272,39 @@ def test_waiting_mcp_calls_get_worker_threads_of_their_own() -> None:
     from console_ha.cli import server_threads
 
     assert server_threads(8) == 8 + MAX_WAITING
+
+
+def test_commands_that_only_list_or_refuse_leave_the_data_dir_as_they_found_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`api-token list`, a revoke of no token and a refused password make no data dir, nor narrow one.
+
+    As before the composition root: only a command that writes (a password, a token, `serve`) makes it.
+    """
+    import stat
+
+    mistyped = tmp_path / "mistyped" / "data"
+    assert cli.main(["api-token", "list", "--data-dir", str(mistyped)]) == 0
+    assert cli.main(["api-token", "revoke", "--name", "node-red", "--data-dir", str(mistyped)]) == 1
+    monkeypatch.setattr(sys, "stdin", _Stdin("short\n"))
+    assert cli.main(["set-password", "--data-dir", str(mistyped)]) == 2
+    assert not (tmp_path / "mistyped").exists()
+
+    shared = tmp_path / "made-by-hand"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    assert cli.main(["api-token", "list", "--data-dir", str(shared)]) == 0
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755
+    assert "No API token is named" in capsys.readouterr().err
+
+
+def test_every_command_sweeps_what_a_killed_write_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Listing the API tokens still repairs the data dir first, as every command did."""
+    data_dir = DataDir(tmp_path / "data")
+    data_dir.ensure()
+    stale = data_dir.root / ".ha.json.ab12cd34.tmp"
+    stale.write_text("a copy of what a killed write was writing")
+    assert cli.main(["api-token", "list", "--data-dir", str(data_dir.root)]) == 0
+    assert not stale.exists()

@@ -240,6 +240,33 @@ def test_area_fetches_share_one_bounded_pool(
     assert 1 <= len(threads) <= AREA_WORKERS
 
 
+
+def test_picker_loads_of_a_home_assistant_whose_areas_hang_leave_a_worker_for_another(
+    make_service: Callable[..., SettingsService], two_homes: tuple[StubHomeAssistant, StubHomeAssistant]
+) -> None:
+    """Reloads while one Home Assistant's registries hang share its fetch: another's areas still come in time.
+
+    Before the shared pool each load had a thread of its own, so a hung registry never cost another Home
+    Assistant its areas; with AREA_WORKERS threads in all, one fetch per Home Assistant keeps that true.
+    """
+    saved, tried = two_homes
+    release = threading.Event()
+
+    def fetch(base_url: str, token: Any, **kwargs: Any) -> dict[str, str] | None:
+        if base_url == saved.base_url:
+            release.wait(10)  # the saved one's WebSocket answers nothing (until the test ends)
+            return None
+        return {"sensor.outside_temperature": "Garden"}
+
+    service = make_service(areas=AreaCache(ttl=0, failure_ttl=0, fetch=fetch))
+    _save(service, saved.base_url, saved.token)
+    try:
+        for _ in range(AREA_WORKERS):  # the page loaded, then reloaded
+            assert json.loads(service.entities())["areas_known"] is False
+        assert json.loads(service.preview_entities(_trying(tried)))["areas_known"] is True
+    finally:
+        release.set()
+
 # --- the connection test and discovery --------------------------------------------------------------------
 
 

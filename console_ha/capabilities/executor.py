@@ -18,7 +18,6 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError, ConfigInvalid, HomeAssistantError
-from console_ha.ha.client import BUSY_MESSAGE
 from console_ha.ha.clients import LendClient, one_client
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
@@ -28,20 +27,9 @@ from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenLookup, TokenStore
 from console_ha.timestamps import utc_z
 from console_ha.unknown_keys import first_unknown
+from console_ha.words import MODEL_FALLBACK, MODEL_WORDS
 
 log = logging.getLogger(__name__)
-
-# What the model is told when Home Assistant fails. The client's own words may name the household's
-# Home Assistant address, which the model never needs; the code already says what happened.
-HA_FAILURE_MESSAGES = {
-    "HA_UNREACHABLE": "Home Assistant could not be reached.",
-    "HA_TIMEOUT": "Home Assistant did not answer in time.",
-    "HA_UNAUTHORIZED": "Home Assistant refused the Console's access token; the household needs to paste a new one.",
-    "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
-    "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
-    "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
-    "HA_BUSY": BUSY_MESSAGE,
-}
 
 
 @dataclass
@@ -278,7 +266,7 @@ class Executor:
             self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started),
                         client=pending.client)
             log.info("capability %s failed: %s", capability.name, err.message)
-            raise CapabilityError(err.code, HA_FAILURE_MESSAGES.get(err.code, "Home Assistant failed."),
+            raise CapabilityError(err.code, MODEL_WORDS.get(err.code, MODEL_FALLBACK),
                                   stage=5) from None
         except CapabilityError as err:
             event = "rejected" if err.stage in (3, 4) else "failed"

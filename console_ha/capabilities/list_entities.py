@@ -11,21 +11,18 @@ from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, 
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
 NAME = "home_assistant.list_entities"
-# Home Assistant's own bodies may be far larger than a result; they are capped separately.
-# 32 MiB is about 70,000 entities, ten times a large household's; parsing it costs a few hundred MiB.
-MAX_STATES_BYTES = 32 * 1024 * 1024
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
             deadline: Deadline, now: datetime) -> dict[str, Any]:
     """The current state of every allowlisted entity, and which allowlisted ones Home Assistant lacks."""
     wanted = set(config.allowlisted_entities)
-    states = client.states(timeout=deadline.remaining(), max_bytes=MAX_STATES_BYTES)
+    states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
     deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
     found: dict[str, Mapping[str, Any]] = {}
     for state in states:

@@ -23,7 +23,8 @@ DEFAULT_TIMEOUT = 4.0
 
 EntityAreas = dict[str, str]
 
-__all__ = ["AreaCache", "EntityAreas", "RegistryError", "entity_areas", "fetch_entity_areas", "websocket_url"]
+__all__ = ["AreaCache", "EntityAreas", "RegistryError", "entity_areas", "fetch_entity_areas", "fetch_key",
+           "websocket_url"]
 
 
 class RegistryError(Exception):
@@ -84,6 +85,12 @@ def _read_registries(
     return results
 
 
+def fetch_key(base_url: str, token: Secret, ca_bundle: str | None) -> tuple[str, str, str]:
+    """What makes two area fetches the same: the URL, the token and the CA bundle."""
+    # A hash of the token, so a new token is a new key and the token itself is not kept in one.
+    return base_url, hashlib.sha256(token.reveal().encode("utf-8")).hexdigest(), ca_bundle or ""
+
+
 class AreaCache:
     """Entity areas per Home Assistant, kept a minute: areas change rarely and the picker reloads often."""
 
@@ -103,8 +110,7 @@ class AreaCache:
         self, base_url: str, token: Secret, *, timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None
     ) -> EntityAreas | None:
         """Cached areas for this URL and token, fetched when absent or stale."""
-        # Keyed by a hash of the token so a new token is a new entry and the token itself is not kept here.
-        key = (base_url, hashlib.sha256(token.reveal().encode("utf-8")).hexdigest(), ca_bundle or "")
+        key = fetch_key(base_url, token, ca_bundle)
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(key)

@@ -36,6 +36,7 @@ from console_ha.ha import websocket as ha_ws
 from console_ha.ha.addresses import is_entity_id, normalise_base_url, origin_of
 from console_ha.ha.websocket import HomeAssistantWebSocket
 from console_ha.secret import Secret
+from console_ha.words import BUSY_MESSAGE
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,6 @@ MAX_CALLS_PER_ORIGIN = 4
 MAX_CALLS_IN_ALL = 6
 # Worker threads no Home Assistant call may take: /health and the pages answer on these.
 RESERVED_THREADS = 2
-BUSY_MESSAGE = ("Home Assistant is still busy with earlier requests from this Console, so this one was "
-                "not sent. Try again in a moment.")
 
 # What a Home Assistant token can hold (check_token's rule); anything else could break the header.
 _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,4096}")

@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
 from console_ha.errors import ConfigInvalid, HABusy, InvalidConfig
 from console_ha.ha.addresses import normalise_base_url
-from console_ha.ha.areas import AreaCache, EntityAreas
+from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.discovery import Instance
 from console_ha.secret import Secret
@@ -51,7 +51,8 @@ TRY_FIELDS = ("base_url", "access_token")
 AREAS_GRACE = 1.0
 # Area fetches in flight at once, for all picker loads together. Fetches are cached (`AreaCache`), so one
 # that waits behind another mostly finds its answer ready; a second worker keeps a fetch hanging on a
-# Home Assistant the household has left from holding up the new one.
+# Home Assistant the household has left from holding up the new one. Picker loads of one Home Assistant
+# share its fetch under way (`_areas_for`), so reloads cannot fill both workers with the same hung one.
 AREA_WORKERS = 2
 
 # Discovery requests that may hold a server thread at once: one browsing and one waiting for it. More
@@ -184,6 +185,9 @@ class SettingsService:
         self.areas = areas or AreaCache()
         # Built once: a pool per picker load would start a thread for every request.
         self._area_pool = ThreadPoolExecutor(max_workers=AREA_WORKERS, thread_name_prefix="ha-areas")
+        # The fetch under way for each URL, token and CA bundle (`areas.fetch_key`).
+        self._area_fetches: dict[tuple[str, str, str], Future[EntityAreas | None]] = {}
+        self._area_fetches_lock = threading.Lock()
         # One zeroconf browse at a time; a second request (a reload while the first still browses) waits
         # for it, and past DISCOVERY_REQUESTS in all a request is refused at once.
         self._discovery_lock = threading.Lock()
@@ -301,8 +305,7 @@ class SettingsService:
     def _catalogue(self, base_url: str, token: Secret, config: HomeAssistantConfig) -> bytes:
         ca_bundle = ca_bundle_path(config, self._data_dir)
         # The registries come over a separate WebSocket; ask for them while the states are on their way.
-        areas_future = self._area_pool.submit(self.areas.get, base_url, token, timeout=self._timeouts.areas,
-                                              ca_bundle=ca_bundle)
+        areas_future = self._areas_for(base_url, token, ca_bundle)
         states = self._client(base_url, token, config).states(timeout=self._timeouts.states,
                                                               max_bytes=ALL_ENTITIES_MAX_BYTES)
         areas: EntityAreas | None
@@ -318,6 +321,26 @@ class SettingsService:
             log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
             raise not_home_assistant()
         return payload
+
+    def _areas_for(self, base_url: str, token: Secret, ca_bundle: str | None) -> Future[EntityAreas | None]:
+        """The areas of this Home Assistant, fetched on the pool: the fetch under way for it, else a new one."""
+        key = fetch_key(base_url, token, ca_bundle)
+        with self._area_fetches_lock:
+            future = self._area_fetches.get(key)
+            if future is not None:
+                return future
+            future = self._area_pool.submit(self.areas.get, base_url, token, timeout=self._timeouts.areas,
+                                            ca_bundle=ca_bundle)
+            self._area_fetches[key] = future
+
+        def forget(done: Future[EntityAreas | None]) -> None:
+            with self._area_fetches_lock:
+                if self._area_fetches.get(key) is done:
+                    del self._area_fetches[key]
+
+        # Outside the lock: a fetch already done runs `forget` here, at once.
+        future.add_done_callback(forget)
+        return future
 
     # --- the connection test and discovery ------------------------------------------------------------
 

@@ -134,7 +134,8 @@ def error_response(err: ConsoleHaError, headers: dict[str, str] | None = None) -
     return response
 
 
-def _handle_console_error(err: ConsoleHaError) -> Response:
+def handle_console_error(err: ConsoleHaError) -> Response:
+    """Answer a ConsoleHaError with its status and body; a 5xx is logged by code."""
     if status_for(err.code) >= 500:
         log.warning("%s %s answered %s", request.method, request.path, err.code)
     headers = {"WWW-Authenticate": 'Bearer realm="console-ha"'} if err.code == "UNAUTHENTICATED" else None
@@ -168,7 +169,7 @@ def _handle_internal_error(err: HTTPException) -> Response:
 
 def register_error_handlers(app: Flask) -> None:
     """Give every error the contract's JSON body on API paths and the error page elsewhere."""
-    app.register_error_handler(ConsoleHaError, _handle_console_error)
+    app.register_error_handler(ConsoleHaError, handle_console_error)
     app.register_error_handler(CSRFError, _handle_csrf_error)
     app.register_error_handler(HTTPException, _handle_http_error)
     # Flask hands unhandled exceptions to the 500 handler (unless PROPAGATE_EXCEPTIONS, as in tests).

@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+import logging
 
+from flask import Blueprint, Response, jsonify, request
+
+from console_ha.errors import CapabilityError
 from console_ha.settings.service import SaveRequest, SettingsService, TryRequest
 from console_ha.store.config import refuse_unknown
 from console_ha.web import services
 from console_ha.web.api_tokens import SessionOnly
 from console_ha.web.auth import current_principal
 from console_ha.web.bodies import json_object
+from console_ha.web.errors import handle_console_error
+from console_ha.words import household_error
+
+log = logging.getLogger(__name__)
 
 bp = Blueprint("settings_api", __name__, url_prefix="/api/v1/conversation/home-assistant")
+
+
+@bp.errorhandler(CapabilityError)
+def _in_household_words(err: CapabilityError) -> Response:
+    """Home Assistant failures, and a picker not set up yet, answer in the settings page's words."""
+    # What the client saw (a status, a number of seconds) stays in the log for whoever looks into it.
+    log.info("%s %s: %s", request.path, err.code, err.message)
+    return handle_console_error(household_error(err))
+
 
 CA_SESSION_ONLY = ("Only the household, logged in to the Console in a browser, can add or remove the CA "
                    "certificate: it decides who may receive the Home Assistant access token over https.")

@@ -14,6 +14,7 @@ from console_ha.errors import InvalidConfig
 from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.settings.service import SaveRequest, SettingsService, SettingsUnreadable, SettingsView
 from console_ha.settings.tokens import TokenStatus, optional_token, typed_origin
+from console_ha.store.ca_certificate import MAX_PEM_BYTES
 from console_ha.store.config import MAX_ALLOWLIST, HomeAssistantConfig
 from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN
 from console_ha.store.review import MAX_SENT_BY_PAGE
@@ -110,9 +111,9 @@ def _render(
         error_field=form_error.detail.get("field") if form_error else None,
         # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
         budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
-        # For static/settings.js and budget.js: the rules a save checks, so the scripts hold no copies.
+        # For static/settings/ and budget.js: the rules a save checks, so the scripts hold no copies.
         limits={"allowlist": MAX_ALLOWLIST, "entity_id_pattern": ENTITY_ID_RE.pattern,
-                "reviewed": MAX_SENT_BY_PAGE},
+                "reviewed": MAX_SENT_BY_PAGE, "ca_pem_bytes": MAX_PEM_BYTES},
         **_urls(),
     )
     return html, status

@@ -452,3 +452,17 @@ def test_the_settings_page_has_no_serious_accessibility_violations(configured_pa
     entity(page, "person.alex").click()
     expect(page.get_by_role("dialog")).to_be_visible()
     assert serious_violations(page) == []
+
+
+def test_test_connection_without_a_token_says_so_beside_the_token_field(
+    settings_page: Page, stub_ha: StubHomeAssistant
+) -> None:
+    """The status line says how to set up; the token field says what it lacks, as the page did before issue 9."""
+    page = settings_page
+    page.get_by_label("Home Assistant URL").fill(stub_ha.base_url)
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.locator("#test-status")).to_contain_text("Enter the Home Assistant URL and an access token")
+    expect(page.locator("#access-token-error")).to_have_text(
+        "Home Assistant is not set up yet: save an access token first."
+    )
+    expect(page.get_by_label("Access token")).to_have_attribute("aria-invalid", "true")

@@ -63,7 +63,7 @@ def test_the_page_gives_the_meter_the_servers_numbers(logged_in: FlaskClient) ->
 
 
 def test_the_page_gives_the_picker_the_servers_limits(logged_in: FlaskClient) -> None:
-    """settings.js and budget.js get the allowlist's size limit and the entity-id rule from the page.
+    """static/settings/ and budget.js get the allowlist's size limit and the entity-id rule from the page.
 
     One fact, one place: config_store's MAX_ALLOWLIST and ENTITY_ID_RE, not copies in the scripts.
     """
@@ -74,7 +74,9 @@ def test_the_page_gives_the_picker_the_servers_limits(logged_in: FlaskClient) ->
     assert f'data-entity-id-pattern="{escape(ENTITY_ID_RE.pattern)}"' in form.group(0)
     assert f'data-review-limit="{MAX_SENT_BY_PAGE}"' in form.group(0)
     static = Path(__file__).resolve().parents[2] / "static"
-    for script in ("settings.js", "budget.js"):
-        source = (static / script).read_text()
+    scripts = sorted(static.glob("settings/*.js")) + [static / "budget.js"]
+    assert len(scripts) > 2, "the settings page's modules are not where the page loads them from"
+    for path in scripts:
+        script, source = path.name, path.read_text()
         assert str(MAX_ALLOWLIST) not in source, f"{script} copies MAX_ALLOWLIST"
         assert "[a-z0-9_]" not in source, f"{script} copies the entity-id pattern"

@@ -64,7 +64,7 @@ def test_the_page_passes_the_api_urls_to_its_script_in_data_attributes(logged_in
     html = logged_in.get(PAGE).get_data(as_text=True)
     assert 'data-entities-url="/api/v1/conversation/home-assistant/entities"' in html
     assert 'data-test-url="/api/v1/conversation/home-assistant/test"' in html
-    assert '<script type="module" src="/static/settings.js">' in html
+    assert '<script type="module" src="/static/settings/main.js">' in html
     assert "<script>" not in html  # no inline scripts: the Content-Security-Policy forbids them
 
 
@@ -79,7 +79,7 @@ def test_a_damaged_settings_file_shows_what_is_wrong_and_what_to_do(
     assert "The Home Assistant settings file is damaged" in html
     assert str(data_dir.ha_config) in html
     assert "Start again with empty settings" in html
-    assert "Traceback" not in html and "settings.js" not in html
+    assert "Traceback" not in html and "settings/main.js" not in html
 
 
 def test_starting_again_moves_the_damaged_file_aside(logged_in: FlaskClient, data_dir: DataDir) -> None:

@@ -1,0 +1,122 @@
+// The household's own CA certificate for https: what the Console trusts now, and adding or removing one.
+// Each certificate is cloned from the server-rendered #ca-cert-template and filled with textContent.
+
+import { api, setStatus, showError } from "./api.js";
+
+const expiryWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
+
+export function setUpCa(page) {
+  const { el, $ } = page;
+  const ca = {
+    section: $("ca-section"),
+    current: $("ca-current"),
+    pem: $("ca-pem"),
+    file: $("ca-file"),
+    add: $("ca-add"),
+    remove: $("ca-remove"),
+    status: $("ca-status"),
+    error: $("ca-pem-error"),
+    template: $("ca-cert-template"),
+  };
+  // The largest PEM the server accepts (console_ha.store.ca_certificate.MAX_PEM_BYTES), from the page.
+  const maxBytes = Number(ca.section.dataset.caMaxBytes) || Infinity;
+
+  page.openCa = () => {
+    ca.section.open = true;
+  };
+
+  /** What the Console trusts for https now, one block per certificate, built from the template. */
+  function showCa(data) {
+    const blocks = [];
+    if (!data.stored) {
+      const p = document.createElement("p");
+      p.textContent = "No certificate added: https is checked against the authorities this Console trusts anyway.";
+      blocks.push(p);
+    } else if (!data.readable) {
+      const p = document.createElement("p");
+      p.className = "status--error";
+      p.textContent = "The stored certificate file can’t be read. Add the certificate again, or remove it.";
+      blocks.push(p);
+    }
+    if (data.managed_by_file) {
+      const p = document.createElement("p");
+      p.textContent = `Set in the settings file (${data.managed_by_file}); change it there.`;
+      blocks.push(p);
+    }
+    for (const cert of data.certificates || []) {
+      const block = ca.template.content.firstElementChild.cloneNode(true);
+      block.querySelector(".ca-cert__words").textContent = cert.words;
+      block.querySelector(".ca-cert__subject").textContent = cert.subject;
+      block.querySelector(".ca-cert__issuer").textContent = cert.issuer === cert.subject ? `${cert.issuer} (itself)` : cert.issuer;
+      block.querySelector(".ca-cert__expires").textContent = expiryWords.format(new Date(cert.not_after));
+      blocks.push(block);
+    }
+    ca.current.replaceChildren(...blocks);
+    ca.remove.hidden = !data.stored || Boolean(data.managed_by_file);
+    ca.add.hidden = Boolean(data.managed_by_file);
+    if (data.stored) ca.section.open = true;
+  }
+
+  function caError(error) {
+    if (error.field === "ca_certificate") {
+      ca.error.textContent = error.message;
+      ca.error.hidden = false;
+      ca.pem.setAttribute("aria-invalid", "true");
+      ca.pem.focus();
+      setStatus(ca.status, "Nothing was changed.", "error");
+    } else {
+      showError(ca.status, error);
+    }
+  }
+
+  function clearCaError() {
+    ca.error.hidden = true;
+    ca.error.textContent = "";
+    ca.pem.removeAttribute("aria-invalid");
+  }
+
+  page.loadCa = async () => {
+    const result = await api("GET", ca.section.dataset.caUrl);
+    if (result.ok) showCa(result.data);
+  };
+
+  ca.file.addEventListener("change", async () => {
+    const file = ca.file.files && ca.file.files[0];
+    if (!file) return;
+    if (file.size > maxBytes) {
+      caError({ field: "ca_certificate", message: "This file is larger than a CA certificate." });
+      return;
+    }
+    ca.pem.value = await file.text();
+    clearCaError();
+    setStatus(ca.status, `Read ${file.name}. Press Add certificate to use it.`);
+  });
+
+  ca.add.addEventListener("click", async () => {
+    clearCaError();
+    setStatus(ca.status, "Checking the certificate…", "busy");
+    const result = await api("POST", ca.section.dataset.caUrl, { pem: ca.pem.value });
+    if (!result.ok) {
+      caError(result.error);
+      return;
+    }
+    showCa(result.data);
+    ca.pem.value = "";
+    ca.file.value = "";
+    setStatus(el.testStatus, ""); // a certificate error said before no longer holds; test again to know
+    setStatus(ca.status, "Added. Test connection now checks Home Assistant’s certificate against it.", "ok");
+  });
+
+  ca.remove.addEventListener("click", async () => {
+    clearCaError();
+    const result = await api("DELETE", ca.section.dataset.caUrl);
+    if (!result.ok) {
+      caError(result.error);
+      return;
+    }
+    showCa(result.data);
+    setStatus(ca.status, "Removed. https is now checked against the authorities this Console trusts anyway.", "ok");
+  });
+
+  ca.section.hidden = false;
+}
