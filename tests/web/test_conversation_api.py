@@ -241,10 +241,18 @@ def test_a_model_that_is_down_is_502(make_app, password):
     assert_error(ask(client, "hi"), 502, "MODEL_UNAVAILABLE")
 
 
-def test_the_app_shares_one_executor_across_requests(app):
-    service = app.extensions["console_ha"].conversation
+def test_the_app_shares_one_executor_across_requests(app, household, configured, model):
+    """A card proposed in one request is the executor's in the next: one service, one confirmation store."""
+    console = app.extensions["console_ha"]
+    service = console.conversation
     assert isinstance(service, ConversationService)
-    assert service.executor.confirmations is app.extensions["console_ha"].conversation.executor.confirmations
+    assert service.executor is console.executor
+    model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    paused = ask(household).get_json()
+    assert console.executor.confirmations.pending_count() == 1
+    approved = answer(household, paused["conversation_id"], paused["pending_confirmation"]["token"], True)
+    assert approved.status_code == 200 and approved.get_json()["pending_confirmation"] is None
+    assert console.conversation is service and console.executor.confirmations.pending_count() == 0
 
 
 # --- the conversation page ---------------------------------------------------------------------
