@@ -68,7 +68,8 @@ def server_threads(threads: int) -> int:
 def serve(args: argparse.Namespace) -> int:
     """Run the Console on waitress until interrupted."""
     # Imported here so set-password and api-token start without loading Flask.
-    from waitress import create_server
+    # The package's own name for it (what tests replace); types-waitress declares it only in waitress.server.
+    from waitress import create_server  # type: ignore[attr-defined]
 
     from console_ha.ha.client import CALL_LIMITS, RESERVED_THREADS
     from console_ha.web import create_app
@@ -85,7 +86,7 @@ def serve(args: argparse.Namespace) -> int:
     app = create_app(test_config={"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names},
                      console=console)
     server = create_server(app, host=args.host, port=args.port, threads=server_threads(args.threads))
-    port = server.effective_port  # type: ignore[union-attr]
+    port = server.effective_port
     host = f"[{args.host}]" if ":" in args.host else args.host
     if not _is_loopback(args.host):
         print(

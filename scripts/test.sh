@@ -20,5 +20,7 @@ bash scripts/install-ha.sh
 
 # Lint first: it takes a second and names the line.
 .venv/bin/ruff check --quiet console_ha tests benchmarks wsgi.py
+# Then the type checker, strict for the package (its settings are in pyproject.toml's [tool.mypy]).
+.venv/bin/python -m mypy
 
 exec .venv/bin/python -m pytest "$@"

@@ -42,7 +42,8 @@ class PendingConfirmation:
 
     @property
     def arguments(self) -> dict[str, Any]:
-        return json.loads(self.canonical_arguments)
+        arguments: dict[str, Any] = json.loads(self.canonical_arguments)  # canonical: always an object
+        return arguments
 
 
 class ConfirmationInvalid(CapabilityError):

@@ -15,6 +15,7 @@ from typing import Any
 
 from console_ha.capabilities.spec import DEFAULT_MAX_RESULT_BYTES
 from console_ha.errors import InvalidConfig
+from console_ha.timestamps import utc_z
 
 # list_entities' bound (list_entities.py declares it from here): the budget below is what it leaves.
 MAX_RESULT_BYTES = DEFAULT_MAX_RESULT_BYTES
@@ -37,11 +38,6 @@ class TextCaps:
 CAP_LEVELS: tuple[TextCaps, ...] = (TextCaps(96, 64, 16), TextCaps(48, 48, 12), TextCaps(24, 32, 8))
 GUARANTEED = CAP_LEVELS[-1]
 _SAMPLE_TIME = "2000-01-01T00:00:00Z"  # every last_changed is written in exactly this many bytes
-
-
-def iso(moment: datetime) -> str:
-    """UTC ISO 8601 to the second with a Z, as every timestamp in a result is written."""
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def json_size(value: Any) -> int:
@@ -91,12 +87,12 @@ def cut(text: str, max_bytes: int) -> str:
 
 
 def timestamp(value: object) -> str | None:
-    """Home Assistant's time as `iso` writes it (always 20 bytes), or None when it is not a time."""
+    """Home Assistant's time as `utc_z` writes it (always 20 bytes), or None when it is not a time."""
     if not isinstance(value, str) or len(value) > 64:
         return None
     try:
         moment = datetime.fromisoformat(value)
-        return iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+        return utc_z(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
     except (ValueError, OverflowError):
         return None
 

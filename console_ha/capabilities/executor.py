@@ -14,7 +14,6 @@ from typing import Any, cast
 
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
-from console_ha.capabilities.entity_budget import iso
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
@@ -26,6 +25,7 @@ from console_ha.store.ca_certificate import ca_bundle_path
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenLookup, TokenStore
+from console_ha.timestamps import utc_z
 from console_ha.unknown_keys import first_unknown
 from console_ha.words import MODEL_FALLBACK, MODEL_WORDS
 
@@ -200,7 +200,7 @@ class Executor:
             capability=capability.name,
             arguments=canonical,
             card=capability.card(config, canonical),
-            expires_at=iso(datetime.fromtimestamp(pending.expires_at, UTC)),
+            expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 
     def answer(self, token: object, *, approve: bool, conversation_id: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
-from console_ha.capabilities.entity_budget import iso
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
@@ -17,6 +16,7 @@ from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.websocket import WebSocketUnsupported
 from console_ha.store.config import HomeAssistantConfig
+from console_ha.timestamps import utc_z
 
 NAME = "home_assistant.get_history"
 # Home Assistant's history of a week may be far larger than the result; it is streamed and capped.
@@ -75,7 +75,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         "friendly_name": current["friendly_name"],
         "period": period,
         **digest.to_result(),
-        "retrieved_at": iso(now),
+        "retrieved_at": utc_z(now),
     }
 
 

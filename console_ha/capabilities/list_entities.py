@@ -7,12 +7,13 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
-from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, iso, json_size
+from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, json_size
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.store.config import HomeAssistantConfig
+from console_ha.timestamps import utc_z
 
 NAME = "home_assistant.list_entities"
 
@@ -36,7 +37,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         result = {
             "entities": [narrow_state(found[e], caps) for e in present],
             "missing_entities": [e for e in config.allowlisted_entities if e not in found],
-            "retrieved_at": iso(now),
+            "retrieved_at": utc_z(now),
         }
         if json_size(result) <= MAX_RESULT_BYTES:
             break

@@ -36,6 +36,7 @@ from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
+from console_ha.store.files import read_stored
 
 log = logging.getLogger(__name__)
 
@@ -152,13 +153,8 @@ class ModelStore:
 
     def read(self) -> SavedModel:
         """The saved settings (empty when none); ConfigInvalid when the file is damaged."""
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return SavedModel()
-        except OSError as err:
-            raise ConfigInvalid(f"The model settings file cannot be read ({err.strerror}).") from None
-        return parse_saved(raw)
+        raw = read_stored(self.path, "model settings file")
+        return SavedModel() if raw is None else parse_saved(raw)
 
     def api_key(self, base_url: str) -> Secret | None:
         """The saved key, only when it was saved for `base_url`'s origin; None otherwise or when damaged."""

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeGuard, cast
 from urllib.parse import quote, unquote
 
 import orjson
@@ -141,8 +141,9 @@ class _VerifiedAdapter(HTTPAdapter):
         super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
 
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
-        # Whatever `verify` a caller or session says, certificates are required...
-        super().cert_verify(conn, url, True, cert)
+        # Whatever `verify` a caller or session says, certificates are required... (types-requests leaves
+        # HTTPAdapter.cert_verify unannotated, hence the ignore.)
+        super().cert_verify(conn, url, True, cert)  # type: ignore[no-untyped-call]
         # ...against our context's trust (system store, or only the household's bundle), not certifi's.
         conn.ca_certs = None
         conn.ca_cert_dir = None
@@ -363,8 +364,9 @@ class HomeAssistantClient:
                 url,
                 params=params,
                 headers=headers,
-                # `total` makes connect plus waiting for the headers share one budget.
-                timeout=urllib3.Timeout(total=timeout, connect=timeout, read=timeout),
+                # `total` makes connect plus waiting for the headers share one budget. requests passes a
+                # urllib3 Timeout through as it is; types-requests only knows floats and tuples.
+                timeout=urllib3.Timeout(total=timeout, connect=timeout, read=timeout),  # type: ignore[arg-type]
                 stream=True,
                 allow_redirects=False,  # a redirect could carry the token elsewhere
                 verify=True,
@@ -433,7 +435,7 @@ def _check_params(params: Mapping[str, str] | None) -> None:
             raise ValueError("query parameters must be strings")
 
 
-def _is_state(item: object) -> bool:
+def _is_state(item: object) -> TypeGuard[dict[str, Any]]:
     return (isinstance(item, dict) and isinstance(item.get("entity_id"), str)
             and isinstance(item.get("state"), str))
 

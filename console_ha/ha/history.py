@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, Literal, NotRequired, TypedDict, cast
@@ -17,6 +17,7 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.addresses import is_entity_id
 from console_ha.ha.client import UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.websocket import HISTORY_COMMAND, HomeAssistantWebSocket, command_failed, parse_events
+from console_ha.timestamps import utc_z, utc_z_exact
 
 # A digest names at most this many states (the ones with the most time); the rest are summed. get_history's
 # result schema declares the same bound from here.
@@ -132,10 +133,9 @@ def history_params(entity_id: str, *, start: datetime, end: datetime) -> tuple[s
     """The REST path and query string for one entity's minimal history in [start, end)."""
     if not is_entity_id(entity_id):
         raise ValueError("entity_id must look like domain.object_id")
-    return f"/api/history/period/{_iso_z_exact(start)}", {
+    return f"/api/history/period/{utc_z_exact(start)}", {
         "filter_entity_id": entity_id,
-        # Z, never +00:00: in a query a raw "+" arrives as a space and HA rejects the time.
-        "end_time": _iso_z_exact(end),
+        "end_time": utc_z_exact(end),
         "minimal_response": "",
         "no_attributes": "",
     }
@@ -145,7 +145,7 @@ def history_command(entity_id: str, *, start: datetime, end: datetime) -> dict[s
     """The WebSocket command for the same history as history_params asks of REST."""
     if not is_entity_id(entity_id):
         raise ValueError("entity_id must look like domain.object_id")
-    return {"type": HISTORY_COMMAND, "start_time": _iso_z_exact(start), "end_time": _iso_z_exact(end),
+    return {"type": HISTORY_COMMAND, "start_time": utc_z_exact(start), "end_time": utc_z_exact(end),
             "entity_ids": [entity_id], "minimal_response": True, "no_attributes": True}
 
 
@@ -283,117 +283,154 @@ def _row(row: object) -> Row:
     return (parsed - _EPOCH) // _MICROSECOND, state
 
 
-def _rest_rows(body: BinaryIO, entity_id: str) -> Iterator[Row]:
-    """The rows of a `[[row, ...]]` body, built from parser events, refusing any other shape.
+@dataclass(frozen=True)
+class _RowLayout:
+    """Where the rows of one kind of history answer sit, and the names of their fields."""
 
-    ijson's prefix-based readers (`items`) keep a prefix string per level, so a small body nested
-    thousands deep costs memory that grows with the square of its depth; `basic_parse` keeps none,
-    and rows nested deeper than Home Assistant ever nests them are refused as they arrive.
+    row_depth: int  # how deep each row object sits in the answer
+    max_depth: int  # deeper than this is refused as it arrives
+    state_key: str
+    time_key: str
+    # None, not "", where there is none: "" is a key JSON allows, and a row holding it must not count.
+    fallback_time_key: str | None  # read when time_key is absent or null
+    entity_key: str | None  # a field that, when present, must name the entity asked for
+    iso_times: bool  # ISO 8601 with an offset (REST), or else epoch seconds as a JSON number (WebSocket)
+
+
+_REST_LAYOUT = _RowLayout(row_depth=3, max_depth=MAX_ROW_DEPTH, state_key="state", time_key="last_changed",
+                          fallback_time_key=None, entity_key="entity_id", iso_times=True)
+# `lc` (last changed) is present only where the state last changed before `lu` (last updated).
+_WS_LAYOUT = _RowLayout(row_depth=4, max_depth=MAX_WS_DEPTH, state_key="s", time_key="lc",
+                        fallback_time_key="lu", entity_key=None, iso_times=False)
+
+
+def _event_rows(events: Iterable[tuple[str, Any]], entity_id: str, layout: _RowLayout, *,
+                enter: Callable[[int, str, str], None], value: Callable[[int, str, Any], None]) -> Iterator[Row]:
+    """The one walk over a history answer's parser events, for REST and the WebSocket alike.
+
+    Each object at the layout's row depth is read into a row and checked; `enter` checks each container
+    above the rows as it opens (depth, event, its key), and `value` each plain value outside a row.
+
+    Why events and not ijson's prefix-based readers (`items`): those keep a prefix string per level, so a
+    small body nested thousands deep costs memory that grows with the square of its depth; `basic_parse`
+    keeps none. This loop runs once an event, a million times for a chatty week, so a row is read here,
+    written out, rather than in a function called once a row (that costs a fifth more time).
     """
+    row_depth, max_depth, iso_times = layout.row_depth, layout.max_depth, layout.iso_times
+    state_key, time_key, fallback_key, entity_key = (layout.state_key, layout.time_key,
+                                                     layout.fallback_time_key, layout.entity_key)
+    # Globals and builtins as locals: each is looked up once a row.
+    fromisoformat, epoch, microsecond, per_second, text = (datetime.fromisoformat, _EPOCH, _MICROSECOND,
+                                                           _MICROS_PER_SECOND, str)
     depth = 0
     key = ""
     state: Any = None
     stamp: Any = None
+    fallback: Any = None
     other: Any = entity_id
-    fromisoformat = datetime.fromisoformat
-    for event, value in ijson.basic_parse(body, use_float=True):
+    for event, item in events:
         if event == "map_key":
-            key = value
+            key = item
         elif event == "start_map" or event == "start_array":
             depth += 1
-            if depth == 3:
+            if depth == row_depth:
                 if event != "start_map":
                     raise _malformed()  # a row is an object
-                state = stamp = None
+                state = stamp = fallback = None
                 other = entity_id
-            elif depth > MAX_ROW_DEPTH:
+            elif depth > max_depth:
                 raise _malformed()
-            elif depth <= 2 and event != "start_array":
-                raise _wrong_shape()  # the body and each entity's history are lists
+            elif depth < row_depth:
+                enter(depth, event, key)
         elif event == "end_map" or event == "end_array":
-            if depth == 3:
+            if depth == row_depth:
                 if other != entity_id:
                     raise _other_entity()
-                # _row(), written out: this runs once a row, 100,000 times for a chatty week.
-                if not isinstance(state, str) or not isinstance(stamp, str):
+                if type(state) is not text:
                     raise _malformed()
-                try:
-                    parsed = fromisoformat(stamp)
-                except ValueError:
-                    raise _malformed() from None
-                if parsed.tzinfo is None:
-                    raise _malformed()
-                yield (parsed - _EPOCH) // _MICROSECOND, state
+                if iso_times:
+                    # _row(), written out.
+                    if type(stamp) is not text:
+                        raise _malformed()
+                    try:
+                        parsed = fromisoformat(stamp)
+                    except ValueError:
+                        raise _malformed() from None
+                    if parsed.tzinfo is None:
+                        raise _malformed()
+                    yield (parsed - epoch) // microsecond, state
+                else:
+                    # _time_of(), written out: `lc` if there is one, else `lu`; a JSON number only (not a bool).
+                    if stamp is None:
+                        stamp = fallback
+                    if type(stamp) is not float and type(stamp) is not int:
+                        raise _malformed()
+                    yield round(stamp * per_second), state
             depth -= 1
-        elif depth == 3:
-            if key == "state":
-                state = value
-            elif key == "last_changed":
-                stamp = value
-            elif key == "entity_id":
-                other = value
-        elif depth < 3:
-            raise _wrong_shape() if depth < 2 else _malformed()
+        elif depth == row_depth:
+            if key == state_key:
+                state = item
+            elif key == time_key:
+                stamp = item
+            elif key == fallback_key:
+                fallback = item
+            elif key == entity_key:
+                other = item
+        else:
+            value(depth, key, item)
+
+
+def _rest_rows(body: BinaryIO, entity_id: str) -> Iterator[Row]:
+    """The rows of a `[[row, ...]]` body (one entity's {"state", "last_changed"} rows), refusing any other shape."""
+
+    def enter(depth: int, event: str, key: str) -> None:
+        if event != "start_array":
+            raise _wrong_shape()  # the body and each entity's history are lists
+
+    def value(depth: int, key: str, item: Any) -> None:
+        if depth < 2:
+            raise _wrong_shape()
+        if depth < 3:
+            raise _malformed()  # a row that is not an object
+        # Deeper: a value inside a row's attributes, which the digest does not read.
+
+    # Returned, not delegated with `yield from`: a second generator frame would cost each row a hop.
+    return _event_rows(ijson.basic_parse(body, use_float=True), entity_id, _REST_LAYOUT, enter=enter, value=value)
 
 
 def _ws_rows(events: Iterable[tuple[str, Any]], entity_id: str, message_id: int) -> Iterator[Row]:
     """The rows of Home Assistant's `history/history_during_period` answer, from its parser events.
 
     The message is `{"id", "type": "result", "success", "result": {entity_id: [{"s", "lu", "lc"?}, ...]}}`
-    (or `"error"` in place of `"result"`): times are epoch seconds, `lc` present only where the state
-    last changed before `lu`. Built from events for the same reason as _rest_rows.
+    (or `"error"` in place of `"result"`): times are epoch seconds.
     """
-    depth = 0
-    key = ""
     section = ""  # the top-level key being read: "result" or "error"
     envelope: dict[str, Any] = {}
     error: dict[str, Any] = {}
-    state: Any = None
-    updated: Any = None
-    changed: Any = None
-    for event, value in events:
-        if event == "map_key":
-            key = value
-        elif event == "start_map" or event == "start_array":
-            depth += 1
-            if depth == 4:
-                if event != "start_map":
-                    raise _malformed()  # a row is an object
-                state = updated = changed = None
-            elif depth > MAX_WS_DEPTH:
-                raise _malformed()
-            elif depth == 1:
-                if event != "start_map":
-                    raise _wrong_shape()
-            elif depth == 2:
-                section = key
-                if event != "start_map" or section not in ("result", "error"):
-                    raise _wrong_shape()
-            elif depth == 3:
-                if section != "result" or event != "start_array":
-                    raise _wrong_shape()
-                if key != entity_id:
-                    raise _other_entity()
-        elif event == "end_map" or event == "end_array":
-            if depth == 4:
-                stamp = updated if changed is None else changed
-                if not isinstance(state, str) or not isinstance(stamp, (float, int)) or isinstance(stamp, bool):
-                    raise _malformed()
-                yield round(stamp * _MICROS_PER_SECOND), state
-            depth -= 1
-        elif depth == 4:
-            if key == "s":
-                state = value
-            elif key == "lu":
-                updated = value
-            elif key == "lc":
-                changed = value
-        elif depth == 1:
-            envelope[key] = value
-        elif depth == 2 and section == "error":
-            error[key] = value
-        elif depth != 5:
+
+    def enter(depth: int, event: str, key: str) -> None:
+        nonlocal section
+        if depth == 1:
+            if event != "start_map":
+                raise _wrong_shape()
+        elif depth == 2:
+            section = key
+            if event != "start_map" or section not in ("result", "error"):
+                raise _wrong_shape()
+        elif section != "result" or event != "start_array":
             raise _wrong_shape()
+        elif key != entity_id:
+            raise _other_entity()
+
+    def value(depth: int, key: str, item: Any) -> None:
+        if depth == 1:
+            envelope[key] = item
+        elif depth == 2 and section == "error":
+            error[key] = item
+        elif depth != 5:
+            raise _wrong_shape()  # only a row's attributes (depth 5) may hold values the digest skips
+
+    yield from _event_rows(events, entity_id, _WS_LAYOUT, enter=enter, value=value)
     if envelope.get("id") != message_id or envelope.get("type") != "result":
         raise _wrong_shape()
     if envelope.get("success") is not True:
@@ -540,13 +577,14 @@ class _Digester:
                     if len(sample) > 2 * max_changes:
                         stride *= 2
                         sample = [c for c in sample if c[0] % stride == 0]
-                tally = states.get(state)
-                if tally is None:
-                    if states_full:
-                        tally = other
-                    else:
-                        tally = states[state] = [0, 0, None]
-                        states_full = len(states) >= MAX_COUNTED_STATES
+                found = states.get(state)
+                if found is not None:
+                    tally = found
+                elif states_full:
+                    tally = other
+                else:
+                    tally = states[state] = [0, 0, None]
+                    states_full = len(states) >= MAX_COUNTED_STATES
                 tally[1] += 1
                 tally[2] = moment
                 value = None
@@ -741,16 +779,8 @@ def _micros(moment: datetime) -> int:
 
 
 def _iso_z(micros: int) -> str:
-    """A UTC time to the second, with Z: short and unambiguous for a model and a person."""
-    moment = _EPOCH + timedelta(microseconds=micros)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _iso_z_exact(moment: datetime) -> str:
-    """A UTC time as HA's history API wants it in a URL: ISO 8601 with Z, microseconds kept."""
-    if moment.tzinfo is None:
-        raise ValueError("times must be timezone-aware")
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """Microseconds since the epoch as utc_z writes a moment."""
+    return utc_z(_EPOCH + timedelta(microseconds=micros))
 
 
 def _invalid_json() -> HABadResponse:

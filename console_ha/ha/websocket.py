@@ -64,7 +64,7 @@ def websocket_url(base_url: str) -> str:
     raise ValueError("base_url must be http or https")
 
 
-def command_failed(code: str) -> HABadResponse:
+def command_failed(code: str) -> HABadResponse | HAUnauthorized:
     """The error for a command Home Assistant answered with `success: false` and this error code."""
     if code in UNSUPPORTED_ERRORS:
         return WebSocketUnsupported(f"Home Assistant does not answer this over its WebSocket ({code}).",

@@ -6,13 +6,14 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from console_ha.store.atomic import ensure_dir
 from console_ha.store.datadir import DataDir
+from console_ha.timestamps import utc_z_now
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,6 @@ class AuditEvent:
     client: str | None = None
 
 
-def _now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 class AuditLog:
     """Appends one JSON line per outcome; each line goes out in a single write so lines never interleave."""
 
@@ -67,7 +64,7 @@ class AuditLog:
         """Append an event; a failure to write is logged, never raised into the invocation."""
         if event not in EVENTS:
             raise ValueError(f"unknown audit event {event!r}")
-        entry = AuditEvent(_now_iso(), event, capability, classification, stage, invocation, code, duration_ms,
+        entry = AuditEvent(utc_z_now(), event, capability, classification, stage, invocation, code, duration_ms,
                            client)
         line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))
         data = (line + "\n").encode("utf-8")
@@ -87,7 +84,7 @@ class AuditLog:
             log.error("could not write the audit log: %s", err.strerror)
         return entry
 
-    def events(self) -> Iterator[dict]:
+    def events(self) -> Iterator[dict[str, Any]]:
         """Every event in the log, oldest first; unreadable lines are skipped."""
         try:
             handle = self.path.open("r", encoding="utf-8", errors="replace")

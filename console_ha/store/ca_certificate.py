@@ -19,6 +19,7 @@ from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
+from console_ha.timestamps import utc_z
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +119,8 @@ def _info(cert: x509.Certificate) -> CertificateInfo:
     else:
         kind = "host"
         words = f"The certificate of a host, issued by {issuer}; not a CA."
-    return CertificateInfo(subject, issuer, cert.not_valid_before_utc.isoformat(),
-                           cert.not_valid_after_utc.isoformat(), kind, hosts, words)
+    return CertificateInfo(subject, issuer, utc_z(cert.not_valid_before_utc),
+                           utc_z(cert.not_valid_after_utc), kind, hosts, words)
 
 
 class CACertificateStore:

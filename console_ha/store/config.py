@@ -18,6 +18,7 @@ from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.ha.addresses import is_entity_id, normalise_base_url
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
+from console_ha.store.files import read_stored
 from console_ha.unknown_keys import first_unknown
 
 log = logging.getLogger(__name__)
@@ -194,12 +195,7 @@ class ConfigStore:
         return self._dd
 
     def _read_raw(self) -> bytes | None:
-        try:
-            return self.path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as err:
-            raise ConfigInvalid(f"The configuration file cannot be read ({err.strerror}).") from err
+        return read_stored(self.path, "configuration file")
 
     def read(self) -> StoredConfig:
         """The current configuration and its revision; the default when the file is absent."""

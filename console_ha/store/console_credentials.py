@@ -17,6 +17,8 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from console_ha.errors import ConsoleHaError, InvalidConfig
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
+from console_ha.store.files import read_if_present
+from console_ha.timestamps import utc_z_now
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +89,6 @@ def check_token_name(value: object) -> str:
     return name
 
 
-def _utc_now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def _parse_utc(text: str | None) -> float:
     if not text:
         return 0.0
@@ -140,11 +138,8 @@ class ConsoleSecrets:
 
     def password_hash(self) -> str | None:
         """The stored password hash, or None before the first run's password is set."""
-        try:
-            text = self.password_path.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return None
-        return text or None
+        raw = read_if_present(self.password_path)
+        return None if raw is None else raw.decode("utf-8").strip() or None
 
     def has_password(self) -> bool:
         """Whether the household has set a Console password."""
@@ -191,9 +186,8 @@ class ConsoleSecrets:
 
     def api_tokens(self) -> list[ApiToken]:
         """Every stored API token's name, creation time and hash."""
-        try:
-            raw = self.api_tokens_path.read_bytes()
-        except FileNotFoundError:
+        raw = read_if_present(self.api_tokens_path)
+        if raw is None:
             return []
         try:
             entries = json.loads(raw)["tokens"]
@@ -213,7 +207,7 @@ class ConsoleSecrets:
         """Make a new API token named `name`, store only its hash, and return it (shown once)."""
         name = check_token_name(name)
         token = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        created = _utc_now()
+        created = utc_z_now()
         self._ensure_dir()
         with path_lock(self.api_tokens_path):
             tokens = self.api_tokens()
@@ -271,7 +265,7 @@ class ConsoleSecrets:
         # Re-read under the lock: a token revoked meanwhile must not come back.
         with path_lock(self.api_tokens_path):
             tokens = self.api_tokens()
-            now = _utc_now()
+            now = utc_z_now()
             updated = [replace(t, last_used=now) if t.digest == used.digest else t for t in tokens]
             if updated != tokens:
                 self._write_api_tokens(updated)
@@ -283,9 +277,8 @@ class ConsoleSecrets:
     # password removes them all, and a copied cookie of an ended session opens nothing.
 
     def _read_sessions(self) -> dict[str, int]:
-        try:
-            raw = self.sessions_path.read_bytes()
-        except FileNotFoundError:
+        raw = read_if_present(self.sessions_path)
+        if raw is None:
             return {}
         try:
             entries = json.loads(raw)["sessions"]
@@ -369,10 +362,10 @@ class ConsoleSecrets:
         return key
 
     def _read_session_key(self) -> bytes | None:
-        try:
-            text = self.session_key_path.read_text(encoding="ascii").strip()
-        except FileNotFoundError:
+        raw = read_if_present(self.session_key_path)
+        if raw is None:
             return None
+        text = raw.decode("ascii").strip()
         try:
             key = bytes.fromhex(text)
         except ValueError:

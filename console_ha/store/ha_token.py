@@ -18,6 +18,7 @@ from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
+from console_ha.store.files import read_if_present
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +111,8 @@ class TokenStore:
     def read_record(self) -> StoredToken | None:
         """The stored record, or None when there is none (or it is damaged)."""
         try:
-            text = self.path.read_text(encoding="ascii")
-        except FileNotFoundError:
-            return None
+            raw = read_if_present(self.path)
+            text = "" if raw is None else raw.decode("ascii")
         except (OSError, UnicodeDecodeError) as err:
             log.warning("the stored Home Assistant token cannot be read (%s); treating it as absent",
                         type(err).__name__)

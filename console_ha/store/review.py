@@ -19,6 +19,7 @@ from console_ha.errors import InvalidConfig
 from console_ha.ha.addresses import ENTITY_ID_RE, origin_of
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
+from console_ha.timestamps import utc_z
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class ReviewStore:
         origin = _origin(base_url)
         if origin is None:
             raise InvalidConfig("A review belongs to a Home Assistant URL.", field="base_url")
-        moment = (now or datetime.now(UTC)).isoformat(timespec="seconds")
+        moment = utc_z(now or datetime.now(UTC))
         record = {"version": 1, "origin": origin, "reviewed_at": moment, "entity_ids": entity_ids}
         ensure_dir(self._dd.capabilities, 0o700)
         with path_lock(self.path):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import re
 
-from flask import Blueprint, Response, flash, redirect, render_template, url_for
+from flask import Blueprint, flash, redirect, render_template, url_for
+from werkzeug.wrappers import Response
 
 from console_ha.errors import ConsoleHaError
 from console_ha.store.console_credentials import ApiToken

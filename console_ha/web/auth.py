@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 from flask import (
     Blueprint,
     Flask,
-    Response,
     current_app,
     g,
     jsonify,
@@ -22,6 +21,7 @@ from flask import (
     url_for,
 )
 from flask_wtf.csrf import CSRFError
+from werkzeug.wrappers import Response  # a redirect's type; Flask's own Response is one
 
 from console_ha.errors import InvalidConfig
 from console_ha.store.console_credentials import MAX_PASSWORD_LENGTH, PasswordAlreadySet
@@ -56,7 +56,8 @@ class Principal:
 
 def current_principal() -> Principal | None:
     """The authenticated principal of the current request, if any."""
-    return g.get("principal")
+    principal: Principal | None = g.get("principal")  # set only by authenticate()
+    return principal
 
 
 def safe_next(value: str | None) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.sansio.response import Response as SansIOResponse
 
 from console_ha.errors import ConsoleHaError
 
@@ -147,7 +148,8 @@ def _handle_csrf_error(err: CSRFError) -> Response:
     return error_response(ConsoleHaError(CSRF_MESSAGE, code="CSRF_INVALID", reason=err.description))
 
 
-def _handle_http_error(err: HTTPException) -> Response:
+def _handle_http_error(err: HTTPException) -> SansIOResponse:
+    # An HTTPException may carry its own response, which Werkzeug types as the sans-IO base of Flask's.
     if err.response is not None:
         return err.response
     code = _HTTP_CODES.get(err.code or 500, "INTERNAL_ERROR")

@@ -91,7 +91,7 @@ class LoginThrottle:
         """Seconds a client waits after `failures` wrong passwords in a row."""
         if failures < self.free_attempts:
             return 0.0
-        return min(self.first_delay * 2 ** (failures - self.free_attempts), self.max_delay)
+        return min(self.first_delay * 2.0 ** (failures - self.free_attempts), self.max_delay)
 
     def attempt(self, client: str, check: Callable[[], bool]) -> bool:
         """Run `check` (the password check) if `client` may try now, and count it; LoginThrottled if not."""

@@ -14,13 +14,14 @@ import io
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from a2wsgi import ASGIMiddleware
 from flask import Blueprint, Flask, Response, current_app, request, url_for
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from werkzeug.http import is_hop_by_hop_header
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 from console_ha.capabilities.household import HouseholdQueue
 from console_ha.mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
@@ -29,6 +30,10 @@ from console_ha.web.auth import current_principal
 from console_ha.web.errors import InvalidRequest, Unauthenticated, error_body
 
 log = logging.getLogger(__name__)
+
+# ASGI as the MCP SDK's session manager types it (starlette's shapes): a scope and a message are mappings.
+_Message = MutableMapping[str, Any]
+_Send = Callable[[_Message], Awaitable[None]]
 
 bp = Blueprint("mcp", __name__)
 
@@ -101,7 +106,9 @@ class McpEndpoint:
                 self._loop, self._thread = loop, thread
                 # wait_time: once a response is sent, its ASGI task gets this long to finish before it is
                 # cancelled, so a worker thread is never held by a task that lingers after its answer.
-                self._wsgi = ASGIMiddleware(self._asgi, wait_time=AFTER_RESPONSE_SECONDS, loop=loop)
+                # a2wsgi types the same scope and messages as TypedDicts, which are not MutableMappings to mypy.
+                self._wsgi = ASGIMiddleware(self._asgi, wait_time=AFTER_RESPONSE_SECONDS,  # type: ignore[arg-type]
+                                            loop=loop)
             return self._wsgi
 
     def close(self) -> None:
@@ -139,7 +146,7 @@ class McpEndpoint:
     async def _stopped(self) -> None:
         await asyncio.wait({self._task}, timeout=10)
 
-    async def _asgi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _asgi(self, scope: _Message, receive: Callable[[], Awaitable[_Message]], send: _Send) -> None:
         caller = scope.get("wsgi_environ", {}).get(CALLER_ENVIRON_KEY)
         if not isinstance(caller, Caller):  # only the view below calls this, always with a caller
             await _send_json(send, 401, error_body("UNAUTHENTICATED", "Send an API token."))
@@ -156,7 +163,7 @@ class McpEndpoint:
                 "one (HTTP DELETE) or wait until one has been idle for 30 minutes."))
             return
 
-        async def send_and_note_owner(message: dict[str, Any]) -> None:
+        async def send_and_note_owner(message: _Message) -> None:
             if message["type"] == "http.response.start":
                 # sse-starlette sends `Connection: keep-alive`; WSGI (PEP 3333) forbids hop-by-hop headers
                 # and the WSGI server manages the connection itself.
@@ -197,14 +204,15 @@ def _request_key(token_id: str, session_id: str | None, body: bytes) -> tuple[st
     return token_id, session_id, json.dumps(message["id"])
 
 
-def _header(holder: dict[str, Any], name: bytes) -> str | None:
+def _header(holder: Mapping[str, Any], name: bytes) -> str | None:
     for key, value in holder.get("headers", []):
         if key.lower() == name:
-            return value.decode("latin-1")
+            decoded: str = value.decode("latin-1")
+            return decoded
     return None
 
 
-async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
+async def _send_json(send: _Send, status: int, body: dict[str, Any]) -> None:
     raw = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]})
@@ -224,7 +232,7 @@ def mcp_endpoint() -> McpEndpoint:
 
 
 @bp.route("/mcp", methods=["GET", "POST", "DELETE"])
-def endpoint() -> Response:
+def endpoint() -> WerkzeugResponse:
     """Streamable HTTP for MCP clients with an API token; a browser session is not accepted here."""
     principal = current_principal()
     if principal is None or principal.method != "bearer":

@@ -63,7 +63,7 @@ class _BracketedIPv6(str):
     tests/web/test_security.py proves both that [::1] is answered and that another IPv6 is not.
     """
 
-    def partition(self, sep: str) -> tuple[str, str, str]:  # type: ignore[override]
+    def partition(self, sep: str) -> tuple[str, str, str]:
         return (str(self), "", "")
 
 
