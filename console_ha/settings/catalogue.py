@@ -8,7 +8,6 @@ which are new since the allowlist was last saved.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -19,6 +18,7 @@ from console_ha.ha.client import UNAVAILABLE_STATES
 from console_ha.secret import Secret
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.review import Review
+from console_ha.timestamps import utc_z_now
 
 # Entities that reveal where people are, whether the home is open, or what it looks like inside.
 SENSITIVE_DOMAINS = frozenset({"lock", "alarm_control_panel", "camera", "person", "device_tracker", "cover"})
@@ -94,7 +94,7 @@ def catalogue_json(states: Iterable[Mapping[str, Any]], config: HomeAssistantCon
         "new_entities": review.new_since(e["entity_id"] for e in narrowed) if review else [],
         "reviewed_at": review.reviewed_at if review else None,
         "areas_known": areas is not None,
-        "retrieved_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "retrieved_at": utc_z_now(),
         # What the allowlist may cost in all: the sum of its entities' `cost` must stay within it.
         "budget_bytes": BUDGET_BYTES,
     }
