@@ -7,6 +7,7 @@ import inspect
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,3 +247,34 @@ def test_a_read_through_the_executor_returns_what_its_result_schema_declares(
     proposal = executor.propose(capability.name, sample_arguments_with_entities(capability), conversation_id="c")
     result = executor.answer(proposal.token, approve=True, conversation_id="c")
     assert_matches_result_schema(capability.name, result)
+
+
+# --- the sketch in docs/capabilities.md ("Adding a capability") is held to the same checks ----------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "capabilities.md"
+
+
+def docs_sketch() -> Capability:
+    """The third capability the docs sketch (not registered), made from the page's own code block."""
+    text = DOCS.read_text(encoding="utf-8")
+    section = text.split("## Adding a capability", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(DOCS), "exec"), namespace)  # noqa: S102 - our own docs, read as a test fixture
+    capability = namespace["CAPABILITY"]
+    assert isinstance(capability, Capability) and capability.name not in REGISTRY
+    return capability
+
+
+@pytest.mark.parametrize("check", [
+    test_it_is_read_only_external_and_always_asks_the_household,
+    test_its_bounds_are_present_and_sane,
+    test_its_schemas_are_valid_draft_2020_12,
+    test_its_arguments_schema_forbids_unknown_keys_and_each_argument_has_its_words,
+    test_stage_2_accepts_valid_arguments_and_refuses_each_fault_with_its_words,
+    test_its_card_says_what_is_read_and_where_the_request_goes,
+    test_what_an_approval_binds_is_json_beside_the_address,
+    test_execute_takes_what_the_executor_hands_it,
+], ids=lambda check: check.__name__.removeprefix("test_"))
+def test_the_docs_sketch_of_a_third_capability_passes_the_declarative_invariants(check: Any) -> None:
+    check(docs_sketch())
