@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 _PACKAGE = Path(__file__).resolve().parent.parent
 _CHECKOUT = _PACKAGE.parent
 
+# The settings service's own defaults, named once (settings.service.Timeouts).
+_SETTINGS_TIMEOUTS = Timeouts()
+
 # Defaults an app starts with; `test_config` (or the CLI) may override any of them.
 DEFAULTS: dict[str, Any] = {
     # Request bodies: a full allowlist with names is well under this.
@@ -47,10 +50,10 @@ DEFAULTS: dict[str, Any] = {
     # more). create_app turns them into Flask's TRUSTED_HOSTS.
     "CONSOLE_HA_TRUSTED_HOSTS": (),
     # Bounds on the settings page's calls to the outside, in seconds.
-    "CONSOLE_HA_DISCOVERY_TIMEOUT": 3.0,
-    "CONSOLE_HA_STATES_TIMEOUT": 8.0,
-    "CONSOLE_HA_AREAS_TIMEOUT": 4.0,
-    "CONSOLE_HA_TEST_TIMEOUT": 8.0,
+    "CONSOLE_HA_DISCOVERY_TIMEOUT": _SETTINGS_TIMEOUTS.discovery,
+    "CONSOLE_HA_STATES_TIMEOUT": _SETTINGS_TIMEOUTS.states,
+    "CONSOLE_HA_AREAS_TIMEOUT": _SETTINGS_TIMEOUTS.areas,
+    "CONSOLE_HA_TEST_TIMEOUT": _SETTINGS_TIMEOUTS.test,
     "CONSOLE_HA_MODEL_TEST_TIMEOUT": TEST_TIMEOUT_SECONDS,
     # Reads asked for by MCP clients: how long each card stays open, and how many may wait at once.
     # They shape the Console, so they apply when create_app opens it (not to a Console handed in).
