@@ -102,3 +102,19 @@ def test_a_failed_command_is_read_to_its_error_code() -> None:
     with pytest.raises(HABadResponse) as caught:
         list(history._ws_rows(ijson.basic_parse(io.BytesIO(json.dumps(message).encode())), ENTITY, 1))
     assert caught.value.detail["reason"] == "command_failed"
+
+
+@pytest.mark.parametrize("stamp", [1.7e308, -1.7e308, 1e303], ids=["largest-float", "most-negative", "1e303"])
+def test_a_time_too_large_for_microseconds_is_a_malformed_row_on_both_websocket_paths(stamp: float) -> None:
+    """A hostile or broken answer's time whose microseconds overflow a float is a bad row (HA_BAD_RESPONSE),
+    not an OverflowError that the executor can only report as the Console's own INTERNAL_ERROR."""
+    rows = [{"s": "on", "lu": 1743465600}, {"s": "off", "lu": stamp}]
+    with pytest.raises(HABadResponse) as caught:
+        ws(rows)
+    assert caught.value.message == MALFORMED
+    compact = json.dumps({"id": 1, "type": "result", "success": True, "result": {ENTITY: rows}},
+                         separators=(",", ":")).encode()
+    with pytest.raises(HABadResponse) as caught:
+        for _ in history._ws_row_batches(iter([compact]), ENTITY, 1):
+            pass
+    assert caught.value.message == MALFORMED

@@ -7,7 +7,10 @@
 A module imports only from lower layers, or from its own package; the base modules may use each other.
 Besides: `store` takes only `ha.addresses` from `ha`, and nothing outside `web` imports Flask, Flask-WTF,
 Werkzeug or Jinja (with one named exception). Imports inside functions count, and so do those under
-TYPE_CHECKING: a dependency is a dependency, whenever it is loaded.
+TYPE_CHECKING: a dependency is a dependency, whenever it is loaded. So do the ways around an import statement:
+a module named by a string (`importlib.import_module`, `__import__`, `pkgutil.resolve_name`; a name only known
+when the code runs is refused, since this test cannot follow it), and a module reached through the attributes
+of an imported package (`import console_ha.store.audit` binds `console_ha`, and `console_ha.web` is then web).
 """
 
 from __future__ import annotations
@@ -82,21 +85,86 @@ def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+# Functions that import the module a string names (called by their own name or as an attribute).
+IMPORT_BY_NAME = frozenset({"import_module", "__import__", "resolve_name"})
+# What an import by a name computed at run time is recorded as: no layer, always a violation.
+COMPUTED = "<a name computed at run time>"
+
+
+def _called_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _imported_by_name(node: ast.Call) -> str:
+    """The module an import_module/__import__/resolve_name call names, or COMPUTED where no literal says."""
+    arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and not arg.value.startswith("."):
+        return arg.value.split(":")[0]  # resolve_name's "package.module:attribute"
+    return COMPUTED
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    """`a.b.c` as ["a", "b", "c"]; None for anything but names joined by dots."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return parts[::-1]
+
+
+def _reached(modules: set[str], bound: dict[str, str], node: ast.Attribute) -> str | None:
+    """The deepest module an attribute chain reaches from a name bound to a module (None if it stays put)."""
+    parts = _dotted(node)
+    if not parts or parts[0] not in bound:
+        return None
+    dotted = [bound[parts[0]], *parts[1:]]
+    for end in range(len(dotted), 1, -1):
+        name = ".".join(dotted[:end])
+        if name in modules:
+            return name if name != bound[parts[0]] else None
+    return None
+
+
 def imports_in(root: Path, files: list[Path]) -> Iterator[Import]:
     """Every import in `files` (paths under `root`), with `from a import b` resolved to a.b where b is a module."""
     modules = {module_name(p, root) for p in root.rglob("*.py")}
     for path in files:
         importer = module_name(path, root)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        bound: dict[str, str] = {}  # a name the module binds to one of the package's modules, and which
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     yield Import(importer, alias.name, node.lineno)
+                    if alias.name.split(".")[0] == PACKAGE:
+                        # `import a.b` binds `a`; `import a.b as c` binds `c` to a.b.
+                        name = alias.asname or PACKAGE
+                        bound[name] = alias.name if alias.asname else PACKAGE
             elif isinstance(node, ast.ImportFrom):
                 target = _resolve(importer, path.name == "__init__.py", node)
                 for alias in node.names:
                     candidate = f"{target}.{alias.name}"
                     yield Import(importer, candidate if candidate in modules else target, node.lineno)
+                    if candidate in modules:
+                        bound[alias.asname or alias.name] = candidate
+            elif isinstance(node, ast.Call) and _called_name(node.func) in IMPORT_BY_NAME:
+                yield Import(importer, _imported_by_name(node), node.lineno)
+        # Attribute chains are read once every binding is known: ast.walk does not visit in source order.
+        # It visits a chain before the chains inside it (`a.b` in `a.b.c`), which are skipped: one import each.
+        inner: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and id(node) not in inner:
+                inner.add(id(node.value))
+                reached = _reached(modules, bound, node)
+                if reached is not None:
+                    yield Import(importer, reached, node.lineno)
+            elif isinstance(node, ast.Attribute):
+                inner.add(id(node.value))
 
 
 def _group(module: str) -> str:
@@ -118,6 +186,9 @@ def violations(imports: list[Import]) -> list[tuple[Import, str]]:
     """Each import that breaks a rule, with the rule it breaks."""
     found = []
     for imp in imports:
+        if imp.imported == COMPUTED:
+            found.append((imp, "an import by a name computed at run time, which this test cannot follow"))
+            continue
         top = imp.imported.split(".")[0]
         if top in WEB_FRAMEWORKS:
             allowed = (imp.importer, imp.imported) in WEB_FRAMEWORK_ALLOWED
@@ -198,9 +269,28 @@ FAKE_PACKAGE = {
     ("console_ha/capabilities/bad.py", "import flask\n", "only web/ imports a web framework"),
     ("console_ha/store/bad.py", "from werkzeug.wrappers import Response\n", "only web/ imports a web framework"),
     ("console_ha/ha/bad.py", "from flask_wtf.csrf import CSRFProtect\n", "only web/ imports a web framework"),
+    ("console_ha/store/bad.py", "import importlib\nweb = importlib.import_module('console_ha.web')\n",
+     "a layer above it"),
+    ("console_ha/store/bad.py", "from importlib import import_module\nweb = import_module('console_ha.web')\n",
+     "a layer above it"),
+    ("console_ha/store/bad.py", "web = __import__('console_ha.web', fromlist=['x'])\n", "a layer above it"),
+    ("console_ha/store/bad.py", "import pkgutil\nf = pkgutil.resolve_name('console_ha.web:create_app')\n",
+     "a layer above it"),
+    ("console_ha/capabilities/bad.py", "import importlib\nweb = importlib.import_module('fla' + 'sk')\n",
+     "computed at run time"),
+    ("console_ha/store/bad.py", "import console_ha.store.audit\ndef f():\n    return console_ha.web.create_app()\n",
+     "a layer above it"),
+    ("console_ha/store/bad.py", "import console_ha.ha.addresses\nx = console_ha.ha.client.HomeAssistantClient\n",
+     "beside it in the same layer"),
+    ("console_ha/store/bad.py", "import console_ha as pkg\nx = pkg.capabilities.registry.REGISTRY\n",
+     "a layer above it"),
+    ("console_ha/store/bad.py", "if False:\n    try:\n        import flask\n    except ImportError:\n        pass\n",
+     "only web/ imports a web framework"),
 ], ids=["store-capabilities", "store-web-in-a-function", "store-ha-client", "ha-store", "ha-store-relative",
         "base-ha", "conversation-mcp", "capabilities-settings",
-        "capabilities-console", "console-web", "flask", "werkzeug", "flask-wtf"])
+        "capabilities-console", "console-web", "flask", "werkzeug", "flask-wtf",
+        "import-module", "import-module-from-importlib", "dunder-import", "resolve-name", "computed-name",
+        "attribute-of-the-package", "attribute-to-ha-client", "attribute-of-an-alias", "conditional-flask"])
 def test_the_rule_catches_a_violation(tmp_path: Path, module: str, text: str, rule: str) -> None:
     """A fake package that keeps every rule, plus one module that breaks one: exactly that one is reported."""
     clean = _write(tmp_path, FAKE_PACKAGE)

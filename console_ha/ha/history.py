@@ -240,7 +240,7 @@ def _compact_rows(piece: bytes) -> list[Row]:
     try:
         # One pass that builds the rows; a row without a number for its time, or not an object, fails in it.
         rows = [(round(_time_of(item) * _MICROS_PER_SECOND), item["s"]) for item in items]
-    except (TypeError, KeyError, AttributeError):
+    except (TypeError, KeyError, AttributeError, OverflowError):  # OverflowError: a time too large (_event_rows)
         raise _malformed() from None
     # A second, cheap pass for what the first lets through: states that are not text.
     if not all(type(state) is str for _, state in rows):
@@ -365,7 +365,10 @@ def _event_rows(events: Iterable[tuple[str, Any]], entity_id: str, layout: _RowL
                         stamp = fallback
                     if type(stamp) is not float and type(stamp) is not int:
                         raise _malformed()
-                    yield round(stamp * per_second), state
+                    try:  # costs nothing until raised (3.11); the yield stays the row's one step
+                        yield round(stamp * per_second), state
+                    except OverflowError:  # past 1.8e302 seconds the product is infinite: no time at all
+                        raise _malformed() from None
             depth -= 1
         elif depth == row_depth:
             if key == state_key:
