@@ -11,18 +11,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
+from console_ha.capabilities.cards import Card
+from console_ha.deadline import Deadline
 from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
-
-if TYPE_CHECKING:  # types only: the stores import the budget, which imports this module
-    from console_ha.capabilities.cards import Card
-    from console_ha.deadline import Deadline
-    from console_ha.ha.client import HomeAssistantClient
-    from console_ha.store.config import HomeAssistantConfig
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.store.config import HomeAssistantConfig
 
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
 # Schema pieces the capabilities share: a time as every result writes it, and an entity id.
@@ -52,15 +50,14 @@ class Bounds:
     max_invocations_per_turn: int = 1
 
 
-if TYPE_CHECKING:
-    # Stage 5: read Home Assistant with the client, within the deadline, for validated arguments; `now`
-    # is the invocation's clock, so a result's times agree with each other.
-    Execute = Callable[[HomeAssistantClient, HomeAssistantConfig, Mapping[str, Any], Deadline, datetime],
-                       dict[str, Any]]
-    # The household's card for validated arguments under the settings in force.
-    CardCopy = Callable[[HomeAssistantConfig, Mapping[str, Any]], Card]
-    # Settings an approval covers beyond the Home Assistant's address and the arguments (which always count).
-    Binding = Callable[[HomeAssistantConfig], Mapping[str, Any]]
+# Stage 5: read Home Assistant with the client, within the deadline, for validated arguments; `now`
+# is the invocation's clock, so a result's times agree with each other.
+Execute = Callable[[HomeAssistantClient, HomeAssistantConfig, Mapping[str, Any], Deadline, datetime],
+                   dict[str, Any]]
+# The household's card for validated arguments under the settings in force.
+CardCopy = Callable[[HomeAssistantConfig, Mapping[str, Any]], Card]
+# Settings an approval covers beyond the Home Assistant's address and the arguments (which always count).
+Binding = Callable[[HomeAssistantConfig], Mapping[str, Any]]
 
 
 def nothing_more(config: HomeAssistantConfig) -> Mapping[str, Any]:
