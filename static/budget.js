@@ -2,14 +2,14 @@
 //
 // list_entities answers within 64 KiB, and a save is refused when the chosen entities could not fit.
 // This script shows, while boxes are ticked, how close the choice is. The server sends the two numbers
-// of its cost formula on this script's element (console_ha/entity_budget.py: an entity costs
+// of its cost formula on this script's element (console_ha/capabilities/entity_budget.py: an entity costs
 // `entity-bytes` plus the length of its id and of its domain; `budget-bytes` is what they may take in
 // all). It reads the page's checkboxes and never changes them: static/settings/ owns the picker.
 
 const script = document.getElementById("budget-script");
 const BUDGET = Number(script.dataset.budgetBytes);
 const ENTITY_BYTES = Number(script.dataset.entityBytes);
-// The entity-id rule of a save (console_ha.config_store.ENTITY_ID_RE), from the settings form.
+// The entity-id rule of a save (console_ha.ha.addresses.ENTITY_ID_RE), from the settings form.
 const ENTITY_ID = new RegExp(document.getElementById("ha-settings")?.dataset.entityIdPattern || "^$");
 const number = new Intl.NumberFormat();
 

@@ -37,7 +37,7 @@ bp = Blueprint("auth", __name__)
 # The only endpoints anyone may reach without logging in. A test walks the URL map against this set.
 OPEN_ENDPOINTS = frozenset({"auth.login", "auth.setup", "auth.health", "static"})
 SESSION_KEY = "auth"
-# The server-side id of the session (console_secrets keeps its hash): logout ends it for every copy.
+# The server-side id of the session (store/console_credentials.py keeps its hash): logout ends it for every copy.
 SESSION_ID = "sid"
 WRONG_PASSWORD = "That password is not right. Try again."
 STALE_FORM = "The form was out of date. Try again."
