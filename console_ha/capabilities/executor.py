@@ -209,8 +209,7 @@ class Executor:
             # Looked up before the sweep, so a late answer is told "expired", not "unknown".
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
-            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code,
-                        client=err.pending.client)
+            self._audit_expired(err.pending)
             raise
         finally:
             self.sweep_expired()
@@ -227,8 +226,7 @@ class Executor:
         try:
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
-            self._audit("expired", err.pending.capability, 4, err.pending.invocation_id, err.code,
-                        client=err.pending.client)
+            self._audit_expired(err.pending)
             return
         except CapabilityError:
             return  # already answered, expired and swept, or never issued: nothing is left to withdraw
@@ -237,8 +235,7 @@ class Executor:
     def sweep_expired(self) -> None:
         """Audit and forget confirmations nobody answered in time."""
         for pending in self.confirmations.expire():
-            self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID",
-                        client=pending.client)
+            self._audit_expired(pending)
 
     def _run(self, capability: Capability, pending: PendingConfirmation) -> dict[str, Any]:
         arguments = pending.arguments
@@ -293,6 +290,11 @@ class Executor:
         except ConfigInvalid as err:
             raise CapabilityError(err.code, "The Home Assistant settings file is damaged; "
                                   "the household can repair it on the settings page.", stage=3) from None
+
+    def _audit_expired(self, pending: PendingConfirmation) -> None:
+        # One line however the expiry is found: answered late, withdrawn late, or swept unanswered.
+        self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID",
+                    client=pending.client)
 
     def _audit(self, event: str, capability: str, stage: int, invocation: str, code: str | None = None,
                duration_ms: int | None = None, *, client: str | None = None) -> None:
