@@ -313,13 +313,7 @@ export function setUpPicker(page) {
   }
 
   el.removeMissing.addEventListener("click", () => {
-    let removed = 0;
-    for (const e of entities) {
-      if (e.missing && selected.has(e.id)) {
-        choose(e, false);
-        removed += 1;
-      }
-    }
+    const removed = untickWhere((e) => e.missing);
     page.dirty = page.dirty || removed > 0;
     showCount();
     setStatus(
@@ -333,6 +327,18 @@ export function setUpPicker(page) {
     if (on) selected.add(e.id);
     else selected.delete(e.id);
     if (e.cb.checked !== on) e.cb.checked = on;
+  }
+
+  /** Untick every chosen entity `test` picks; how many were unticked. */
+  function untickWhere(test) {
+    let removed = 0;
+    for (const e of entities) {
+      if (test(e) && selected.has(e.id)) {
+        choose(e, false);
+        removed += 1;
+      }
+    }
+    return removed;
   }
 
   // Sensitive entities need a confirm step before they are chosen, one at a time.
@@ -394,13 +400,7 @@ export function setUpPicker(page) {
   });
 
   el.clearShown.addEventListener("click", () => {
-    let removed = 0;
-    for (const e of entities) {
-      if (e.shown && selected.has(e.id)) {
-        choose(e, false);
-        removed += 1;
-      }
-    }
+    const removed = untickWhere((e) => e.shown);
     page.dirty = page.dirty || removed > 0;
     showCount();
     setStatus(el.bulkStatus, removed === 1 ? "Cleared 1 entity." : `Cleared ${number.format(removed)} entities.`);
