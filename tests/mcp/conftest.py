@@ -80,8 +80,11 @@ def stop(server: Any, thread: threading.Thread) -> None:
     for channel in list(server._map.values()):
         channel.will_close = True
     server.task_dispatcher.shutdown(timeout=2)
-    server.close()
+    # Closed on waitress's own loop thread (its trigger runs the call there): closing the listening socket
+    # from this thread while the loop waits in select() on it made the loop die with EBADF.
+    server.trigger.pull_trigger(server.close)
     thread.join(5)
+    assert not thread.is_alive(), "waitress did not stop"
 
 
 @pytest.fixture
