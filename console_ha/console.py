@@ -69,7 +69,8 @@ class Console:
     # The household's own conversation page: its turns, and the executor whose cards it shows.
     executor: Executor
     conversation: ConversationService
-    # Reads asked for by other programs (MCP), waiting for the household; their own executor (below).
+    # Reads asked for by programs (MCP, a program's conversation message), waiting for the household on its
+    # confirmations page; their own executor (below).
     household: HouseholdQueue
     model_environment: ModelEnvironment
     # The settings page's core: read, save, the token's rules, the picker's catalogue, test, discovery.
@@ -99,6 +100,7 @@ class Console:
             data_dir, config_store=config_store, token_store=token_store, audit=audit, clients=clients.lend,
             confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl),
         )
+        household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting)
         return cls(
             data_dir=data_dir,
             config_store=config_store,
@@ -108,8 +110,8 @@ class Console:
             model_store=model_store,
             ha_clients=clients,
             executor=executor,
-            conversation=ConversationService(executor, model, config_store=config_store),
-            household=HouseholdQueue(household_executor, max_waiting=options.household_max_waiting),
+            conversation=ConversationService(executor, model, config_store=config_store, household=household),
+            household=household,
             model_environment=model_environment,
             settings=SettingsService(data_dir, config_store=config_store, token_store=token_store, clients=clients,
                                      discover=discover, areas=AreaCache(), timeouts=options.settings_timeouts),

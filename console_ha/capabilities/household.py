@@ -1,8 +1,9 @@
 """Reads asked for by clients other than the household's own page: each waits for the household's answer.
 
-An MCP client's call passes stages 1-3 of the executor, then waits here as a pending card until the
-household approves or denies it on the Console, it expires, or the client withdraws it. The waiting
-side is any front end (the MCP server awaits `decision`); the answering side is the household's browser.
+An MCP client's call, or a program's conversation message, passes stages 1-3 of the executor, then
+waits here as a pending card until the household approves or denies it on the Console, it expires, or the
+client withdraws it. The waiting side is any front end (the MCP server awaits `decision`; the conversation
+blocks in `settle`); the answering side is only ever the household's browser.
 """
 
 from __future__ import annotations
@@ -22,10 +23,24 @@ from console_ha.capabilities.confirmations import ConfirmationInvalid
 from console_ha.capabilities.executor import Executor, Proposal, Turn
 from console_ha.errors import CapabilityError
 
-# At most this many reads wait for the household at once, over every client. Each waiting MCP call
-# holds one of the web server's worker threads (its response stays open), so this stays well below
-# `console-ha serve --threads` (8): the household's own pages must always find a free thread.
+# At most this many reads wait for the household at once, over every client. Each waiting MCP call or
+# program's conversation message holds one of the web server's worker threads (its response stays open),
+# so `console-ha serve` adds this many threads to its own: the household's pages always find a free one.
 MAX_WAITING = 4
+
+
+def _always() -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Asker:
+    """A program asking for reads with an API token: its name on the card, and whether its token still holds."""
+
+    client: str
+    token_id: str = ""
+    # Asked once the household has answered: a token revoked while its read waited gets no read.
+    still_allowed: Callable[[], bool] = _always
 
 
 @dataclass
@@ -62,11 +77,16 @@ class HouseholdQueue:
         self._waiting: dict[str, WaitingRead] = {}
         self._lock = threading.Lock()
 
-    def ask(self, client: str, capability: object, arguments: object) -> WaitingRead:
-        """Stages 1-4 for `client`: a CapabilityError at once, or a read waiting for the household."""
+    def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None) -> WaitingRead:
+        """Stages 1-4 for `client`: a CapabilityError at once, or a read waiting for the household.
+
+        `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
+        rule holds: one waiting card per capability per client.
+        """
         with self._lock:
             # Held across propose, so two calls at once cannot both find the slot free.
-            turn = self._turn_for(client, capability)
+            own_turn = turn is not None
+            turn = self._turn_for(client, capability, turn)
             # Each waiting read is its own "conversation" in the confirmation store: only its own wait
             # can consume its token, never another client's.
             conversation_id = "household-queue:" + secrets.token_hex(8)
@@ -74,7 +94,7 @@ class HouseholdQueue:
                 proposal = self._executor.propose(capability, arguments, conversation_id=conversation_id,
                                                   turn=turn, client=client)
             except CapabilityError as err:
-                raise self._explain_limit(err, client, capability) from None
+                raise self._explain_limit(err, client, capability, own_turn) from None
             ttl = self._executor.confirmation_ttl
             waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl)
             self._waiting[proposal.token] = waiting
@@ -111,6 +131,24 @@ class HouseholdQueue:
             waiting.decision.set_result(approve)
         return "approved" if approve else "denied"
 
+    def settle(self, waiting: WaitingRead, asker: Asker) -> dict[str, Any]:
+        """Wait in this thread for the household's answer, then stages 4-6: the shaped result or a CapabilityError.
+
+        For a front end that answers in the same request (a program's conversation message); the MCP
+        server awaits `decision` on its event loop instead. Never longer than the card stays open.
+        """
+        try:
+            waiting.decision.result(timeout=max(self.remaining(waiting), 0.0))
+        except TimeoutError:
+            pass
+        if not waiting.decision.done():
+            raise self.expire(waiting)
+        if not asker.still_allowed():
+            self.withdraw(waiting)
+            raise CapabilityError("UNAUTHENTICATED", "This program's API token was revoked while the read waited; "
+                                  "nothing was read.", stage=None)
+        return self.complete(waiting)
+
     def complete(self, waiting: WaitingRead) -> dict[str, Any]:
         """After the household's answer: stages 4-6, the shaped result or a CapabilityError."""
         approve = waiting.decision.result(timeout=0)
@@ -139,20 +177,25 @@ class HouseholdQueue:
             waiting.decision.cancel()
         self._executor.withdraw(waiting.token, conversation_id=waiting.conversation_id)
 
-    def _turn_for(self, client: str, capability: object) -> Turn:
+    def _turn_for(self, client: str, capability: object, turn: Turn | None) -> Turn:
         # MCP has no conversation turn. Its "one invocation per turn" is one waiting card per capability
-        # per client; and when the Console already holds its bound of waiting reads, none at all.
+        # per client; and when the Console already holds its bound of waiting reads, none at all (a
+        # conversation's own turn is then not touched: a copy says "no more").
         now = self._timer()
         open_reads = [w for w in self._waiting.values() if w.deadline > now]
-        counts: Counter[str] = Counter(w.proposal.capability for w in open_reads if w.client == client)
+        if turn is None:
+            turn = Turn(Counter(w.proposal.capability for w in open_reads if w.client == client))
         if isinstance(capability, str) and len(open_reads) >= self._max_waiting:
-            counts[capability] = max(counts[capability], 1 << 16)
-        return Turn(counts)
+            return Turn(Counter({**turn.counts, capability: max(turn.counts[capability], 1 << 16)}))
+        return turn
 
-    def _explain_limit(self, err: CapabilityError, client: str, capability: object) -> CapabilityError:
-        if err.code != "INVOCATION_LIMIT_EXCEEDED":
-            return err
-        mine = any(w.client == client and w.proposal.capability == capability for w in self._waiting.values())
+    def _explain_limit(self, err: CapabilityError, client: str, capability: object, own_turn: bool) -> CapabilityError:
+        now = self._timer()
+        full = sum(w.deadline > now for w in self._waiting.values()) >= self._max_waiting
+        if err.code != "INVOCATION_LIMIT_EXCEEDED" or (own_turn and not full):
+            return err  # not a limit, or the conversation's own "once a turn", in the executor's words
+        mine = not own_turn and any(w.client == client and w.proposal.capability == capability
+                                    for w in self._waiting.values())
         message = ("A read of this kind from this program is already waiting for the household; wait for "
                    "their answer first." if mine else
                    f"The Console already has {self._max_waiting} reads waiting for the household; "

@@ -15,6 +15,7 @@ from typing import Any
 
 from console_ha.capabilities.confirmations import ConfirmationInvalid
 from console_ha.capabilities.executor import Executor, Proposal, Turn
+from console_ha.capabilities.household import Asker, HouseholdQueue
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
 from console_ha.conversation.model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
@@ -32,6 +33,9 @@ MAX_IDLE_SECONDS = 6 * 3600
 # What is replayed to the model is bounded; the oldest whole turns go first.
 MAX_HISTORY_CHARS = 256 * 1024
 MAX_MESSAGE_CHARS = 4000
+
+# Whose a conversation is: the household's own page, or one program's API token (by its id).
+HOUSEHOLD = "household"
 
 # The prompt says how many tools there are in words, as it always has ("through two tools").
 _COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -86,6 +90,7 @@ class Conversation:
 
     id: str
     last_active: float
+    owner: str = HOUSEHOLD
     messages: list[dict[str, Any]] = field(default_factory=list)
     turn: Turn = field(default_factory=Turn)
     rounds: int = 0
@@ -139,6 +144,17 @@ class InvalidMessage(ConsoleHaError):
     code = "INVALID_REQUEST"
 
 
+class ConversationBusy(ConsoleHaError):
+    """A program sent a message to a conversation whose last message still waits for the household; 429."""
+
+    code = "RATE_LIMITED"
+
+
+def owner_of(asker: Asker | None) -> str:
+    """Whose conversation a request may continue: the household's, or the asking program's own."""
+    return HOUSEHOLD if asker is None else f"program:{asker.token_id}"
+
+
 class ConversationStore:
     """Conversations in memory, least recently used evicted beyond a count or an idle age."""
 
@@ -162,14 +178,14 @@ class ConversationStore:
                 self._items.move_to_end(conversation_id)
             return conversation
 
-    def create(self) -> Conversation:
-        """A new, empty conversation with an unguessable id."""
+    def create(self, owner: str = HOUSEHOLD) -> Conversation:
+        """A new, empty conversation of `owner` with an unguessable id."""
         with self._lock:
             self._evict_idle()
             while len(self._items) >= self._max:
                 self._items.popitem(last=False)
                 log.info("evicted the least recently used conversation (cap %d)", self._max)
-            conversation = Conversation(secrets.token_urlsafe(16), self._clock())
+            conversation = Conversation(secrets.token_urlsafe(16), self._clock(), owner)
             self._items[conversation.id] = conversation
             return conversation
 
@@ -191,9 +207,12 @@ class ConversationService:
     """Runs conversation turns against a model and the capability executor; needs no web server."""
 
     def __init__(self, executor: Executor, model: ChatModel, *, config_store: ConfigStore,
-                 store: ConversationStore | None = None, max_rounds: int = MAX_ROUNDS_PER_TURN,
-                 max_history_chars: int = MAX_HISTORY_CHARS, system_prompt: str = SYSTEM_PROMPT) -> None:
+                 household: HouseholdQueue | None = None, store: ConversationStore | None = None,
+                 max_rounds: int = MAX_ROUNDS_PER_TURN, max_history_chars: int = MAX_HISTORY_CHARS,
+                 system_prompt: str = SYSTEM_PROMPT) -> None:
         self.executor = executor
+        # Where a program's reads wait for the household: the same queue and page as MCP's.
+        self._household = household
         self.model = model
         # Read only for Home Assistant's address, which a model URL must never share (see below).
         self._config_store = config_store
@@ -204,16 +223,25 @@ class ConversationService:
 
     # --- public API ----------------------------------------------------------------------------
 
-    def send(self, conversation_id: str | None, message: str) -> TurnResult:
-        """Start or continue a conversation with the household's message."""
+    def send(self, conversation_id: str | None, message: str, *, asker: Asker | None = None) -> TurnResult:
+        """Start or continue a conversation with a message: the household's own, or a program's (`asker`).
+
+        The household's turn pauses at a card and resumes with `confirm`. A program cannot answer a card:
+        each of its reads waits here, on the household's confirmations page, and the turn goes on once
+        the household has answered or the card has expired.
+        """
         text = message.strip() if isinstance(message, str) else ""
         if not text or len(text) > MAX_MESSAGE_CHARS:
             raise InvalidMessage(f"A message is between 1 and {MAX_MESSAGE_CHARS} characters.", field="message")
-        conversation = self.store.get(conversation_id) if conversation_id else None
-        if conversation is None:
-            # An unknown id (evicted, or from before a restart) starts afresh under a new id.
-            conversation = self.store.create()
-        with conversation.lock:
+        if asker is not None and self._household is None:
+            raise ValueError("a program's message needs the household queue: ConversationService(household=...)")
+        conversation = self._own(conversation_id, owner_of(asker))
+        # A program's turn may wait minutes for the household: a second message to it must not wait
+        # behind the first, holding another of the server's threads.
+        if not conversation.lock.acquire(blocking=asker is None):
+            raise ConversationBusy("This conversation's last message is still waiting for the household's "
+                                   "answer on the Console; send the next one once it has its reply.")
+        try:
             checkpoint = _Checkpoint.of(conversation)
             try:
                 self._abandon_pending(conversation)
@@ -221,16 +249,26 @@ class ConversationService:
                 conversation.turn = Turn()
                 conversation.rounds = 0
                 self._trim_history(conversation)
-                return self._rounds(conversation)
+                return self._rounds(conversation, asker)
             except Exception:
                 # The message can be sent again as if the failed attempt never happened.
                 checkpoint.restore(conversation)
                 raise
+        finally:
+            conversation.lock.release()
+
+    def _own(self, conversation_id: str | None, owner: str) -> Conversation:
+        """The live conversation of that id if it is `owner`'s, else a new one of theirs."""
+        conversation = self.store.get(conversation_id) if conversation_id else None
+        if conversation is None or conversation.owner != owner:
+            # An unknown id (evicted, from before a restart, or someone else's) starts afresh under a new id.
+            conversation = self.store.create(owner)
+        return conversation
 
     def confirm(self, conversation_id: str | None, token: object, approve: bool) -> TurnResult:
         """Resume a paused turn with the household's answer; ConfirmationInvalid (409) when it cannot be."""
         conversation = self.store.get(conversation_id)
-        if conversation is None:
+        if conversation is None or conversation.owner != HOUSEHOLD:
             raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
         with conversation.lock:
             pending = conversation.pending
@@ -278,7 +316,7 @@ class ConversationService:
 
     # --- the turn loop -------------------------------------------------------------------------
 
-    def _rounds(self, conversation: Conversation) -> TurnResult:
+    def _rounds(self, conversation: Conversation, asker: Asker | None = None) -> TurnResult:
         """Ask the model until it answers in text, a proposal needs the household, or rounds run out."""
         self._check_model_is_not_home_assistant()
         while conversation.rounds < self._max_rounds:
@@ -288,6 +326,9 @@ class ConversationService:
             if not reply.tool_calls:
                 return TurnResult(conversation.id, reply.content or "")
             conversation.queue = list(reply.tool_calls)
+            if asker is not None:
+                self._ask_household(conversation, asker)
+                continue
             proposal = self._process_queue(conversation)
             if proposal is not None:
                 return TurnResult(conversation.id, None, proposal)
@@ -303,14 +344,32 @@ class ConversationService:
                 proposal = self.executor.propose(call.capability, call.arguments,
                                                  conversation_id=conversation.id, turn=conversation.turn)
             except CapabilityError as err:
-                message = err.message
-                if call.arguments_invalid and err.code == "INVALID_ARGUMENTS":
-                    message = "The arguments were not valid JSON; send a JSON object."
-                conversation.messages.append(_tool_message(call, _error(err.code, message)))
+                conversation.messages.append(_tool_message(call, _refusal(call, err)))
                 continue
             conversation.pending = (call, proposal)
             return proposal
         return None
+
+    def _ask_household(self, conversation: Conversation, asker: Asker) -> None:
+        """A program's queued calls, each waiting for the household in turn; every outcome goes to the model."""
+        assert self._household is not None  # send() takes no program's message without one
+        answered = False
+        while conversation.queue:
+            call = conversation.queue.pop(0)
+            try:
+                waiting = self._household.ask(asker.client, call.capability, call.arguments, turn=conversation.turn)
+            except CapabilityError as err:
+                conversation.messages.append(_tool_message(call, _refusal(call, err)))
+                continue
+            answered = True
+            try:
+                content: dict[str, Any] = self._household.settle(waiting, asker)
+            except CapabilityError as err:
+                content = _error(err.code, err.message)
+            conversation.messages.append(_tool_message(call, content))
+        if answered:
+            # As after the household's own answer: the model always gets a round to use the outcome.
+            conversation.rounds = min(conversation.rounds, self._max_rounds - 1)
 
     def _abandon_pending(self, conversation: Conversation) -> None:
         """A new message while a card is open: the open and the waiting calls are answered as not run."""
@@ -359,6 +418,13 @@ def _bounded(reply: ModelReply) -> ModelReply:
 
 def _same_token(expected: str, given: object) -> bool:
     return isinstance(given, str) and given.isascii() and hmac.compare_digest(expected, given)
+
+
+def _refusal(call: ToolCall, err: CapabilityError) -> dict[str, Any]:
+    """A call refused before any card: its error for the model (arguments that were not JSON said so)."""
+    if call.arguments_invalid and err.code == "INVALID_ARGUMENTS":
+        return _error(err.code, "The arguments were not valid JSON; send a JSON object.")
+    return _error(err.code, err.message)
 
 
 def _error(code: str, message: str) -> dict[str, Any]:

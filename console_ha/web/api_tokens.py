@@ -1,7 +1,7 @@
 """The API tokens page: the household sees which programs hold a token, when each was last used, and revokes one.
 
-Only a browser session may use it (a program with an API token must not list or revoke tokens, its own
-or another's); changes carry the session's CSRF token, checked in auth.authenticate.
+Only a browser session may use it (web/access.py: a program with an API token must not list or revoke
+tokens, its own or another's); changes carry the session's CSRF token, checked in auth.authenticate.
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ import re
 from flask import Blueprint, flash, redirect, render_template, url_for
 from werkzeug.wrappers import Response
 
-from console_ha.errors import ConsoleHaError
 from console_ha.store.console_credentials import ApiToken
 from console_ha.web import services
-from console_ha.web.auth import current_principal
 
 log = logging.getLogger(__name__)
 
@@ -24,22 +22,9 @@ bp = Blueprint("api_tokens", __name__)
 _TOKEN_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
-class SessionOnly(ConsoleHaError):
-    """A request with an API token for a page only the household's browser session may use."""
-
-    code = "FORBIDDEN"
-
-
-def _session_only() -> None:
-    principal = current_principal()
-    if principal is None or principal.method != "session":
-        raise SessionOnly("Only the household, logged in on the Console, can see or revoke API tokens.")
-
-
 @bp.get("/settings/api-tokens")
 def page() -> str:
     """Every API token by name, when it was made and last used, each with its Revoke button."""
-    _session_only()
     tokens: list[ApiToken] = sorted(services().secrets.api_tokens(), key=lambda t: (t.name.lower(), t.created))
     return render_template("api_tokens.html", tokens=tokens)
 
@@ -47,7 +32,6 @@ def page() -> str:
 @bp.post("/settings/api-tokens/<token_id>/revoke")
 def revoke(token_id: str) -> Response:
     """Revoke one token; the program holding it is refused from its next request on."""
-    _session_only()
     gone = services().secrets.revoke_api_token(token_id) if _TOKEN_ID.match(token_id) else None
     if gone is None:
         flash("That token was already revoked.", "error")

@@ -23,9 +23,11 @@ from flask import (
 from flask_wtf.csrf import CSRFError
 from werkzeug.wrappers import Response  # a redirect's type; Flask's own Response is one
 
+from console_ha.capabilities.household import Asker
 from console_ha.errors import InvalidConfig
 from console_ha.store.console_credentials import MAX_PASSWORD_LENGTH, PasswordAlreadySet
 from console_ha.web import services, web_services
+from console_ha.web.access import Access, access_to, refusal_for
 from console_ha.web.errors import Unauthenticated, error_response, is_api_request
 from console_ha.web.login_throttle import LoginThrottled, client_key
 from console_ha.web.security import MUTATING_METHODS
@@ -34,8 +36,6 @@ log = logging.getLogger(__name__)
 
 bp = Blueprint("auth", __name__)
 
-# The only endpoints anyone may reach without logging in. A test walks the URL map against this set.
-OPEN_ENDPOINTS = frozenset({"auth.login", "auth.setup", "auth.health", "static"})
 SESSION_KEY = "auth"
 # The server-side id of the session (store/console_credentials.py keeps its hash): logout ends it for every copy.
 SESSION_ID = "sid"
@@ -104,8 +104,12 @@ def _start_session(fingerprint: str | None = None) -> None:
 
 
 def authenticate() -> Response | None:
-    """Before every request: let open endpoints through, else require an API token or a session."""
-    if request.endpoint in OPEN_ENDPOINTS:
+    """Before every request: who is asking (an API token or a session), held to the endpoint's access (web/access.py).
+
+    A request that matched no route (404, 405) still needs one or the other; its error comes after.
+    """
+    access = access_to(request.endpoint) if request.endpoint is not None else Access.ASKING
+    if access is Access.OPEN:
         return None
     svc = services()
     header = request.headers.get("Authorization")
@@ -115,9 +119,15 @@ def authenticate() -> Response | None:
         if token is None:
             log.info("refused an Authorization header on %s %s", request.method, request.path)
             raise Unauthenticated("The API token is not valid.")
+        if access is Access.HOUSEHOLD:
+            log.info("refused API token %r on %s %s: the household's alone", token.name, request.method, request.path)
+            raise refusal_for(request.endpoint)
         # Bearer requests need no CSRF token: a browser never adds this header on another site's behalf.
         g.principal = Principal("bearer", token.name, token.token_id)
         return None
+    if access is Access.PROGRAM:
+        # A browser session, logged in or not, is not accepted: only an API token opens it.
+        raise Unauthenticated("This endpoint takes an API token: send Authorization: Bearer <token>.")
     if _session_is_valid():
         g.principal = Principal("session", "household")
         if request.method in MUTATING_METHODS:
@@ -130,6 +140,18 @@ def authenticate() -> Response | None:
     target = "auth.login" if svc.secrets.has_password() else "auth.setup"
     next_path = _requested_path() if request.method == "GET" else None
     return redirect(url_for(target, next=next_path))
+
+
+def asker_for(principal: Principal) -> Asker:
+    """A program's API token as the household queue names it on a card; revoked, it gets no read."""
+    token_id, secrets = principal.token_id or "", services().secrets
+    return Asker(principal.name, token_id, lambda: secrets.has_api_token(token_id))
+
+
+def is_household() -> bool:
+    """Whether the current request is the household's own browser session (not a program's API token)."""
+    principal = current_principal()
+    return principal is not None and principal.method == "session"
 
 
 @bp.get("/health")

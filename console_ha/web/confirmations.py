@@ -1,7 +1,7 @@
 """Household confirmations: the cards of reads asked for by MCP clients, and the household's answers.
 
 Only a logged-in browser session may answer (its CSRF token was checked before the view); an API
-token gets 403 FORBIDDEN, so a program can never approve its own reads.
+token gets 403 FORBIDDEN from the access table (web/access.py), so a program can never approve its own reads.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from flask.typing import ResponseReturnValue
 from console_ha.capabilities.household import HouseholdQueue
 from console_ha.errors import ConsoleHaError
 from console_ha.web import services
-from console_ha.web.auth import Principal, current_principal
+from console_ha.web.auth import current_principal, is_household
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import InvalidRequest, status_for
 
@@ -24,22 +24,9 @@ POLL_SECONDS = 3
 NAV_POLL_SECONDS = 15
 
 
-class Forbidden(ConsoleHaError):
-    """Authenticated, but not as someone who may do this."""
-
-    code = "FORBIDDEN"
-
-
 def household_queue() -> HouseholdQueue:
     """The reads waiting for the household: the Console's queue, which MCP clients fill and this page answers."""
     return services().household
-
-
-def _household_only() -> Principal:
-    principal = current_principal()
-    if principal is None or principal.method != "session":
-        raise Forbidden("Only the household, logged in to the Console in a browser, can answer a request.")
-    return principal
 
 
 def _token(value: object) -> str:
@@ -60,7 +47,6 @@ def pending() -> Response:
 @bp.post("/api/v1/confirmations/<token>")
 def answer(token: str) -> Response:
     """The household's answer to one card, as `{"approve": true|false}`."""
-    _household_only()
     approve = json_object().get("approve")
     if not isinstance(approve, bool):
         raise InvalidRequest('Send {"approve": true} or {"approve": false}.', field="approve")
@@ -71,14 +57,12 @@ def answer(token: str) -> Response:
 def page() -> str:
     """The household's page of waiting cards; it updates itself, and its forms work without JavaScript."""
     # It lists every program's cards: a program's API token sees only its own, through the API.
-    _household_only()
     return _render()
 
 
 @bp.post("/confirmations")
 def page_post() -> ResponseReturnValue:
     """A card's form posted without JavaScript: answer it, then show the page again."""
-    _household_only()
     form = request.form
     approve = form.get("decision") == "approve"
     try:
@@ -101,8 +85,7 @@ def _render(*, error: ConsoleHaError | None = None) -> str:
 @bp.app_context_processor
 def _waiting_count() -> dict[str, object]:
     """How many cards wait, for the nav of every page the household sees."""
-    principal = current_principal()
-    if principal is None or principal.method != "session":
+    if not is_household():
         return {"waiting_count": None}
     return {"waiting_count": household_queue().count(),
             "nav_poll_seconds": current_app.config.get("CONSOLE_HA_NAV_POLL_SECONDS", NAV_POLL_SECONDS)}

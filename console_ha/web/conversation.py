@@ -14,6 +14,8 @@ from console_ha.conversation.activity import summarise
 from console_ha.conversation.service import MAX_MESSAGE_CHARS
 from console_ha.errors import ConsoleHaError
 from console_ha.web import services
+from console_ha.web.access import ANSWERING_A_CARD, household_only
+from console_ha.web.auth import asker_for, current_principal, is_household
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import InvalidRequest, status_for
 from console_ha.web.model_settings import current_setup
@@ -33,14 +35,24 @@ def conversation_service() -> ConversationService:
 
 @bp.post("/api/v1/conversation/message")
 def message() -> Response:
-    """A message starts or continues a conversation; a confirmation resumes a paused turn."""
+    """A message starts or continues a conversation; a confirmation (the household's only) resumes a paused turn.
+
+    A program's message (an API token) waits in this request while its reads wait for the household on
+    the confirmations page, and answers with the turn's reply.
+    """
     body = json_object(allowed=("conversation_id", "message", "confirmation"))
+    principal = current_principal()
+    if "confirmation" in body and not is_household():
+        # A program asks; only the household answers, on its confirmations page.
+        raise household_only(ANSWERING_A_CARD)
     conversation_id = _conversation_id(body.get("conversation_id"))
     text, confirmation = body.get("message"), body.get("confirmation")
     if (text is None) == (confirmation is None):
         raise InvalidRequest("Send exactly one of message and confirmation.")
     service = conversation_service()
-    if confirmation is not None:
+    if principal is not None and principal.method == "bearer":
+        result = service.send(conversation_id, _message_text(text), asker=asker_for(principal))
+    elif confirmation is not None:
         token, approve = _confirmation(confirmation)
         if conversation_id is None:
             raise InvalidRequest("A confirmation needs the conversation_id it belongs to.", field="conversation_id")

@@ -1,4 +1,8 @@
-"""The Home Assistant settings API: thin views over the settings service (`console_ha.settings.service`)."""
+"""The Home Assistant settings API: thin views over the settings service (`console_ha.settings.service`).
+
+Every route here is the household's alone (web/access.py): a program's API token gets 403 FORBIDDEN,
+so it can neither see the picker's entities nor choose where the stored token is sent.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,6 @@ from console_ha.errors import CapabilityError
 from console_ha.settings.service import SaveRequest, SettingsService, TryRequest
 from console_ha.store.config import refuse_unknown
 from console_ha.web import services
-from console_ha.web.api_tokens import SessionOnly
-from console_ha.web.auth import current_principal
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import handle_console_error
 from console_ha.words import household_error
@@ -27,10 +29,6 @@ def _in_household_words(err: CapabilityError) -> Response:
     # What the client saw (a status, a number of seconds) stays in the log for whoever looks into it.
     log.info("%s %s: %s", request.path, err.code, err.message)
     return handle_console_error(household_error(err))
-
-
-CA_SESSION_ONLY = ("Only the household, logged in to the Console in a browser, can add or remove the CA "
-                   "certificate: it decides who may receive the Home Assistant access token over https.")
 
 
 def _settings() -> SettingsService:
@@ -95,17 +93,9 @@ def ca_certificate() -> Response:
     return jsonify(_settings().ca_certificate())
 
 
-def _household_session_only() -> None:
-    """403 FORBIDDEN for an API token: a program must not choose whom the stored token is sent to."""
-    principal = current_principal()
-    if principal is None or principal.method != "session":
-        raise SessionOnly(CA_SESSION_ONLY)
-
-
 @bp.post("/ca-certificate")
 def store_ca_certificate() -> Response:
     """Check a pasted or uploaded PEM and store it (replacing any), atomically; 400 with why if unusable."""
-    _household_session_only()
     body = json_object()
     refuse_unknown(body, ("pem",))
     return jsonify(_settings().store_ca_certificate(body.get("pem")))
@@ -114,5 +104,4 @@ def store_ca_certificate() -> Response:
 @bp.delete("/ca-certificate")
 def remove_ca_certificate() -> Response:
     """Forget the stored CA certificate: https is then checked against the system's trust store only."""
-    _household_session_only()
     return jsonify(_settings().remove_ca_certificate())

@@ -19,6 +19,9 @@ PASSWORD = "correct horse battery staple"
 # The real default is scrypt (~70 ms a check); the tests prove the flows, not the hash's cost.
 FAST_HASH = "pbkdf2:sha256:1000"
 API = "/api/v1/conversation/home-assistant"
+# What a program's API token may read (its own cards waiting for the household), and where it may ask.
+PROGRAM_API = "/api/v1/confirmations"
+MESSAGE_API = "/api/v1/conversation/message"
 TEST_CONFIG = {
     "TESTING": True,
     "CONSOLE_HA_STATES_TIMEOUT": 2.0,

@@ -12,9 +12,20 @@ from flask.testing import FlaskClient
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
-from console_ha.web.auth import OPEN_ENDPOINTS, safe_next
+from console_ha.web.access import ACCESS, Access
+from console_ha.web.auth import safe_next
 
-from .conftest import API, FAST_HASH, PASSWORD, TEST_CONFIG, csrf_from, log_in, page_csrf
+from .conftest import (
+    API,
+    FAST_HASH,
+    MESSAGE_API,
+    PASSWORD,
+    PROGRAM_API,
+    TEST_CONFIG,
+    csrf_from,
+    log_in,
+    page_csrf,
+)
 from .live import served
 
 _CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -28,6 +39,9 @@ def _every_route(app: Flask) -> list[tuple[str, str, str]]:
         for method in sorted(rule.methods or ()):
             routes.append((rule.endpoint, method, url))
     return routes
+
+
+OPEN_ENDPOINTS = frozenset(endpoint for endpoint, access in ACCESS.items() if access is Access.OPEN)
 
 
 def test_the_open_endpoints_are_health_login_first_run_and_static(app: Flask) -> None:
@@ -254,10 +268,13 @@ def test_a_session_post_with_the_pages_csrf_token_is_accepted(household: FlaskCl
 
 
 def test_a_bearer_post_needs_no_csrf_token(bearer: FlaskClient) -> None:
-    """API token requests are exempt by how they authenticate, not by route."""
-    response = bearer.post(API, json={"enabled": True})
-    assert response.status_code == 200
-    assert bearer.get(API).get_json()["enabled"] is True
+    """API token requests are exempt by how they authenticate, not by route: a message passes the guard.
+
+    No model is set up, so the answer is the conversation's own 503, not the CSRF check's 400.
+    """
+    response = bearer.post(MESSAGE_API, json={"message": "hi"})
+    assert response.status_code == 503
+    assert response.get_json()["error"]["code"] == "MODEL_NOT_CONFIGURED"
 
 
 @pytest.mark.parametrize("header", ["Bearer cha_not-a-real-token", "Bearer ", "Basic dXNlcjpwYXNz", "cha_x"])
@@ -271,9 +288,9 @@ def test_a_wrong_authorization_header_is_refused(client: FlaskClient, api_token:
 
 def test_a_revoked_api_token_stops_working(bearer: FlaskClient, console_secrets: ConsoleSecrets) -> None:
     """Tokens are read fresh on every request, so revoking one takes effect at once."""
-    assert bearer.get(API).status_code == 200
+    assert bearer.get(PROGRAM_API).status_code == 200
     console_secrets.revoke_api_tokens("tests")
-    assert bearer.get(API).status_code == 401
+    assert bearer.get(PROGRAM_API).status_code == 401
 
 
 def test_logout_ends_the_session_and_needs_the_csrf_token(household: FlaskClient) -> None:
@@ -330,10 +347,13 @@ def test_a_csrf_token_has_no_time_limit_of_its_own(app: Flask) -> None:
 
 
 def test_a_bearer_request_with_a_session_cookie_still_needs_no_csrf(household: FlaskClient, api_token: str) -> None:
-    """The Authorization header decides: a program may hold a cookie too."""
+    """The Authorization header decides: a program may hold a cookie too, and is still a program."""
     household.environ_base.pop("HTTP_X_CSRFTOKEN")
-    response = household.post(API, json={}, headers={"Authorization": f"Bearer {api_token}"})
-    assert response.status_code == 200
+    program = {"Authorization": f"Bearer {api_token}"}
+    response = household.post(MESSAGE_API, json={"message": "hi"}, headers=program)
+    assert response.get_json()["error"]["code"] == "MODEL_NOT_CONFIGURED"  # past the guard, no CSRF asked
+    refused = household.post(API, json={"enabled": True}, headers=program)
+    assert refused.status_code == 403 and refused.get_json()["error"]["code"] == "FORBIDDEN"
 
 
 def test_a_fresh_login_gives_a_fresh_csrf_token(client: FlaskClient, password: str) -> None:
@@ -613,7 +633,7 @@ def test_the_tokens_page_lists_each_token_by_name_and_last_use(
     html = household.get(TOKENS_PAGE).get_data(as_text=True)
     assert "node-red" in html and "tests" in html
     assert html.count("Never used.") == 2
-    assert bearer.get(API).status_code == 200
+    assert bearer.get(PROGRAM_API).status_code == 200
     html = household.get(TOKENS_PAGE).get_data(as_text=True)
     assert html.count("Never used.") == 1 and "Last used <time" in html
     for token in console_secrets.api_tokens():
@@ -623,11 +643,11 @@ def test_the_tokens_page_lists_each_token_by_name_and_last_use(
 
 def test_last_use_is_written_at_most_once_a_minute(bearer: FlaskClient, console_secrets: ConsoleSecrets) -> None:
     """A program polling every second does not rewrite the token file every second."""
-    bearer.get(API)
+    bearer.get(PROGRAM_API)
     written = console_secrets.api_tokens_path.stat().st_mtime_ns
     first = console_secrets.api_tokens()[0].last_used
     for _ in range(5):
-        assert bearer.get(API).status_code == 200
+        assert bearer.get(PROGRAM_API).status_code == 200
     assert console_secrets.api_tokens_path.stat().st_mtime_ns == written
     assert console_secrets.api_tokens()[0].last_used == first is not None
 
@@ -639,17 +659,17 @@ def test_the_household_revokes_a_token_on_the_page_over_real_http(
     with served(make_app()) as console:
         program = console.browser()
         program.http.headers["Authorization"] = f"Bearer {api_token}"
-        assert program.get(API).status_code == 200
+        assert program.get(PROGRAM_API).status_code == 200
         household = console.browser()
         household.log_in(password)
         page = household.get(TOKENS_PAGE).text
         action = re.search(r'action="(/settings/api-tokens/[0-9a-f]{16}/revoke)"', page).group(1)
         assert household.post(action, data={}).status_code == 400  # no CSRF token: nothing revoked
-        assert program.get(API).status_code == 200
+        assert program.get(PROGRAM_API).status_code == 200
         done = household.post(action, data={"csrf_token": household.csrf(TOKENS_PAGE)})
         assert done.status_code == 303 and done.headers["Location"] == TOKENS_PAGE
         assert "Revoked the token “tests”" in household.get(TOKENS_PAGE).text
-        assert program.get(API).status_code == 401
+        assert program.get(PROGRAM_API).status_code == 401
         again = household.post(action, data={"csrf_token": household.csrf(TOKENS_PAGE)})
         assert again.status_code == 303
         assert "already revoked" in household.get(TOKENS_PAGE).text

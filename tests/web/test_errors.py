@@ -21,7 +21,7 @@ from console_ha.errors import (
 )
 from console_ha.web.errors import STATUS
 
-from .conftest import API
+from .conftest import API, log_in, page_csrf
 
 # Every code the contract names, with the status this project gives it.
 CONTRACT_CODES = {
@@ -73,10 +73,11 @@ def raising_app(make_app: Callable[..., Flask]) -> Flask:
 
 
 @pytest.fixture
-def api(raising_app: Flask, api_token: str) -> FlaskClient:
-    """A bearer client of the raising app."""
+def api(raising_app: Flask, password: str) -> FlaskClient:
+    """The household's browser on the raising app (its routes are in no access table: the household's alone)."""
     client = raising_app.test_client()
-    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    log_in(client, password)
+    client.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(client)
     return client
 
 
@@ -186,9 +187,9 @@ def test_a_wrong_method_is_method_not_allowed_with_allow(bearer: FlaskClient) ->
     assert "POST" in response.headers["Allow"]
 
 
-def test_an_oversized_body_is_payload_too_large(bearer: FlaskClient) -> None:
+def test_an_oversized_body_is_payload_too_large(household: FlaskClient) -> None:
     """Bodies are capped: 413 PAYLOAD_TOO_LARGE."""
-    response = bearer.post(API, data=b"{" + b" " * (2 * 1024 * 1024) + b"}", content_type="application/json")
+    response = household.post(API, data=b"{" + b" " * (2 * 1024 * 1024) + b"}", content_type="application/json")
     assert response.status_code == 413
     _assert_shape(response.get_json(), "PAYLOAD_TOO_LARGE")
 
@@ -206,10 +207,10 @@ def test_an_oversized_body_is_payload_too_large(bearer: FlaskClient) -> None:
     ids=["malformed", "array", "string", "form", "empty", "not-utf8"],
 )
 def test_a_body_that_is_not_a_json_object_is_invalid_request(
-    bearer: FlaskClient, data: bytes, content_type: str
+    household: FlaskClient, data: bytes, content_type: str
 ) -> None:
     """400 INVALID_REQUEST, and nothing is written."""
-    response = bearer.post(API, data=data, content_type=content_type)
+    response = household.post(API, data=data, content_type=content_type)
     assert response.status_code == 400
     _assert_shape(response.get_json(), "INVALID_REQUEST")
-    assert bearer.get(API).get_json()["revision"] == "absent"
+    assert household.get(API).get_json()["revision"] == "absent"

@@ -16,7 +16,7 @@ from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.fake_model import FakeModel, Hang, Raw, text, tool_call, unused_loopback_url
 
-from .conftest import csrf_from
+from .conftest import csrf_from, log_in, page_csrf
 
 MODEL_API = "/api/v1/conversation/model"
 PAGE = "/settings/model"
@@ -112,11 +112,19 @@ def test_saving_needs_the_csrf_token_with_a_session(logged_in, data_dir):
     assert not data_dir.model_config.exists()
 
 
-def test_the_api_is_closed_to_strangers_and_open_to_an_api_token(client, bearer):
+def test_the_api_is_closed_to_strangers_and_to_an_api_token(client, bearer, password, data_dir):
+    """Where the household's conversations go is the household's to say: a program's token gets 403 (issue 16)."""
     _error(client.get(MODEL_API), 401, "UNAUTHENTICATED")
     _error(client.post(MODEL_API + "/test", json={}), 401, "UNAUTHENTICATED")
     assert client.get(PAGE).status_code == 302
-    assert save(bearer, base_url="http://10.0.0.1:8080/v1", model="m")["model"] == "m"
+    _error(bearer.post(MODEL_API, json={"base_url": "http://attacker.example/v1", "model": "m"}), 403, "FORBIDDEN")
+    _error(bearer.post(MODEL_API + "/test", json={"base_url": "http://attacker.example/v1"}), 403, "FORBIDDEN")
+    _error(bearer.get(MODEL_API), 403, "FORBIDDEN")
+    assert bearer.get(PAGE).status_code == 403
+    assert not data_dir.model_config.exists()
+    log_in(client, password)
+    client.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(client)
+    assert save(client, base_url="http://10.0.0.1:8080/v1", model="m")["model"] == "m"
 
 
 def test_a_damaged_file_is_reported_and_a_reset_save_starts_again(household, data_dir):

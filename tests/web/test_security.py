@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from flask.testing import FlaskClient
 
-from .conftest import API
+from .conftest import API, MESSAGE_API
 
 
 @pytest.mark.parametrize(
@@ -222,9 +222,9 @@ def test_behind_an_https_proxy_the_public_origin_is_the_consoles_own(
 
 
 def test_a_bearer_request_is_not_judged_by_origin(bearer: FlaskClient) -> None:
-    """A program with an API token is not a browser acting for another site."""
-    response = bearer.post(API, json={"enabled": True}, headers={"Origin": "http://evil.example"})
-    assert response.status_code == 200
+    """A program with an API token is not a browser acting for another site: its message passes the guard."""
+    response = bearer.post(MESSAGE_API, json={"message": "hi"}, headers={"Origin": "http://evil.example"})
+    assert response.get_json()["error"]["code"] == "MODEL_NOT_CONFIGURED"  # no model set up: the turn's own answer
 
 
 def test_login_and_logout_from_a_foreign_origin_are_refused(client: FlaskClient, password: str) -> None:

@@ -21,7 +21,7 @@ from console_ha.ha.discovery import Instance
 from console_ha.store.datadir import DataDir
 from tests.stub_ha import StubHomeAssistant
 
-from .conftest import API, configure, files_under, unused_port
+from .conftest import API, configure, files_under, log_in, page_csrf, unused_port
 
 ENTITY_KEYS = {"entity_id", "friendly_name", "domain", "state", "unavailable", "allowlisted", "area", "sensitive",
                "cost"}
@@ -467,13 +467,14 @@ def test_a_server_error_is_a_bad_response_not_a_misidentification(
 
 
 def test_a_slow_answer_to_the_test_is_a_timeout(
-    make_app: Callable[..., Flask], stub_ha: StubHomeAssistant, api_token: str
+    make_app: Callable[..., Flask], stub_ha: StubHomeAssistant, password: str
 ) -> None:
     """502 HA_TIMEOUT within the bound."""
     client = make_app(CONSOLE_HA_TEST_TIMEOUT=0.3).test_client()
+    log_in(client, password)
     stub_ha.fault("slow", path_prefix="/api/config", delay=1.0)
     response = client.post(f"{API}/test", json={"base_url": stub_ha.base_url, "access_token": stub_ha.token},
-                           headers={"Authorization": f"Bearer {api_token}"})
+                           headers={"X-CSRFToken": page_csrf(client)})
     _error(response, 502, "HA_TIMEOUT")
 
 
@@ -494,11 +495,33 @@ def test_the_test_needs_a_url_and_a_token(
     assert error["field"] == field
 
 
-def test_the_settings_api_works_for_a_bearer_client(bearer: FlaskClient, stub_ha: StubHomeAssistant) -> None:
-    """Another program on the device can do everything the page does, with an API token."""
-    configure(bearer, stub_ha.base_url, stub_ha.token, enabled=True)
-    assert bearer.get(f"{API}/entities").status_code == 200
-    assert bearer.post(f"{API}/test").get_json()["ok"] is True
+def test_a_program_s_token_can_neither_read_the_picker_nor_change_or_test_the_settings(
+    bearer: FlaskClient, household: FlaskClient, stub_ha: StubHomeAssistant, data_dir: DataDir
+) -> None:
+    """Issue 16: every entity, the allowlist, the switch and the token are the household's; a program gets 403.
+
+    The probe read all entities through the picker with an API token, widened the allowlist, turned the
+    assistant on and removed the Home Assistant token. Now each is refused, nothing is written, and Home
+    Assistant hears nothing from any of them.
+    """
+    configure(household, stub_ha.base_url, stub_ha.token, allowlisted_entities=["sensor.living_room_temperature"])
+    saved = data_dir.ha_config.read_bytes()
+    asked_before = len(stub_ha.requests)
+    attempts = [
+        bearer.get(f"{API}/entities"),
+        bearer.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url, "access_token": stub_ha.token}),
+        bearer.post(API, json={"allowlisted_entities": ["sensor.living_room_temperature", "lock.front_door"],
+                               "enabled": True}),
+        bearer.post(API, json={"remove_access_token": True}),
+        bearer.post(f"{API}/test"),
+        bearer.get(f"{API}/discover"),
+        bearer.get(API),
+    ]
+    for response in attempts:
+        _error(response, 403, "FORBIDDEN")
+    assert data_dir.ha_config.read_bytes() == saved
+    assert household.get(API).get_json()["has_access_token"] is True
+    assert len(stub_ha.requests) == asked_before
 
 
 # --- the picker before saving ------------------------------------------------------------------------

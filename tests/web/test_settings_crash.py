@@ -30,6 +30,7 @@ from console_ha.store.ha_token import TokenStore
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API
+from .live import Browser
 
 KILL_RUNS = 30
 KILL_BUDGET_SECONDS = 90.0
@@ -113,16 +114,18 @@ def serve(make_app: Callable[..., Flask]) -> Iterator[Callable[[], str]]:
         server.server_close()
 
 
-def _bearer(api_token: str) -> requests.Session:
-    session = requests.Session()
-    session.trust_env = False
-    session.headers["Authorization"] = f"Bearer {api_token}"
-    return session
+def _household(url: str, password: str) -> requests.Session:
+    """The household's browser session on the Console at `url`, sending its CSRF token as the page's fetch() does."""
+    browser = Browser(url)
+    browser.http.trust_env = False
+    assert browser.log_in(password).status_code == 302
+    browser.http.headers["X-CSRFToken"] = browser.csrf("/no-such-page")
+    return browser.http
 
 
 def test_kill_9_at_any_moment_of_a_save_never_pairs_a_token_with_another_origin(
     data_dir: DataDir, two_homes: tuple[StubHomeAssistant, StubHomeAssistant], serve: Callable[[], str],
-    api_token: str, caplog: pytest.LogCaptureFixture,
+    password: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A saver alternating two (URL, token) pairs is SIGKILLed at random moments, about 30 times.
 
@@ -156,7 +159,7 @@ def test_kill_9_at_any_moment_of_a_save_never_pairs_a_token_with_another_origin(
         url = serve()  # the next start
         assert _temp_files(data_dir.root) == [], "a start must sweep what killed writes left"
         outcomes[_check_the_stored_pair(data_dir, pairs)] += 1
-        _real_requests(_bearer(api_token), url)
+        _real_requests(_household(url, password), url)
     assert runs >= 10, f"only {runs} runs in {KILL_BUDGET_SECONDS} s"
     # What the runs met, for a person reading the log (the guard on the stubs is the assertion).
     print(f"kill -9 loop: {runs} runs: {dict(outcomes)}")
@@ -165,7 +168,7 @@ def test_kill_9_at_any_moment_of_a_save_never_pairs_a_token_with_another_origin(
 
 def test_parallel_saves_of_different_pairs_always_leave_one_saved_pair(
     data_dir: DataDir, two_homes: tuple[StubHomeAssistant, StubHomeAssistant], serve: Callable[[], str],
-    api_token: str,
+    password: str,
 ) -> None:
     """About 30 rounds of four concurrent saves (two Home Assistants, two spellings each) over real HTTP."""
     home, other = two_homes
@@ -177,7 +180,7 @@ def test_parallel_saves_of_different_pairs_always_leave_one_saved_pair(
         {"base_url": home.base_url + "/api/", "access_token": home.token},
         {"base_url": other.base_url.upper(), "access_token": other.token},
     ]
-    sessions = [_bearer(api_token) for _ in bodies]
+    sessions = [_household(url, password) for _ in bodies]
 
     def save(barrier: threading.Barrier, answers: list[int], session: requests.Session,
              body: dict[str, object]) -> None:
