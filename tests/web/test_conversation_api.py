@@ -382,3 +382,129 @@ def test_no_response_of_a_whole_conversation_carries_the_access_token(household,
     household.get("/activity")
     assert all(configured.token.encode() not in raw for raw in recorded_responses)
     assert json.dumps(paused).count(configured.token) == 0
+
+
+# --- a program's conversation: it asks, the household decides on /confirmations (issue 16) ----------
+
+CONFIRMATIONS = "/api/v1/confirmations"
+
+
+def _program_asks(bearer: FlaskClient, message: str = QUESTION, conversation_id: str | None = None):
+    """Send a program's message in a thread (it waits for the household); the future of its response."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(ask, bearer, message, conversation_id)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _card_for(household: FlaskClient, client: str = "tests", *, timeout: float = 10.0) -> dict:
+    """The program's card as the household sees it on the confirmations API, once it is there."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pending = [p for p in household.get(CONFIRMATIONS).get_json()["pending"] if p["client"] == client]
+        if pending:
+            return pending[0]
+        time.sleep(0.02)
+    raise AssertionError("the program's card never reached the household's confirmations")
+
+
+@pytest.fixture
+def program_and_household(app, api_token, password):
+    bearer = app.test_client()
+    bearer.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    return bearer, household_of(app, password)
+
+
+@pytest.mark.parametrize(("function", "arguments"), BOTH)
+def test_a_program_s_read_waits_for_the_household_and_its_message_answers_after(
+        program_and_household, configured, model, function, arguments):
+    """The probe approved its own reads through this API; now the card is the household's, on /confirmations."""
+    bearer, household = program_and_household
+    model.script(tool_call(function, arguments), answer_from_tool_result)
+    asked = _program_asks(bearer)
+    card = _card_for(household)
+    assert card["arguments"] == arguments and card["capability"] in (LIST_ENTITIES, GET_HISTORY)
+    # The program sees its own card waiting, and can answer it on no route.
+    assert [p["token"] for p in bearer.get(CONFIRMATIONS).get_json()["pending"]] == [card["token"]]
+    assert_error(bearer.post(f"{CONFIRMATIONS}/{card['token']}", json={"approve": True}), 403, "FORBIDDEN")
+    assert_error(bearer.post(MESSAGE, json={"confirmation": {"token": card["token"], "approve": True}}),
+                 403, "FORBIDDEN")
+    assert configured.requests == [] and not asked.done()
+    assert household.post(f"{CONFIRMATIONS}/{card['token']}", json={"approve": True}).status_code == 200
+    done = asked.result(timeout=15)
+    assert done.status_code == 200, done.get_data(as_text=True)
+    body = done.get_json()
+    assert body["pending_confirmation"] is None and "Living room temperature" in body["reply"]
+    assert configured.requests != []
+    assert card["token"] not in model.seen()
+
+
+def test_a_program_s_read_the_household_denies_reads_nothing(program_and_household, configured, model):
+    bearer, household = program_and_household
+    model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    asked = _program_asks(bearer)
+    card = _card_for(household)
+    household.post(f"{CONFIRMATIONS}/{card['token']}", json={"approve": False})
+    assert asked.result(timeout=15).get_json()["reply"] == "I could not read that: CONFIRMATION_DENIED."
+    assert configured.requests == []
+
+
+def test_a_program_s_card_nobody_answers_expires_and_reads_nothing(make_app, api_token, configured, model):
+    app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5,
+                   CONSOLE_HA_CONFIRMATION_TTL=0.5)
+    bearer = app.test_client()
+    bearer.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    started = time.monotonic()
+    response = ask(bearer)
+    assert time.monotonic() - started < 10
+    assert response.get_json()["reply"] == "I could not read that: CONFIRMATION_INVALID."
+    assert configured.requests == []
+
+
+def test_a_second_message_while_the_first_waits_is_refused_at_once(program_and_household, configured, model):
+    """The wait holds one of the server's threads; a second message to the same conversation must not hold another."""
+    bearer, household = program_and_household
+    model.script(text("Hello."), tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    conversation_id = ask(bearer, "hello").get_json()["conversation_id"]
+    asked = _program_asks(bearer, QUESTION, conversation_id)
+    card = _card_for(household)
+    started = time.monotonic()
+    assert_error(ask(bearer, "and now?", conversation_id), 429, "RATE_LIMITED")
+    assert time.monotonic() - started < 2
+    household.post(f"{CONFIRMATIONS}/{card['token']}", json={"approve": False})
+    assert asked.result(timeout=15).get_json()["conversation_id"] == conversation_id
+
+
+def test_a_program_cannot_continue_the_household_s_conversation(program_and_household, model):
+    bearer, household = program_and_household
+    model.script(text("Hello, household."), text("Hello, program."))
+    theirs = ask(household, "hello").get_json()["conversation_id"]
+    mine = ask(bearer, "hello", theirs).get_json()
+    assert mine["conversation_id"] != theirs and mine["reply"] == "Hello, program."
+    # The model saw only the program's own message, none of the household's conversation.
+    assert [m["content"] for m in model.requests[-1].messages if m["role"] != "system"] == ["hello"]
+
+
+def test_a_token_revoked_while_its_read_waits_gets_no_read(program_and_household, configured, model,
+                                                          console_secrets):
+    bearer, household = program_and_household
+    model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    asked = _program_asks(bearer)
+    card = _card_for(household)
+    console_secrets.revoke_api_tokens("tests")
+    household.post(f"{CONFIRMATIONS}/{card['token']}", json={"approve": True})
+    assert asked.result(timeout=15).get_json()["reply"] == "I could not read that: UNAUTHENTICATED."
+    assert configured.requests == []
+
+
+def test_activity_names_the_program_not_the_conversation_page(program_and_household, configured, model):
+    bearer, household = program_and_household
+    model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
+    asked = _program_asks(bearer)
+    household.post(f"{CONFIRMATIONS}/{_card_for(household)['token']}", json={"approve": True})
+    asked.result(timeout=15)
+    html = household.get("/activity").get_data(as_text=True)
+    assert "tests" in html and "Conversation page" not in html
