@@ -52,6 +52,18 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
     return Answer(status, code, time.monotonic() - started)
 
 
+def household_session(served: str, data_dir: DataDir) -> dict[str, str]:
+    """The household's session cookie on the served Console (the picker and discovery are the household's alone)."""
+    from tests.web.conftest import FAST_HASH, PASSWORD
+    from tests.web.live import Browser
+
+    ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
+    browser = Browser(served.rstrip("/"))
+    browser.http.trust_env = False
+    assert browser.log_in(PASSWORD).status_code == 302
+    return {"Cookie": "; ".join(f"{name}={value}" for name, value in browser.http.cookies.items())}
+
+
 @pytest.fixture
 def served(data_dir: DataDir) -> Iterator[str]:
     """`python -m console_ha serve` with its default threads; yields its URL."""
@@ -82,13 +94,13 @@ def test_twelve_pickers_on_a_hung_home_assistant_leave_health_and_pages_answerin
         hung.fault("slow", delay=60)
         ConfigStore(data_dir).update({"enabled": True, "base_url": hung.base_url})
         TokenStore(data_dir).write(check_token(hung.token), hung.base_url)
-        bearer = {"Authorization": f"Bearer {ConsoleSecrets(data_dir).create_api_token('limits')}"}
+        household = household_session(served, data_dir)
 
         answers: list[Answer] = []
         lock = threading.Lock()
 
         def picker() -> None:
-            answer = get(served + ENTITIES, bearer)
+            answer = get(served + ENTITIES, household)
             with lock:
                 answers.append(answer)
 
@@ -122,12 +134,12 @@ def test_parallel_discoveries_leave_health_answering(data_dir: DataDir, served: 
 
     Queued behind one lock, twelve browses of 3 s each held every thread for up to half a minute.
     """
-    bearer = {"Authorization": f"Bearer {ConsoleSecrets(data_dir).create_api_token('discover')}"}
+    household = household_session(served, data_dir)
     answers: list[Answer] = []
     lock = threading.Lock()
 
     def discover() -> None:
-        answer = get(served + "api/v1/conversation/home-assistant/discover", bearer)
+        answer = get(served + "api/v1/conversation/home-assistant/discover", household)
         with lock:
             answers.append(answer)
 

@@ -15,12 +15,12 @@ from flask.testing import FlaskClient
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.store.config import ConfigStore
-from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.web import create_app
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.real_ha.harness import RealHomeAssistant
+from tests.web.conftest import household_client
 
 pytestmark = pytest.mark.real_ha
 
@@ -38,15 +38,13 @@ def model() -> Iterator[FakeModel]:
 
 @pytest.fixture
 def console(tmp_path: Path, real_ha: RealHomeAssistant, model: FakeModel) -> FlaskClient:
-    """The Console reading the real Home Assistant, its model the fake, driven with an API token."""
+    """The Console reading the real Home Assistant, its model the fake, driven by the household's session."""
     data_dir = DataDir(tmp_path / "console")
     ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": ALLOWLIST})
     TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
     app = create_app(data_dir, {"TESTING": True, "CONSOLE_HA_LLM_URL": model.url,
                                 "CONSOLE_HA_LLM_MODEL": "fake-model", "CONSOLE_HA_LLM_TIMEOUT": 5})
-    client = app.test_client()
-    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {ConsoleSecrets(data_dir).create_api_token('real-ha')}"
-    return client
+    return household_client(app, data_dir)
 
 
 def set_temperature(real_ha: RealHomeAssistant, value: float) -> dict[str, Any]:

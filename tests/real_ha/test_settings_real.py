@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 from tests.real_ha.harness import HA_VERSION, LOCATION_NAME, UNAVAILABLE_ENTITY, RealHomeAssistant
+from tests.web.conftest import household_client
 
 pytestmark = pytest.mark.real_ha
 
@@ -24,12 +24,10 @@ AREAS_WAIT = 10.0
 
 @pytest.fixture
 def console(tmp_path: Path) -> FlaskClient:
-    """The Console on a fresh data dir, driven as a program with an API token would drive it."""
+    """The Console on a fresh data dir, driven as the household's settings page drives it (its session)."""
     data_dir = DataDir(tmp_path / "console")
     app = create_app(data_dir, {"TESTING": True})
-    client = app.test_client()
-    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {ConsoleSecrets(data_dir).create_api_token('real-ha tests')}"
-    return client
+    return household_client(app, data_dir)
 
 
 def save(console: FlaskClient, **settings: Any) -> dict[str, Any]:

@@ -99,6 +99,15 @@ def page_csrf(client: FlaskClient) -> str:
     return csrf_from(client.get("/no-such-page").get_data(as_text=True))
 
 
+def household_client(app: Flask, data_dir: DataDir) -> FlaskClient:
+    """The household's browser on `app`: the password set (cheaply), logged in, sending the page's CSRF token."""
+    ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
+    client = app.test_client()
+    assert log_in(client).status_code == 302
+    client.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(client)
+    return client
+
+
 @pytest.fixture
 def logged_in(client: FlaskClient, password: str) -> FlaskClient:
     """A browser with a session, sending no CSRF token unless a test adds one."""

@@ -97,7 +97,7 @@ def test_a_whole_session_shows_the_token_nowhere_but_to_its_own_home_assistant(
     home.clear_faults()
     call("unauthenticated settings", client.get(API))
     call("unauthenticated test", client.post(f"{API}/test", json={"base_url": rogue.base_url}))
-    call("bearer settings", bearer.get(API))
+    call("bearer settings (refused)", bearer.get(API))
 
     # The capabilities, approved, as the conversation page runs them.
     executor = Executor(data_dir)
