@@ -2,7 +2,9 @@
 
 Stored where `ca_bundle_path` looks when the settings file names no `ca_bundle` of its own
 (`D/secrets/home-assistant/ca-bundle.pem`), so the connection test, the picker and the capabilities all
-trust it alike. Parsing is the `cryptography` library's (never a hand-written PEM or DER reader).
+trust it alike. Parsing is the `cryptography` library's (never a hand-written PEM or DER reader): every
+PEM block and base64 run in a paste is parsed (`pem_paste`), a private key anywhere refuses the whole paste,
+and only the parsed certificates are stored, re-encoded.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
 
 from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.store import pem_paste
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
+from console_ha.store.pem_paste import Found
 from console_ha.timestamps import utc_z
 
 log = logging.getLogger(__name__)
@@ -27,12 +32,22 @@ FIELD = "ca_certificate"
 # A CA and a chain of a few intermediates fit many times over; anything larger is not what we ask for.
 MAX_PEM_BYTES = 64 * 1024
 MAX_CERTIFICATES = 8
-_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+# A NUL or another control character is in no certificate file: a binary or damaged file, or text made to
+# read differently in different tools. Refused with words rather than dropped, so the household knows.
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 NOT_PEM = ("This is not a PEM certificate. It should start with “-----BEGIN CERTIFICATE-----”; in Home "
            "Assistant’s set-up it is often a file named ca.crt or ca.pem.")
-A_PRIVATE_KEY = ("This holds a private key. Only the certificate is needed: never share the key. Paste only "
-                 "the part from “-----BEGIN CERTIFICATE-----” to “-----END CERTIFICATE-----”.")
+A_PRIVATE_KEY = ("This holds a private key, which must never be shared, so nothing was stored. Only the "
+                 "certificate is needed: paste only the part from “-----BEGIN CERTIFICATE-----” to "
+                 "“-----END CERTIFICATE-----”.")
+DAMAGED = ("This certificate is damaged or incomplete: the text between “-----BEGIN CERTIFICATE-----” and "
+           "“-----END CERTIFICATE-----” cannot be read. Copy it again whole, or choose the certificate file.")
+A_CONTROL_CHARACTER = ("This holds a character that no certificate file has (such as a NUL byte), so nothing "
+                       "was stored. Choose the certificate file again, or paste only the part from "
+                       "“-----BEGIN CERTIFICATE-----” to “-----END CERTIFICATE-----”.")
+# What refuses a paste, most important first: a key is named even when the paste is damaged as well.
+_REFUSED = ((Found.PRIVATE_KEY, A_PRIVATE_KEY), (Found.DAMAGED_CERTIFICATE, DAMAGED), (Found.OTHER, NOT_PEM))
 MANAGED_BY_FILE = ("The settings file names its own CA bundle ({path}), so the Console uses that one. Edit or "
                    "remove `ca_bundle` in {config} to manage the certificate on this page.")
 
@@ -57,39 +72,56 @@ class CertificateInfo:
 
 def describe(pem: str, *, now: datetime | None = None) -> list[CertificateInfo]:
     """Parse and check a pasted or uploaded PEM; 400 INVALID_CONFIG on `ca_certificate` with why, if not usable."""
-    if len(pem.encode("utf-8", "replace")) > MAX_PEM_BYTES:
-        raise InvalidConfig(f"This file is larger than a CA certificate ({MAX_PEM_BYTES // 1024} KiB at most).",
-                            field=FIELD)
-    kinds = set(_PEM_BLOCK.findall(pem))
-    if any("PRIVATE KEY" in kind for kind in kinds):
-        raise InvalidConfig(A_PRIVATE_KEY, field=FIELD)
-    if kinds != {"CERTIFICATE"}:
-        raise InvalidConfig(NOT_PEM, field=FIELD)
-    try:
-        certificates = x509.load_pem_x509_certificates(pem.encode("ascii"))
-    except (ValueError, UnicodeEncodeError) as err:
-        raise InvalidConfig(NOT_PEM, field=FIELD) from err
-    if len(certificates) > MAX_CERTIFICATES:
-        raise InvalidConfig(f"At most {MAX_CERTIFICATES} certificates at once, please.", field=FIELD)
-    moment = now or datetime.now(UTC)
+    return [_info(cert) for cert in _usable(pem, now or datetime.now(UTC))]
+
+
+def _usable(pem: str, moment: datetime) -> list[x509.Certificate]:
+    """The certificates in `pem`, parsed, once none is out of date and not all are hosts'; else refused."""
+    certificates = _certificates(pem)
+    for cert in certificates:
+        _refuse_if_out_of_date(cert, moment)
     infos = [_info(cert) for cert in certificates]
-    for cert, info in zip(certificates, infos, strict=True):
-        if cert.not_valid_after_utc <= moment:
-            raise InvalidConfig(f"This certificate ({info.subject}) expired on {info.not_after[:10]}: Home "
-                                "Assistant needs a new one, and then so does this page.", field=FIELD)
-        if cert.not_valid_before_utc > moment:
-            # OpenSSL refuses it until then, so every https call would fail while the page showed it as fine;
-            # a date just ahead is usually one of the two machines' clocks being wrong.
-            when = info.not_before[:16].replace("T", " ")
-            raise InvalidConfig(f"This certificate ({info.subject}) is not valid before {when} UTC. Check"
-                                " the date and time on this computer and on the one that made it.",
-                                field=FIELD)
     if all(info.kind == "host" for info in infos):
         first = infos[0]
         raise InvalidConfig(
             f"This is the certificate of a host ({first.subject}), issued by {first.issuer}. The Console needs "
             "the certificate of whoever issued it (the CA), which trusts every certificate it signs.", field=FIELD)
-    return infos
+    return certificates
+
+
+def _certificates(pem: str) -> list[x509.Certificate]:
+    """Every certificate in the paste, parsed; refused if it holds a key, damage, anything else, or too many."""
+    if len(pem.encode("utf-8", "replace")) > MAX_PEM_BYTES:
+        raise InvalidConfig(f"This file is larger than a CA certificate ({MAX_PEM_BYTES // 1024} KiB at most).",
+                            field=FIELD)
+    if _CONTROL_CHARACTER.search(pem):
+        raise InvalidConfig(A_CONTROL_CHARACTER, field=FIELD)
+    reading = pem_paste.read(pem)
+    for found, words in _REFUSED:
+        if found in reading.found:
+            if found is Found.PRIVATE_KEY:
+                log.warning("a CA certificate paste held a private key: refused, nothing stored")
+            raise InvalidConfig(words, field=FIELD)
+    if not reading.certificates:
+        raise InvalidConfig(NOT_PEM, field=FIELD)
+    if len(reading.certificates) > MAX_CERTIFICATES:
+        raise InvalidConfig(f"At most {MAX_CERTIFICATES} certificates at once, please.", field=FIELD)
+    return list(reading.certificates)
+
+
+def _refuse_if_out_of_date(cert: x509.Certificate, moment: datetime) -> None:
+    """Expired, or not valid yet: OpenSSL would refuse every connection, so the page refuses it first."""
+    info = _info(cert)
+    if cert.not_valid_after_utc <= moment:
+        raise InvalidConfig(f"This certificate ({info.subject}) expired on {info.not_after[:10]}: Home "
+                            "Assistant needs a new one, and then so does this page.", field=FIELD)
+    if cert.not_valid_before_utc > moment:
+        # OpenSSL refuses it until then, so every https call would fail while the page showed it as fine;
+        # a date just ahead is usually one of the two machines' clocks being wrong.
+        when = info.not_before[:16].replace("T", " ")
+        raise InvalidConfig(f"This certificate ({info.subject}) is not valid before {when} UTC. Check"
+                            " the date and time on this computer and on the one that made it.",
+                            field=FIELD)
 
 
 def _info(cert: x509.Certificate) -> CertificateInfo:
@@ -159,14 +191,16 @@ class CACertificateStore:
         return path, [_info(cert) for cert in certificates]
 
     def store(self, pem: str) -> list[CertificateInfo]:
-        """Check `pem` (`describe`), then replace the stored certificate with it, atomically."""
+        """Check `pem` (`describe`), then replace the stored file with its certificates, re-encoded, atomically."""
         self._refuse_if_managed_by_file()
-        infos = describe(pem)
+        certificates = _usable(pem, datetime.now(UTC))
+        infos = [_info(cert) for cert in certificates]
         ensure_dir(self._dd.root / "secrets", 0o700)
         ensure_dir(self._dd.ha_secrets, 0o700)
-        text = pem.strip().replace("\r\n", "\n") + "\n"
+        # Re-encoded from what was parsed, never the paste itself: nothing around the certificates is kept.
+        text = b"".join(cert.public_bytes(Encoding.PEM) for cert in certificates)
         with path_lock(self._dd.ha_ca_bundle):
-            atomic_write(self._dd.ha_ca_bundle, text.encode("ascii"), mode=0o600)
+            atomic_write(self._dd.ha_ca_bundle, text, mode=0o600)
         log.info("stored a CA certificate for Home Assistant: %s", infos[0].subject)
         return infos
 

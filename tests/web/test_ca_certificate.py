@@ -96,7 +96,7 @@ def test_a_self_signed_host_certificate_is_named_as_such(
     ("pem", "words"),
     [
         ("hello", "not a PEM certificate"),
-        ("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", "not a PEM certificate"),
+        ("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", "damaged or incomplete"),
         ("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "private key"),
         ("", "Paste a CA certificate"),
         ("x" * (65 * 1024), "larger than a CA certificate"),
@@ -117,6 +117,18 @@ def test_a_key_pasted_with_the_certificate_is_refused(household: FlaskClient, is
     pem = issued.ca_pem + Path(issued.server_key).read_text()
     error = _error(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
     assert "private key" in error["message"] and not data_dir.ha_ca_bundle.exists()
+
+
+def test_a_key_under_a_lower_case_header_is_refused_over_http_and_never_echoed(
+    household: FlaskClient, issued: Issued, data_dir: DataDir, hidden_secrets: list[str]
+) -> None:
+    """Found by parsing, not by its header text: the answer names a key and holds none of it."""
+    key = Path(issued.server_key).read_text()
+    hidden_secrets.extend(line for line in key.split("\n") if len(line) >= 40)
+    pem = issued.ca_pem + key.replace("-----BEGIN PRIVATE KEY-----", "-----begin private key-----")
+    error = _error(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
+    assert error["field"] == "ca_certificate" and "private key" in error["message"]
+    assert "nothing was stored" in error["message"] and not data_dir.ha_ca_bundle.exists()
 
 
 def test_an_expired_or_host_only_certificate_is_refused_with_why(tmp_path: Path, issued: Issued) -> None:
