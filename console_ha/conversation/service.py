@@ -33,6 +33,10 @@ MAX_IDLE_SECONDS = 6 * 3600
 # What is replayed to the model is bounded; the oldest whole turns go first.
 MAX_HISTORY_CHARS = 256 * 1024
 MAX_MESSAGE_CHARS = 4000
+# Programs' messages being answered at once, over every API token. Each holds one of the server's threads
+# while the model thinks or its read waits for the household: past this, a program is told to try again,
+# so programs never take the threads the household's pages need.
+MAX_PROGRAM_MESSAGES = 4
 
 # Whose a conversation is: the household's own page, or one program's API token (by its id).
 HOUSEHOLD = "household"
@@ -209,10 +213,11 @@ class ConversationService:
     def __init__(self, executor: Executor, model: ChatModel, *, config_store: ConfigStore,
                  household: HouseholdQueue | None = None, store: ConversationStore | None = None,
                  max_rounds: int = MAX_ROUNDS_PER_TURN, max_history_chars: int = MAX_HISTORY_CHARS,
-                 system_prompt: str = SYSTEM_PROMPT) -> None:
+                 system_prompt: str = SYSTEM_PROMPT, max_program_messages: int = MAX_PROGRAM_MESSAGES) -> None:
         self.executor = executor
         # Where a program's reads wait for the household: the same queue and page as MCP's.
         self._household = household
+        self._program_messages = threading.BoundedSemaphore(max_program_messages)
         self.model = model
         # Read only for Home Assistant's address, which a model URL must never share (see below).
         self._config_store = config_store
@@ -235,7 +240,18 @@ class ConversationService:
             raise InvalidMessage(f"A message is between 1 and {MAX_MESSAGE_CHARS} characters.", field="message")
         if asker is not None and self._household is None:
             raise ValueError("a program's message needs the household queue: ConversationService(household=...)")
-        conversation = self._own(conversation_id, owner_of(asker))
+        if asker is None:
+            return self._turn(self._own(conversation_id, HOUSEHOLD), text, None)
+        if not self._program_messages.acquire(blocking=False):
+            raise ConversationBusy("The Console is already answering as many programs' messages as it takes at "
+                                   "once; try again in a minute.")
+        try:
+            return self._turn(self._own(conversation_id, owner_of(asker)), text, asker)
+        finally:
+            self._program_messages.release()
+
+    def _turn(self, conversation: Conversation, text: str, asker: Asker | None) -> TurnResult:
+        """One message's turn, under the conversation's lock; put back as it was if it fails."""
         # A program's turn may wait minutes for the household: a second message to it must not wait
         # behind the first, holding another of the server's threads.
         if not conversation.lock.acquire(blocking=asker is None):

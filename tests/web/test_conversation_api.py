@@ -508,3 +508,32 @@ def test_activity_names_the_program_not_the_conversation_page(program_and_househ
     asked.result(timeout=15)
     html = household.get("/activity").get_data(as_text=True)
     assert "tests" in html and "Conversation page" not in html
+
+
+def test_programs_messages_past_the_console_s_bound_are_refused_at_once(make_app, api_token, password, model):
+    """A program sending many messages at once to a slow model holds at most MAX_PROGRAM_MESSAGES threads.
+
+    The rest are 429 RATE_LIMITED at once; the household's own message is never counted among them.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
+    from tests.fake_model import Hang
+
+    app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=3)
+    bearer = app.test_client()
+    bearer.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    model.script(*[Hang(1.5)] * MAX_PROGRAM_MESSAGES)
+    with ThreadPoolExecutor(MAX_PROGRAM_MESSAGES) as pool:
+        slow = [pool.submit(ask, bearer, "hello") for _ in range(MAX_PROGRAM_MESSAGES)]
+        deadline = time.monotonic() + 5
+        while len(model.requests) < MAX_PROGRAM_MESSAGES and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        assert_error(ask(bearer, "one more"), 429, "RATE_LIMITED")
+        assert time.monotonic() - started < 1
+        model.script(text("Hello, household."))
+        assert ask(household_of(app, password), "hello").get_json()["reply"] == "Hello, household."
+        assert all(future.result(timeout=10).status_code == 502 for future in slow)  # each model call hung
+    model.script(text("Hello, program."))
+    assert ask(bearer, "hello").get_json()["reply"] == "Hello, program."
