@@ -1,4 +1,5 @@
-"""Small helpers the benchmarks share: timing, a process's memory, child processes, the Console on a thread."""
+"""Small helpers the benchmarks share: timing, a process's memory, child processes, the Console on a thread,
+the household's logged-in session on it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import requests
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +89,29 @@ def serve_wsgi(app: Any, *, threads: int = 4) -> Iterator[str]:
     finally:
         server.close()
         server.task_dispatcher.shutdown()
+
+
+def household_session(url: str, *, trust_env: bool = True) -> requests.Session:
+    """A requests.Session logged in as the household on the Console served at `url` (no trailing slash).
+
+    The settings API, its picker proxy and answering a card are the household's browser session's alone
+    (console_ha/web/access.py): an API token gets 403 there. This logs in through the real /login form
+    with its CSRF token (tests/web/live.py's Browser), with tests/web/conftest.py's PASSWORD, which the
+    caller sets first: `ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)`.
+    GETs on the session need nothing more; a mutating request would also need the page's CSRF token.
+    `trust_env` is the session's (requests' own default, True, reads proxies and .netrc on every request):
+    pass what the benchmark's other sessions use, so the measured requests differ only in their credential.
+    Needs the repository root on sys.path (for tests.web).
+    """
+    from tests.web.conftest import PASSWORD
+    from tests.web.live import Browser
+
+    browser = Browser(url)
+    browser.http.trust_env = trust_env
+    answer = browser.log_in(PASSWORD)
+    if answer.status_code != 302:
+        raise RuntimeError(f"logging in to the Console answered {answer.status_code}: {answer.text[:300]}")
+    return browser.http
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,10 @@ are timed where the Console waits on them (the HTTP exchange on their sessions);
 (Flask, authentication, JSON, config and token reads, audit writes, the executor, narrowing,
 history parsing interleaved with reads excluded) is the Console's overhead.
 
+The HTTP path is the household's: its logged-in browser session, sending the page's CSRF token, approves
+its own card through the conversation API. A program's API token can no longer do that (its reads wait
+for the household on /confirmations, and `confirmation` is refused to it: console_ha/web/access.py).
+
 Run: .venv/bin/python benchmarks/bench_conversation.py [--iterations 200]
 """
 
@@ -35,6 +39,7 @@ from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
 from tests.fake_model import FakeModel, text, tool_call
 from tests.stub_ha import StubHomeAssistant
+from tests.web.conftest import household_client
 
 CASES = {
     "list_entities": ("home_assistant__list_entities", {}),
@@ -138,9 +143,11 @@ def run(iterations: int, warmup: int) -> None:
             ha_clients=HomeAssistantClients(lambda base_url, token, ca_bundle: HomeAssistantClient(
                 base_url, token, ca_bundle=ca_bundle, session=HASession(watch))))
         app = create_app(console=console)
-        api_token = console.secrets.create_api_token("bench")
-        client = app.test_client()
-        client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+        # The household's browser: the password set (cheaply hashed), logged in through /login, and the
+        # page's CSRF token sent as X-CSRFToken on every request. Where a Bearer token was checked before,
+        # each of the two POSTs now checks the signed session cookie against the password and sessions
+        # files, checks the CSRF token and sends the cookie back refreshed: part of the "http" overhead.
+        client = household_client(app, data_dir)
 
         service: ConversationService = console.conversation
         service.model = OpenAICompatibleModel(ModelSettings((model.url,), "bench"), session=ModelSession(watch))

@@ -10,7 +10,8 @@ It starts its own Home Assistant in a temporary directory with the test harness 
 
 (a) A large instance: state-only entities through POST /api/states (16 at a time). Measured in one run,
     interleaved, medians over the repeats: the raw `GET /api/states` (Accept-Encoding: identity) and its
-    json.loads; the settings page's proxy (`GET /api/v1/conversation/home-assistant/entities`); and the
+    json.loads; the settings page's proxy (`GET /api/v1/conversation/home-assistant/entities`, as the
+    household's logged-in session: the picker is the household's alone, an API token gets 403); and the
     execute stage of `home_assistant.list_entities` with 50 allowlisted entities.
 (b) A chatty sensor: rows written into the recorder's database while Home Assistant is stopped, spread
     over the past week. The baseline is a plain requests.get() of the REST history + json.loads (the same
@@ -46,7 +47,18 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from _measure import Figure, median, mib, ms, proc_status_kib, reset_peak_rss, run_child, serve_wsgi, timed
+from _measure import (
+    Figure,
+    household_session,
+    median,
+    mib,
+    ms,
+    proc_status_kib,
+    reset_peak_rss,
+    run_child,
+    serve_wsgi,
+    timed,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for tests.real_ha.harness
@@ -140,8 +152,7 @@ def load_chatty_history(real_ha: Any, rows: int) -> int:
 # --- (a) the large instance -----------------------------------------------------------------------
 
 
-def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, api_token: str,
-                           repeats: int) -> dict[str, Any]:
+def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, repeats: int) -> dict[str, Any]:
     """Raw /api/states, the proxy, list_entities' execute stage and the executor's answer, interleaved."""
     from console_ha.capabilities.executor import Executor
     from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
@@ -155,9 +166,12 @@ def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, api_to
     ha = requests.Session()
     ha.trust_env = False
     ha_headers = {"Authorization": f"Bearer {real_ha.token}", "Accept-Encoding": "identity"}
-    console = requests.Session()
-    console.trust_env = False
-    console_headers = {"Authorization": f"Bearer {api_token}", "Accept-Encoding": "identity"}
+    # The household's session cookie where a Bearer token was sent before (the picker is the household's
+    # alone). The Console then checks the signed cookie against its password and sessions files, not an
+    # API token's file, and sends the cookie back refreshed: about half a millisecond more a request
+    # (GET /api/v1/confirmations, served alike, either way), small beside this proxy's tens of milliseconds.
+    console = household_session(console_url, trust_env=False)
+    console_headers = {"Accept-Encoding": "identity"}
     client = HomeAssistantClient(real_ha.base_url, Secret(real_ha.token))
     executor = Executor(data_dir)
 
@@ -528,6 +542,7 @@ def run(args: argparse.Namespace) -> None:
     from console_ha.store.ha_token import TokenStore, check_token
     from console_ha.web import create_app
     from tests.real_ha.harness import HA_VERSION, RealHomeAssistant, default_venv, install_home_assistant
+    from tests.web.conftest import FAST_HASH, PASSWORD
 
     # The 16 creating threads share one pooled session; a full pool only means a connection is not kept.
     logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
@@ -556,10 +571,10 @@ def run(args: argparse.Namespace) -> None:
         ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url,
                                       "allowlisted_entities": [*allowlist[:-1], CHATTY_ENTITY]})
         TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
-        api_token = ConsoleSecrets(data_dir).create_api_token("household benchmark")
+        ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
         with serve_wsgi(create_app(data_dir)) as console_url:
             print(f"measuring the large instance ({args.repeats} rounds) ...", flush=True)
-            large = measure_large_instance(real_ha, data_dir, console_url, api_token, args.repeats)
+            large = measure_large_instance(real_ha, data_dir, console_url, args.repeats)
         print(f"measuring the chatty sensor ({args.history_repeats} timed runs a variant) ...", flush=True)
         chatty = measure_chatty_sensor(data_dir.root, args.history_repeats, args.memory_repeats,
                                        args.traced_repeats)

@@ -4,8 +4,9 @@ Run from the checkout:  .venv/bin/python benchmarks/bench_picker.py [--entities 
 
 It starts a stub Home Assistant and a Console (waitress, as `console-ha serve` runs it) on 127.0.0.1, then
 
-1. fetches the picker's `GET .../entities` through the Console and `GET /api/states` straight from the stub
-   (+ json.loads), alternating, and prints the medians of time and bytes;
+1. fetches the picker's `GET .../entities` through the Console, as the household's logged-in browser session
+   (the picker is the household's alone: an API token gets 403), and `GET /api/states` straight from the
+   stub (+ json.loads), alternating, and prints the medians of time and bytes;
 2. opens the settings page in Debian's Chromium, waits for the picker, then types into `Search entities`
    one key at a time and measures, per keystroke, the time from keydown to the filter handler having run
    and to the next frame (requestAnimationFrame, then a task: after style, layout and paint).
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from _measure import household_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -37,9 +39,9 @@ from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
 from tests.stub_ha import StubHomeAssistant
+from tests.web.conftest import FAST_HASH, PASSWORD
 
 API = "/api/v1/conversation/home-assistant"
-PASSWORD = "benchmark password"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
@@ -115,9 +117,12 @@ def median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:7.1f} ms"
 
 
-def bench_proxy(console_url: str, stub: StubHomeAssistant, api_token: str, runs: int) -> None:
-    console = requests.Session()
-    console.headers["Authorization"] = f"Bearer {api_token}"
+def bench_proxy(console_url: str, stub: StubHomeAssistant, runs: int) -> None:
+    # The household's session cookie where a Bearer token was sent before (the picker is the household's
+    # alone). The Console then checks the signed cookie against its password and sessions files, not an
+    # API token's file, and sends the cookie back refreshed: about half a millisecond more a request
+    # (GET /api/v1/confirmations, served alike, either way), small beside this proxy's tens of milliseconds.
+    console = household_session(console_url)
     direct = requests.Session()
     direct.headers["Authorization"] = f"Bearer {stub.token}"
     proxy_t, raw_t, proxy_bytes, raw_bytes = [], [], 0, 0
@@ -236,16 +241,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, StubHomeAssistant() as stub:
         stub.states = states
         data_dir = DataDir(Path(tmp))
-        secrets = ConsoleSecrets(data_dir)
-        secrets.set_password(PASSWORD, method="pbkdf2:sha256:1000")
-        api_token = secrets.create_api_token("benchmark")
+        ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
         ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url})
         TokenStore(data_dir).write(Secret(stub.token), stub.base_url)
         app = create_app(data_dir)
         # The stub has no WebSocket registries: hand the Console the areas as the registry cache would.
         app.extensions["console_ha"].settings.areas = AreaCache(fetch=lambda *a, **k: dict(areas))
         console_url, server = serve(app)
-        bench_proxy(console_url, stub, api_token, args.runs)
+        bench_proxy(console_url, stub, args.runs)
         bench_browser(console_url, args.rounds)
         server.close()
 
