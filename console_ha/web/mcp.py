@@ -73,8 +73,8 @@ class McpEndpoint:
         # another token cannot use (or cancel in) it.
         self._owners: dict[str, str] = {}
         # The (session, JSON-RPC id) of every request whose response is still open. The SDK keys a
-        # request's response stream by its id alone: a second request with the same id would take the
-        # first's stream over, leaving the first response (and its worker thread) open for good.
+        # request's response stream by `str(id)` alone: a second request with the same id (or `"1"` after
+        # `1`) would take the first's stream over, leaving the first response (and its thread) open for good.
         # Keyed by the token too, so another token's request (which gets 404) never collides with it.
         self._in_flight: set[tuple[str, str, str]] = set()
 
@@ -94,6 +94,11 @@ class McpEndpoint:
         """The request's response has ended: its id may be used again."""
         with self._lock:
             self._in_flight.discard(key)
+
+    def open_requests(self) -> int:
+        """How many requests' responses are open now (each holds a worker thread)."""
+        with self._lock:
+            return len(self._in_flight)
 
     def wsgi_app(self) -> Callable[..., Any]:
         """The bridged WSGI app; the first call starts the event loop and the session manager."""
@@ -193,15 +198,26 @@ class McpEndpoint:
 def _request_key(token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
     # Only a request (a message with a method and an id) inside a session has a response to wait for;
     # anything else, malformed bodies included, is the SDK's to answer.
-    if session_id is None:
-        return None
     try:
         message = json.loads(body)
     except ValueError:
         return None
+    request_id = _request_id(message)
+    return None if request_id is None or session_id is None else (token_id, session_id, request_id)
+
+
+def _request_id(message: object) -> str | None:
+    """A request's id as the SDK keys its response stream (`str(id)`); None for anything but a request."""
     if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return None
-    return token_id, session_id, json.dumps(message["id"])
+    request_id = message["id"]
+    # The SDK takes a message whose id is not an int or a str (1.0, true, null) for a notification: it
+    # answers 202 and the request is never answered. bool is an int to Python, not to JSON-RPC.
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        raise InvalidRequest("A request's id must be a string or an integer.")
+    # `1` and `"1"` are one id to the SDK: both must count as in flight, or the second takes the first's
+    # response stream over.
+    return str(request_id)
 
 
 def _header(holder: Mapping[str, Any], name: bytes) -> str | None:

@@ -1,0 +1,143 @@
+"""A program's requests to `/mcp`, however reused, hostile or malformed: each is answered, no thread is kept.
+
+Raw HTTP on loopback against waitress, as a program that does not use the SDK's client would send it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import anyio
+import pytest
+import requests
+
+from tests.mcp.conftest import ServedConsole
+from tests.mcp.test_mcp_http import HISTORY, LIST, household_answers, pending_cards, run
+
+ENTITY = "sensor.living_room_temperature"
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def open_session(console: ServedConsole, token: str) -> dict[str, str]:
+    """Initialise an MCP session by hand; the headers that send a request in it."""
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}",
+               "Content-Type": "application/json"}
+    opened = requests.post(console.mcp_url, json=INITIALIZE, headers=headers, timeout=5)
+    assert opened.status_code == 200
+    in_session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"],
+                  "mcp-protocol-version": "2025-06-18"}
+    requests.post(console.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers=in_session, timeout=5)
+    return in_session
+
+
+def call(request_id: Any, tool: str = LIST) -> dict[str, Any]:
+    arguments = {"entity_id": ENTITY, "period": "day"} if tool == HISTORY else {}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}
+
+
+def ping(request_id: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
+
+
+def wait_until_idle(console: ServedConsole, timeout: float = 15.0) -> tuple[int, int]:
+    """(busy worker threads, requests in flight at /mcp) once both are zero, or when `timeout` has passed."""
+    endpoint = console.app.extensions["console_ha_mcp"]
+    deadline = time.monotonic() + timeout
+    while True:
+        held = console.busy_threads(), endpoint.open_requests()
+        if held == (0, 0) or time.monotonic() > deadline:
+            return held
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def configured(console: ServedConsole, stub_ha) -> ServedConsole:
+    console.configure(stub_ha.base_url, stub_ha.token)
+    return console
+
+
+@pytest.mark.parametrize("reused", ["1", 1.0, True], ids=["string", "float", "true"])
+def test_an_id_in_flight_is_refused_in_any_json_form_and_every_response_is_delivered(
+        configured, api_token, household, reused):
+    """The SDK keys a response by str(id): `"1"` (and `1.0`, `true`, which it would take as a notification)
+    while `1` waits must be refused, or the waiting call's answer is lost and its worker thread kept."""
+    in_session = open_session(configured, api_token)
+
+    async def scenario() -> tuple[requests.Response, requests.Response]:
+        waiting = asyncio.create_task(anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=call(1), headers=in_session, timeout=15)))
+        card = (await pending_cards(configured, household))[0]
+        again = await anyio.to_thread.run_sync(lambda: requests.post(
+            configured.mcp_url, json=ping(reused), headers=in_session, timeout=5))
+        await household_answers(configured, household, card["token"], False)
+        return again, await asyncio.wait_for(waiting, 15)
+
+    again, answered = run(scenario)
+    assert again.status_code == 400
+    assert again.json()["error"]["code"] == "INVALID_REQUEST"
+    assert answered.status_code == 200 and "CONFIRMATION_DENIED" in answered.text
+    assert wait_until_idle(configured) == (0, 0)
+
+
+@pytest.mark.parametrize("request_id", [1.5, None, [1], {"id": 1}, False])
+def test_a_request_whose_id_is_not_a_string_or_an_integer_is_refused(console, api_token, request_id):
+    """MCP ids are strings or integers; the SDK would silently take anything else as a notification."""
+    in_session = open_session(console, api_token)
+    answer = requests.post(console.mcp_url, json=ping(request_id), headers=in_session, timeout=5)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_one_token_s_sixteen_sessions_reusing_ids_leave_every_worker_thread_free(make_console, api_token,
+                                                                                household_for, stub_ha):
+    """The probe's load: one token, 16 sessions, ids reused in every form, cards never answered, and some
+    clients hanging up mid-call. Pages keep answering, and once the cards expire no thread is held."""
+    console = make_console(CONSOLE_HA_CONFIRMATION_TTL=1.0)
+    console.configure(stub_ha.base_url, stub_ha.token)
+    sessions = [open_session(console, api_token) for _ in range(16)]
+
+    def post(in_session: dict[str, str], message: dict[str, Any]) -> int:
+        try:
+            return requests.post(console.mcp_url, json=message, headers=in_session, timeout=3).status_code
+        except requests.Timeout:
+            return 0  # a call waiting for its card longer than this client cares to
+
+    def abuse(in_session: dict[str, str], round_no: int) -> list[int]:
+        with ThreadPoolExecutor(max_workers=1) as background:
+            waiting = background.submit(post, in_session, call(1))
+            time.sleep(0.2)  # the call is in flight (and may hold the token's one card for its tool)
+            statuses = [post(in_session, message) for message in (
+                ping("1"), call("1", HISTORY), ping(1.0), ping(True), call(round_no, HISTORY))]
+            hang_up_mid_call(console, in_session, call(1000 + round_no, HISTORY))
+            return [*statuses, waiting.result()]
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        for round_no in range(3):
+            answered = list(pool.map(abuse, sessions, [round_no] * len(sessions)))
+            assert all(status < 500 for statuses in answered for status in statuses)
+            health = requests.get(console.url + "/health", timeout=5)
+            assert health.status_code == 200
+    assert wait_until_idle(console, timeout=20) == (0, 0)
+    assert requests.get(console.url + "/login", timeout=5).status_code == 200
+    household = household_for(console)
+    assert household.get(console.url + "/api/v1/confirmations", timeout=5).json() == {"pending": []}
+
+
+def hang_up_mid_call(console: ServedConsole, in_session: dict[str, str], message: dict[str, Any]) -> None:
+    """Send `message` and close the socket as soon as the response has started (or at once, if refused)."""
+    body = json.dumps(message).encode()
+    host, port = console.url.removeprefix("http://").split(":")
+    lines = "".join(f"{name}: {value}\r\n" for name, value in in_session.items())
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        raw.sendall(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{lines}Content-Length: {len(body)}\r\n\r\n"
+                    .encode() + body)
+        raw.recv(64)
+
