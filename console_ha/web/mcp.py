@@ -13,6 +13,7 @@ import asyncio
 import io
 import json
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from a2wsgi import ASGIMiddleware
 from flask import Blueprint, Flask, Response, current_app, request, url_for
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import is_hop_by_hop_header
 from werkzeug.wrappers import Response as WerkzeugResponse
 
@@ -42,6 +44,9 @@ EXTENSION = "console_ha_mcp"
 CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
 # A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed.
 MAX_REQUEST_BYTES = 64 * 1024
+# An MCP message is a few levels deep (a tool's arguments sit at the fourth); this bounds the work and
+# the recursion of everything that handles one after the Console (pydantic, the SDK, the executor).
+MAX_NESTING = 32
 MAX_SESSIONS = 64
 # One API token's share of them: a host that reconnects without closing its sessions (they last until
 # idle for SESSION_IDLE_SECONDS), or a hostile one, must not lock every other program out.
@@ -78,9 +83,9 @@ class McpEndpoint:
         # Keyed by the token too, so another token's request (which gets 404) never collides with it.
         self._in_flight: set[tuple[str, str, str]] = set()
 
-    def claim(self, token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
+    def claim(self, token_id: str, session_id: str | None, message: object) -> tuple[str, str, str] | None:
         """Note a request's id as in flight in its session; InvalidRequest when it already is."""
-        key = _request_key(token_id, session_id, body)
+        key = _request_key(token_id, session_id, message)
         if key is None:
             return None
         with self._lock:
@@ -195,15 +200,60 @@ class McpEndpoint:
         return [sid for sid, owner in self._owners.items() if owner == token_id and sid in live]
 
 
-def _request_key(token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
-    # Only a request (a message with a method and an id) inside a session has a response to wait for;
-    # anything else, malformed bodies included, is the SDK's to answer.
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
+def _request_key(token_id: str, session_id: str | None, message: object) -> tuple[str, str, str] | None:
+    # Only a request (a message with a method and an id) inside a session has a response to wait for.
     request_id = _request_id(message)
     return None if request_id is None or session_id is None else (token_id, session_id, request_id)
+
+
+def message_of(body: bytes) -> object:
+    """The POSTed JSON-RPC message, parsed; InvalidRequest (or 413) for a body the SDK could not take.
+
+    The SDK answers some malformed bodies with a 500 (bytes that are not UTF-8, JSON nested past the
+    interpreter's stack, an integer too long to convert), and takes others it cannot answer (a lone
+    surrogate, NaN): the Console answers each of them itself, with the contract's 4xx, before the SDK.
+    """
+    if len(body) > MAX_REQUEST_BYTES:
+        raise RequestEntityTooLarge()
+    try:
+        message = json.loads(body.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise InvalidRequest("The body must be one JSON-RPC message, as UTF-8 JSON.") from None
+    _check_values(message)
+    return message
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: the SDK would echo it back as `Infinity`, which is not JSON
+        raise ValueError("a number too large")
+    return value
+
+
+def _check_values(message: object) -> None:
+    """InvalidRequest for nesting deeper than MAX_NESTING or a string that is not Unicode text."""
+    # A walk with its own stack: the message came from outside, and recursion is what it would exhaust.
+    stack = [(message, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value)
+        elif isinstance(value, dict | list):
+            if depth > MAX_NESTING:
+                raise InvalidRequest(f"The message is nested more than {MAX_NESTING} deep.")
+            items = [*value, *value.values()] if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+
+
+def _check_text(value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (`"\ud800"`): the SDK fails to send any answer with it
+        raise InvalidRequest("The message holds a string that is not Unicode text.") from None
 
 
 def _request_id(message: object) -> str | None:
@@ -258,10 +308,12 @@ def endpoint() -> WerkzeugResponse:
         # the client stays connected, and the Console has nothing to announce outside a call.
         return Response(status=405, headers={"Allow": "POST, DELETE"})
     served = mcp_endpoint()
-    # Read here (Flask's MAX_CONTENT_LENGTH bounds it) to see the request's id, then handed on unread.
+    # Read here (Flask's MAX_CONTENT_LENGTH bounds it) to check it and see the request's id, then handed on.
     body = request.get_data(cache=True)
     token_id = principal.token_id or ""
-    key = served.claim(token_id, request.headers.get("mcp-session-id"), body) if request.method == "POST" else None
+    key = None
+    if request.method == "POST":
+        key = served.claim(token_id, request.headers.get("mcp-session-id"), message_of(body))
     environ = request.environ
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))

@@ -15,7 +15,10 @@ from typing import Any
 import anyio
 import pytest
 import requests
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from console_ha.web.mcp import MAX_NESTING
 from tests.mcp.conftest import ServedConsole
 from tests.mcp.test_mcp_http import HISTORY, LIST, household_answers, pending_cards, run
 
@@ -141,3 +144,119 @@ def hang_up_mid_call(console: ServedConsole, in_session: dict[str, str], message
                     .encode() + body)
         raw.recv(64)
 
+
+
+# --- malformed bodies: always a 4xx ---------------------------------------------------------------------
+
+VALID = [INITIALIZE, ping(9), call(10), call(11, HISTORY), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10}},
+         {"jsonrpc": "2.0", "id": 12, "method": "tools/list"}]
+
+
+def post_raw(console: ServedConsole, headers: dict[str, str], body: bytes) -> requests.Response:
+    return requests.post(console.mcp_url, data=body, headers=headers, timeout=10)
+
+
+def nested_lists(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+MALFORMED = {
+    "nested 50,000 deep": b"[" * 50_000 + b"]" * 50_000,
+    "nested objects 20,000 deep": b'{"a":' * 20_000 + b"1" + b"}" * 20_000,
+    "nested 2,000 deep inside a request": (b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":'
+                                           + b"[" * 2_000 + b"]" * 2_000 + b"}}"),
+    "nested one past the bound": json.dumps({**ping(3), "params": {"x": nested_lists(MAX_NESTING - 1)}}).encode(),
+    "NaN": b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{"a":NaN}}}',
+    "1e999": b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{"a":1e999}}}',
+    "the byte 0xff": b'{"jsonrpc":"2.0","id":3,"method":"ping"}\xff',
+    "a lone 0xff": b"\xff",
+    "UTF-16": json.dumps(ping(3)).encode("utf-16"),
+    "an integer of 5,000 digits": b'{"jsonrpc":"2.0","id":' + b"9" * 5_000 + b',"method":"ping"}',
+    "a lone surrogate": b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+    "truncated": json.dumps(call(3)).encode()[:-7],
+    "empty": b"",
+    "a batch": json.dumps([ping(3), ping(4)]).encode(),
+    "past the MCP bound (64 KiB)": b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"' + b"a" * 70_000 + b'"}}',
+    "past the Console's bound (1 MiB)": b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"' + b"a" * 2_000_000
+                                        + b'"}}',
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+@pytest.mark.parametrize("in_a_session", [False, True], ids=["no session", "in a session"])
+def test_a_malformed_body_gets_a_4xx_never_a_5xx(console, api_token, name, in_a_session):
+    headers = open_session(console, api_token) if in_a_session else {
+        "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}",
+        "Content-Type": "application/json"}
+    answer = post_raw(console, headers, MALFORMED[name])
+    assert 400 <= answer.status_code < 500, (name, answer.status_code, answer.text[:200])
+    # The contract's {"error": {"code", "message"}} where the Console answers, the SDK's JSON-RPC error else.
+    assert set(answer.json()["error"]) >= {"code", "message"}
+    assert requests.get(console.url + "/health", timeout=5).status_code == 200
+    assert wait_until_idle(console) == (0, 0)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12)
+METHODS = st.sampled_from(["ping", "initialize", "tools/list", "tools/call", "notifications/initialized",
+                           "notifications/cancelled", "resources/list"]) | st.text(max_size=12)
+MESSAGES = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "1.0"]), "method": METHODS},
+    optional={"id": JSON_VALUES, "params": JSON_VALUES | st.fixed_dictionaries(
+        {"name": st.sampled_from([LIST, HISTORY, "x"]), "arguments": JSON_VALUES})})
+
+
+@st.composite
+def bodies(draw: st.DrawFn) -> bytes:
+    """Bytes as a hostile or broken client might send them."""
+    kind = draw(st.sampled_from(["bytes", "json", "message", "deep", "bad utf-8", "truncated"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=300))
+    if kind == "json":
+        return json.dumps(draw(JSON_VALUES)).encode()
+    if kind == "message":
+        return json.dumps(draw(MESSAGES)).encode()
+    if kind == "deep":
+        depth = draw(st.integers(1, 60_000))
+        opening, closing = draw(st.sampled_from([(b"[", b"]"), (b'{"a":', b"}")]))
+        return opening * depth + b"0" + closing * depth
+    valid = json.dumps(draw(st.sampled_from(VALID))).encode()
+    cut = draw(st.integers(0, len(valid) - 1))
+    if kind == "truncated":
+        return valid[:cut]
+    return valid[:cut] + bytes([draw(st.integers(0x80, 0xff))]) + valid[cut:]
+
+
+def test_any_body_gets_an_answer_below_500_and_the_console_goes_on(console, api_token):
+    """Fuzzed: bytes, JSON, JSON-RPC-shaped messages, deep nesting, bad UTF-8 and truncated messages, with no
+    session id, a live one and an unknown one. (The Console is not configured: no call waits for a card.)"""
+    plain = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}",
+             "Content-Type": "application/json"}
+    sessions = {"none": plain, "live": open_session(console, api_token),
+                "unknown": {**plain, "mcp-session-id": "0" * 32, "mcp-protocol-version": "2025-06-18"}}
+    seen: list[int] = []
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(body=bodies(), session=st.sampled_from(sorted(sessions)))
+    def answered_below_500(body: bytes, session: str) -> None:
+        answer = post_raw(console, sessions[session], body)
+        seen.append(answer.status_code)
+        assert answer.status_code < 500, (answer.status_code, answer.text[:300])
+
+    answered_below_500()
+    assert any(400 <= status < 500 for status in seen)
+    assert requests.get(console.url + "/health", timeout=5).status_code == 200
+    assert wait_until_idle(console) == (0, 0)
+
+
+def test_a_message_nested_to_the_bound_is_the_sdk_s_to_answer(console, api_token):
+    in_session = open_session(console, api_token)
+    deepest = {**ping(3), "params": {"x": nested_lists(MAX_NESTING - 2)}}
+    assert requests.post(console.mcp_url, json=deepest, headers=in_session, timeout=5).status_code == 200
