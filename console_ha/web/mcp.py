@@ -16,6 +16,7 @@ import logging
 import math
 import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 from a2wsgi import ASGIMiddleware
@@ -42,6 +43,8 @@ bp = Blueprint("mcp", __name__)
 EXTENSION = "console_ha_mcp"
 # The request environ key that carries the caller from the view to the ASGI side.
 CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
+# The request environ key of the request's _Exchange, where the bridge notes the task serving it.
+TASK_ENVIRON_KEY = "console_ha.mcp_task"
 # A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed.
 MAX_REQUEST_BYTES = 64 * 1024
 # An MCP message is a few levels deep (a tool's arguments sit at the fourth); this bounds the work and
@@ -53,6 +56,13 @@ MAX_SESSIONS = 64
 MAX_SESSIONS_PER_TOKEN = 16
 SESSION_IDLE_SECONDS = 30 * 60
 AFTER_RESPONSE_SECONDS = 5.0
+
+
+@dataclass
+class _Exchange:
+    """One request to /mcp: the event loop's task that serves it, once it has started."""
+
+    task: asyncio.Task[Any] | None = None
 
 
 class McpEndpoint:
@@ -82,6 +92,8 @@ class McpEndpoint:
         # `1`) would take the first's stream over, leaving the first response (and its thread) open for good.
         # Keyed by the token too, so another token's request (which gets 404) never collides with it.
         self._in_flight: set[tuple[str, str, str]] = set()
+        # The event loop's tasks serving a request now (changed on the loop only).
+        self._serving: set[asyncio.Task[Any] | None] = set()
 
     def claim(self, token_id: str, session_id: str | None, message: object) -> tuple[str, str, str] | None:
         """Note a request's id as in flight in its session; InvalidRequest when it already is."""
@@ -100,10 +112,30 @@ class McpEndpoint:
         with self._lock:
             self._in_flight.discard(key)
 
+    def end(self, exchange: _Exchange, key: tuple[str, str, str] | None) -> None:
+        """The response is closed, finished or not: end its task on the event loop, then free its id.
+
+        a2wsgi ends the task itself only when the response ran to its end. When the client hung up, the
+        WSGI server closes the response early and the task would wait forever to send the call's answer,
+        holding the SDK's stream for the id; the id is freed only once that stream is gone.
+        """
+        task, loop = exchange.task, self._loop
+        if task is not None and loop is not None and not task.done():
+            try:
+                asyncio.run_coroutine_threadsafe(_cancelled(task), loop).result(timeout=AFTER_RESPONSE_SECONDS)
+            except Exception:  # a task that does not end in time is logged, and the id freed anyway
+                log.warning("an MCP request's task did not end after its response closed")
+        if key is not None:
+            self.release(key)
+
     def open_requests(self) -> int:
         """How many requests' responses are open now (each holds a worker thread)."""
         with self._lock:
             return len(self._in_flight)
+
+    def serving(self) -> int:
+        """How many requests the event loop is serving now; 0 once every response has ended."""
+        return len(self._serving)  # read from another thread: len() of a set is atomic
 
     def wsgi_app(self) -> Callable[..., Any]:
         """The bridged WSGI app; the first call starts the event loop and the session manager."""
@@ -157,6 +189,17 @@ class McpEndpoint:
         await asyncio.wait({self._task}, timeout=10)
 
     async def _asgi(self, scope: _Message, receive: Callable[[], Awaitable[_Message]], send: _Send) -> None:
+        task = asyncio.current_task()
+        exchange = scope.get("wsgi_environ", {}).get(TASK_ENVIRON_KEY)
+        if isinstance(exchange, _Exchange):
+            exchange.task = task
+        self._serving.add(task)
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self._serving.discard(task)
+
+    async def _serve(self, scope: _Message, receive: Callable[[], Awaitable[_Message]], send: _Send) -> None:
         caller = scope.get("wsgi_environ", {}).get(CALLER_ENVIRON_KEY)
         if not isinstance(caller, Caller):  # only the view below calls this, always with a caller
             await _send_json(send, 401, error_body("UNAUTHENTICATED", "Send an API token."))
@@ -270,6 +313,11 @@ def _request_id(message: object) -> str | None:
     return str(request_id)
 
 
+async def _cancelled(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    await asyncio.wait({task})
+
+
 def _header(holder: Mapping[str, Any], name: bytes) -> str | None:
     for key, value in holder.get("headers", []):
         if key.lower() == name:
@@ -320,12 +368,12 @@ def endpoint() -> WerkzeugResponse:
     secrets = services().secrets
     environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
                                          lambda: secrets.has_api_token(token_id))
+    # Werkzeug hands the WSGI app a copy of the environ: the task is noted in an object both share.
+    exchange = environ[TASK_ENVIRON_KEY] = _Exchange()
     try:
         response = Response.from_app(served.wsgi_app(), environ)
     except BaseException:
-        if key is not None:
-            served.release(key)
+        served.end(exchange, key)
         raise
-    if key is not None:
-        response.call_on_close(lambda: served.release(key))
+    response.call_on_close(lambda: served.end(exchange, key))
     return response

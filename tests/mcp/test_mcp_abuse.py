@@ -6,6 +6,7 @@ Raw HTTP on loopback against waitress, as a program that does not use the SDK's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import time
@@ -50,13 +51,14 @@ def ping(request_id: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
 
 
-def wait_until_idle(console: ServedConsole, timeout: float = 15.0) -> tuple[int, int]:
-    """(busy worker threads, requests in flight at /mcp) once both are zero, or when `timeout` has passed."""
+def wait_until_idle(console: ServedConsole, timeout: float = 15.0) -> tuple[int, int, int]:
+    """(busy worker threads, responses open at /mcp, requests the event loop serves) once all are zero,
+    or as they are when `timeout` has passed."""
     endpoint = console.app.extensions["console_ha_mcp"]
     deadline = time.monotonic() + timeout
     while True:
-        held = console.busy_threads(), endpoint.open_requests()
-        if held == (0, 0) or time.monotonic() > deadline:
+        held = console.busy_threads(), endpoint.open_requests(), endpoint.serving()
+        if held == (0, 0, 0) or time.monotonic() > deadline:
             return held
         time.sleep(0.05)
 
@@ -87,7 +89,7 @@ def test_an_id_in_flight_is_refused_in_any_json_form_and_every_response_is_deliv
     assert again.status_code == 400
     assert again.json()["error"]["code"] == "INVALID_REQUEST"
     assert answered.status_code == 200 and "CONFIRMATION_DENIED" in answered.text
-    assert wait_until_idle(configured) == (0, 0)
+    assert wait_until_idle(configured) == (0, 0, 0)
 
 
 @pytest.mark.parametrize("request_id", [1.5, None, [1], {"id": 1}, False])
@@ -128,21 +130,40 @@ def test_one_token_s_sixteen_sessions_reusing_ids_leave_every_worker_thread_free
             assert all(status < 500 for statuses in answered for status in statuses)
             health = requests.get(console.url + "/health", timeout=5)
             assert health.status_code == 200
-    assert wait_until_idle(console, timeout=20) == (0, 0)
+    assert wait_until_idle(console, timeout=20) == (0, 0, 0)
     assert requests.get(console.url + "/login", timeout=5).status_code == 200
     household = household_for(console)
     assert household.get(console.url + "/api/v1/confirmations", timeout=5).json() == {"pending": []}
 
 
+def test_a_client_that_hangs_up_mid_call_holds_nothing_once_its_card_expires(make_console, api_token,
+                                                                              household_for, stub_ha):
+    """A dropped connection is not a cancellation: the card waits on, but once it has expired neither a
+    worker thread nor the request's task on the event loop (nor its id) is held."""
+    # Progress every 0.3 s: a write after the hang-up fails while the call still waits for its card.
+    console = make_console(CONSOLE_HA_CONFIRMATION_TTL=3.0, CONSOLE_HA_MCP_PROGRESS_INTERVAL=0.3)
+    console.configure(stub_ha.base_url, stub_ha.token)
+    household = household_for(console)
+    in_session = open_session(console, api_token)
+    with_progress = call(5, HISTORY)
+    with_progress["params"]["_meta"] = {"progressToken": 1}
+    hang_up_mid_call(console, in_session, with_progress)
+    assert len(run(lambda: pending_cards(console, household))) == 1
+    assert wait_until_idle(console, timeout=15) == (0, 0, 0)
+    assert requests.post(console.mcp_url, json=ping(5), headers=in_session, timeout=5).status_code == 200
+
+
 def hang_up_mid_call(console: ServedConsole, in_session: dict[str, str], message: dict[str, Any]) -> None:
-    """Send `message` and close the socket as soon as the response has started (or at once, if refused)."""
+    """Send `message`, then close the socket once the response has started or half a second has passed."""
     body = json.dumps(message).encode()
     host, port = console.url.removeprefix("http://").split(":")
     lines = "".join(f"{name}: {value}\r\n" for name, value in in_session.items())
     with socket.create_connection((host, int(port)), timeout=5) as raw:
         raw.sendall(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{lines}Content-Length: {len(body)}\r\n\r\n"
                     .encode() + body)
-        raw.recv(64)
+        raw.settimeout(0.5)
+        with contextlib.suppress(TimeoutError):  # a waiting call sends nothing before its first event
+            raw.recv(64)
 
 
 
@@ -197,7 +218,7 @@ def test_a_malformed_body_gets_a_4xx_never_a_5xx(console, api_token, name, in_a_
     # The contract's {"error": {"code", "message"}} where the Console answers, the SDK's JSON-RPC error else.
     assert set(answer.json()["error"]) >= {"code", "message"}
     assert requests.get(console.url + "/health", timeout=5).status_code == 200
-    assert wait_until_idle(console) == (0, 0)
+    assert wait_until_idle(console) == (0, 0, 0)
 
 
 JSON_VALUES = st.recursive(
@@ -253,7 +274,7 @@ def test_any_body_gets_an_answer_below_500_and_the_console_goes_on(console, api_
     answered_below_500()
     assert any(400 <= status < 500 for status in seen)
     assert requests.get(console.url + "/health", timeout=5).status_code == 200
-    assert wait_until_idle(console) == (0, 0)
+    assert wait_until_idle(console) == (0, 0, 0)
 
 
 def test_a_message_nested_to_the_bound_is_the_sdk_s_to_answer(console, api_token):
