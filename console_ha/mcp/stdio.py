@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -168,11 +169,30 @@ def build_forwarder(upstream: Upstream, instructions: str | None) -> Server:
     return server
 
 
+def console_client(token: str) -> httpx.AsyncClient:
+    """The HTTP client that carries the API token: to the Console's URL only, never through a proxy.
+
+    trust_env=False: httpx would otherwise send every request (Authorization header and all) to any
+    HTTP(S)_PROXY or ALL_PROXY in the host's environment, and add ~/.netrc credentials. A certificate
+    authority named in SSL_CERT_FILE or SSL_CERT_DIR is still trusted, as it would be with the default.
+    """
+    return httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, trust_env=False, verify=_authorities(),
+                             timeout=httpx.Timeout(30.0, read=READ_TIMEOUT_SECONDS))
+
+
+def _authorities() -> ssl.SSLContext | bool:
+    # What httpx reads from the environment when trusting it: SSL_CERT_FILE first, then SSL_CERT_DIR.
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if cafile:
+        return ssl.create_default_context(cafile=cafile)
+    if capath:
+        return ssl.create_default_context(capath=capath)
+    return True  # httpx's own default authorities
+
+
 async def forward(url: str, token: str) -> None:
     """Serve MCP on stdio until the host closes it, relaying to the Console at `url`."""
-    headers = {"Authorization": f"Bearer {token}"}
-    timeout = httpx.Timeout(30.0, read=READ_TIMEOUT_SECONDS)
-    async with httpx.AsyncClient(headers=headers, timeout=timeout) as http, anyio.create_task_group() as group:
+    async with console_client(token) as http, anyio.create_task_group() as group:
         upstream = Upstream(endpoint_url(url), http)
         await group.start(upstream.run)
         server = build_forwarder(upstream, upstream.instructions)

@@ -13,13 +13,16 @@ import asyncio
 import io
 import json
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 from a2wsgi import ASGIMiddleware
 from flask import Blueprint, Flask, Response, current_app, request, url_for
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import is_hop_by_hop_header
 from werkzeug.wrappers import Response as WerkzeugResponse
 
@@ -40,14 +43,26 @@ bp = Blueprint("mcp", __name__)
 EXTENSION = "console_ha_mcp"
 # The request environ key that carries the caller from the view to the ASGI side.
 CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
+# The request environ key of the request's _Exchange, where the bridge notes the task serving it.
+TASK_ENVIRON_KEY = "console_ha.mcp_task"
 # A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed.
 MAX_REQUEST_BYTES = 64 * 1024
+# An MCP message is a few levels deep (a tool's arguments sit at the fourth); this bounds the work and
+# the recursion of everything that handles one after the Console (pydantic, the SDK, the executor).
+MAX_NESTING = 32
 MAX_SESSIONS = 64
 # One API token's share of them: a host that reconnects without closing its sessions (they last until
 # idle for SESSION_IDLE_SECONDS), or a hostile one, must not lock every other program out.
 MAX_SESSIONS_PER_TOKEN = 16
 SESSION_IDLE_SECONDS = 30 * 60
 AFTER_RESPONSE_SECONDS = 5.0
+
+
+@dataclass
+class _Exchange:
+    """One request to /mcp: the event loop's task that serves it, once it has started."""
+
+    task: asyncio.Task[Any] | None = None
 
 
 class McpEndpoint:
@@ -73,14 +88,16 @@ class McpEndpoint:
         # another token cannot use (or cancel in) it.
         self._owners: dict[str, str] = {}
         # The (session, JSON-RPC id) of every request whose response is still open. The SDK keys a
-        # request's response stream by its id alone: a second request with the same id would take the
-        # first's stream over, leaving the first response (and its worker thread) open for good.
+        # request's response stream by `str(id)` alone: a second request with the same id (or `"1"` after
+        # `1`) would take the first's stream over, leaving the first response (and its thread) open for good.
         # Keyed by the token too, so another token's request (which gets 404) never collides with it.
         self._in_flight: set[tuple[str, str, str]] = set()
+        # The event loop's tasks serving a request now (changed on the loop only).
+        self._serving: set[asyncio.Task[Any] | None] = set()
 
-    def claim(self, token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
+    def claim(self, token_id: str, session_id: str | None, message: object) -> tuple[str, str, str] | None:
         """Note a request's id as in flight in its session; InvalidRequest when it already is."""
-        key = _request_key(token_id, session_id, body)
+        key = _request_key(token_id, session_id, message)
         if key is None:
             return None
         with self._lock:
@@ -94,6 +111,31 @@ class McpEndpoint:
         """The request's response has ended: its id may be used again."""
         with self._lock:
             self._in_flight.discard(key)
+
+    def end(self, exchange: _Exchange, key: tuple[str, str, str] | None) -> None:
+        """The response is closed, finished or not: end its task on the event loop, then free its id.
+
+        a2wsgi ends the task itself only when the response ran to its end. When the client hung up, the
+        WSGI server closes the response early and the task would wait forever to send the call's answer,
+        holding the SDK's stream for the id; the id is freed only once that stream is gone.
+        """
+        task, loop = exchange.task, self._loop
+        if task is not None and loop is not None and not task.done():
+            try:
+                asyncio.run_coroutine_threadsafe(_cancelled(task), loop).result(timeout=AFTER_RESPONSE_SECONDS)
+            except Exception:  # a task that does not end in time is logged, and the id freed anyway
+                log.warning("an MCP request's task did not end after its response closed")
+        if key is not None:
+            self.release(key)
+
+    def open_requests(self) -> int:
+        """How many requests' responses are open now (each holds a worker thread)."""
+        with self._lock:
+            return len(self._in_flight)
+
+    def serving(self) -> int:
+        """How many requests the event loop is serving now; 0 once every response has ended."""
+        return len(self._serving)  # read from another thread: len() of a set is atomic
 
     def wsgi_app(self) -> Callable[..., Any]:
         """The bridged WSGI app; the first call starts the event loop and the session manager."""
@@ -147,6 +189,17 @@ class McpEndpoint:
         await asyncio.wait({self._task}, timeout=10)
 
     async def _asgi(self, scope: _Message, receive: Callable[[], Awaitable[_Message]], send: _Send) -> None:
+        task = asyncio.current_task()
+        exchange = scope.get("wsgi_environ", {}).get(TASK_ENVIRON_KEY)
+        if isinstance(exchange, _Exchange):
+            exchange.task = task
+        self._serving.add(task)
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self._serving.discard(task)
+
+    async def _serve(self, scope: _Message, receive: Callable[[], Awaitable[_Message]], send: _Send) -> None:
         caller = scope.get("wsgi_environ", {}).get(CALLER_ENVIRON_KEY)
         if not isinstance(caller, Caller):  # only the view below calls this, always with a caller
             await _send_json(send, 401, error_body("UNAUTHENTICATED", "Send an API token."))
@@ -190,18 +243,79 @@ class McpEndpoint:
         return [sid for sid, owner in self._owners.items() if owner == token_id and sid in live]
 
 
-def _request_key(token_id: str, session_id: str | None, body: bytes) -> tuple[str, str, str] | None:
-    # Only a request (a message with a method and an id) inside a session has a response to wait for;
-    # anything else, malformed bodies included, is the SDK's to answer.
-    if session_id is None:
-        return None
+def _request_key(token_id: str, session_id: str | None, message: object) -> tuple[str, str, str] | None:
+    # Only a request (a message with a method and an id) inside a session has a response to wait for.
+    request_id = _request_id(message)
+    return None if request_id is None or session_id is None else (token_id, session_id, request_id)
+
+
+def message_of(body: bytes) -> object:
+    """The POSTed JSON-RPC message, parsed; InvalidRequest (or 413) for a body the SDK could not take.
+
+    The SDK answers some malformed bodies with a 500 (bytes that are not UTF-8, JSON nested past the
+    interpreter's stack, an integer too long to convert), and takes others it cannot answer (a lone
+    surrogate, NaN): the Console answers each of them itself, with the contract's 4xx, before the SDK.
+    """
+    if len(body) > MAX_REQUEST_BYTES:
+        raise RequestEntityTooLarge()
     try:
-        message = json.loads(body)
-    except ValueError:
-        return None
+        message = json.loads(body.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise InvalidRequest("The body must be one JSON-RPC message, as UTF-8 JSON.") from None
+    _check_values(message)
+    return message
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: the SDK would echo it back as `Infinity`, which is not JSON
+        raise ValueError("a number too large")
+    return value
+
+
+def _check_values(message: object) -> None:
+    """InvalidRequest for nesting deeper than MAX_NESTING or a string that is not Unicode text."""
+    # A walk with its own stack: the message came from outside, and recursion is what it would exhaust.
+    stack = [(message, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            _check_text(value)
+        elif isinstance(value, dict | list):
+            if depth > MAX_NESTING:
+                raise InvalidRequest(f"The message is nested more than {MAX_NESTING} deep.")
+            items = [*value, *value.values()] if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+
+
+def _check_text(value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (`"\ud800"`): the SDK fails to send any answer with it
+        raise InvalidRequest("The message holds a string that is not Unicode text.") from None
+
+
+def _request_id(message: object) -> str | None:
+    """A request's id as the SDK keys its response stream (`str(id)`); None for anything but a request."""
     if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return None
-    return token_id, session_id, json.dumps(message["id"])
+    request_id = message["id"]
+    # The SDK takes a message whose id is not an int or a str (1.0, true, null) for a notification: it
+    # answers 202 and the request is never answered. bool is an int to Python, not to JSON-RPC.
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        raise InvalidRequest("A request's id must be a string or an integer.")
+    # `1` and `"1"` are one id to the SDK: both must count as in flight, or the second takes the first's
+    # response stream over.
+    return str(request_id)
+
+
+async def _cancelled(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    await asyncio.wait({task})
 
 
 def _header(holder: Mapping[str, Any], name: bytes) -> str | None:
@@ -242,22 +356,24 @@ def endpoint() -> WerkzeugResponse:
         # the client stays connected, and the Console has nothing to announce outside a call.
         return Response(status=405, headers={"Allow": "POST, DELETE"})
     served = mcp_endpoint()
-    # Read here (Flask's MAX_CONTENT_LENGTH bounds it) to see the request's id, then handed on unread.
+    # Read here (Flask's MAX_CONTENT_LENGTH bounds it) to check it and see the request's id, then handed on.
     body = request.get_data(cache=True)
     token_id = principal.token_id or ""
-    key = served.claim(token_id, request.headers.get("mcp-session-id"), body) if request.method == "POST" else None
+    key = None
+    if request.method == "POST":
+        key = served.claim(token_id, request.headers.get("mcp-session-id"), message_of(body))
     environ = request.environ
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     secrets = services().secrets
     environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
                                          lambda: secrets.has_api_token(token_id))
+    # Werkzeug hands the WSGI app a copy of the environ: the task is noted in an object both share.
+    exchange = environ[TASK_ENVIRON_KEY] = _Exchange()
     try:
         response = Response.from_app(served.wsgi_app(), environ)
     except BaseException:
-        if key is not None:
-            served.release(key)
+        served.end(exchange, key)
         raise
-    if key is not None:
-        response.call_on_close(lambda: served.release(key))
+    response.call_on_close(lambda: served.end(exchange, key))
     return response

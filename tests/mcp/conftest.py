@@ -33,11 +33,16 @@ _CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]+)">')
 
 @dataclass
 class ServedConsole:
-    """A Console on a real port: its URL, app and data dir."""
+    """A Console on a real port: its URL, app, data dir and waitress server."""
 
     app: Flask
     data_dir: DataDir
     url: str
+    server: Any = None
+
+    def busy_threads(self) -> int:
+        """How many of waitress's worker threads are running a request now."""
+        return int(self.server.task_dispatcher.active_count)
 
     @property
     def mcp_url(self) -> str:
@@ -67,7 +72,7 @@ def make_console(data_dir: DataDir) -> Iterator[Callable[..., ServedConsole]]:
         app = create_app(data_dir, {"CONSOLE_HA_CONFIRMATION_TTL": 30.0, **config})
         server, thread, url = serve(app)
         started.append((server, thread, app))
-        return ServedConsole(app, data_dir, url)
+        return ServedConsole(app, data_dir, url, server)
 
     yield make
     for server, thread, app in started:

@@ -6,10 +6,14 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jsonschema
 import mcp.types as types
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -18,9 +22,11 @@ from console_ha.capabilities.registry import REGISTRY
 from tests.mcp.conftest import CLIENT_NAME
 from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, error_of, household_answers, pending_cards, run
 
+PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
-def command(url: str, token: str) -> StdioServerParameters:
-    env = {**os.environ, "CONSOLE_HA_API_TOKEN": token}
+
+def command(url: str, token: str, **environ: str) -> StdioServerParameters:
+    env = {**os.environ, "CONSOLE_HA_API_TOKEN": token, **environ}
     return StdioServerParameters(command=sys.executable, args=["-m", "console_ha", "mcp", "--url", url], env=env)
 
 
@@ -108,3 +114,72 @@ def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_id
     assert {tool.name for tool in tools} == {LIST, HISTORY}
     assert error_of(refused)["code"] == "CAPABILITY_DISABLED"
     assert error_of(refused_again)["code"] == "CAPABILITY_DISABLED"
+
+
+class RecordingProxy(BaseHTTPRequestHandler):
+    """A proxy that forwards nothing: it notes each request line and whether a token came, and answers 502."""
+
+    heard: list[str]
+
+    def handle_one_request(self) -> None:
+        self.raw_requestline = self.rfile.readline(65537)
+        if not self.raw_requestline or not self.parse_request():
+            return
+        # What came, but never the token itself, which a failing assertion would print.
+        self.heard.append(f"{self.requestline} (Authorization: {'Authorization' in self.headers})")
+        self.send_response(502)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recording_proxy(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[str]]]:
+    """A recording proxy on loopback: its URL in the form asked for, and what it heard."""
+    host, named = request.param
+    heard: list[str] = []
+    server = ThreadingHTTPServer((host, 0), type("Recording", (RecordingProxy,), {"heard": heard}))
+    thread = threading.Thread(target=server.serve_forever, name="recording-proxy", daemon=True)
+    thread.start()
+    yield f"http://{named}:{server.server_address[1]}", heard
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("recording_proxy", [("127.0.0.1", "localhost"), ("127.0.0.2", "127.0.0.2")],
+                         ids=["localhost", "127.0.0.2"], indirect=True)
+def test_the_stdio_command_sends_its_token_to_no_proxy_from_its_environment(console, api_token, recording_proxy):
+    """The forwarder talks to its --url only: a proxy in the environment would receive the API token."""
+    proxy, heard = recording_proxy
+    environ = {name: proxy for name in PROXY_VARIABLES} | {"NO_PROXY": "", "no_proxy": ""}
+
+    async def scenario() -> list[types.Tool]:
+        async with stdio_client(command(console.url, api_token, **environ)) as (read, write), \
+                ClientSession(read, write) as session:
+            await asyncio.wait_for(session.initialize(), 20)
+            return (await asyncio.wait_for(session.list_tools(), 20)).tools
+
+    try:
+        tools = run(scenario)
+    finally:
+        assert heard == [], f"the proxy was sent: {heard}"
+    assert {tool.name for tool in tools} == {LIST, HISTORY}
+
+
+def test_the_stdio_command_still_trusts_a_household_ca_named_in_ssl_cert_file(tmp_path, monkeypatch):
+    """Ignoring the environment's proxies must not drop the certificate authority a household points it at."""
+    from console_ha.mcp.stdio import console_client
+    from tests.certs import make_ca
+
+    ca = tmp_path / "household-ca.pem"
+    ca.write_text(make_ca(tmp_path / "tls").ca_pem)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+
+    async def authorities() -> list[str]:
+        async with console_client("token") as http:
+            context = http._transport._pool._ssl_context  # type: ignore[attr-defined]
+            return [str(cert["subject"]) for cert in context.get_ca_certs()]
+
+    assert any("Test household CA" in subject for subject in run(authorities))
