@@ -30,7 +30,7 @@ from console_ha.capabilities.household import HouseholdQueue
 from console_ha.mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
 from console_ha.web import services
 from console_ha.web.auth import current_principal
-from console_ha.web.errors import InvalidRequest, Unauthenticated, error_body
+from console_ha.web.errors import InvalidRequest, error_body
 
 log = logging.getLogger(__name__)
 
@@ -349,8 +349,8 @@ def mcp_endpoint() -> McpEndpoint:
 def endpoint() -> WerkzeugResponse:
     """Streamable HTTP for MCP clients with an API token; a browser session is not accepted here."""
     principal = current_principal()
-    if principal is None or principal.method != "bearer":
-        raise Unauthenticated("The MCP endpoint takes an API token: send Authorization: Bearer <token>.")
+    # The access table makes /mcp an API token's alone (web/access.py); the one guard refused everyone else.
+    assert principal is not None and principal.method == "bearer"
     if request.method in ("GET", "HEAD"):  # Flask adds HEAD to every GET route
         # No server-initiated stream: it would hold one of the server's worker threads for as long as
         # the client stays connected, and the Console has nothing to announce outside a call.
