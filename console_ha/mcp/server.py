@@ -8,10 +8,12 @@ caller (the API token's name, and where the household answers) into the request'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +54,9 @@ class Caller:
     token_id: str = ""
     # Whether the caller's API token is still valid: one revoked while its call waited gets no read.
     still_allowed: Callable[[], bool] = _always
+    # Held while the call runs: the web layer keeps the request's id in flight until the call ends, not
+    # only until its response does (a client that hung up closed that, and the call answers later).
+    running: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
 
 
 def tool_name(capability: Capability) -> str:
@@ -123,8 +128,9 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
                 log.debug("could not send a progress notification", exc_info=True)
 
         try:
-            return await _call(queue, caller, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
-                               progress_interval)
+            with caller.running():
+                return await _call(queue, caller, CAPABILITY_FOR_TOOL.get(name, name), arguments, report,
+                                   progress_interval)
         except Exception:
             # Else the SDK would answer with the exception's own words (a file path, say) and not the
             # contract's shape. Cancellation is not an Exception and still ends the call as it should.

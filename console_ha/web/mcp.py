@@ -10,12 +10,13 @@ notifications reach the client while it waits. See docs/mcp.md for why this shap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
 import math
 import threading
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,11 +88,13 @@ class McpEndpoint:
         # Which API token (token_id, not its name, which two tokens may share) opened each MCP session:
         # another token cannot use (or cancel in) it.
         self._owners: dict[str, str] = {}
-        # The (session, JSON-RPC id) of every request whose response is still open. The SDK keys a
-        # request's response stream by `str(id)` alone: a second request with the same id (or `"1"` after
-        # `1`) would take the first's stream over, leaving the first response (and its thread) open for good.
+        # The (session, JSON-RPC id) of every request still open, with how many hold it: its response, and
+        # its tool call while that runs. The SDK keys a request's response stream by `str(id)` alone: a
+        # second request with the same id (or `"1"` after `1`) would take the first's stream over, leaving
+        # the first response (and its thread) open for good; and a call whose client hung up (its response
+        # closed) still answers once the household does, into whichever request holds its id by then.
         # Keyed by the token too, so another token's request (which gets 404) never collides with it.
-        self._in_flight: set[tuple[str, str, str]] = set()
+        self._in_flight: dict[tuple[str, str, str], int] = {}
         # The event loop's tasks serving a request now (changed on the loop only).
         self._serving: set[asyncio.Task[Any] | None] = set()
 
@@ -104,13 +107,28 @@ class McpEndpoint:
             if key in self._in_flight:
                 raise InvalidRequest("A request with this id is still open in this MCP session; "
                                      "use a new id for each request.")
-            self._in_flight.add(key)
+            self._in_flight[key] = 1
         return key
 
-    def release(self, key: tuple[str, str, str]) -> None:
-        """The request's response has ended: its id may be used again."""
+    @contextlib.contextmanager
+    def holding(self, key: tuple[str, str, str] | None) -> Iterator[None]:
+        """Keep a request's id in flight while its tool call runs, even past its response's end."""
         with self._lock:
-            self._in_flight.discard(key)
+            held = key if key in self._in_flight else None  # its response ended first: nothing to keep
+            if held is not None:
+                self._in_flight[held] += 1
+        try:
+            yield
+        finally:
+            if held is not None:
+                self.release(held)
+
+    def release(self, key: tuple[str, str, str]) -> None:
+        """One holder of the request's id is done (its response, or its call); the last frees the id."""
+        with self._lock:
+            holders = self._in_flight.pop(key, 0) - 1
+            if holders > 0:
+                self._in_flight[key] = holders
 
     def end(self, exchange: _Exchange, key: tuple[str, str, str] | None) -> None:
         """The response is closed, finished or not: end its task on the event loop, then free its id.
@@ -129,7 +147,7 @@ class McpEndpoint:
             self.release(key)
 
     def open_requests(self) -> int:
-        """How many requests' responses are open now (each holds a worker thread)."""
+        """How many requests are open now: their response (which holds a worker thread), or their call."""
         with self._lock:
             return len(self._in_flight)
 
@@ -367,7 +385,7 @@ def endpoint() -> WerkzeugResponse:
     environ["CONTENT_LENGTH"] = str(len(body))
     secrets = services().secrets
     environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
-                                         lambda: secrets.has_api_token(token_id))
+                                         lambda: secrets.has_api_token(token_id), lambda: served.holding(key))
     # Werkzeug hands the WSGI app a copy of the environ: the task is noted in an object both share.
     exchange = environ[TASK_ENVIRON_KEY] = _Exchange()
     try:

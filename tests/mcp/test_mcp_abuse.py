@@ -153,6 +153,42 @@ def test_a_client_that_hangs_up_mid_call_holds_nothing_once_its_card_expires(mak
     assert requests.post(console.mcp_url, json=ping(5), headers=in_session, timeout=5).status_code == 200
 
 
+def test_the_id_of_a_call_whose_client_hung_up_stays_in_flight_until_the_call_ends(make_console, api_token,
+                                                                                     household_for, stub_ha):
+    """A hang-up closes the response but not the call, whose answer the SDK routes by `str(id)` once the
+    household answers: a new request reusing the id meanwhile would get that answer (another tool's read)
+    and lose its own. The id is refused until the call ends, then free."""
+    console = make_console(CONSOLE_HA_MCP_PROGRESS_INTERVAL=0.3)
+    console.configure(stub_ha.base_url, stub_ha.token)
+    household = household_for(console)
+    in_session = open_session(console, api_token)
+    history = call(1, HISTORY)
+    history["params"]["_meta"] = {"progressToken": 1}
+    hang_up_mid_call(console, in_session, history)
+    endpoint = console.app.extensions["console_ha_mcp"]
+    deadline = time.monotonic() + 10
+    while (console.busy_threads(), endpoint.serving()) != (0, 0):  # a progress write failed: the response closed
+        assert time.monotonic() < deadline, "the response of the call whose client hung up is still open"
+        time.sleep(0.05)
+
+    async def scenario() -> requests.Response:
+        again = asyncio.create_task(anyio.to_thread.run_sync(lambda: requests.post(
+            console.mcp_url, json=call(1, LIST), headers=in_session, timeout=15)))
+        await asyncio.sleep(0.5)
+        cards = await anyio.to_thread.run_sync(
+            lambda: household.get(console.url + "/api/v1/confirmations", timeout=5).json()["pending"])
+        # The hung-up history call's card is approved first: its answer goes to whoever holds id 1 then.
+        for card in sorted(cards, key=lambda card: card["capability"] != "home_assistant.get_history"):
+            await household_answers(console, household, card["token"],
+                                    card["capability"] == "home_assistant.get_history")
+        return await asyncio.wait_for(again, 15)
+
+    again = run(scenario)
+    assert again.status_code == 400 and again.json()["error"]["code"] == "INVALID_REQUEST", again.text[:300]
+    assert wait_until_idle(console) == (0, 0, 0)
+    assert requests.post(console.mcp_url, json=ping(1), headers=in_session, timeout=5).status_code == 200
+
+
 def hang_up_mid_call(console: ServedConsole, in_session: dict[str, str], message: dict[str, Any]) -> None:
     """Send `message`, then close the socket once the response has started or half a second has passed."""
     body = json.dumps(message).encode()
