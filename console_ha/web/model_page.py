@@ -60,9 +60,9 @@ def _setup_json(setup: ModelSetup) -> dict[str, Any]:
     }
 
 
-def _test(request: ModelTryRequest) -> ModelCheck:
+def _test(values: ModelTryRequest) -> ModelCheck:
     # The app's bound, read at each test: a test's (or the CLI's) app config sets it.
-    return model_settings().test(request, timeout=float(current_app.config["CONSOLE_HA_MODEL_TEST_TIMEOUT"]))
+    return model_settings().test(values, timeout=float(current_app.config["CONSOLE_HA_MODEL_TEST_TIMEOUT"]))
 
 
 # --- the API -----------------------------------------------------------------------------------
