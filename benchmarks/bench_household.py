@@ -154,13 +154,13 @@ def load_chatty_history(real_ha: Any, rows: int) -> int:
 
 def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, repeats: int) -> dict[str, Any]:
     """Raw /api/states, the proxy, list_entities' execute stage and the executor's answer, interleaved."""
-    from console_ha.capabilities.executor import Executor
     from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
     from console_ha.capabilities.list_entities import execute as list_entities
     from console_ha.deadline import Deadline
     from console_ha.ha.client import HomeAssistantClient
     from console_ha.secret import Secret
     from console_ha.store.config import ConfigStore
+    from tests.executors import executor_over
 
     config = ConfigStore(data_dir).load()
     ha = requests.Session()
@@ -173,7 +173,7 @@ def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, repeat
     console = household_session(console_url, trust_env=False)
     console_headers = {"Accept-Encoding": "identity"}
     client = HomeAssistantClient(real_ha.base_url, Secret(real_ha.token))
-    executor = Executor(data_dir)
+    executor = executor_over(data_dir)
 
     def raw() -> dict[str, Any]:
         fetch, fetch_cpu, body = timed(lambda: ha.get(f"{real_ha.base_url}/api/states", headers=ha_headers,

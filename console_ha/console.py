@@ -6,15 +6,14 @@ whatever serves them; the next front end does the same. Nothing here knows of HT
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.household import MAX_WAITING, HouseholdQueue
 from console_ha.conversation.model import OpenAICompatibleModel
-from console_ha.conversation.model_settings import ModelStore, environment_values, settings_in_force
+from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
+from console_ha.conversation.model_setup import environment_values
 from console_ha.conversation.service import ConversationService
 from console_ha.ha.areas import AreaCache
 from console_ha.ha.clients import HomeAssistantClients
@@ -26,8 +25,7 @@ from console_ha.store.config import ConfigStore
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
-
-ModelEnvironment = Callable[[], Mapping[str, Any]]
+from console_ha.store.model_config import ModelStore
 
 
 def open_credentials(data_dir: DataDir) -> ConsoleSecrets:
@@ -64,6 +62,8 @@ class Console:
     secrets: ConsoleSecrets
     audit: AuditLog
     model_store: ModelStore
+    # The model settings page's core: what is in force, save, reset, the one-at-a-time model test.
+    model_settings: ModelSettingsService
     # One client per Home Assistant address, token and CA bundle, kept between requests.
     ha_clients: HomeAssistantClients
     # The household's own conversation page: its turns, and the executor whose cards it shows.
@@ -88,12 +88,13 @@ class Console:
         # One audit log for every executor: it appends under its own lock, so lines never interleave.
         audit = AuditLog(data_dir)
         model_store = ModelStore(data_dir)
+        model_environment = options.model_environment
+        model_settings = ModelSettingsService(model_store, config_store=config_store, environment=model_environment)
         clients = ha_clients or HomeAssistantClients()
         executor = Executor(data_dir, config_store=config_store, token_store=token_store, audit=audit,
-                            clients=clients.lend)
-        model_environment = options.model_environment
+                            confirmations=ConfirmationStore(), clients=clients.lend)
         # Read afresh for every request to the model: a save on the model settings applies from the next turn.
-        model = OpenAICompatibleModel.from_source(lambda: settings_in_force(model_environment(), model_store))
+        model = OpenAICompatibleModel.from_source(model_settings.settings_in_force)
         # Other programs' reads have an executor of their own only for its confirmation store: their cards
         # expire on their own TTL and never count towards (or push out) the conversation page's.
         household_executor = Executor(
@@ -108,6 +109,7 @@ class Console:
             secrets=ConsoleSecrets(data_dir),
             audit=audit,
             model_store=model_store,
+            model_settings=model_settings,
             ha_clients=clients,
             executor=executor,
             conversation=ConversationService(executor, model, config_store=config_store, household=household),

@@ -25,6 +25,7 @@ from console_ha.mcp.server import CAPABILITY_FOR_TOOL, tool_name, tools
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
@@ -182,7 +183,7 @@ def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url,
                                   "allowlisted_entities": list(CONFIG.allowlisted_entities)})
     TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
-    return Executor(data_dir)
+    return executor_over(data_dir)
 
 
 def assert_entity_arguments_are_held_to_the_allowlist(executor: Executor, capability: Capability) -> None:

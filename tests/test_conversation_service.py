@@ -34,6 +34,7 @@ from console_ha.errors import CapabilityError
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 from tests.fake_model import (
     FakeModel,
     Hang,
@@ -74,7 +75,7 @@ def configured(data_dir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
 
 @pytest.fixture
 def executor(data_dir, clock) -> Executor:
-    return Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
 
 
 def make_service(data_dir, executor: Executor, fake: FakeModel | None, **kwargs) -> ConversationService:

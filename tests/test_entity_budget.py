@@ -26,7 +26,6 @@ from console_ha.capabilities.entity_budget import (
     timestamp,
     worst_entry_bytes,
 )
-from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES_CAPABILITY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.list_entities import execute as list_entities
@@ -36,6 +35,7 @@ from console_ha.errors import InvalidConfig
 from console_ha.settings.saving import save_settings
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
@@ -221,7 +221,7 @@ def test_over_real_http_the_executor_answers_the_maximum_allowlist_within_the_bo
     stub, allowlist = stub_at_the_maximum
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist})
     TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
-    executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
     result = executor.answer(proposal.token, approve=True, conversation_id="c")
     assert [e["entity_id"] for e in result["entities"]] == allowlist

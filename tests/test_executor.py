@@ -19,6 +19,7 @@ from console_ha.errors import CapabilityError
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 
 BOTH = [(LIST_ENTITIES, {}), (GET_HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"})]
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "binary_sensor.hallway_motion"]
@@ -37,7 +38,7 @@ def ha_requests(stub):
 
 @pytest.fixture
 def executor(data_dir, clock) -> Executor:
-    return Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
 
 
 def refusal(call) -> CapabilityError:
@@ -355,7 +356,7 @@ arguments = st.one_of(
 def test_any_proposal_either_pauses_or_raises_a_contract_error(data_dir, name, args):
     ConfigStore(data_dir).update({"enabled": True, "base_url": "http://127.0.0.1:9", "allowlisted_entities": ALLOWED})
     TokenStore(data_dir).write(check_token("token-for-fuzzing"), "http://127.0.0.1:9")
-    executor = Executor(data_dir)
+    executor = executor_over(data_dir)
     try:
         proposal = executor.propose(name, args, conversation_id="c")
     except CapabilityError as err:
@@ -379,12 +380,12 @@ def test_executor_closes_the_clients_it_makes_and_leaves_lent_ones_open(data_dir
     configure(data_dir, stub_ha)
     monkeypatch.setattr("console_ha.ha.clients.HomeAssistantClient", CountingClient)
     CountingClient.closed = 0
-    own = Executor(data_dir, clock=clock)
+    own = executor_over(data_dir, clock=clock)
     own.answer(own.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True, conversation_id="c")
     assert CountingClient.closed == 1
 
     lent = CountingClient(stub_ha.base_url, check_token(stub_ha.token))
-    borrowing = Executor(data_dir, clock=clock, clients=lambda *_: nullcontext(lent))
+    borrowing = executor_over(data_dir, clock=clock, clients=lambda *_: nullcontext(lent))
     borrowing.answer(borrowing.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True,
                      conversation_id="c")
     assert CountingClient.closed == 1, "a client lent by the caller stays open for its next use"

@@ -10,7 +10,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, HABusy, HATimeout, HomeAssistantError
 from console_ha.ha.addresses import origin_of
@@ -26,6 +25,7 @@ from console_ha.ha.client import (
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 from tests.stub_ha import StubHomeAssistant
 
 # Long enough that a hung call is still hung while the test looks; the stub lets go when it stops.
@@ -220,7 +220,7 @@ def test_a_capability_past_the_cap_fails_with_ha_busy_at_stage_5(
     ConfigStore(data_dir).update({"enabled": True, "base_url": hung_ha.base_url,
                                   "allowlisted_entities": ["sensor.living_room_temperature"]})
     TokenStore(data_dir).write(check_token(hung_ha.token), hung_ha.base_url)
-    executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
     hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
     sent = len(hung_ha.requests)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationInvalid, ConfirmationStore
-from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.household import HouseholdQueue
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
@@ -13,6 +12,7 @@ from console_ha.errors import CapabilityError
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 
 ENTITY = "sensor.living_room_temperature"
 HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
@@ -22,7 +22,7 @@ HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
 def queue(data_dir, stub_ha, clock) -> HouseholdQueue:
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
     TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
-    executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     return HouseholdQueue(executor, max_waiting=2, timer=clock)
 
 

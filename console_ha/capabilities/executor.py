@@ -153,15 +153,15 @@ def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
 class Executor:
     """Runs capability invocations through the six stages; needs no web server."""
 
-    def __init__(self, data_dir: DataDir, *, config_store: ConfigStore | None = None,
-                 token_store: TokenStore | None = None, audit: AuditLog | None = None,
-                 confirmations: ConfirmationStore | None = None, clients: LendClient = one_client,
+    def __init__(self, data_dir: DataDir, *, config_store: ConfigStore, token_store: TokenStore, audit: AuditLog,
+                 confirmations: ConfirmationStore, clients: LendClient = one_client,
                  clock: Callable[[], float] = time.time) -> None:
+        # Every store is handed in (Console.open builds them once); the executor builds none of its own.
         self._data_dir = data_dir
-        self.config_store = config_store or ConfigStore(data_dir)
-        self.token_store = token_store or TokenStore(data_dir)
-        self.confirmations = confirmations or ConfirmationStore(clock=clock)
-        self.audit = audit or AuditLog(data_dir)
+        self.config_store = config_store
+        self.token_store = token_store
+        self.confirmations = confirmations
+        self.audit = audit
         # Lends the client for one invocation. Whoever made it decides what leaving the block does:
         # `one_client` closes it, the Console's kept clients (ha.clients) stay open for the next request.
         self._clients = clients

@@ -13,7 +13,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import requests
 import urllib3
@@ -24,6 +23,7 @@ from console_ha.deadline import BodyBroken, BodyTooLarge, Deadline
 from console_ha.errors import ConsoleHaError
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
+from console_ha.store.model_config import check_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,8 @@ class ModelSettings:
         raw_urls = str(values.get(ENV_URL) or "").strip()
         if not raw_urls:
             return None
-        endpoints = tuple(check_endpoint(url) for url in raw_urls.split(",") if url.strip())
+        endpoints = tuple(check_endpoint(url, label=ENV_URL, error=ModelNotConfigured)
+                          for url in raw_urls.split(",") if url.strip())
         model = str(values.get(ENV_MODEL) or "").strip()
         if not endpoints or not model:
             raise ModelNotConfigured(f"Set {ENV_URL} and {ENV_MODEL} to reach the household's model.")
@@ -180,27 +181,6 @@ class ModelSettings:
     def origins(self) -> frozenset[str]:
         """scheme://host:port of every endpoint, to compare with Home Assistant's."""
         return frozenset(origin_of(url) for url in self.endpoints)
-
-
-def check_endpoint(url: str, *, label: str = ENV_URL,
-                   error: Callable[[str], ConsoleHaError] = ModelNotConfigured) -> str:
-    """An http(s) base URL with a host and no credentials, query or fragment, without trailing slash.
-
-    `label` names where the URL came from in the message, and `error` makes the exception: the settings
-    page refuses a typed URL with its own error type, the environment's with ModelNotConfigured.
-    """
-    text = url.strip().rstrip("/")
-    try:
-        parts = urlsplit(text)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
-        raise error(f"{label} holds a URL that cannot be parsed.") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise error(f"{label} must be an http:// or https:// URL with a host.")
-    if "@" in parts.netloc or parts.query or parts.fragment:
-        # Credentials belong in the API key, where they are never logged.
-        raise error(f"{label} must not hold a user name, password, query or fragment.")
-    return text
 
 
 # --- the adapter -------------------------------------------------------------------------------

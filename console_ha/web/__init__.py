@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,8 @@ from flask_wtf.csrf import CSRFProtect
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
 from console_ha.capabilities.household import MAX_WAITING
 from console_ha.console import Console, ConsoleOptions
-from console_ha.conversation.model_settings import TEST_TIMEOUT_SECONDS, environment_values
+from console_ha.conversation.model_check import TEST_TIMEOUT_SECONDS
+from console_ha.conversation.model_setup import environment_values
 from console_ha.settings.service import Timeouts
 from console_ha.store.datadir import DataDir, resolve_data_dir
 from console_ha.web.login_throttle import LoginThrottle
@@ -78,8 +78,6 @@ class WebServices:
 
     csrf: CSRFProtect
     login_throttle: LoginThrottle
-    # One model test at a time: each may wait a minute on a slow server, and the Console has few threads.
-    model_test_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def services() -> Console:
@@ -101,7 +99,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     A Console handed in keeps the options it was opened with; the CONSOLE_HA_* settings of `test_config`
     that shape a Console (confirmation TTL, MCP waiting, model variables) apply only to one opened here.
     """
-    from console_ha.web import api_tokens, auth, confirmations, conversation, mcp, model_settings, settings_api
+    from console_ha.web import api_tokens, auth, confirmations, conversation, mcp, model_page, settings_api
     from console_ha.web import settings_page as pages
     from console_ha.web.errors import register_error_handlers
     from console_ha.web.security import init_app as init_security
@@ -141,7 +139,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     register_error_handlers(app)
     init_security(app)
     for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp, mcp.bp, confirmations.bp,
-                      model_settings.bp):
+                      model_page.bp):
         app.register_blueprint(blueprint)
     auth.init_app(app)
     log.debug("console app created for data dir %s", console.data_dir.root)

@@ -18,7 +18,7 @@ from console_ha.web.access import ANSWERING_A_CARD, household_only
 from console_ha.web.auth import asker_for, current_principal, is_household
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import InvalidRequest, status_for
-from console_ha.web.model_settings import current_setup
+from console_ha.web.model_page import current_setup
 
 bp = Blueprint("conversation", __name__)
 

@@ -10,10 +10,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Executor
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.store.config import ConfigStore
 from tests.e2e.conftest import DESKTOP, LiveConsole, Received, log_in, screenshot, serious_violations
+from tests.executors import executor_over
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.stub_ha import StubHomeAssistant
 
@@ -116,7 +116,7 @@ def test_the_whole_turn_works_from_the_keyboard(chat: Page, model: FakeModel):
 def test_an_expired_card_says_so_and_asking_again_gives_a_new_card(chat: Page, console: LiveConsole,
                                                                    model: FakeModel, stub_ha: StubHomeAssistant):
     clock = _Clock()
-    executor = Executor(console.data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    executor = executor_over(console.data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     console.app.extensions["console_ha"].conversation = ConversationService(
         executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")),
         config_store=ConfigStore(console.data_dir))

@@ -19,6 +19,7 @@ from console_ha.errors import CapabilityError
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 from tests.real_ha.harness import UNAVAILABLE_ENTITY, RealHomeAssistant
 from tests.result_schemas import assert_matches_result_schema
 
@@ -49,7 +50,7 @@ def make_executor(
         {"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": list(allowlist)}
     )
     TokenStore(data_dir).write(check_token(real_ha.token if token is None else token), real_ha.base_url)
-    return Executor(data_dir, clock=clock)
+    return executor_over(data_dir, clock=clock)
 
 
 def run(executor: Executor, capability: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

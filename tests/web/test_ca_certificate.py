@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import InvalidConfig
 from console_ha.store.ca_certificate import describe
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.certs import Issued, make_ca
+from tests.executors import executor_over
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure
@@ -67,7 +67,7 @@ def test_the_ca_is_trusted_by_test_picker_and_capabilities_once_added(
     assert household.post(f"{API}/entities/preview", json=typed).status_code == 200
     configure(household, https_ha.base_url, https_ha.token, enabled=True, allowlisted_entities=["light.living_room"])
     assert household.get(f"{API}/entities").status_code == 200
-    executor = Executor(data_dir)
+    executor = executor_over(data_dir)
     result = executor.answer(executor.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True,
                              conversation_id="c")
     assert "light.living_room" in str(result)

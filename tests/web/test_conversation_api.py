@@ -12,12 +12,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 from tests.fake_model import FakeModel, answer_from_tool_result, status, text, tool_call, unused_loopback_url
 from tests.web.conftest import log_in, page_csrf
 
@@ -205,7 +205,7 @@ def test_a_foreign_token_is_409_and_the_card_still_works_in_its_own_conversation
 def with_clock(app: Flask, data_dir, model: FakeModel) -> _Clock:
     """Give the app a conversation service whose confirmations follow a clock the test moves."""
     clock = _Clock()
-    executor = Executor(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     app.extensions["console_ha"].conversation = ConversationService(
         executor, OpenAICompatibleModel(ModelSettings((model.url,), "m")), config_store=ConfigStore(data_dir))
     return clock

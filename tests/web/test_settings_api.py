@@ -279,7 +279,7 @@ def test_entities_answer_is_at_most_half_the_bytes_of_homes_assistants(
 def test_entities_carry_areas_when_the_registries_give_them(
     app: Flask, household: FlaskClient, stub_ha: StubHomeAssistant
 ) -> None:
-    """Areas come from the WebSocket registries (faked here at that boundary; tested in test_ha_registry)."""
+    """Areas come from the WebSocket registries (faked here at that boundary; tested in test_areas)."""
     calls: list[str] = []
 
     def fetch(base_url: str, token: Any, **kwargs: Any) -> dict[str, str]:

@@ -14,13 +14,13 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.ha.discovery import Instance
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.web.errors import status_for
+from tests.executors import executor_over
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, page_csrf
@@ -100,7 +100,7 @@ def test_a_whole_session_shows_the_token_nowhere_but_to_its_own_home_assistant(
     call("bearer settings (refused)", bearer.get(API))
 
     # The capabilities, approved, as the conversation page runs them.
-    executor = Executor(data_dir)
+    executor = executor_over(data_dir)
     for name, args in ((LIST_ENTITIES, {}), (GET_HISTORY, {"entity_id": "light.living_room", "period": "day"})):
         proposal = executor.propose(name, args, conversation_id="sweep")
         executor.answer(proposal.token, approve=True, conversation_id="sweep")

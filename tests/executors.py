@@ -1,0 +1,22 @@
+"""An executor over a data dir's own stores, for tests that drive the executor without a whole Console."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Executor
+from console_ha.ha.clients import LendClient, one_client
+from console_ha.store.audit import AuditLog
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore
+
+
+def executor_over(data_dir: DataDir, *, confirmations: ConfirmationStore | None = None,
+                  clients: LendClient = one_client, clock: Callable[[], float] = time.time) -> Executor:
+    """An `Executor` with the stores `Console.open` would hand it, each fresh over `data_dir`."""
+    return Executor(data_dir, config_store=ConfigStore(data_dir), token_store=TokenStore(data_dir),
+                    audit=AuditLog(data_dir), confirmations=confirmations or ConfirmationStore(clock=clock),
+                    clients=clients, clock=clock)
