@@ -181,7 +181,7 @@ class Digester:
             raise ValueError("the digest is finished")
         start, end, max_changes = self._start, self._end, self._max_changes
         buckets, bucket_edge = self._buckets, self._bucket_edge_at
-        as_number = _as_number
+        isfinite = math.isfinite
         unavailable = UNAVAILABLE_STATES
         last_time, total, initial, opened = self._last_time, self._total, self._initial, self._opened
         in_force, since, value, tally = self._in_force, self._since, self._value, self._tally
@@ -266,8 +266,13 @@ class Digester:
                 tally[2] = moment
                 value = None
                 if all_numeric and state not in unavailable:
-                    value = as_number(state)
-                    if value is None:
+                    # _as_number(state), written out: it runs once a change; a call here measured slower (issue 17).
+                    try:
+                        value = float(state)
+                    except ValueError:
+                        value = None
+                    if value is None or not isfinite(value):
+                        value = None
                         all_numeric = False
                     else:
                         if first_value is None:
