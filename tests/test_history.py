@@ -22,9 +22,10 @@ from console_ha.capabilities.get_history import CAPABILITY as GET_HISTORY_CAPABI
 from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS, read_history
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, HomeAssistantError
-from console_ha.ha import history
+from console_ha.ha import history, history_digest, history_rows
 from console_ha.ha.client import CallLimits, HomeAssistantClient
-from console_ha.ha.history import HistoryDigest, digest_history, fetch_history
+from console_ha.ha.history import HistoryDigest, fetch_history
+from console_ha.ha.history_digest import digest_history
 from console_ha.secret import Secret
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
@@ -819,9 +820,9 @@ def test_cutting_the_answer_at_row_boundaries_never_changes_a_row(states: list[s
                       separators=(",", ":")).encode()
     pieces = iter([body[i:i + 7] for i in range(0, len(body), 7)])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(history, "_BATCH_BYTES", batch)
-        digester = history._Digester(start=start, end=end, max_changes=50, unit=None)
-        for taken in history._ws_row_batches(pieces, "sensor.x", 3):
+        patch.setattr(history_rows, "_BATCH_BYTES", batch)
+        digester = history_digest.Digester(start=start, end=end, max_changes=50, unit=None)
+        for taken in history_rows.ws_row_batches(pieces, "sensor.x", 3):
             digester.add(taken)
     assert digester.finish() == digest_history([row(moment, state) for moment, state in rows], start=start, end=end)
 
@@ -869,15 +870,15 @@ def test_rest_and_websocket_rows_give_the_same_digest(rows: list[tuple[int, str]
     zone = timezone(timedelta(hours=hours))
     body = json.dumps([[{"state": s, "last_changed": (start + timedelta(microseconds=o)).astimezone(zone).isoformat()}
                         for o, s in rows]]).encode()
-    by_rest = history._Digester(start=start, end=end, max_changes=10, unit=None)
-    by_rest.add(history._rest_rows(io.BytesIO(body), "sensor.x"))
+    by_rest = history_digest.Digester(start=start, end=end, max_changes=10, unit=None)
+    by_rest.add(history_rows.rest_rows(io.BytesIO(body), "sensor.x"))
     answer = json.dumps({"id": 1, "type": "result", "success": True, "result": {"sensor.x": [
         {"s": s, "lu": (start + timedelta(microseconds=o)).timestamp()} for o, s in rows]}}, separators=(",", ":"))
-    by_ws = history._Digester(start=start, end=end, max_changes=10, unit=None)
+    by_ws = history_digest.Digester(start=start, end=end, max_changes=10, unit=None)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(history, "_BATCH_BYTES", batch)
+        patch.setattr(history_rows, "_BATCH_BYTES", batch)
         pieces = iter([answer.encode()[i:i + 5] for i in range(0, len(answer), 5)])
-        for taken in history._ws_row_batches(pieces, "sensor.x", 1):
+        for taken in history_rows.ws_row_batches(pieces, "sensor.x", 1):
             by_ws.add(taken)
     rest_result, ws_result = by_rest.finish().to_result(), by_ws.finish().to_result()
     assert rest_result == ws_result

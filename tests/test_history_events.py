@@ -10,7 +10,7 @@ import ijson
 import pytest
 
 from console_ha.errors import HABadResponse
-from console_ha.ha import history
+from console_ha.ha import history_rows
 
 ENTITY = "sensor.x"
 T0 = "2025-04-01T00:00:00+00:00"
@@ -20,13 +20,13 @@ MALFORMED = "Home Assistant's history had a row without a state or a valid time.
 WRONG_SHAPE = "Home Assistant answered the history request with something other than a history."
 
 
-def rest(body: Any) -> list[history.Row]:
-    return list(history._rest_rows(io.BytesIO(json.dumps(body).encode()), ENTITY))
+def rest(body: Any) -> list[history_rows.Row]:
+    return list(history_rows.rest_rows(io.BytesIO(json.dumps(body).encode()), ENTITY))
 
 
-def ws(rows: Any, **envelope: Any) -> list[history.Row]:
+def ws(rows: Any, **envelope: Any) -> list[history_rows.Row]:
     message = {"id": 1, "type": "result", "success": True, "result": {ENTITY: rows}} | envelope
-    return list(history._ws_rows(ijson.basic_parse(io.BytesIO(json.dumps(message).encode()), use_float=True),
+    return list(history_rows.ws_rows(ijson.basic_parse(io.BytesIO(json.dumps(message).encode()), use_float=True),
                                  ENTITY, 1))
 
 
@@ -37,7 +37,7 @@ def ws(rows: Any, **envelope: Any) -> list[history.Row]:
     ([[]], []),
     ([], []),
 ], ids=["rows-and-attributes", "repeated-key", "no-rows", "no-entity"])
-def test_rest_rows(body: Any, rows: list[history.Row]) -> None:
+def test_rest_rows(body: Any, rows: list[history_rows.Row]) -> None:
     assert rest(body) == rows
 
 
@@ -71,7 +71,7 @@ def test_rest_refusals(body: Any, message: str) -> None:
     ([{"s": "on", "lu": 1743465600, "": "sensor.y", "a": {"b": 1}}], [(T0_MICROS, "on")]),
     ([], []),
 ], ids=["lu-and-lc", "null-lc", "unknown-keys", "no-rows"])
-def test_websocket_rows(rows: Any, expected: list[history.Row]) -> None:
+def test_websocket_rows(rows: Any, expected: list[history_rows.Row]) -> None:
     assert ws(rows) == expected
 
 
@@ -100,7 +100,7 @@ def test_websocket_refusals(rows: Any, envelope: dict[str, Any], message: str) -
 def test_a_failed_command_is_read_to_its_error_code() -> None:
     message = {"id": 1, "type": "result", "success": False, "error": {"code": "unknown_error", "message": "x"}}
     with pytest.raises(HABadResponse) as caught:
-        list(history._ws_rows(ijson.basic_parse(io.BytesIO(json.dumps(message).encode())), ENTITY, 1))
+        list(history_rows.ws_rows(ijson.basic_parse(io.BytesIO(json.dumps(message).encode())), ENTITY, 1))
     assert caught.value.detail["reason"] == "command_failed"
 
 
@@ -115,6 +115,6 @@ def test_a_time_too_large_for_microseconds_is_a_malformed_row_on_both_websocket_
     compact = json.dumps({"id": 1, "type": "result", "success": True, "result": {ENTITY: rows}},
                          separators=(",", ":")).encode()
     with pytest.raises(HABadResponse) as caught:
-        for _ in history._ws_row_batches(iter([compact]), ENTITY, 1):
+        for _ in history_rows.ws_row_batches(iter([compact]), ENTITY, 1):
             pass
     assert caught.value.message == MALFORMED

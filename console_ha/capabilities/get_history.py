@@ -13,7 +13,7 @@ from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bou
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
 from console_ha.ha.client import HomeAssistantClient
-from console_ha.ha.history import MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
+from console_ha.ha.history import MAX_CHANGES, MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.websocket import WebSocketUnsupported
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
@@ -44,8 +44,9 @@ ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"  # "hour, day o
 # looks.
 HISTORY_FIELD_MEANINGS: dict[str, str] = {
     "initial_state": "the state already in force when the period began (not a change); null if none was recorded",
-    "changes": "up to 50 changes, oldest first, spread over the period; the first and last change always included",
-    "total_changes": "how many times the state changed in the period (truncated is true when over 50)",
+    "changes": (f"up to {MAX_CHANGES} changes, oldest first, spread over the period; the first and last change "
+                "always included"),
+    "total_changes": f"how many times the state changed in the period (truncated is true when over {MAX_CHANGES})",
     "seconds_in_state": "seconds spent in that state within the period; the state in force now counts up to now",
     "times_changed_to": "how many times it changed into that state within the period",
     "last_changed_to": "when it last changed into that state; null means it was already in it when the period began",
@@ -58,7 +59,7 @@ HISTORY_FIELD_MEANINGS: dict[str, str] = {
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
             deadline: Deadline, now: datetime) -> dict[str, Any]:
-    """Up to 50 changes of one allowlisted entity over the period, with totals, time in each state and a summary."""
+    """Up to MAX_CHANGES changes of one allowlisted entity over the period: totals, time in each state, a summary."""
     entity_id = arguments["entity_id"]
     period = arguments["period"]
     # The entity's own state gives its name and unit, and a 404 for an entity Home Assistant lacks.
@@ -166,7 +167,7 @@ CAPABILITY = Capability(
     name=NAME,
     description=(
         f"Read how one allowed Home Assistant entity changed over the past {ONE_OF_THE_PERIODS}: "
-        "up to 50 changes spread over the period, the total number of changes, and a summary "
+        f"up to {MAX_CHANGES} changes spread over the period, the total number of changes, and a summary "
         "(for numbers: minimum and maximum with when they were reached, time-weighted mean; otherwise, "
         "for each state: seconds spent in it, times it changed to it, when it last did). Answers "
         "\"how long was it on\" and \"when did it last change\". Each read asks the household for approval first."
@@ -202,7 +203,7 @@ CAPABILITY = Capability(
             },
             "changes": {
                 "type": "array",
-                "maxItems": 50,
+                "maxItems": MAX_CHANGES,
                 "description": HISTORY_FIELD_MEANINGS["changes"],
                 "items": {
                     "type": "object",

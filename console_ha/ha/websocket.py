@@ -9,12 +9,11 @@ from __future__ import annotations
 import socket
 import ssl
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-import ijson
 import orjson
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (
@@ -44,7 +43,6 @@ ALLOWED_COMMANDS = frozenset({
 })
 READ_CHUNK_BYTES = 64 * 1024
 CLOSE_WAIT = 0.2
-PARSE_SLICE_BYTES = 8 * 1024
 # auth_required, auth_ok and auth_invalid are a few dozen bytes; no byte cap of a read applies to them.
 AUTH_MESSAGE_BYTES = 64 * 1024
 # Command errors that mean "this Home Assistant cannot answer that over the WebSocket": ask REST instead.
@@ -204,22 +202,6 @@ class HomeAssistantWebSocket:
             pass
         finally:
             self._sock.close()
-
-
-def parse_events(chunks: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
-    """ijson's basic_parse events of a JSON text arriving in pieces, without holding it whole."""
-    events = ijson.sendable_list()
-    parser = ijson.basic_parse_coro(events, use_float=True)
-    for chunk in chunks:
-        # In slices: the parser turns all it is given into events at once, and a slice of brackets
-        # is one event a byte, refused only once the caller sees them.
-        for offset in range(0, len(chunk), PARSE_SLICE_BYTES):
-            parser.send(chunk[offset:offset + PARSE_SLICE_BYTES])
-            if events:
-                yield from events
-                del events[:]
-    parser.close()  # the end of the text: one cut short raises here
-    yield from events
 
 
 @contextmanager
