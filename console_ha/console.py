@@ -21,18 +21,21 @@ from console_ha.ha.discovery import discover
 from console_ha.settings.saving import recover
 from console_ha.settings.service import SettingsService, Timeouts
 from console_ha.store.audit import AuditLog
+from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_credentials import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.store.model_config import ModelStore
+from console_ha.store.review import ReviewStore
 
 
 def open_credentials(data_dir: DataDir) -> ConsoleSecrets:
     """The Console's password and API tokens alone (`console-ha set-password`, `api-token`), after the sweep."""
     # Unlike Console.open, this neither makes nor narrows the data dir: only a write of a password or a token
     # makes it, so listing the tokens or a refused password on a mistyped --data-dir leaves nothing behind.
-    recover(data_dir)  # as Console.open: temp files a killed write left behind; a legacy token bound to its origin
+    # As Console.open: temp files a killed write left behind; a legacy token bound to its origin.
+    recover(data_dir, ConfigStore(data_dir), TokenStore(data_dir))
     return ConsoleSecrets(data_dir)
 
 
@@ -82,9 +85,9 @@ class Console:
         """Make the data dir, repair what a killed write left behind, and build every service once."""
         options = options or ConsoleOptions()
         data_dir.ensure()
-        recover(data_dir)  # temp files a killed write left behind; a legacy token bound to its origin
         config_store = ConfigStore(data_dir)
         token_store = TokenStore(data_dir)
+        recover(data_dir, config_store, token_store)  # leftover temp files; a legacy token bound to its origin
         # One audit log for every executor: it appends under its own lock, so lines never interleave.
         audit = AuditLog(data_dir)
         model_store = ModelStore(data_dir)
@@ -115,6 +118,8 @@ class Console:
             conversation=ConversationService(executor, model, config_store=config_store, household=household),
             household=household,
             model_environment=model_environment,
-            settings=SettingsService(data_dir, config_store=config_store, token_store=token_store, clients=clients,
+            settings=SettingsService(data_dir, config_store=config_store, token_store=token_store,
+                                     review_store=ReviewStore(data_dir),
+                                     ca_store=CACertificateStore(data_dir, config_store), clients=clients,
                                      discover=discover, areas=AreaCache(), timeouts=options.settings_timeouts),
         )

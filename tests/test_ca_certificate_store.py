@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 from console_ha.errors import InvalidConfig
 from console_ha.store.ca_certificate import CACertificateStore
+from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.certs import make_ca
 
@@ -85,7 +86,7 @@ KEY_PASTES: dict[str, Callable[[Material], str]] = {
 
 @pytest.fixture
 def store(data_dir: DataDir) -> CACertificateStore:
-    return CACertificateStore(data_dir)
+    return CACertificateStore(data_dir, ConfigStore(data_dir))
 
 
 @pytest.mark.parametrize("paste", list(KEY_PASTES.values()), ids=list(KEY_PASTES))

@@ -41,7 +41,7 @@ def test_recover_sweeps_temporary_files_and_binds_a_legacy_token(data_dir):
     tokens.path.write_text("a-token-123\n")
     leftover = tokens.path.with_name(".access-token.a1b2c3d4.tmp")
     leftover.write_text("a-token-123\nhttp://ha.local:8123\n")
-    recover(data_dir)
+    recover(data_dir, ConfigStore(data_dir), TokenStore(data_dir))
     assert not leftover.exists()
     assert tokens.path.read_text() == "a-token-123\nhttp://ha.local:8123\n"
 
@@ -51,7 +51,7 @@ def test_recover_leaves_a_legacy_token_without_a_url_unbound(data_dir):
     tokens = TokenStore(data_dir)
     tokens.write(check_token("a-token-123"), "http://ha.local:8123")
     tokens.path.write_text("a-token-123\n")
-    recover(data_dir)
+    recover(data_dir, ConfigStore(data_dir), TokenStore(data_dir))
     assert tokens.read_record() == StoredToken(check_token("a-token-123"), None)
     assert tokens.lookup("http://ha.local:8123", configured_url="").elsewhere
 
@@ -70,10 +70,10 @@ def test_a_file_that_cannot_be_written_puts_the_token_back(data_dir, monkeypatch
     configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
     save_settings(configs, tokens, {"base_url": "http://old.local:8123"}, token=check_token("old-token"))
 
-    def full_disk(self, changes, *, expected_revision=None):
+    def full_disk(self, config):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ConfigStore, "update", full_disk)
+    monkeypatch.setattr(ConfigStore, "write", full_disk)
     with pytest.raises(OSError):
         save_settings(configs, tokens, {"base_url": "http://new.local:8123"}, token=check_token("new-token"))
     assert tokens.read_record() == StoredToken(check_token("old-token"), "http://old.local:8123")
@@ -109,7 +109,7 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
 
     monkeypatch.setattr(atomic.os, "unlink", read_only)
     monkeypatch.setattr(secret_store, "atomic_write", read_only)
-    recover(data_dir)
+    recover(data_dir, ConfigStore(data_dir), TokenStore(data_dir))
     monkeypatch.setattr(atomic.os, "unlink", os.unlink)
     assert leftover.exists() and tokens.read_for("http://ha.local:8123", configured_url="http://ha.local:8123")
     assert "could not remove" in caplog.text and "could not write the stored token's origin" in caplog.text
@@ -123,10 +123,10 @@ def test_a_review_is_only_written_beside_the_configuration_it_was_saved_with(dat
     store, tokens = ConfigStore(data_dir), TokenStore(data_dir)
     first = save_settings(store, tokens, {"base_url": "http://ha-one.local:8123"}, token=check_token("tok-one-0123"))
     save_settings(store, tokens, {"base_url": "http://ha-two.local:8123"}, token=check_token("tok-two-0123"))
-    assert remember_review(store, first, ["light.kitchen"]) is False
+    assert remember_review(store, first, ["light.kitchen"], ReviewStore(data_dir)) is False
     assert not ReviewStore(data_dir).path.exists()
 
     latest = store.read()
-    assert remember_review(store, latest, ["light.kitchen"]) is True
+    assert remember_review(store, latest, ["light.kitchen"], ReviewStore(data_dir)) is True
     review = ReviewStore(data_dir).read_for("http://ha-two.local:8123/")
     assert review is not None and review.entity_ids == {"light.kitchen"}

@@ -24,9 +24,11 @@ from console_ha.settings.service import (
     TryRequest,
 )
 from console_ha.settings.tokens import TokenStatus
+from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, TokenStore, check_token
+from console_ha.store.review import ReviewStore
 from tests.stub_ha import StubHomeAssistant
 
 
@@ -40,8 +42,10 @@ def make_service(data_dir: DataDir) -> Callable[..., SettingsService]:
     made: list[SettingsService] = []
 
     def make(**boundaries: Any) -> SettingsService:
+        config_store = ConfigStore(data_dir)
         service = SettingsService(
-            data_dir, config_store=ConfigStore(data_dir), token_store=TokenStore(data_dir),
+            data_dir, config_store=config_store, token_store=TokenStore(data_dir),
+            review_store=ReviewStore(data_dir), ca_store=CACertificateStore(data_dir, config_store),
             clients=boundaries.pop("clients", HomeAssistantClients()),
             discover=boundaries.pop("discover", _no_browse),
             areas=boundaries.pop("areas", AreaCache(fetch=lambda *a, **k: None)),

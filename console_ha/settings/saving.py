@@ -10,8 +10,10 @@ URL saved after it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from console_ha.capabilities.entity_budget import check_fits
@@ -20,22 +22,45 @@ from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.settings.tokens import refuse_moving_the_token
 from console_ha.store.atomic import path_lock, sweep_temp_files
-from console_ha.store.config import ConfigStore, HomeAssistantConfig, StoredConfig, apply_changes, check_revision
+from console_ha.store.config import (
+    ABSENT_REVISION,
+    PAGE_FIELDS,
+    ConfigStore,
+    HomeAssistantConfig,
+    StoredConfig,
+    check_revision,
+    refuse_unknown,
+    with_changes,
+)
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore
+from console_ha.store.ha_token import StoredToken, TokenStore
 from console_ha.store.review import ReviewStore
 
 log = logging.getLogger(__name__)
 
 
+@contextlib.contextmanager
+def save_lock(data_dir: DataDir) -> Iterator[None]:
+    """The one lock of every settings save (and of the start's token repair): one at a time, across processes."""
+    with path_lock(data_dir.capabilities / "settings-save"):
+        yield
+
+
+@dataclass(frozen=True)
+class Saved(StoredConfig):
+    """A save's outcome: the configuration as written, its revision, and the token record as it now stands."""
+
+    token: StoredToken | None = None
+
+
 def checked_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
-    """`current` with `changes` applied (`apply_changes`), refused when a new allowlist would not fit.
+    """`current` with `changes` applied (`with_changes`), refused when a new allowlist would not fit.
 
     The fit is list_entities' bound (`entity_budget.check_fits`), checked only when the allowlist changes:
     one saved before the check existed must still let the household change other settings (and a failed
     save must be able to put it back), while the page shows it is over the limit.
     """
-    new = apply_changes(current, changes)
+    new = with_changes(current, changes)
     if new.allowlisted_entities != current.allowlisted_entities:
         check_fits(new.allowlisted_entities)
     return new
@@ -43,70 +68,105 @@ def checked_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) ->
 
 def save_settings(config_store: ConfigStore, token_store: TokenStore, changes: Mapping[str, Any], *,
                   token: Secret | None = None, remove_token: bool = False,
-                  expected_revision: str | None = None) -> StoredConfig:
-    """Validate `changes`, then write the token (bound to the saved URL's origin), then the file.
+                  expected_revision: str | None = None, reset: bool = False,
+                  reviewed: list[str] | None = None, reviews: ReviewStore | None = None) -> Saved:
+    """One save in one pass: validate, then write the token (bound to the saved URL's origin), the file, the review.
 
-    The token must already be checked (`check_token`), so that nothing is written when it is bad. A new
-    URL of another origin than the stored token's needs a new token (400 on `access_token`): the stored
-    one is never moved to another Home Assistant. Saves run one at a time; a file that cannot be written
-    puts the token record back as it was.
+    Under the saves' lock, taken once: one read of the file and of the token record, one revision check,
+    one validation, then the writes in the order crash safety rests on (token file, settings file), and
+    the review (`reviewed`, into `reviews`) beside the configuration it was saved with. The token must
+    already be checked (`check_token`), so that nothing is written when it is bad. A new URL of another
+    origin than the stored token's needs a new token (400 on `access_token`): the stored one is never
+    moved to another Home Assistant. A file that cannot be written puts the token record back as it was.
+    `reset` starts again from empty settings: the file is not read (it may be what cannot be read), and
+    is moved aside, kept, when the new one is written.
     """
-    with path_lock(config_store.data_dir.capabilities / "settings-save"):
-        current = config_store.read()
-        check_revision(current, expected_revision)
+    if reviewed is not None and reviews is None:
+        raise ValueError("a review needs the store it is written to")
+    # Before anything is read, as every front end's first refusal: no front end may set `ca_bundle`.
+    refuse_unknown(changes, PAGE_FIELDS)
+    with save_lock(config_store.data_dir):
+        if reset:
+            current = StoredConfig(HomeAssistantConfig(), ABSENT_REVISION)
+        else:
+            current = config_store.read()
+            check_revision(current, expected_revision)
         new = checked_changes(current.config, changes)
-        refuse_moving_the_token(token_store, new.base_url, configured_url=current.config.base_url,
-                                token=token, remove_token=remove_token)
         record = token_store.read_record()
-        if token is not None:
-            token_store.write(token, new.base_url)
-        elif remove_token:
-            token_store.remove()
-        elif record is not None and record.origin is None and current.config.base_url:
-            # A legacy record belongs to the configured URL; writing that origin down keeps the binding
-            # whatever the file says later (the URL cleared, then another typed).
-            token_store.write(record.token, current.config.base_url)
+        refuse_moving_the_token(record, new.base_url, configured_url=current.config.base_url,
+                                token=token, remove_token=remove_token)
+        token_now = _write_token(token_store, record, new.base_url, current.config.base_url,
+                                 token=token, remove_token=remove_token)
         try:
-            stored = config_store.update(changes, expected_revision=expected_revision) if changes else current
+            stored = config_store.reset(new) if reset else config_store.write(new) if changes else current
         except BaseException:
             if token is not None or remove_token:
                 log.error("the settings file could not be saved; putting the token back as it was")
                 token_store.put_back(record)
             raise
-    return stored
+        if reviewed is not None and reviews is not None:
+            _remember(reviews, stored.config, reviewed)
+    return Saved(stored.config, stored.revision, token_now)
 
 
-def remember_review(config_store: ConfigStore, stored: StoredConfig, reviewed: list[str]) -> bool:
-    """After a save: remember what the picker showed, unless another save came in between (then its wins).
+def _write_token(token_store: TokenStore, record: StoredToken | None, new_url: str, configured_url: str, *,
+                 token: Secret | None, remove_token: bool) -> StoredToken | None:
+    """The token file's part of a save, written before the settings file; the record as it then stands."""
+    if token is not None:
+        return token_store.write(token, new_url)
+    if remove_token:
+        token_store.remove()
+        return None
+    if record is not None and record.origin is None and configured_url:
+        # A legacy record belongs to the configured URL; writing that origin down keeps the binding
+        # whatever the file says later (the URL cleared, then another typed).
+        return token_store.write(record.token, configured_url)
+    return record
 
-    Under the saves' lock, so a review is only ever written beside the configuration it was saved with.
-    A failure to write is logged, not raised: the settings are saved, and only a notice depends on it.
+
+def _remember(reviews: ReviewStore, config: HomeAssistantConfig, reviewed: list[str]) -> bool:
+    """Remember what the picker showed, beside `config`; a failure is logged, not raised (only a notice needs it)."""
+    if not config.base_url:
+        return False
+    try:
+        reviews.write(config.base_url, reviewed)
+    except OSError as err:
+        log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
+                    type(err).__name__)
+        return False
+    return True
+
+
+def remember_review(config_store: ConfigStore, stored: StoredConfig, reviewed: list[str],
+                    reviews: ReviewStore) -> bool:
+    """Remember a review apart from its save, unless another save came in between (then its wins).
+
+    A save writes its own review in its locked section (`save_settings`); this is for one written later,
+    under the same lock, so a review is only ever written beside the configuration it was saved with.
     """
     try:
-        with path_lock(config_store.data_dir.capabilities / "settings-save"):
-            if config_store.read().revision != stored.revision or not stored.config.base_url:
+        with save_lock(config_store.data_dir):
+            if config_store.read().revision != stored.revision:
                 return False
-            ReviewStore(config_store.data_dir).write(stored.config.base_url, reviewed)
-            return True
-    except (OSError, ConfigInvalid) as err:
+            return _remember(reviews, stored.config, reviewed)
+    except ConfigInvalid as err:
         log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
                     type(err).__name__)
         return False
 
 
-def recover(data_dir: DataDir) -> None:
+def recover(data_dir: DataDir, config_store: ConfigStore, token_store: TokenStore) -> None:
     """At start: sweep temporary files killed writes left behind, and bind a legacy token to its origin."""
     sweep_temp_files(data_dir.root)
-    token_store = TokenStore(data_dir)
     record = token_store.read_record()
     if record is None or record.origin is not None:
         return
     try:
-        configured = ConfigStore(data_dir).load().base_url
+        configured = config_store.load().base_url
     except ConfigInvalid:
         return  # the page explains the damaged file; the legacy token stays unusable until it is fixed
     try:
-        with path_lock(data_dir.capabilities / "settings-save"):
+        with save_lock(data_dir):
             if configured and token_store.read_record() == record:
                 token_store.write(record.token, origin_of(configured))
                 log.info("the stored Home Assistant token is now bound to %s", origin_of(configured))

@@ -25,16 +25,10 @@ from console_ha.secret import Secret
 from console_ha.settings import saving
 from console_ha.settings.catalogue import catalogue_json, holds_token
 from console_ha.settings.connection import HomeAssistantFound, check_home_assistant, not_home_assistant
-from console_ha.settings.tokens import (
-    TokenStatus,
-    not_configured,
-    optional_token,
-    refuse_moving_the_token,
-    stored_token_for,
-)
+from console_ha.settings.tokens import TokenStatus, not_configured, optional_token, stored_token_for
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
 from console_ha.store.ca_certificate import CACertificateStore, ca_bundle_path
-from console_ha.store.config import ConfigStore, HomeAssistantConfig, StoredConfig, refuse_unknown
+from console_ha.store.config import PAGE_SETTINGS, ConfigStore, HomeAssistantConfig, StoredConfig, refuse_unknown
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.store.review import FIELD as REVIEWED_FIELD
@@ -42,8 +36,6 @@ from console_ha.store.review import ReviewStore, check_reviewed
 
 log = logging.getLogger(__name__)
 
-# What a client may send to save; `ca_bundle` is set by editing the file, not over the API.
-SETTINGS_FIELDS = ("enabled", "base_url", "allowlisted_entities", "entity_names")
 # What a client may send to try a URL and token before saving them (the test, the picker's preview).
 TRY_FIELDS = ("base_url", "access_token")
 
@@ -101,17 +93,16 @@ class SettingsView:
 
     def to_json(self) -> dict[str, Any]:
         """The settings API's answer (GET, and POST after a save)."""
-        config = self.config
-        names = {e: config.entity_names[e] for e in config.allowlisted_entities if e in config.entity_names}
+        # Every setting a page may send, as the file holds it (`HomeAssistantConfig.to_json`: the names of
+        # allowlisted entities only), else its declared default.
+        saved = self.config.to_json()
+        fields = {s.name: saved[s.name] if s.name in saved else s.to_json()["default"] for s in PAGE_SETTINGS}
         return {
-            "enabled": config.enabled,
-            "base_url": config.base_url,
+            **fields,
             "has_access_token": self.token.stored,
             # The origin the stored token belongs to (never the token): the page asks for a new token when
             # the URL typed has another.
             "access_token_origin": self.token.origin,
-            "allowlisted_entities": list(config.allowlisted_entities),
-            "entity_names": names,
             "revision": self.revision,
             "config_error": self.config_error.to_dict()["error"] if self.config_error else None,
         }
@@ -142,7 +133,7 @@ class SaveRequest:
         reviewed = check_reviewed(reviewed) if reviewed is not None else None
         if token is not None and remove_token:
             raise InvalidConfig("Send a new access token or remove the stored one, not both.", field="access_token")
-        return cls(body, token, remove_token, revision, reset, reviewed)  # the fields left: `save` checks them
+        return cls(body, token, remove_token, revision, reset, reviewed)  # the fields left: the save checks them
 
 
 @dataclass(frozen=True)
@@ -168,21 +159,24 @@ class SettingsService:
         *,
         config_store: ConfigStore,
         token_store: TokenStore,
+        review_store: ReviewStore,
+        ca_store: CACertificateStore,
         clients: ClientFactory,
         discover: Callable[..., list[Instance]],
-        areas: AreaCache | None = None,
-        timeouts: Timeouts | None = None,
+        areas: AreaCache,
+        timeouts: Timeouts,
     ) -> None:
+        # Every collaborator is built once by the composition root (`Console.open`) and handed in.
         self._data_dir = data_dir
         self._config = config_store
         self._tokens = token_store
-        self._reviews = ReviewStore(data_dir)
-        self._ca = CACertificateStore(data_dir)
+        self._reviews = review_store
+        self._ca = ca_store
         self._clients = clients
-        self._timeouts = timeouts or Timeouts()
+        self._timeouts = timeouts
         # The boundaries a test fakes (zeroconf, the WebSocket registries): swappable after construction.
         self.discover = discover
-        self.areas = areas or AreaCache()
+        self.areas = areas
         # Built once: a pool per picker load would start a thread for every request.
         self._area_pool = ThreadPoolExecutor(max_workers=AREA_WORKERS, thread_name_prefix="ha-areas")
         # The fetch under way for each URL, token and CA bundle (`areas.fetch_key`).
@@ -214,30 +208,24 @@ class SettingsService:
         return self._view(stored)
 
     def save(self, request: SaveRequest) -> SettingsView:
-        """Validate everything, then write the token and the file (`saving.save_settings`); nothing on error."""
+        """Validate everything, then write the token, the file and the review in one pass; nothing on error.
+
+        The one pass is `saving.save_settings`: one read, one validation, one revision check, under the saves'
+        lock taken once. A reset checks the changes against the defaults, and writes nothing either when
+        they are refused.
+        """
         changes, token, remove_token = request.changes, request.token, request.remove_token
-        revision = request.expected_revision
-        # Here, not in a front end's parser: no front end may set `ca_bundle` (whom the token is sent to).
-        refuse_unknown(changes, SETTINGS_FIELDS)
         try:
-            if request.reset:
-                # Checked against the defaults first: a reset with a bad field (or a URL the stored token does
-                # not belong to, without a new token) writes nothing either.
-                after_reset = saving.checked_changes(HomeAssistantConfig(), changes)
-                refuse_moving_the_token(self._tokens, after_reset.base_url, configured_url="", token=token,
-                                        remove_token=remove_token)
-                self._config.reset()
-                revision = None
-            stored = saving.save_settings(self._config, self._tokens, changes, token=token,
-                                          remove_token=remove_token, expected_revision=revision)
+            saved = saving.save_settings(self._config, self._tokens, changes, token=token, remove_token=remove_token,
+                                         expected_revision=request.expected_revision, reset=request.reset,
+                                         reviewed=request.reviewed, reviews=self._reviews)
         except ConfigInvalid as err:
             raise self._unreadable(err) from err
         changed = sorted(changes) + (["access_token"] if token is not None or remove_token else [])
         changed += ["reset"] if request.reset else []
-        if request.reviewed is not None:
-            saving.remember_review(self._config, stored, request.reviewed)
         log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
-        return self._view(stored)
+        # The token record the save left, not read again.
+        return SettingsView(saved.config, saved.revision, TokenStatus.of_record(saved.token, saved.config.base_url))
 
     def _view(self, stored: StoredConfig) -> SettingsView:
         return SettingsView(stored.config, stored.revision, TokenStatus.of(self._tokens, stored.config.base_url))

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from console_ha.errors import CapabilityError, InvalidConfig
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
-from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, TokenLookup, TokenStore, check_token
+from console_ha.store.ha_token import (
+    TOKEN_FOR_ANOTHER_ORIGIN_REASON,
+    StoredToken,
+    TokenLookup,
+    TokenStore,
+    check_token,
+    look_up,
+)
 
 TOKEN_NEEDS_A_URL = "Enter the Home Assistant URL this access token belongs to."
 
@@ -27,7 +34,11 @@ class TokenStatus:
     @classmethod
     def of(cls, token_store: TokenStore, configured_url: str) -> TokenStatus:
         """The stored token's status beside the configured URL (a legacy token belongs to that URL)."""
-        record = token_store.read_record()
+        return cls.of_record(token_store.read_record(), configured_url)
+
+    @classmethod
+    def of_record(cls, record: StoredToken | None, configured_url: str) -> TokenStatus:
+        """The same status, from a record already in hand (a save knows the record it wrote)."""
         if record is None:
             return cls(False, None)
         return cls(True, record.bound_origin(configured_url))
@@ -66,9 +77,9 @@ def _for_another_origin(lookup: TokenLookup) -> InvalidConfig:
     return InvalidConfig(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
 
 
-def refuse_moving_the_token(token_store: TokenStore, new_url: str, *, configured_url: str,
+def refuse_moving_the_token(record: StoredToken | None, new_url: str, *, configured_url: str,
                             token: Secret | None, remove_token: bool) -> None:
-    """400 INVALID_CONFIG when a save would leave the stored token beside a URL of another origin.
+    """400 INVALID_CONFIG when a save would leave the stored token (`record`) beside a URL of another origin.
 
     A new token is bound to the URL saved with it, so it needs a URL; a removed one goes nowhere.
     """
@@ -78,7 +89,7 @@ def refuse_moving_the_token(token_store: TokenStore, new_url: str, *, configured
         return
     if remove_token or not new_url:
         return
-    lookup = token_store.lookup(new_url, configured_url=configured_url)
+    lookup = look_up(record, new_url, configured_url=configured_url)
     if lookup.elsewhere:
         raise _for_another_origin(lookup)
 

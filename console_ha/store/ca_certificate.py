@@ -158,13 +158,14 @@ def _info(cert: x509.Certificate) -> CertificateInfo:
 class CACertificateStore:
     """The stored CA certificate (`D/secrets/home-assistant/ca-bundle.pem`): read, replace, remove."""
 
-    def __init__(self, data_dir: DataDir) -> None:
+    def __init__(self, data_dir: DataDir, config_store: ConfigStore) -> None:
         self._dd = data_dir
+        self._config = config_store  # the settings file, which may name a CA bundle of its own
 
     def managed_by_file(self) -> str | None:
         """The settings file's own `ca_bundle` path when it names one (then this store is not used)."""
         try:
-            return ConfigStore(self._dd).load().ca_bundle or None
+            return self._config.load().ca_bundle or None
         except ConfigInvalid:
             return None
 

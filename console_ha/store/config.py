@@ -9,10 +9,11 @@ import os
 import secrets
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
 
 from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.ha.addresses import is_entity_id, normalise_base_url
@@ -28,21 +29,17 @@ ABSENT_REVISION = "absent"
 
 MAX_NAME_LENGTH = 200
 
-FIELDS = ("enabled", "base_url", "allowlisted_entities", "entity_names", "ca_bundle")
-
-
 @dataclass(frozen=True)
 class HomeAssistantConfig:
     """What `capabilities/home-assistant.json` holds. Never the token."""
 
-    enabled: bool = False
-    base_url: str = ""
-    allowlisted_entities: tuple[str, ...] = field(default_factory=tuple)
-    # Documented extra keys. `entity_names`: friendly names the picker saw for allowlisted entities,
-    # so a confirmation card can name an entity without asking Home Assistant before approval.
-    entity_names: Mapping[str, str] = field(default_factory=dict)
-    # `ca_bundle`: a PEM file of the household's own CA, for https Home Assistant.
-    ca_bundle: str = ""
+    # The defaults are the settings' own (`SETTINGS`, below); `entity_names` and `ca_bundle` are the
+    # documented extra keys.
+    enabled: bool = field(default_factory=lambda: ENABLED.default)
+    base_url: str = field(default_factory=lambda: BASE_URL.default)
+    allowlisted_entities: tuple[str, ...] = field(default_factory=lambda: ALLOWLISTED_ENTITIES.default)
+    entity_names: Mapping[str, str] = field(default_factory=lambda: dict(ENTITY_NAMES.default))
+    ca_bundle: str = field(default_factory=lambda: CA_BUNDLE.default)
 
     def to_json(self) -> dict[str, Any]:
         """The file's JSON object; extra keys only when set, so the default file is the contract's."""
@@ -70,21 +67,51 @@ class StoredConfig:
     revision: str
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One Home Assistant setting, declared once (as datasette declares its settings).
+
+    The declaration drives everything about the field: the file's validation (`with_changes`, in this
+    table's order), the settings API's JSON, the no-JavaScript form's parse and the page script (the
+    page serves `to_json`); `HomeAssistantConfig` takes its defaults from here.
+    """
+
+    name: str
+    type: str  # the JSON type a client sends: "boolean", "string", "array" or "object"
+    default: T
+    wrong: str  # the household's words for a value of the wrong kind
+    check: Callable[[object], T]  # the value as given -> the value kept; InvalidConfig names the field
+    sent_by_page: bool = True  # False: set by editing the file only (`ca_bundle` decides whom the token trusts)
+
+    def to_json(self) -> dict[str, object]:
+        """What the page script is told about the field (never the check itself)."""
+        default: object = self.default
+        if isinstance(default, tuple):
+            default = list(default)
+        elif isinstance(default, Mapping):
+            default = dict(default)
+        return {"name": self.name, "type": self.type, "default": default}
+
+    def refuse(self, words: str | None = None) -> InvalidConfig:
+        """400 INVALID_CONFIG on this field, in `words` (else the field's own words for a wrong value)."""
+        return InvalidConfig(words or self.wrong, field=self.name)
+
+
 def normalise_allowlist(value: object) -> tuple[str, ...]:
     """Check every entity id's shape and drop duplicates, keeping first-seen order."""
     if not isinstance(value, (list, tuple)):
-        raise InvalidConfig("The allowlist must be a list of entity ids.", field="allowlisted_entities")
+        raise ALLOWLISTED_ENTITIES.refuse()
     if len(value) > MAX_ALLOWLIST:
-        raise InvalidConfig(
-            f"The allowlist may hold at most {MAX_ALLOWLIST} entities.", field="allowlisted_entities"
-        )
+        raise ALLOWLISTED_ENTITIES.refuse(f"The allowlist may hold at most {MAX_ALLOWLIST} entities.")
     seen: dict[str, None] = {}
     for item in value:
         if not is_entity_id(item):
-            raise InvalidConfig(
+            raise ALLOWLISTED_ENTITIES.refuse(
                 "Each allowlisted entity must look like domain.object_id "
-                "(lower-case letters, digits and underscores).",
-                field="allowlisted_entities",
+                "(lower-case letters, digits and underscores)."
             )
         seen.setdefault(item, None)
     return tuple(seen)
@@ -92,19 +119,19 @@ def normalise_allowlist(value: object) -> tuple[str, ...]:
 
 def _check_enabled(value: object) -> bool:
     if not isinstance(value, bool):
-        raise InvalidConfig("`enabled` must be true or false.", field="enabled")
+        raise ENABLED.refuse()
     return value
 
 
-def _check_entity_names(value: object) -> dict[str, str]:
+def _check_entity_names(value: object) -> Mapping[str, str]:
     if not isinstance(value, dict):
-        raise InvalidConfig("Entity names must be an object of entity id to name.", field="entity_names")
+        raise ENTITY_NAMES.refuse()
     if len(value) > MAX_ALLOWLIST:
-        raise InvalidConfig(f"At most {MAX_ALLOWLIST} entity names.", field="entity_names")
+        raise ENTITY_NAMES.refuse(f"At most {MAX_ALLOWLIST} entity names.")
     names: dict[str, str] = {}
     for key, name in value.items():
         if not is_entity_id(key) or not isinstance(name, str):
-            raise InvalidConfig("Entity names must map entity ids to text.", field="entity_names")
+            raise ENTITY_NAMES.refuse("Entity names must map entity ids to text.")
         # Control and format characters (bidi overrides among them) could make a card say one thing
         # and mean another; whitespace runs fold to one space.
         visible = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
@@ -116,11 +143,38 @@ def _check_entity_names(value: object) -> dict[str, str]:
 
 def _check_ca_bundle(value: object) -> str:
     if not isinstance(value, str):
-        raise InvalidConfig("The CA bundle must be a file path.", field="ca_bundle")
+        raise CA_BUNDLE.refuse()
     text = value.strip()
     if text and not Path(text).is_absolute():
-        raise InvalidConfig("The CA bundle must be an absolute file path.", field="ca_bundle")
+        raise CA_BUNDLE.refuse("The CA bundle must be an absolute file path.")
     return text
+
+
+def _check_base_url(value: object) -> str:
+    if not isinstance(value, str):
+        raise BASE_URL.refuse()
+    return normalise_base_url(value)  # says itself what is wrong with a URL's text
+
+
+ENABLED: Setting[bool] = Setting("enabled", "boolean", False, "`enabled` must be true or false.", _check_enabled)
+BASE_URL: Setting[str] = Setting("base_url", "string", "", "The Home Assistant URL must be text.", _check_base_url)
+ALLOWLISTED_ENTITIES: Setting[tuple[str, ...]] = Setting(
+    "allowlisted_entities", "array", (), "The allowlist must be a list of entity ids.", normalise_allowlist)
+# Friendly names the picker saw for allowlisted entities, so a confirmation card can name an entity
+# without asking Home Assistant before approval.
+ENTITY_NAMES: Setting[Mapping[str, str]] = Setting(
+    "entity_names", "object", MappingProxyType({}), "Entity names must be an object of entity id to name.",
+    _check_entity_names)
+# A PEM file of the household's own CA, for https Home Assistant.
+CA_BUNDLE: Setting[str] = Setting("ca_bundle", "string", "", "The CA bundle must be a file path.",
+                                   _check_ca_bundle, sent_by_page=False)
+
+# Every setting, in the order a save checks them (so the first bad one, in this order, is the one named).
+SETTINGS: tuple[Setting[Any], ...] = (ENABLED, BASE_URL, ALLOWLISTED_ENTITIES, ENTITY_NAMES, CA_BUNDLE)
+FIELDS = tuple(setting.name for setting in SETTINGS)
+# What a client may send to save (the settings API, the form, the page script).
+PAGE_SETTINGS = tuple(setting for setting in SETTINGS if setting.sent_by_page)
+PAGE_FIELDS = tuple(setting.name for setting in PAGE_SETTINGS)
 
 
 def refuse_unknown(changes: Mapping[str, Any], allowed: Iterable[str]) -> None:
@@ -131,23 +185,20 @@ def refuse_unknown(changes: Mapping[str, Any], allowed: Iterable[str]) -> None:
 
 
 def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
-    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field.
+    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field."""
+    refuse_unknown(changes, FIELDS)
+    return with_changes(current, changes)
+
+
+def with_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
+    """`current` with the known `changes` checked (`Setting.check`) and applied; keys are the caller's check.
 
     Only each field's own rules: whether a new allowlist fits list_entities' bound is the settings
     save's check (`settings.saving`), not the file's, since a file saved before that check existed
     must still open.
     """
-    refuse_unknown(changes, FIELDS)
-    # Field by field in FIELDS' order, so the first bad field (in that order) is the one named.
-    return HomeAssistantConfig(
-        enabled=_check_enabled(changes["enabled"]) if "enabled" in changes else current.enabled,
-        base_url=normalise_base_url(changes["base_url"]) if "base_url" in changes else current.base_url,
-        allowlisted_entities=(normalise_allowlist(changes["allowlisted_entities"])
-                              if "allowlisted_entities" in changes else current.allowlisted_entities),
-        entity_names=(_check_entity_names(changes["entity_names"])
-                      if "entity_names" in changes else current.entity_names),
-        ca_bundle=_check_ca_bundle(changes["ca_bundle"]) if "ca_bundle" in changes else current.ca_bundle,
-    )
+    # In SETTINGS' order, so the first bad field (in that order) is the one named.
+    return replace(current, **{s.name: s.check(changes[s.name]) for s in SETTINGS if s.name in changes})
 
 
 def parse_config(raw: bytes) -> HomeAssistantConfig:
@@ -158,9 +209,8 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
         raise ConfigInvalid(f"The configuration file is not valid JSON ({err.__class__.__name__}).") from err
     if not isinstance(data, dict):
         raise ConfigInvalid("The configuration file must hold a JSON object.")
-    known = {key: value for key, value in data.items() if key in FIELDS}
     try:
-        return apply_changes(HomeAssistantConfig(), known)
+        return with_changes(HomeAssistantConfig(), data)  # keys the Console does not know are left alone
     except InvalidConfig as err:
         raise ConfigInvalid(
             f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")
@@ -215,8 +265,13 @@ class ConfigStore:
             new = apply_changes(current.config, changes)
             return self._write(new)
 
-    def reset(self) -> StoredConfig:
-        """Move a broken file aside (kept, never deleted) and start again from the default."""
+    def write(self, config: HomeAssistantConfig) -> StoredConfig:
+        """Replace the file with `config`, already checked by the caller (the settings save, under its lock)."""
+        with path_lock(self.path):  # every atomic write runs under its file's lock (`sweep_temp_files`)
+            return self._write(config)
+
+    def reset(self, config: HomeAssistantConfig | None = None) -> StoredConfig:
+        """Move a broken file aside (kept, never deleted) and start again from `config` (else the default)."""
         with path_lock(self.path):
             # Whatever is there (unreadable, even a directory) is renamed, never read: reset must work
             # on exactly the files that cannot be read. The name is unique, so nothing kept is replaced.
@@ -225,7 +280,7 @@ class ConfigStore:
                 aside = self.path.with_name(f"{self.path.name}.broken-{stamp}-{secrets.token_hex(3)}")
                 os.rename(self.path, aside)
                 log.warning("moved the configuration file aside to %s", aside)
-            return self._write(HomeAssistantConfig())
+            return self._write(config or HomeAssistantConfig())
 
     def _write(self, config: HomeAssistantConfig) -> StoredConfig:
         ensure_dir(self._dd.capabilities, 0o700)

@@ -37,8 +37,6 @@ TOKEN_WITHOUT_ORIGIN = (
 )
 
 
-
-
 def check_token(value: object) -> Secret:
     """Validate a token the household pasted: non-empty printable ASCII without spaces, bounded."""
     if not isinstance(value, str):
@@ -98,6 +96,16 @@ class TokenLookup:
         return TOKEN_FOR_ANOTHER_ORIGIN.format(saved_for=self.saved_for, asked_for=self.asked_for or "this address")
 
 
+def look_up(record: StoredToken | None, url: str, *, configured_url: str) -> TokenLookup:
+    """The rule of `TokenStore.lookup`, over a record already read (a save reads the record once)."""
+    asked_for = _origin_or_none(url)
+    if record is None:
+        return TokenLookup(None, False, None, asked_for)
+    saved_for = record.bound_origin(configured_url)
+    usable = asked_for is not None and saved_for == asked_for
+    return TokenLookup(record.token if usable else None, True, saved_for, asked_for)
+
+
 class TokenStore:
     """Reads, writes and removes `secrets/home-assistant/access-token`, always with its origin."""
 
@@ -142,13 +150,7 @@ class TokenStore:
         this (it only matters for a legacy file): a save writes the token before the configuration, so a
         configuration read first can never pair a legacy token with a URL saved after it.
         """
-        asked_for = _origin_or_none(url)
-        record = self.read_record()
-        if record is None:
-            return TokenLookup(None, False, None, asked_for)
-        saved_for = record.bound_origin(configured_url)
-        usable = asked_for is not None and saved_for == asked_for
-        return TokenLookup(record.token if usable else None, True, saved_for, asked_for)
+        return look_up(self.read_record(), url, configured_url=configured_url)
 
     def read_for(self, url: str, *, configured_url: str) -> Secret | None:
         """The stored token for `url`'s origin; None when none is stored or it belongs to another origin."""
@@ -158,9 +160,11 @@ class TokenStore:
         """Whether a token is stored, for whichever origin (`lookup` says whether it may go somewhere)."""
         return self.read_record() is not None
 
-    def write(self, token: Secret, origin: str) -> None:
+    def write(self, token: Secret, origin: str) -> StoredToken:
         """Store `token` bound to `origin` (a URL or an origin), atomically, with private permissions."""
-        self._write_record(StoredToken(token, origin_of(origin)))
+        record = StoredToken(token, origin_of(origin))
+        self._write_record(record)
+        return record
 
     def put_back(self, record: StoredToken | None) -> None:
         """Restore a record exactly as `read_record` returned it (None: no token), after a failed save."""

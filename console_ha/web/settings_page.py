@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
+from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
@@ -15,7 +17,7 @@ from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.settings.service import SaveRequest, SettingsService, SettingsUnreadable, SettingsView
 from console_ha.settings.tokens import TokenStatus, optional_token, typed_origin
 from console_ha.store.ca_certificate import MAX_PEM_BYTES
-from console_ha.store.config import MAX_ALLOWLIST, HomeAssistantConfig
+from console_ha.store.config import MAX_ALLOWLIST, PAGE_SETTINGS, HomeAssistantConfig
 from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN
 from console_ha.store.review import MAX_SENT_BY_PAGE
 from console_ha.web import services
@@ -64,12 +66,8 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
         flash("Started again with empty settings. The damaged file was kept beside the new one.")
         return redirect(url_for("pages.home_assistant_settings"), 303)
 
-    submitted = _unique(form.getlist("allowlisted_entities"))
-    changes = {
-        "enabled": form.get("enabled") == "on",
-        "base_url": form.get("base_url", ""),
-        "allowlisted_entities": submitted,
-    }
+    changes = _from_form(form)
+    submitted = changes["allowlisted_entities"]
     try:
         # The token is checked before anything is written, so a bad one leaves everything as it was.
         token = optional_token(form.get("access_token", ""))
@@ -87,6 +85,20 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
 
 def _settings() -> SettingsService:
     return services().settings
+
+
+# How the form without JavaScript carries a setting of each declared type (`store.config.SETTINGS`). It has
+# no field for an object (`entity_names`): the names the picker saw are kept as saved.
+_FORM_READERS: dict[str, Callable[[MultiDict[str, str], str], Any]] = {
+    "boolean": lambda form, name: form.get(name) == "on",
+    "string": lambda form, name: form.get(name, ""),
+    "array": lambda form, name: _unique(form.getlist(name)),
+}
+
+
+def _from_form(form: MultiDict[str, str]) -> dict[str, Any]:
+    """The changes the form posts, one per declared setting it has a field for."""
+    return {s.name: _FORM_READERS[s.type](form, s.name) for s in PAGE_SETTINGS if s.type in _FORM_READERS}
 
 
 def _render(
@@ -111,6 +123,8 @@ def _render(
         error_field=form_error.detail.get("field") if form_error else None,
         # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
         budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
+        # For static/settings/main.js: the settings a save sends, as declared (`store.config.SETTINGS`).
+        fields=[setting.to_json() for setting in PAGE_SETTINGS],
         # For static/settings/ and budget.js: the rules a save checks, so the scripts hold no copies.
         limits={"allowlist": MAX_ALLOWLIST, "entity_id_pattern": ENTITY_ID_RE.pattern,
                 "reviewed": MAX_SENT_BY_PAGE, "ca_pem_bytes": MAX_PEM_BYTES},
@@ -156,7 +170,7 @@ def _render_broken(err: SettingsUnreadable) -> tuple[str, int]:
     return html, 200
 
 
-def _render_refused(err: InvalidConfig, changes: dict[str, object], submitted: list[str]) -> tuple[str, int]:
+def _render_refused(err: InvalidConfig, changes: dict[str, Any], submitted: list[str]) -> tuple[str, int]:
     """The page again with what the household sent (never the token) and why nothing was saved."""
     view = _settings().read()
     if view.config_error is not None:

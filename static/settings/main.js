@@ -74,6 +74,8 @@ function start(form) {
       test: form.dataset.testUrl,
       preview: form.dataset.previewUrl,
     },
+    // The Home Assistant settings a save sends (console_ha.store.config.SETTINGS): name, type, default.
+    fields: JSON.parse(form.dataset.fields || "[]"),
     limits: {
       // The server's maximum allowlist (console_ha.store.config.MAX_ALLOWLIST), from the page.
       allowlist: Number(form.dataset.allowlistLimit) || Infinity,
@@ -153,13 +155,17 @@ function setUpSave(page) {
       const name = (known && !known.missing && known.name !== id && known.name) || names.get(id);
       if (name) entityNames[id] = name;
     }
-    const body = {
-      enabled: el.enabled.checked,
-      base_url: el.url.value.trim(),
-      allowlisted_entities: allowlist,
-      entity_names: entityNames,
-      revision,
-    };
+    // The settings a save sends, as the server declares them (`data-fields`): a boolean or a string from
+    // the form field of its name, the lists from the picker.
+    const fromPicker = { allowlisted_entities: allowlist, entity_names: entityNames };
+    const body = {};
+    for (const field of page.fields) {
+      const input = form.elements.namedItem(field.name);
+      if (field.type === "boolean") body[field.name] = input.checked;
+      else if (field.type === "string") body[field.name] = input.value.trim();
+      else body[field.name] = fromPicker[field.name] ?? field.default;
+    }
+    body.revision = revision;
     // What the picker showed, remembered as reviewed; only when it came from the Home Assistant saved.
     // Past the review limit the list is left out, so a save of a very large house stays within the
     // Console's 1 MiB request limit: "new since" then waits for a smaller list, the save never fails for it.
