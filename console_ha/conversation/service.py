@@ -380,6 +380,11 @@ class ConversationService:
         answered = False
         while conversation.queue:
             call = conversation.queue.pop(0)
+            if not asker.still_allowed():
+                # Revoked during the turn: the household is asked nothing more for it, nor a thread held waiting.
+                conversation.messages.append(_tool_message(call, _error(
+                    "UNAUTHENTICATED", "This program's API token was revoked; nothing was asked or read.")))
+                continue
             try:
                 waiting = self._household.ask(asker.client, call.capability, call.arguments, turn=conversation.turn)
             except CapabilityError as err:
