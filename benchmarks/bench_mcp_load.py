@@ -3,7 +3,7 @@
 Run from the checkout:  .venv/bin/python benchmarks/bench_mcp_load.py [--seconds 30] [--ttl 3]
 
 It starts a stub Home Assistant and a Console served by waitress with the threads `console-ha serve`
-gives it (`cli.server_threads`: 8 + MAX_WAITING), all on 127.0.0.1, and one API token. Then, for
+gives it (`cli.server_threads`: 8 + MAX_WAITING + MAX_PROGRAM_MESSAGES), all on 127.0.0.1, and one API token. Then, for
 `--seconds`, 16 MCP sessions of that token each loop: a tools/call with id 1 left waiting, and while it
 waits the same id again as `"1"`, `1.0` and `true`, a second tool with id `"1"`, fresh ids, and every
 fourth round a call whose client hangs up mid-wait. Nobody answers a card; each expires after `--ttl`.

@@ -55,14 +55,17 @@ def _is_loopback(host: str) -> bool:
 
 
 def server_threads(threads: int) -> int:
-    """The WSGI server's worker threads: `--threads`, plus one for each MCP call that may wait.
+    """The WSGI server's worker threads: `--threads`, plus one for each that programs can hold at once.
 
-    A call waiting for the household keeps its worker thread until the answer; with threads of their
-    own, the waits never take the ones kept for the pages or the Home Assistant calls (RESERVED_THREADS).
+    A call waiting for the household keeps its worker thread until the answer (MAX_WAITING of them), and a
+    program's conversation message keeps one while the model thinks (MAX_PROGRAM_MESSAGES; its waiting read
+    is also one of the first). With threads of their own, programs never take the ones kept for the pages
+    or the Home Assistant calls (RESERVED_THREADS).
     """
     from console_ha.capabilities.household import MAX_WAITING
+    from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
 
-    return threads + MAX_WAITING
+    return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES
 
 
 def serve(args: argparse.Namespace) -> int:

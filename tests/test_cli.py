@@ -126,8 +126,8 @@ def test_serve_warns_when_listening_beyond_this_device(
     output = capsys.readouterr()
     assert "warning: listening on 192.0.2.10" in output.err
     assert "http://192.0.2.10:8000/" in output.out
-    # --threads 4 for the pages and Home Assistant calls, plus one per MCP call that may wait (MAX_WAITING).
-    assert seen == {"host": "192.0.2.10", "port": 8000, "threads": 4 + MAX_WAITING, "closed": True}
+    # --threads 4 for the pages and Home Assistant calls, plus one for each thread programs may hold.
+    assert seen == {"host": "192.0.2.10", "port": 8000, "threads": cli.server_threads(4), "closed": True}
 
 
 @pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("::1", True), ("localhost", True),
@@ -268,12 +268,14 @@ def test_set_password_makes_a_new_data_dir_0700(
     assert stat.S_IMODE(data_dir.root.stat().st_mode) == 0o700
 
 
-def test_waiting_mcp_calls_get_worker_threads_of_their_own() -> None:
-    """A waiting MCP call keeps a thread until the household answers: the server has one more per wait."""
-    from console_ha.capabilities.household import MAX_WAITING
+def test_what_programs_can_hold_gets_worker_threads_of_their_own() -> None:
+    """Programs hold threads two ways at once, each bounded: MCP calls waiting for the household (MAX_WAITING) and
+    messages while the model thinks (MAX_PROGRAM_MESSAGES; a message's waiting read also counts in the first).
+    The server has a thread for each beyond --threads, so even --threads 3 keeps its two for the pages."""
     from console_ha.cli import server_threads
+    from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
 
-    assert server_threads(8) == 8 + MAX_WAITING
+    assert server_threads(3) == 3 + MAX_WAITING + MAX_PROGRAM_MESSAGES
 
 
 def test_commands_that_only_list_or_refuse_leave_the_data_dir_as_they_found_it(

@@ -561,6 +561,31 @@ def test_conversations_beyond_the_cap_evict_the_least_recently_used(data_dir, ex
     assert service.send(b, "b again").conversation_id not in (a, b, c)  # an evicted id starts afresh
 
 
+def test_programs_conversations_never_push_out_the_household_s():
+    """A program starting conversation after conversation (each failed message starts one) evicts only programs'."""
+    from console_ha.capabilities.household import Asker
+    from console_ha.conversation.service import HOUSEHOLD, owner_of
+
+    store = ConversationStore(max_conversations=2)
+    household = store.create(HOUSEHOLD)
+    program = owner_of(Asker("script", "0123456789abcdef"))
+    for _ in range(10):
+        store.create(program)
+    assert store.get(household.id) is household
+    # The household's own new conversations still push out its least recently used one.
+    newer = [store.create(HOUSEHOLD).id for _ in range(2)]
+    assert store.get(household.id) is None and all(store.get(i) is not None for i in newer)
+
+
+def test_programs_conversations_beyond_their_own_cap_evict_the_least_recently_used_program_s():
+    from console_ha.capabilities.household import Asker
+    from console_ha.conversation.service import owner_of
+
+    store = ConversationStore(max_program_conversations=2)
+    flood = [store.create(owner_of(Asker("script", f"{n:016x}"))).id for n in range(5)]
+    assert [store.get(i) is not None for i in flood] == [False, False, False, True, True]
+
+
 def test_idle_conversations_are_evicted_after_their_age(data_dir, executor, model, clock):
     store = ConversationStore(max_idle_seconds=60, clock=clock)
     service = make_service(data_dir, executor, model, store=store)

@@ -29,6 +29,9 @@ MAX_ROUNDS_PER_TURN = 6
 # Each capability may run once per turn, so more calls than this in one message are noise.
 MAX_TOOL_CALLS_PER_MESSAGE = 8
 MAX_CONVERSATIONS = 100
+# Programs' conversations are kept apart, under their own count: a program starting conversation after
+# conversation (a failed message starts one too) pushes out only programs' ones, never the household's.
+MAX_PROGRAM_CONVERSATIONS = 50
 MAX_IDLE_SECONDS = 6 * 3600
 # What is replayed to the model is bounded; the oldest whole turns go first.
 MAX_HISTORY_CHARS = 256 * 1024
@@ -160,11 +163,13 @@ def owner_of(asker: Asker | None) -> str:
 
 
 class ConversationStore:
-    """Conversations in memory, least recently used evicted beyond a count or an idle age."""
+    """Conversations in memory: the least recently used evicted beyond a count (each side its own) or an idle age."""
 
-    def __init__(self, *, max_conversations: int = MAX_CONVERSATIONS, max_idle_seconds: float = MAX_IDLE_SECONDS,
+    def __init__(self, *, max_conversations: int = MAX_CONVERSATIONS,
+                 max_program_conversations: int = MAX_PROGRAM_CONVERSATIONS, max_idle_seconds: float = MAX_IDLE_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._max = max_conversations
+        self._max_programs = max_program_conversations
         self._max_idle = max_idle_seconds
         self._clock = clock
         self._items: OrderedDict[str, Conversation] = OrderedDict()
@@ -183,12 +188,15 @@ class ConversationStore:
             return conversation
 
     def create(self, owner: str = HOUSEHOLD) -> Conversation:
-        """A new, empty conversation of `owner` with an unguessable id."""
+        """A new, empty conversation of `owner` with an unguessable id; it pushes out only its own side's."""
         with self._lock:
             self._evict_idle()
-            while len(self._items) >= self._max:
-                self._items.popitem(last=False)
-                log.info("evicted the least recently used conversation (cap %d)", self._max)
+            household = owner == HOUSEHOLD
+            cap = self._max if household else self._max_programs
+            side = [c.id for c in self._items.values() if (c.owner == HOUSEHOLD) == household]  # oldest first
+            for evicted in side[:max(len(side) - cap + 1, 0)]:
+                del self._items[evicted]
+                log.info("evicted the least recently used conversation (cap %d)", cap)
             conversation = Conversation(secrets.token_urlsafe(16), self._clock(), owner)
             self._items[conversation.id] = conversation
             return conversation
@@ -372,6 +380,11 @@ class ConversationService:
         answered = False
         while conversation.queue:
             call = conversation.queue.pop(0)
+            if not asker.still_allowed():
+                # Revoked during the turn: the household is asked nothing more for it, nor a thread held waiting.
+                conversation.messages.append(_tool_message(call, _error(
+                    "UNAUTHENTICATED", "This program's API token was revoked; nothing was asked or read.")))
+                continue
             try:
                 waiting = self._household.ask(asker.client, call.capability, call.arguments, turn=conversation.turn)
             except CapabilityError as err:

@@ -537,3 +537,28 @@ def test_programs_messages_past_the_console_s_bound_are_refused_at_once(make_app
         assert all(future.result(timeout=10).status_code == 502 for future in slow)  # each model call hung
     model.script(text("Hello, program."))
     assert ask(bearer, "hello").get_json()["reply"] == "Hello, program."
+
+
+def test_a_token_revoked_mid_turn_puts_no_further_card_before_the_household(make_app, api_token, password,
+                                                                           console_secrets, configured, model):
+    """Revoked, the program's message in progress asks nothing more: no new card, no thread held for its wait."""
+    from console_ha.store.audit import AuditLog
+
+    app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5,
+                   CONSOLE_HA_CONFIRMATION_TTL=3)
+    bearer = app.test_client()
+    bearer.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {api_token}"
+    household = household_of(app, password)
+    model.script(tool_call("home_assistant__list_entities", {}),
+                 tool_call("home_assistant__get_history", {"entity_id": ALLOWED[0], "period": "day"}),
+                 answer_from_tool_result)
+    asked = _program_asks(bearer)
+    card = _card_for(household)
+    console_secrets.revoke_api_tokens("tests")
+    household.post(f"{CONFIRMATIONS}/{card['token']}", json={"approve": True})
+    started = time.monotonic()
+    assert asked.result(timeout=15).get_json()["reply"] == "I could not read that: UNAUTHENTICATED."
+    assert time.monotonic() - started < 2
+    assert [e["event"] for e in AuditLog(app.extensions["console_ha"].data_dir).events()].count(
+        "confirmation_requested") == 1
+    assert configured.requests == []
