@@ -70,11 +70,12 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "api_tokens.revoke": Access.HOUSEHOLD,
 })
 
+ANSWERING_A_CARD = "answer a request"
 HOUSEHOLD_ONLY = ("A program's API token can ask for reads, not {what}: only the household, logged in to "
                   "the Console in a browser, can do that.")
 # What a refused request was for, in the household's words, by the endpoint's blueprint.
 _WHAT = MappingProxyType({
-    "confirmations": "answer a request",
+    "confirmations": ANSWERING_A_CARD,
     "conversation": "use the household's own conversation pages",
     "auth": "log out a household session",
     "pages": "see or change the Home Assistant settings",
@@ -82,7 +83,6 @@ _WHAT = MappingProxyType({
     "model_settings": "see or change the language model's settings",
     "api_tokens": "see or revoke API tokens",
 })
-ANSWERING_A_CARD = "answer a request"
 
 
 class Forbidden(ConsoleHaError):
