@@ -11,13 +11,17 @@ from dataclasses import dataclass, field
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.household import MAX_WAITING, HouseholdQueue
+from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
 from console_ha.conversation.model_setup import environment_values
 from console_ha.conversation.service import ConversationService
 from console_ha.ha.areas import AreaCache
-from console_ha.ha.clients import HomeAssistantClients
+from console_ha.ha.clients import HomeAssistantClients, reading
 from console_ha.ha.discovery import discover
+from console_ha.ha.reads import Reads
+from console_ha.settings.catalogue import PICKER_READS
+from console_ha.settings.connection import CONNECTION_TEST_READS
 from console_ha.settings.saving import recover
 from console_ha.settings.service import SettingsService, Timeouts
 from console_ha.store.audit import AuditLog
@@ -28,6 +32,10 @@ from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.store.model_config import ModelStore
 from console_ha.store.review import ReviewStore
+
+# Everything the Console reads from Home Assistant, as its parts declare it: the capabilities (the registry),
+# the picker and the connection test. The Console's client reads these and nothing else.
+CONSOLE_READS: Reads = HOME_ASSISTANT_READS | PICKER_READS | CONNECTION_TEST_READS
 
 
 def open_credentials(data_dir: DataDir) -> ConsoleSecrets:
@@ -93,7 +101,7 @@ class Console:
         model_store = ModelStore(data_dir)
         model_environment = options.model_environment
         model_settings = ModelSettingsService(model_store, config_store=config_store, environment=model_environment)
-        clients = ha_clients or HomeAssistantClients()
+        clients = ha_clients or HomeAssistantClients(reading(CONSOLE_READS))
         executor = Executor(data_dir, config_store=config_store, token_store=token_store, audit=audit,
                             confirmations=ConfirmationStore(), clients=clients.lend)
         # Read afresh for every request to the model: a save on the model settings applies from the next turn.

@@ -6,7 +6,8 @@ import dataclasses
 import inspect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,15 @@ from jsonschema import Draft202012Validator
 from console_ha.capabilities.cards import Card, host_of
 from console_ha.capabilities.executor import Executor, validate
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
-from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, Capability
+from console_ha.capabilities.spec import ENTITY_ARGUMENT, ENTITY_ID_SCHEMA, ENTITY_MARK, Capability
 from console_ha.conversation.activity import UNKNOWN_CAPABILITY_WORDS, CapabilityActivity
 from console_ha.conversation.model import capability_name, function_name, tool_definitions
 from console_ha.conversation.service import SYSTEM_PROMPT
 from console_ha.errors import CapabilityError
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.websocket import ALLOWED_COMMANDS
 from console_ha.mcp.server import CAPABILITY_FOR_TOOL, tool_name, tools
+from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
@@ -238,6 +242,75 @@ def test_the_allowlist_invariant_catches_an_entity_argument_stage_3_does_not_che
         monkeypatch.setitem(REGISTRY, sketch.name, sketch)
         with pytest.raises(AssertionError, match="not on the allowlist"):
             assert_entity_arguments_are_held_to_the_allowlist(configured_executor(data_dir, stub_ha), sketch)
+
+
+@each
+def test_every_argument_that_names_an_entity_carries_the_mark_stage_3_obeys(capability: Capability) -> None:
+    """The marked arguments (what stage 3 checks) are exactly those shaped like an entity id or a list of them."""
+    assert capability.entity_arguments == tuple(entity_arguments(capability))
+
+
+def test_a_marked_list_of_entities_is_held_to_the_allowlist_entity_by_entity(
+        data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capability taking a list needs no change to the executor: every entity in it must be allowed."""
+    history = REGISTRY["home_assistant.get_history"]
+    properties = {"entities": {"type": "array", "items": ENTITY_ARGUMENT}}
+    sketch = dataclasses.replace(
+        history, name="home_assistant.sketch",
+        arguments_schema={"type": "object", "required": ["entities"], "properties": properties,
+                          "additionalProperties": False},
+        argument_messages={"entities": "entities is wrong."},
+        card=lambda config, arguments: Card("Read them?", "A sketch of a capability taking a list."))
+    assert sketch.entity_arguments == ("entities",)
+    monkeypatch.setitem(REGISTRY, sketch.name, sketch)
+    executor = configured_executor(data_dir, stub_ha)
+    assert_entity_arguments_are_held_to_the_allowlist(executor, sketch)
+    allowed = list(CONFIG.allowlisted_entities)
+    with pytest.raises(CapabilityError) as caught:
+        executor.propose(sketch.name, {"entities": [*allowed, NOT_ALLOWED_ENTITY]}, conversation_id="list")
+    assert (caught.value.code, caught.value.stage, caught.value.message) == (
+        "ENTITY_NOT_ALLOWLISTED", 3, "That entity is not one the household allowed the assistant to read.")
+    proposal = executor.propose(sketch.name, {"entities": allowed}, conversation_id="list")
+    executor.withdraw(proposal.token, conversation_id="list")
+
+
+@pytest.mark.parametrize("misplaced", [
+    {"type": "object", "properties": {"where": {"type": "object", "properties": {"entity": ENTITY_ARGUMENT}}},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"entity": {**ENTITY_ID_SCHEMA, ENTITY_MARK: "yes"}},
+     "additionalProperties": False},
+], ids=["nested", "not-true"])
+def test_a_mark_stage_3_would_not_see_is_refused_when_the_capability_is_made(misplaced: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="entity mark"):
+        dataclasses.replace(REGISTRY["home_assistant.list_entities"], arguments_schema=misplaced)
+
+
+def test_the_instance_argument_is_reserved_for_a_second_home_assistant() -> None:
+    schema = {"type": "object", "properties": {"instance": {"type": "string"}}, "additionalProperties": False}
+    with pytest.raises(ValueError, match="instance is reserved"):
+        dataclasses.replace(REGISTRY["home_assistant.list_entities"], arguments_schema=schema,
+                            argument_messages={"instance": "instance is wrong."})
+
+
+@each
+def test_it_declares_read_only_home_assistant_reads(capability: Capability) -> None:
+    assert capability.reads.paths and all(path.startswith("/api/") for path in capability.reads.paths)
+    assert capability.reads.commands <= ALLOWED_COMMANDS
+
+
+@each
+def test_what_it_declares_it_reads_is_all_it_needs(
+        capability: Capability, data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    """Through a client allowed its declared reads and nothing else, the read succeeds as declared."""
+    @contextmanager
+    def declared_only(base_url: str, token: Secret, ca_bundle: str | None) -> Iterator[HomeAssistantClient]:
+        with HomeAssistantClient(base_url, token, ca_bundle=ca_bundle, reads=capability.reads) as client:
+            yield client
+
+    configured_executor(data_dir, stub_ha)  # the settings and the token
+    executor = Executor(data_dir, clients=declared_only)
+    proposal = executor.propose(capability.name, sample_arguments_with_entities(capability), conversation_id="c")
+    assert_matches_result_schema(capability.name, executor.answer(proposal.token, approve=True, conversation_id="c"))
 
 
 @each

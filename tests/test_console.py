@@ -6,11 +6,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.console import Console, ConsoleOptions
+from console_ha.capabilities.registry import HOME_ASSISTANT_READS
+from console_ha.console import CONSOLE_READS, Console, ConsoleOptions
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.clients import HomeAssistantClients, one_client
+from console_ha.ha.websocket import ALLOWED_COMMANDS
 from console_ha.secret import Secret
+from console_ha.settings.catalogue import PICKER_READS
+from console_ha.settings.connection import CONNECTION_TEST_READS
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
@@ -128,3 +134,16 @@ def test_nothing_in_the_composition_root_imports_flask() -> None:
     code = "import sys, console_ha.console; print('flask' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_console_s_client_reads_what_its_parts_declare_and_nothing_else(
+        data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    """The capabilities' reads (the registry), the picker's and the connection test's: the client's whole allowlist."""
+    assert CONSOLE_READS == HOME_ASSISTANT_READS | PICKER_READS | CONNECTION_TEST_READS
+    assert CONSOLE_READS.commands <= ALLOWED_COMMANDS
+    client = Console.open(data_dir).ha_clients(stub_ha.base_url, Secret(stub_ha.token), None)
+    assert client.config(timeout=2)["version"] and client.states(timeout=2, max_bytes=1_000_000)
+    assert client.state("light.bedroom", timeout=2)["entity_id"] == "light.bedroom"
+    with pytest.raises(ValueError, match="declared"):
+        client.get_json("/api/", timeout=2, max_bytes=1000)  # a bare client reads it; nothing here declares it
+    assert [r.path for r in stub_ha.requests] == ["/api/config", "/api/states", "/api/states/light.bedroom"]

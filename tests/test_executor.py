@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
@@ -458,3 +459,32 @@ def test_an_approved_read_checks_the_tokens_origin_again(executor, data_dir, two
     assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
     assert [r.path for r in home.requests + other.requests] == []  # paths only: headers hold tokens
     assert audit_lines(data_dir)[-1]["event"] == "rejected"
+
+
+# --- stage 6: the result as its capability declares it -------------------------------------------
+
+def test_a_result_off_its_schema_is_an_internal_error_and_nothing_of_it_leaves(
+        executor, data_dir, stub_ha, monkeypatch, caplog):
+    """Stage 6 checks the declared result schema: a result that departs is a bug, logged and audited without values."""
+    configure(data_dir, stub_ha)
+    secret_state = "the-value-no-log-may-show"
+    good = REGISTRY[LIST_ENTITIES]
+
+    def off_schema(client, config, arguments, deadline, now):
+        result = good.execute(client, config, arguments, deadline, now)
+        result["entities"][0]["state"] = {"leaked": secret_state}  # not a string: off the declared schema
+        return result
+
+    monkeypatch.setitem(REGISTRY, LIST_ENTITIES, dataclasses.replace(good, execute=off_schema))
+    proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
+    assert (err.code, err.stage, err.message) == ("INTERNAL_ERROR", 6, "Something went wrong inside the Console.")
+    assert secret_state not in f"{err} {err.detail}"
+    last = audit_lines(data_dir)[-1]
+    assert (last["event"], last["stage"], last["code"]) == ("failed", 6, "INTERNAL_ERROR")
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "result schema refuses" in logged and "properties/state/type" in logged
+    assert secret_state not in logged and secret_state not in data_dir.audit_log.read_text()
+    for entity_id in ALLOWED:
+        assert entity_id not in logged
+

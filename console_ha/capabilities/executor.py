@@ -60,6 +60,9 @@ class Proposal:
         }
 
 
+# What the model is told of a bug: that there was one, nothing of it.
+INTERNAL_ERROR_MESSAGE = "Something went wrong inside the Console."
+
 TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
     "The Home Assistant access token was saved for another Home Assistant than the one configured now; "
     "the household must enter it again on the settings page."
@@ -108,7 +111,10 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
 
 def check_policy(capability: Capability, arguments: Mapping[str, Any], config: HomeAssistantConfig,
                  token: TokenLookup) -> None:
-    """Stage 3: opt-in, configuration (a token that belongs to the configured origin) and allowlist."""
+    """Stage 3: opt-in, configuration (a token that belongs to the configured origin) and allowlist.
+
+    The allowlist holds for every entity the capability's marked arguments name (`Capability.entities_named`).
+    """
     if not config.enabled:
         raise refuse(3, "CAPABILITY_DISABLED", "The household has not turned on Home Assistant reading.")
     if config.base_url and token.elsewhere:
@@ -119,8 +125,8 @@ def check_policy(capability: Capability, arguments: Mapping[str, Any], config: H
     if not config.allowlisted_entities:
         # Nothing could be read: no card to bother the household with, no request to send.
         raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "The household has not chosen any entities to share yet.")
-    entity_id = arguments.get("entity_id")
-    if entity_id is not None and entity_id not in config.allowlisted_entities:
+    allowed = set(config.allowlisted_entities)
+    if any(entity not in allowed for entity in capability.entities_named(arguments)):
         # The same words whether or not the entity exists: a refusal must not reveal the inventory.
         raise refuse(3, "ENTITY_NOT_ALLOWLISTED", "That entity is not one the household allowed the assistant to read.")
 
@@ -141,12 +147,19 @@ def what_the_card_shows(capability: Capability, config: HomeAssistantConfig) -> 
 # --- stage 6 ---------------------------------------------------------------------------------
 
 def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
-    """Stage 6: the result as JSON the model may see, within the byte bound."""
+    """Stage 6: the result as JSON the model may see, within the byte bound, as its result schema declares."""
     # allow_nan=False: NaN and Infinity are not JSON; a result holding one is a bug, not an answer.
     size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
     if size > capability.bounds.max_result_bytes:
         raise refuse(6, "RESULT_TOO_LARGE",
                      f"The result ({size} bytes) is larger than the {capability.bounds.max_result_bytes}-byte limit.")
+    # Checked after the size, so the check costs at most what a result of the bound costs (docs/capabilities.md).
+    problems = capability.result_problems(result)
+    if problems:
+        # A bug, not an answer: none of it leaves. The log says where in the schema, never a value.
+        log.error("capability %s returned a result its result schema refuses, at %s; nothing of it was sent",
+                  capability.name, "; ".join(problems[:5]))
+        raise refuse(6, "INTERNAL_ERROR", INTERNAL_ERROR_MESSAGE)
     return dict(result)
 
 
@@ -275,7 +288,7 @@ class Executor:
             log.exception("capability %s failed unexpectedly at stage %d", capability.name, stage)
             self._audit("failed", capability.name, stage, pending.invocation_id, "INTERNAL_ERROR",
                         _elapsed_ms(started), client=pending.client)
-            raise CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=stage) from None
+            raise CapabilityError("INTERNAL_ERROR", INTERNAL_ERROR_MESSAGE, stage=stage) from None
         self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started),
                     client=pending.client)
         return result

@@ -9,12 +9,13 @@ from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.narrow import narrow_state
-from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import MAX_CHANGES, MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
-from console_ha.ha.websocket import WebSocketUnsupported
+from console_ha.ha.reads import Reads
+from console_ha.ha.websocket import HISTORY_COMMAND, WebSocketUnsupported
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -176,7 +177,7 @@ CAPABILITY = Capability(
         "type": "object",
         "required": ["entity_id", "period"],
         "properties": {
-            "entity_id": {**ENTITY_ID_SCHEMA,
+            "entity_id": {**ENTITY_ARGUMENT,
                           "description": "An allowed entity id, such as sensor.living_room_temperature"},
             "period": {"type": "string", "enum": list(PERIODS)},
         },
@@ -222,5 +223,8 @@ CAPABILITY = Capability(
     card=card,
     activity_words="History of one device",
     prompt_summary=f"how one allowed device changed over the past {ONE_OF_THE_PERIODS}.",
+    # The entity's state (its name, unit, and a 404 for one gone), then its history: over the WebSocket,
+    # or REST's where Home Assistant offers no WebSocket.
+    reads=Reads(paths=("/api/states/{entity_id}", "/api/history/period/{start}"), commands=(HISTORY_COMMAND,)),
     result_meanings=HISTORY_FIELD_MEANINGS,
 )

@@ -12,6 +12,7 @@ from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
+from console_ha.ha.reads import Reads
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -117,4 +118,5 @@ CAPABILITY = Capability(
     binds=binds,
     activity_words="Current state of your devices",
     prompt_summary="the current state of every device the household allowed you to see.",
+    reads=Reads(paths=("/api/states",)),
 )

@@ -1,7 +1,9 @@
 """What a capability declares (RFC-0018's registration, and what the Console adds), and the schema checker.
 
 Each capability is one module (`list_entities.py`, `get_history.py`) that builds one `Capability`; the
-registry lists those modules, and nothing else in the Console is keyed by a capability's name.
+registry lists those modules, and nothing else in the Console is keyed by a capability's name. What the
+executor and the client enforce is read from the declaration: the arguments that name entities (the
+entity mark), the Home Assistant reads it makes (`reads`), and the result it returns (`result_schema`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from console_ha.capabilities.cards import Card
 from console_ha.deadline import Deadline
 from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
 from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.reads import Reads
 from console_ha.store.config import HomeAssistantConfig
 
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
@@ -27,6 +30,16 @@ DEFAULT_MAX_RESULT_BYTES = 64 * 1024
 TIMESTAMP_SCHEMA: dict[str, Any] = {"type": "string", "format": "date-time"}
 ENTITY_ID_SCHEMA: dict[str, Any] = {"type": "string", "pattern": ENTITY_ID_RE.pattern,
                                    "maxLength": MAX_ENTITY_ID_LENGTH}
+# The entity mark: on an argument's schema, the argument holds an entity id; on an array argument's `items`,
+# a list of them. Stage 3 holds every entity a marked argument names to the household's allowlist, whatever
+# the argument is called. A keyword JSON Schema does not define, so validators pass over it (2020-12 keeps
+# unknown keywords as annotations); the model and MCP clients see it in the arguments schema, as it is.
+ENTITY_MARK = "x-entity-id"
+# An argument that names one entity; `{"type": "array", "items": ENTITY_ARGUMENT}` names several.
+ENTITY_ARGUMENT: dict[str, Any] = {**ENTITY_ID_SCHEMA, ENTITY_MARK: True}
+# Arguments no capability may declare yet. `instance` will choose among several Home Assistants (a later
+# issue); reserving it now keeps it free to mean that, for every capability at once.
+RESERVED_ARGUMENTS = frozenset({"instance"})
 
 
 @dataclass(frozen=True)
@@ -83,16 +96,46 @@ class Capability:
     activity_words: str
     # The system prompt's line for its tool: what it reads.
     prompt_summary: str
+    # The Home Assistant REST paths and WebSocket commands `execute` uses: the Console's client reads
+    # what the capabilities (and the settings page) declare, and nothing else.
+    reads: Reads
     # What an approval binds to besides the address and the arguments.
     binds: Binding = nothing_more
     # What each field of a result means, in one line each: the system prompt lists them under the tool.
     result_meanings: Mapping[str, str] = field(default_factory=dict)
     classification: Classification = field(default_factory=Classification)
+    # The arguments that carry the entity mark (single ids and lists alike), in the schema's order.
+    entity_arguments: tuple[str, ...] = field(init=False)
     _arguments_validator: Validator = field(init=False, repr=False, compare=False)
+    _result_validator: Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        reserved = RESERVED_ARGUMENTS & set(self.arguments_schema.get("properties", {}))
+        if reserved:
+            raise ValueError(f"{self.name}: {', '.join(sorted(reserved))} is reserved for a later issue")
+        object.__setattr__(self, "entity_arguments", marked_arguments(self.arguments_schema))
         # Made once: a checker compiles its schema's patterns and references.
         object.__setattr__(self, "_arguments_validator", SchemaValidator(self.arguments_schema))
+        object.__setattr__(self, "_result_validator", SchemaValidator(self.result_schema))
+
+    def entities_named(self, arguments: Mapping[str, Any]) -> list[Any]:
+        """Every entity the arguments name, through the marked arguments: what stage 3 holds to the allowlist."""
+        named: list[Any] = []
+        for name in self.entity_arguments:
+            value = arguments.get(name)
+            if value is not None:
+                # Validated already; anything but an id in a list is still named, so the allowlist refuses it.
+                named.extend(value if isinstance(value, list) else [value])
+        return named
+
+    def result_problems(self, result: Any) -> list[str]:
+        """Where in the result schema `result` departs from it (schema paths, which hold none of its values).
+
+        Formats (`date-time`) are annotations here, as JSON Schema 2020-12 makes them by default: stage 6
+        checks the same whatever is installed; the tests' check asserts formats as well.
+        """
+        return ["/".join(str(part) for part in error.schema_path) or "(the result)"
+                for error in self._result_validator.iter_errors(result)]
 
     def argument_problems(self, arguments: Mapping[str, Any]) -> ArgumentProblems:
         """What the arguments schema finds wrong with `arguments` (nothing, when they match it)."""
@@ -122,6 +165,27 @@ class ArgumentProblems:
 
     def __bool__(self) -> bool:
         return self.unknown or bool(self.wrong) or self.other
+
+
+def marked_arguments(arguments_schema: Mapping[str, Any]) -> tuple[str, ...]:
+    """The arguments whose schema, or whose `items`, carries the entity mark; a mark anywhere else is refused."""
+    marked = []
+    for name, schema in arguments_schema.get("properties", {}).items():
+        items = schema.get("items")
+        if schema.get(ENTITY_MARK) is True or (isinstance(items, Mapping) and items.get(ENTITY_MARK) is True):
+            marked.append(name)
+    if _marks_in(arguments_schema) != len(marked):
+        # A mark stage 3 would not see (nested deeper, on the schema itself, or not `true`) must not pass for one.
+        raise ValueError("the entity mark goes on an argument's schema or its items, as true, once")
+    return tuple(marked)
+
+
+def _marks_in(schema: Any) -> int:
+    if isinstance(schema, Mapping):
+        return int(ENTITY_MARK in schema) + sum(_marks_in(value) for value in schema.values())
+    if isinstance(schema, list):
+        return sum(_marks_in(value) for value in schema)
+    return 0
 
 
 # --- the schema checker --------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from console_ha.secret import Secret
 
 log = logging.getLogger(__name__)
 
-# The read-only list commands the picker sends (ha_ws allows these and nothing that writes).
+# The read-only list commands the picker sends, declared here where they are sent: the area connection
+# sends these and nothing else (and ha_ws nothing that writes).
 REGISTRY_COMMANDS = ("config/area_registry/list", "config/entity_registry/list", "config/device_registry/list")
 ALLOWED_COMMANDS = frozenset(REGISTRY_COMMANDS)
 DEFAULT_TIMEOUT = 4.0
@@ -77,7 +78,8 @@ def _read_registries(
 ) -> dict[str, Any]:
     """The three lists, over one WebSocket that lives for this call only (it follows no redirect: wsproto
     reports a 3xx as a refused upgrade, so the auth message, the token, never goes to another origin)."""
-    with ha_ws.connect(base_url, token, timeout=timeout, max_bytes=ALL_ENTITIES_MAX_BYTES, ca_bundle=ca_bundle) as ws:
+    with ha_ws.connect(base_url, token, timeout=timeout, max_bytes=ALL_ENTITIES_MAX_BYTES, ca_bundle=ca_bundle,
+                       commands=ALLOWED_COMMANDS) as ws:
         results = {command: ws.command({"type": command}) for command in REGISTRY_COMMANDS}
     for command, result in results.items():
         if not isinstance(result, list):

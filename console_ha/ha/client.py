@@ -34,6 +34,7 @@ from console_ha.errors import (
 )
 from console_ha.ha import websocket as ha_ws
 from console_ha.ha.addresses import is_entity_id, normalise_base_url, origin_of
+from console_ha.ha.reads import UNDECLARED_READS, Reads
 from console_ha.ha.websocket import HomeAssistantWebSocket
 from console_ha.secret import Secret
 from console_ha.words import BUSY_MESSAGE
@@ -47,9 +48,6 @@ DEFAULT_STATE_MAX_BYTES = 256 * 1024
 ALL_ENTITIES_MAX_BYTES = 32 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 
-# The only parts of the REST API this client reads. An allowlist rather than a list of what to refuse:
-# the service-call API (and anything added to HA later) is out of reach without being named here.
-READ_ONLY_API_SECTIONS = frozenset({"", "config", "states", "history"})
 # The states in which Home Assistant says it does not know an entity's value.
 UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 
@@ -202,10 +200,15 @@ class _BodyReader(io.RawIOBase):
 
 
 class HomeAssistantClient:
-    """Reads Home Assistant's REST API. It can send GET and nothing else."""
+    """Reads Home Assistant's REST API. It can send GET and nothing else, to the paths in its `reads`.
+
+    `reads` is an allowlist rather than a list of what to refuse: the service-call API (and anything added
+    to Home Assistant later) is out of reach unless a part of the Console declares it (`ha.reads`).
+    """
 
     def __init__(self, base_url: str, token: Secret, *, ca_bundle: str | None = None,
-                 session: requests.Session | None = None, limits: CallLimits | None = None) -> None:
+                 session: requests.Session | None = None, limits: CallLimits | None = None,
+                 reads: Reads = UNDECLARED_READS) -> None:
         normalised = normalise_base_url(base_url)
         if not normalised:
             raise InvalidConfig("The Home Assistant URL is not set.", field="base_url")
@@ -215,6 +218,7 @@ class HomeAssistantClient:
         self._token = token
         self._ca_bundle = ca_bundle
         self._limits = limits or CALL_LIMITS
+        self._reads = reads
         self._tls_problem: str | None = None
         ssl_context: ssl.SSLContext | None = None
         # Only https needs a context. Loading the system trust store takes about 18 ms, which an
@@ -314,7 +318,8 @@ class HomeAssistantClient:
         if self._tls_problem and self._base_url.startswith("https:"):
             raise HATLSError(self._tls_problem, reason="ca_bundle")
         with self._limits.slot(self._base_url), ha_ws.connect(
-                self._base_url, self._token, timeout=timeout, max_bytes=max_bytes, ca_bundle=self._ca_bundle
+                self._base_url, self._token, timeout=timeout, max_bytes=max_bytes, ca_bundle=self._ca_bundle,
+                commands=self._reads.commands,
         ) as connection:
             yield connection
 
@@ -409,15 +414,15 @@ class HomeAssistantClient:
             response.close()
 
     def _url(self, path: str) -> str:
-        """The absolute URL of a read-only API path; anything else is a programming error."""
+        """The absolute URL of a declared API path; anything else is a programming error."""
         if not isinstance(path, str) or not _PATH_RE.fullmatch(path):
             raise ValueError("path must be an /api/ path relative to the base URL")
         decoded = unquote(path)
         segments = decoded.split("/")
         if ".." in segments or "." in segments or "//" in decoded or any(ord(c) < 0x21 for c in decoded):
             raise ValueError("path must be an /api/ path relative to the base URL")
-        if segments[2].lower() not in READ_ONLY_API_SECTIONS:
-            raise ValueError("this client only reads config, states and history")
+        if not self._reads.allows_path(decoded):
+            raise ValueError("this client only reads the paths declared to it")
         return self._base_url + quote(decoded, safe="/:")
 
     def _unreachable(self) -> HAUnreachable:

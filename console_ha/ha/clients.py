@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.reads import Reads
 from console_ha.secret import Secret
 
 # Makes one client: (base URL, token, CA bundle path or None).
@@ -20,6 +21,13 @@ LendClient = Callable[[str, Secret, str | None], AbstractContextManager[HomeAssi
 def new_client(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
     """A fresh client with the process's defaults."""
     return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
+
+
+def reading(reads: Reads) -> MakeClient:
+    """A maker of clients that read `reads` and nothing else (the composition root hands the Console's own)."""
+    def make(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
+        return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle, reads=reads)
+    return make
 
 
 @contextmanager

@@ -33,8 +33,11 @@ from console_ha.errors import HABadResponse, HATimeout, HATLSError, HAUnauthoriz
 from console_ha.secret import Secret
 
 HISTORY_COMMAND = "history/history_during_period"
-# The only commands ever sent after the auth message: read-only lists and one history read. Checked
+# Home Assistant's commands known to change nothing, and the only ones ever sent after the auth message:
+# the WebSocket has no verb, so this list is what GET is to REST. A connection sends those of them its
+# maker declared (`ha.reads.Reads`); a declaration naming another is refused when it is made. Checked
 # before every send (and by a syntax-tree test that nothing else in the package writes to a socket).
+# A new read adds its command here once it is checked, in Home Assistant's source, to be a read.
 ALLOWED_COMMANDS = frozenset({
     "config/area_registry/list",
     "config/entity_registry/list",
@@ -73,10 +76,12 @@ def command_failed(code: str) -> HABadResponse | HAUnauthorized:
 
 
 class HomeAssistantWebSocket:
-    """An authenticated connection; sends only ALLOWED_COMMANDS, each with the next id."""
+    """An authenticated connection; sends only the ALLOWED_COMMANDS its maker declared, each with the next id."""
 
-    def __init__(self, sock: socket.socket, connection: WSConnection, *, deadline: Deadline, max_bytes: int) -> None:
+    def __init__(self, sock: socket.socket, connection: WSConnection, *, deadline: Deadline, max_bytes: int,
+                 commands: frozenset[str] = ALLOWED_COMMANDS) -> None:
         self._sock = sock
+        self._commands = commands
         self._ws = connection
         self._deadline = deadline
         self._max_bytes = max_bytes
@@ -110,7 +115,7 @@ class HomeAssistantWebSocket:
     # --- the wire --------------------------------------------------------------------------------
 
     def _send_command(self, message: dict[str, Any]) -> int:
-        if message.get("type") not in ALLOWED_COMMANDS or "id" in message:
+        if message.get("type") not in ALLOWED_COMMANDS & self._commands or "id" in message:
             raise ValueError(f"refusing to send {message.get('type')!r}: not an allowlisted read")
         message_id = self._next_id
         self._next_id += 1
@@ -205,9 +210,9 @@ class HomeAssistantWebSocket:
 
 
 @contextmanager
-def connect(base_url: str, token: Secret, *, timeout: float, max_bytes: int,
-            ca_bundle: str | None = None) -> Iterator[HomeAssistantWebSocket]:
-    """An authenticated WebSocket to the Home Assistant at `base_url`, closed on leaving.
+def connect(base_url: str, token: Secret, *, timeout: float, max_bytes: int, ca_bundle: str | None = None,
+            commands: frozenset[str] = ALLOWED_COMMANDS) -> Iterator[HomeAssistantWebSocket]:
+    """An authenticated WebSocket to the Home Assistant at `base_url`, sending only `commands`, closed on leaving.
 
     One deadline covers connecting, the handshake, authentication and every answer read through the
     connection. The token goes into the auth message and nowhere else, and only to `base_url`'s origin.
@@ -219,7 +224,7 @@ def connect(base_url: str, token: Secret, *, timeout: float, max_bytes: int,
     url = websocket_url(base_url)
     sock = _open_socket(base_url, deadline, ca_bundle)
     connection = HomeAssistantWebSocket(sock, WSConnection(ConnectionType.CLIENT), deadline=deadline,
-                                        max_bytes=max_bytes)
+                                        max_bytes=max_bytes, commands=commands)
     try:
         _handshake(connection, url)
         first = connection._next_message(AUTH_MESSAGE_BYTES)

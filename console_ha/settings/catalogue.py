@@ -14,11 +14,16 @@ import orjson
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.ha.addresses import ENTITY_ID_RE
+from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.client import UNAVAILABLE_STATES
+from console_ha.ha.reads import Reads
 from console_ha.secret import Secret
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.review import Review
 from console_ha.timestamps import utc_z_now
+
+# What the picker reads from Home Assistant: every state, and the registries that place entities in areas.
+PICKER_READS = Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS)
 
 # Entities that reveal where people are, whether the home is open, or what it looks like inside.
 SENSITIVE_DOMAINS = frozenset({"lock", "alarm_control_panel", "camera", "person", "device_tracker", "cover"})
