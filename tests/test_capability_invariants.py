@@ -308,7 +308,7 @@ def test_what_it_declares_it_reads_is_all_it_needs(
             yield client
 
     configured_executor(data_dir, stub_ha)  # the settings and the token
-    executor = Executor(data_dir, clients=declared_only)
+    executor = executor_over(data_dir, clients=declared_only)
     proposal = executor.propose(capability.name, sample_arguments_with_entities(capability), conversation_id="c")
     assert_matches_result_schema(capability.name, executor.answer(proposal.token, approve=True, conversation_id="c"))
 
