@@ -152,10 +152,10 @@ def test_the_system_prompt_names_its_tool_and_what_its_result_fields_mean(capabi
 def test_the_model_and_mcp_are_offered_it_as_declared(capability: Capability) -> None:
     (function,) = [t["function"] for t in tool_definitions() if t["function"]["name"] == function_name(capability.name)]
     assert function == {"name": function_name(capability.name), "description": capability.description,
-                        "parameters": capability.arguments_schema}
+                        "parameters": capability.published_arguments_schema}
     (tool,) = [t for t in tools() if t.name == tool_name(capability)]
     assert (tool.description, tool.inputSchema, tool.outputSchema) == (
-        capability.description, capability.arguments_schema, capability.result_schema)
+        capability.description, capability.published_arguments_schema, capability.result_schema)
     assert tool.annotations is not None and tool.annotations.readOnlyHint is True
 
 
@@ -352,3 +352,21 @@ def docs_sketch() -> Capability:
 ], ids=lambda check: check.__name__.removeprefix("test_"))
 def test_the_docs_sketch_of_a_third_capability_passes_the_declarative_invariants(check: Any) -> None:
     check(docs_sketch())
+
+
+@pytest.mark.parametrize("capability", CAPABILITIES, ids=lambda c: c.name)
+def test_what_callers_are_given_is_the_arguments_schema_without_the_entity_mark(capability: Capability) -> None:
+    """Issue 17 changes nothing a program sees: the model's and MCP's schemas carry no mark, only the declared shape."""
+    published = json.dumps(capability.published_arguments_schema)
+    assert ENTITY_MARK not in published
+    assert json.loads(published) == _unmarked(capability.arguments_schema)
+    for definition in tool_definitions():
+        if capability_name(definition["function"]["name"]) == capability.name:
+            assert ENTITY_MARK not in json.dumps(definition)
+    assert all(ENTITY_MARK not in json.dumps(tool.inputSchema) for tool in tools())
+
+
+def _unmarked(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {key: _unmarked(value) for key, value in schema.items() if key != ENTITY_MARK}
+    return schema

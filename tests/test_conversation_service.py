@@ -114,7 +114,7 @@ def test_tools_offer_each_capability_under_a_valid_function_name_with_its_schema
     for tool in tools:
         capability = REGISTRY[capability_name(tool["function"]["name"])]
         assert tool["type"] == "function"
-        assert tool["function"]["parameters"] == capability.arguments_schema
+        assert tool["function"]["parameters"] == capability.published_arguments_schema
         assert tool["function"]["description"] == capability.description
         assert "." not in tool["function"]["name"]
 

@@ -106,6 +106,9 @@ class Capability:
     classification: Classification = field(default_factory=Classification)
     # The arguments that carry the entity mark (single ids and lists alike), in the schema's order.
     entity_arguments: tuple[str, ...] = field(init=False)
+    # The arguments schema as the model and MCP clients get it: without the entity mark, which is the
+    # Console's own note to its policy stage, not part of what a caller sends.
+    published_arguments_schema: dict[str, Any] = field(init=False, repr=False, compare=False)
     _arguments_validator: Validator = field(init=False, repr=False, compare=False)
     _result_validator: Validator = field(init=False, repr=False, compare=False)
 
@@ -114,6 +117,7 @@ class Capability:
         if reserved:
             raise ValueError(f"{self.name}: {', '.join(sorted(reserved))} is reserved for a later issue")
         object.__setattr__(self, "entity_arguments", marked_arguments(self.arguments_schema))
+        object.__setattr__(self, "published_arguments_schema", _without_marks(self.arguments_schema))
         # Made once: a checker compiles its schema's patterns and references.
         object.__setattr__(self, "_arguments_validator", SchemaValidator(self.arguments_schema))
         object.__setattr__(self, "_result_validator", SchemaValidator(self.result_schema))
@@ -178,6 +182,15 @@ def marked_arguments(arguments_schema: Mapping[str, Any]) -> tuple[str, ...]:
         # A mark stage 3 would not see (nested deeper, on the schema itself, or not `true`) must not pass for one.
         raise ValueError("the entity mark goes on an argument's schema or its items, as true, once")
     return tuple(marked)
+
+
+def _without_marks(schema: Any) -> Any:
+    """A copy of `schema` with every entity mark left out."""
+    if isinstance(schema, Mapping):
+        return {key: _without_marks(value) for key, value in schema.items() if key != ENTITY_MARK}
+    if isinstance(schema, list):
+        return [_without_marks(value) for value in schema]
+    return schema
 
 
 def _marks_in(schema: Any) -> int:

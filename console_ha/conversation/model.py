@@ -99,7 +99,7 @@ def tool_definitions(registry: Mapping[str, Capability] = REGISTRY) -> list[dict
             "function": {
                 "name": function_name(capability.name),
                 "description": capability.description,
-                "parameters": capability.arguments_schema,
+                "parameters": capability.published_arguments_schema,
             },
         }
         for capability in registry.values()

@@ -73,7 +73,7 @@ def tools() -> list[types.Tool]:
         types.Tool(
             name=tool_name(capability),
             description=capability.description,
-            inputSchema=capability.arguments_schema,
+            inputSchema=capability.published_arguments_schema,
             outputSchema=capability.result_schema,
             annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True, destructiveHint=False),
         )

@@ -90,7 +90,7 @@ def test_lists_the_two_tools_with_the_capabilities_schemas_and_read_only_annotat
     for name, capability in ((LIST, LIST_ENTITIES), (HISTORY, GET_HISTORY)):
         tool, spec = listed[name], REGISTRY[capability]
         assert tool.description == spec.description
-        assert tool.inputSchema == spec.arguments_schema
+        assert tool.inputSchema == spec.published_arguments_schema
         assert tool.outputSchema == spec.result_schema
         assert tool.annotations is not None
         assert tool.annotations.readOnlyHint is True and tool.annotations.openWorldHint is True
