@@ -2,9 +2,12 @@
 //
 // list_entities answers within 64 KiB, and a save is refused when the chosen entities could not fit.
 // This script shows, while boxes are ticked, how close the choice is. The server sends the two numbers
-// of its cost formula on this script's element (console_ha/capabilities/entity_budget.py: an entity costs
-// `entity-bytes` plus the length of its id and of its domain; `budget-bytes` is what they may take in
-// all). It reads the page's checkboxes and never changes them: static/settings/ owns the picker.
+// of its cost formula on this script's element (console_ha/capabilities/entity_budget.py: `budget-bytes`
+// is what the entities may take in all, `entity-bytes` what each costs besides its id and domain), and
+// ./entity_budget.js does the arithmetic with them. It reads the page's checkboxes and never changes
+// them: static/settings/ owns the picker.
+
+import { allowlistCost, howManyFit, howManyToUntick } from "./entity_budget.js";
 
 const script = document.getElementById("budget-script");
 const BUDGET = Number(script.dataset.budgetBytes);
@@ -12,11 +15,6 @@ const ENTITY_BYTES = Number(script.dataset.entityBytes);
 // The entity-id rule of a save (console_ha.ha.addresses.ENTITY_ID_RE), from the settings form.
 const ENTITY_ID = new RegExp(document.getElementById("ha-settings")?.dataset.entityIdPattern || "^$");
 const number = new Intl.NumberFormat();
-
-/** The most bytes one entity can add to the assistant's read (entity_budget.entity_cost). */
-function cost(entityId) {
-  return ENTITY_BYTES + entityId.length + entityId.indexOf(".");
-}
 
 const section = document.getElementById("picker")?.closest("section");
 if (section && BUDGET > 0 && ENTITY_BYTES > 0) {
@@ -42,16 +40,13 @@ if (section && BUDGET > 0 && ENTITY_BYTES > 0) {
 
   function update() {
     const { all, ticked } = boxes();
-    let used = 0;
-    for (const id of ticked) used += cost(id);
+    const used = allowlistCost(ticked, ENTITY_BYTES);
     // "About" how many fit: the budget over the average cost of these entities (or of all listed).
     const sample = ticked.size ? ticked : all;
-    let sampleCost = 0;
-    for (const id of sample) sampleCost += cost(id);
-    const about = sample.size ? Math.floor((BUDGET * sample.size) / sampleCost) : 0;
+    const about = howManyFit(sample.size, allowlistCost(sample, ENTITY_BYTES), BUDGET);
     let text;
     if (used > BUDGET) {
-      const untick = ticked.size - Math.floor((BUDGET * ticked.size) / used);
+      const untick = howManyToUntick(ticked.size, used, BUDGET);
       text =
         `Too many for the assistant to read at once: about ${number.format(about)} of these fit, and ` +
         `${number.format(ticked.size)} are chosen. Untick ${number.format(untick)} or more before saving.`;

@@ -2,12 +2,13 @@
 // The page works without this module (each card is a form post). Cards are built by cloning the
 // server-rendered <template> and setting textContent: no HTML is assembled here.
 
+import { api } from "./api.js";
+
 const root = document.getElementById("confirmations");
 const list = document.getElementById("confirmations-list");
 const empty = document.getElementById("confirmations-empty");
 const statusLine = document.getElementById("confirmations-status");
 const template = document.getElementById("confirmation-template");
-const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 const pollMs = Math.max(1, Number(root.dataset.pollSeconds) || 3) * 1000;
 
 let shown = cardsOnPage();
@@ -63,17 +64,9 @@ function render(pending) {
 
 async function refresh() {
   if (answering) return;
-  try {
-    const response = await fetch(root.dataset.pendingUrl, { headers: { Accept: "application/json" } });
-    if (response.status === 401) {
-      window.location.assign(root.dataset.loginUrl);
-      return;
-    }
-    if (!response.ok) return;
-    render((await response.json()).pending);
-  } catch {
-    setStatus("The Console cannot be reached right now; this page will try again.");
-  }
+  const result = await api("GET", root.dataset.pendingUrl); // a 401 goes to the login page (api.js)
+  if (result.ok) render(result.data.pending);
+  else if (result.error.code === "NETWORK") setStatus("The Console cannot be reached right now; this page will try again.");
 }
 
 async function answer(form, approve) {
@@ -81,19 +74,14 @@ async function answer(form, approve) {
   answering = true;
   for (const button of form.querySelectorAll("button")) button.disabled = true;
   try {
-    const response = await fetch(root.dataset.answerUrl + encodeURIComponent(token), {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken, Accept: "application/json" },
-      body: JSON.stringify({ approve }),
-    });
-    const body = await response.json().catch(() => ({}));
-    if (response.ok) {
+    const result = await api("POST", root.dataset.answerUrl + encodeURIComponent(token), { approve });
+    if (result.ok) {
       setStatus(approve ? "Allowed: the program gets this read once." : "Not allowed: nothing was read.");
+    } else if (result.error.code === "NETWORK") {
+      setStatus("The Console cannot be reached right now. Try again.");
     } else {
-      setStatus(body.error?.message ?? "That answer did not go through. Try again.");
+      setStatus(result.error.message ?? "That answer did not go through. Try again.");
     }
-  } catch {
-    setStatus("The Console cannot be reached right now. Try again.");
   } finally {
     answering = false;
     await refresh();

@@ -1,6 +1,8 @@
 // The conversation page: send messages, show the assistant's answers, and ask before every read.
 // The page works without this module (plain form posts); this makes it live and keeps focus sensible.
 
+import { api } from "./api.js";
+
 const root = document.getElementById("conversation");
 const transcript = document.getElementById("transcript");
 const cardSlot = document.getElementById("card-slot");
@@ -10,8 +12,6 @@ const messageField = document.getElementById("message");
 const sendButton = document.getElementById("send");
 const cardTemplate = document.getElementById("confirm-card-template");
 const messageUrl = root.dataset.messageUrl;
-const loginUrl = root.dataset.loginUrl;
-const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 
 let conversationId = root.dataset.conversationId || null;
 let lastQuestion = root.dataset.lastQuestion || "";
@@ -105,33 +105,19 @@ function showExpired(message = null) {
 
 async function post(body) {
   setBusy(true);
-  let response;
-  try {
-    response = await fetch(messageUrl, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
-      body: JSON.stringify(body),
-    });
-  } catch {
-    setBusy(false);
+  const result = await api("POST", messageUrl, body); // a 401 goes to the login page (api.js)
+  setBusy(false);
+  if (result.error?.code === "NETWORK") {
     setStatus("The Console could not be reached. Check the connection and try again.", "error");
     return null;
   }
-  const serverDate = Date.parse(response.headers.get("Date") ?? "");
+  const serverDate = Date.parse(result.headers.get("Date") ?? "");
   if (!Number.isNaN(serverDate)) clockSkewMs = serverDate - Date.now();
-  const data = await response.json().catch(() => null);
-  setBusy(false);
-  if (response.status === 401) {
-    const next = encodeURIComponent(window.location.pathname + window.location.search);
-    window.location.assign(`${loginUrl}?next=${next}`);
-    return null;
-  }
-  if (!response.ok) {
-    const error = data?.error ?? { code: "INTERNAL_ERROR", message: "Something went wrong. Try again." };
+  if (!result.ok) {
+    const error = result.error.message ? result.error : { code: "INTERNAL_ERROR", message: "Something went wrong. Try again." };
     return { error };
   }
-  return { data };
+  return { data: result.data };
 }
 
 function showTurn(data) {

@@ -1,6 +1,8 @@
 // The model settings page: Test model and Save without leaving the page. The page works without this
 // module (plain form posts); this keeps what was typed, fills the model choices, and says what happened.
 
+import { api } from "./api.js";
+
 const form = document.getElementById("model-settings");
 const baseUrl = document.getElementById("base-url");
 const model = document.getElementById("model");
@@ -15,7 +17,6 @@ const modelList = document.getElementById("model-list");
 const modelItems = document.getElementById("model-list-items");
 const itemTemplate = document.getElementById("model-item");
 const optionTemplate = document.getElementById("model-option");
-const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 const fields = { base_url: baseUrl, model, api_key: apiKey };
 
 function say(element, text, kind = "") {
@@ -48,21 +49,6 @@ function showFieldError(name, message) {
   return true;
 }
 
-async function send(url, body) {
-  const response = await fetch(url, {
-    method: "POST",
-    credentials: "same-origin",
-    headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
-    body: JSON.stringify(body),
-  });
-  if (response.status === 401) {
-    window.location.assign(form.dataset.loginUrl);
-    return null;
-  }
-  const answer = await response.json().catch(() => ({}));
-  return { ok: response.ok, answer };
-}
-
 function showModels(names) {
   // The server's own names, offered as the Model field's choices and listed for reading.
   choices.replaceChildren();
@@ -86,23 +72,21 @@ async function testModel() {
   clearFieldErrors();
   testButton.disabled = true;
   say(testStatus, "Testing the model… a server loading its model can take a minute.", "busy");
-  try {
-    const result = await send(form.dataset.testUrl, typed());
-    if (result === null) return;
-    const { ok, answer } = result;
-    if (!ok) {
-      const error = answer.error ?? {};
-      say(testStatus, error.message ?? "The test could not run.", "error");
-      showFieldError(error.field, error.message ?? "");
+  const result = await api("POST", form.dataset.testUrl, typed()); // a 401 goes to the login page (api.js)
+  testButton.disabled = false;
+  if (!result.ok) {
+    const { error } = result;
+    if (error.code === "NETWORK") {
+      say(testStatus, "The Console did not answer. Check that it is still running, then try again.", "error");
       return;
     }
-    showModels(answer.models ?? []);
-    say(testStatus, answer.message, answer.ok ? "ok" : "error");
-  } catch {
-    say(testStatus, "The Console did not answer. Check that it is still running, then try again.", "error");
-  } finally {
-    testButton.disabled = false;
+    say(testStatus, error.message ?? "The test could not run.", "error");
+    showFieldError(error.field, error.message ?? "");
+    return;
   }
+  const answer = result.data;
+  showModels(answer.models ?? []);
+  say(testStatus, answer.message, answer.ok ? "ok" : "error");
 }
 
 async function save() {
@@ -111,31 +95,29 @@ async function save() {
   say(saveStatus, "Saving…", "busy");
   const remove = document.getElementById("remove-api-key");
   const body = { ...typed(), remove_api_key: Boolean(remove?.checked) };
-  try {
-    const result = await send(form.dataset.configUrl, body);
-    if (result === null) return;
-    const { ok, answer } = result;
-    if (!ok) {
-      const error = answer.error ?? {};
-      say(saveStatus, `${error.message ?? "The settings could not be saved."} Nothing was saved.`, "error");
-      showFieldError(error.field, error.message ?? "");
+  const result = await api("POST", form.dataset.configUrl, body); // a 401 goes to the login page (api.js)
+  saveButton.disabled = false;
+  if (!result.ok) {
+    const { error } = result;
+    if (error.code === "NETWORK") {
+      say(saveStatus, "The Console did not answer, so nothing was saved. Try again.", "error");
       return;
     }
-    // The key field is write-only: once saved, it empties again and the hint says a key is kept.
-    apiKey.value = "";
-    if (remove) remove.checked = false;
-    apiKeyStatus.textContent = answer.has_api_key
-      ? "An API key is saved for this server; it is never shown. Leave this empty to keep it."
-      : "Most servers on your own network need none. Leave this empty if yours doesn’t.";
-    // The page's "not set up" notice no longer holds once a turn would reach a model.
-    if (answer.ready) document.getElementById("model-problem")?.setAttribute("hidden", "");
-    const removed = answer.api_key_removed ? " The API key you had saved was for another server, so it was removed." : "";
-    say(saveStatus, `Saved.${removed}`, "ok");
-  } catch {
-    say(saveStatus, "The Console did not answer, so nothing was saved. Try again.", "error");
-  } finally {
-    saveButton.disabled = false;
+    say(saveStatus, `${error.message ?? "The settings could not be saved."} Nothing was saved.`, "error");
+    showFieldError(error.field, error.message ?? "");
+    return;
   }
+  const answer = result.data;
+  // The key field is write-only: once saved, it empties again and the hint says a key is kept.
+  apiKey.value = "";
+  if (remove) remove.checked = false;
+  apiKeyStatus.textContent = answer.has_api_key
+    ? "An API key is saved for this server; it is never shown. Leave this empty to keep it."
+    : "Most servers on your own network need none. Leave this empty if yours doesn’t.";
+  // The page's "not set up" notice no longer holds once a turn would reach a model.
+  if (answer.ready) document.getElementById("model-problem")?.setAttribute("hidden", "");
+  const removed = answer.api_key_removed ? " The API key you had saved was for another server, so it was removed." : "";
+  say(saveStatus, `Saved.${removed}`, "ok");
 }
 
 form.addEventListener("submit", (event) => {

@@ -1,7 +1,8 @@
 // The household's own CA certificate for https: what the Console trusts now, and adding or removing one.
 // Each certificate is cloned from the server-rendered #ca-cert-template and filled with textContent.
 
-import { api, setStatus, showError } from "./api.js";
+import { api } from "../api.js";
+import { setStatus, showError } from "./status.js";
 
 const expiryWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
 

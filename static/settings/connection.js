@@ -1,6 +1,7 @@
 // The connection: the stored token's status, the Home Assistant it belongs to, and Test connection.
 
-import { api, setStatus, showError } from "./api.js";
+import { api } from "../api.js";
+import { setStatus, showError } from "./status.js";
 
 /** scheme://host:port with the port written out, as the server's ha.addresses.origin_of; "" if not a URL. */
 export function originOf(text) {

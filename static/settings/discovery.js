@@ -1,7 +1,8 @@
 // Looking for Home Assistant on the network: each instance found is a button that fills in its address.
 // Buttons are cloned from the server-rendered #discovery-item-template and filled with textContent.
 
-import { api, setStatus } from "./api.js";
+import { api } from "../api.js";
+import { setStatus } from "./status.js";
 
 export function setUpDiscovery(page) {
   const { el, $ } = page;

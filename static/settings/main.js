@@ -6,7 +6,8 @@
 // come from the form's data- attributes; markup from the page's <template> elements; failures in the
 // words the server sends.
 
-import { api, setStatus, showError } from "./api.js";
+import { api } from "../api.js";
+import { setStatus, showError } from "./status.js";
 import { originOf, setUpConnection } from "./connection.js";
 import { setUpCa } from "./ca.js";
 import { setUpDiscovery } from "./discovery.js";

@@ -2,7 +2,8 @@
 // Groups and rows are cloned from the server-rendered #entity-group-template and #entity-row-template
 // and filled with textContent; the list is built once per load, and filtering only toggles `hidden`.
 
-import { api, say, setStatus, showError } from "./api.js";
+import { api } from "../api.js";
+import { say, setStatus, showError } from "./status.js";
 import { originOf } from "./connection.js";
 
 const NO_AREA = "No area";

@@ -8,13 +8,16 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES, allowlist_cost, entity_cost
 from tests.e2e.conftest import DESKTOP, LiveConsole, log_in, screenshot
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
 
 BULK = [f"sensor.bulk_{i:03d}" for i in range(320)]
+API = "/api/v1/conversation/home-assistant"
+# Entity ids of many shapes: domains of 1 to 24 characters, object ids of 1 to 80.
+SHAPES = [f"{'d' * d}.{'o' * o}" for d in (1, 2, 5, 13, 24) for o in (1, 3, 8, 21, 55, 80)]
 
 
 def entity(page: Page, entity_id: str):
@@ -110,3 +113,58 @@ def test_the_meter_follows_ticks_at_each_width_and_passes_axe(picker: Page, widt
     expect(meter).to_contain_text("(1 of about")
     assert page.locator("#allowlist-budget-meter").evaluate("m => m.value") > 0
     assert serious_violations(page) == []
+
+
+def too_many(shapes: list[str], extra: int) -> list[str]:
+    """Distinct ids of these shapes, taken in turn: just past what the budget holds, then `extra` more."""
+    ids: list[str] = []
+
+    def add() -> None:
+        ids.append(f"{shapes[len(ids) % len(shapes)]}_{len(ids):04d}")
+
+    while allowlist_cost(ids) <= BUDGET_BYTES:
+        add()
+    for _ in range(extra):
+        add()
+    return ids
+
+
+def test_the_meters_arithmetic_is_the_servers(
+        page: Page, console: LiveConsole, household_password: str) -> None:
+    """static/entity_budget.js, fed the numbers the page serves, prices every shape of id as entity_budget
+    does, and says the server's own "about N fit" and "Untick N" for each save the server refuses."""
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password)
+    budget, entity_bytes = page.locator("#budget-script").evaluate(
+        "s => [Number(s.dataset.budgetBytes), Number(s.dataset.entityBytes)]")
+    assert (budget, entity_bytes) == (BUDGET_BYTES, ENTITY_BYTES)
+
+    costs = page.evaluate("""async ([ids, entityBytes]) => {
+        const budget = await import("/static/entity_budget.js");
+        return ids.map((id) => budget.entityCost(id, entityBytes));
+    }""", [SHAPES, entity_bytes])
+    assert costs == [entity_cost(e) for e in SHAPES]
+
+    allowlists = [too_many([shape], extra) for shape in SHAPES[::7] for extra in (0, 1, 40)]
+    allowlists.append(too_many(SHAPES, 0))
+    allowlists.append(too_many(SHAPES[::-1], 123))
+    pairs = page.evaluate("""async ([allowlists, url, budgetBytes, entityBytes]) => {
+        const budget = await import("/static/entity_budget.js");
+        const csrf = document.querySelector('meta[name="csrf-token"]').content;
+        const pairs = [];
+        for (const ids of allowlists) {
+            const cost = budget.allowlistCost(ids, entityBytes);
+            const page = [budget.howManyFit(ids.length, cost, budgetBytes),
+                          budget.howManyToUntick(ids.length, cost, budgetBytes)];
+            const response = await fetch(url, {
+                method: "POST", body: JSON.stringify({allowlisted_entities: ids}),
+                headers: {"Content-Type": "application/json", "X-CSRFToken": csrf}});
+            const error = (await response.json()).error;
+            pairs.push([page, [response.status, error.code, error.fits, error.chosen - error.fits]]);
+        }
+        return pairs;
+    }""", [allowlists, console.at(API), budget, entity_bytes])
+    assert len(pairs) == len(allowlists) > 10
+    for (fits, untick), (status, code, server_fits, server_untick) in pairs:
+        assert (status, code) == (400, "INVALID_CONFIG")
+        assert (fits, untick) == (server_fits, server_untick)

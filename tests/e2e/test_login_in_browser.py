@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -51,3 +52,37 @@ def test_the_login_page_has_no_serious_accessibility_violations(
 def test_logging_in_leads_back_to_the_settings_page(page: Page, console: LiveConsole, household_password: str) -> None:
     log_in(page, console, household_password)
     expect(page.get_by_role("checkbox", name="Let the assistant read Home Assistant")).to_be_visible()
+
+
+
+def press_test_model(page: Page) -> None:
+    page.get_by_role("button", name="Test model").click()
+
+
+def ask(page: Page) -> None:
+    page.get_by_label("Message", exact=True).fill("Is the front door locked?")
+    page.get_by_role("button", name="Send").click()
+
+
+def wait(page: Page) -> None:
+    """Nothing: the page's own poll finds the session gone."""
+
+
+@pytest.mark.parametrize(("path", "act"), [("/settings/model", press_test_model), ("/conversation", ask),
+                                           ("/confirmations", wait)])
+def test_a_page_whose_session_ended_goes_to_log_in_and_back(
+    page: Page, console: LiveConsole, household_password: str, path: str, act: Callable[[Page], None]
+) -> None:
+    """static/api.js's one reaction to a 401, on each page without words of its own for it (the settings
+    page has them, test_settings_page): the login page, then back to the page."""
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password, path=path)
+    other = page.context.new_page()  # another tab of the same browser logs out
+    other.goto(console.at(path))
+    other.get_by_role("button", name="Log out").click()
+
+    act(page)
+    expect(page).to_have_url(console.at("/login?next=" + path.replace("/", "%2F")), timeout=10_000)
+    page.get_by_label("Password", exact=True).fill(household_password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(console.at(path))

@@ -80,3 +80,42 @@ def test_the_ca_certificate_limit_comes_from_the_server(logged_in: FlaskClient) 
     for path in scripts():
         source = path.read_text()
         assert "64 * 1024" not in source and str(MAX_PEM_BYTES) not in source, f"{path.name} copies the CA limit"
+
+
+# What only static/api.js may do: ask the server, and react to a 401 (by reading it or leaving the page).
+SERVER_CALLS = re.compile(
+    r"\bfetch\s*\(|\bXMLHttpRequest\b|\bsendBeacon\b|\bEventSource\b|\bWebSocket\b"
+    r"|\bstatus\s*[!=]==?\s*401\b|\blocation\s*\.\s*(?:assign|replace)\b|\blocation\s*(?:\.\s*href\s*)?=[^=]"
+)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "const r = await fetch(url);",
+        "const x = new XMLHttpRequest();",
+        "if (response.status === 401) return;",
+        "window.location.assign(loginUrl);",
+        "location.href = loginUrl;",
+    ],
+)
+def test_the_scan_catches_each_way_around_the_api_module(line: str) -> None:
+    """The scan below would fail on any of these."""
+    assert SERVER_CALLS.search(line)
+
+
+def test_every_page_script_asks_the_server_through_api_js() -> None:
+    """One fetch wrapper with one reaction to a 401 (static/api.js); the pages import it."""
+    found = {path.relative_to(STATIC).as_posix() for path in scripts() if SERVER_CALLS.search(path.read_text())}
+    assert found == {"api.js"}
+    importers = {path.relative_to(STATIC).as_posix() for path in scripts()
+                 if re.search(r'^import \{ api \} from "\.{1,2}/api\.js";$', path.read_text(), re.M)}
+    assert {"nav.js", "confirmations.js", "conversation.js", "model.js", "settings/main.js"} <= importers
+
+
+def test_the_entity_budget_arithmetic_is_in_one_script() -> None:
+    """budget.js imports static/entity_budget.js (which tests/e2e/test_budget_meter.py checks against the
+    server) and holds no copy of the cost formula's domain term."""
+    domain_term = re.compile(r"""\.indexOf\(\s*["']\.["']\s*\)""")
+    assert {path.name for path in scripts() if domain_term.search(path.read_text())} == {"entity_budget.js"}
+    assert 'from "./entity_budget.js"' in (STATIC / "budget.js").read_text()

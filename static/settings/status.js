@@ -1,0 +1,40 @@
+// The settings page's status lines, and its errors in the words the server sends (console_ha/words.py).
+// It keeps only the fallbacks for an answer without a body (static/api.js gives such an error only a code):
+// the Console not answering at all, or answering with no JSON.
+
+const NETWORK_WORDS =
+  "The Console didn’t answer. Check that it is still running, then try again; your choices are " +
+  "still on this page.";
+
+/** A status line's words and kind (busy, ok, error); the colour only repeats the words. */
+export function setStatus(el, text, kind = "") {
+  el.className = "status" + (kind ? ` status--${kind}` : "");
+  el.textContent = text;
+}
+
+/** What went wrong, in the server's words. */
+export function say(error) {
+  if (error.message) return error.message;
+  if (error.code === "NETWORK") return NETWORK_WORDS;
+  if (error.code.startsWith("HTTP_")) {
+    return `The Console answered with an error (${error.code.slice("HTTP_".length)}). Please try again.`;
+  }
+  return "Something went wrong. Please try again.";
+}
+
+/**
+ * An error in household words. A lost session shows the page's own words and a link to log in again
+ * beside this page (the server-rendered #logged-out-template, which tells static/api.js to leave the
+ * page where it is), so nothing typed is lost.
+ */
+export function showError(el, error, after = "") {
+  const loggedOut = document.getElementById("logged-out-template");
+  if (error.code === "UNAUTHENTICATED" && loggedOut) {
+    const words = loggedOut.content.cloneNode(true);
+    words.querySelector("[data-slot=words]").append(after);
+    setStatus(el, "", "error");
+    el.append(words);
+    return;
+  }
+  setStatus(el, say(error) + after, "error");
+}
