@@ -136,5 +136,4 @@ def _render(setup: ModelSetup, *, values: Mapping[str, str] | None = None, form_
         check=check,
         config_path=str(model_settings().config_path),
         api={"config": request.script_root + API, "test": request.script_root + API + "/test"},
-        login_url=url_for("auth.login", next=url_for(".page")),
     )
