@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from console_ha.errors import ConsoleHaError, InvalidConfig
+from console_ha.errors import ConsoleHaError, InvalidSettingsChange
 from console_ha.store.datadir import DataDir, resolve_data_dir
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.threads <= RESERVED_THREADS:
-        raise InvalidConfig(f"--threads must be at least {RESERVED_THREADS + 1}: {RESERVED_THREADS} are kept "
+        raise InvalidSettingsChange(f"--threads must be at least {RESERVED_THREADS + 1}: {RESERVED_THREADS} are kept "
                             "for /health and the pages, whatever Home Assistant does.", field="threads")
     # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security.md).
     CALL_LIMITS.fit_to_threads(args.threads)
@@ -126,7 +126,7 @@ def _read_password() -> str:
     first = getpass.getpass("New Console password: ")
     second = getpass.getpass("Repeat it: ")
     if first != second:
-        raise InvalidConfig("The two passwords are not the same; nothing was changed.", field="password")
+        raise InvalidSettingsChange("The two passwords are not the same; nothing was changed.", field="password")
     return first
 
 

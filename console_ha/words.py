@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import CapabilityNotConfigured, ConsoleHaError
 
 # The Console declining to queue one more call behind those still waiting on a Home Assistant.
 BUSY_MESSAGE = ("Home Assistant is still busy with earlier requests from this Console, so this one was "
@@ -56,11 +56,11 @@ MODEL_FALLBACK = "Home Assistant failed."
 def household_error(err: ConsoleHaError) -> ConsoleHaError:
     """`err` in the settings page's words: the same code and detail, the household's sentence as message."""
     words = SETTINGS_WORDS.get(err.code)
-    if words is None or (err.code == "CAPABILITY_NOT_CONFIGURED" and "reason" in err.detail):
+    if words is None or (err.code == CapabilityNotConfigured.code and "reason" in err.detail):
         return err
     detail: dict[str, Any] = dict(err.detail)
     if "field" in detail:
         # The sentence is the status line's; beside the field the page shows what that field lacks (which to
         # save first), the error's own words, as it did when the script kept the sentences (de4fd72).
         detail["field_message"] = err.message
-    return ConsoleHaError(words, code=err.code, **detail)
+    return err.reworded(words, detail=detail)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from console_ha.errors import CapabilityError
+from console_ha.errors import ConfirmationInvalid
 
 CONFIRMATION_TTL_SECONDS = 300
 MAX_PENDING = 1000
@@ -44,13 +44,6 @@ class PendingConfirmation:
     def arguments(self) -> dict[str, Any]:
         arguments: dict[str, Any] = json.loads(self.canonical_arguments)  # canonical: always an object
         return arguments
-
-
-class ConfirmationInvalid(CapabilityError):
-    """The token is unknown, used, expired or of another conversation (stage 4)."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__("CONFIRMATION_INVALID", message, stage=4, reason=reason)
 
 
 class ConfirmationStore:

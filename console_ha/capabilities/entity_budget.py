@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console_ha.capabilities.spec import DEFAULT_MAX_RESULT_BYTES
-from console_ha.errors import InvalidConfig
+from console_ha.errors import InvalidSettingsChange
 from console_ha.timestamps import utc_z
 
 # list_entities' bound (list_entities.py declares it from here): the budget below is what it leaves.
@@ -147,12 +147,12 @@ def allowlist_cost(entity_ids: Iterable[str]) -> int:
 
 
 def check_fits(entity_ids: Sequence[str]) -> None:
-    """InvalidConfig on `allowlisted_entities`, saying how many fit, when list_entities could not answer."""
+    """InvalidSettingsChange on `allowlisted_entities`, saying how many fit, when list_entities could not answer."""
     cost = allowlist_cost(entity_ids)
     if cost <= BUDGET_BYTES:
         return
     fits = BUDGET_BYTES * len(entity_ids) // cost
-    raise InvalidConfig(
+    raise InvalidSettingsChange(
         f"The assistant can read about {fits:,} entities like these at once, and {len(entity_ids):,} are "
         f"chosen. Untick {len(entity_ids) - fits:,} or more, then save again.",
         field="allowlisted_entities", fits=fits, chosen=len(entity_ids), cost=cost, budget=BUDGET_BYTES,

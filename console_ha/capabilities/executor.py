@@ -8,8 +8,10 @@ import secrets
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import ContextDecorator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, cast
 
 from console_ha.capabilities.cards import Card
@@ -17,7 +19,22 @@ from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConf
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
-from console_ha.errors import CapabilityError, ConfigInvalid, HomeAssistantError
+from console_ha.errors import (
+    CapabilityDisabled,
+    CapabilityError,
+    CapabilityFailed,
+    CapabilityNotConfigured,
+    ConfirmationDenied,
+    ConfirmationInvalid,
+    EntityNotAllowlisted,
+    HomeAssistantError,
+    InvalidArguments,
+    InvocationLimitExceeded,
+    ResultTooLarge,
+    SettingsDamagedForCapability,
+    SettingsFileDamaged,
+    UnknownCapability,
+)
 from console_ha.ha.clients import LendClient, one_client
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
@@ -69,46 +86,63 @@ TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
 )
 
 
-def refuse(stage: int, code: str, message: str) -> CapabilityError:
-    """A refusal raised at `stage` with its contract code."""
-    return CapabilityError(code, message, stage=stage)
+class at_stage(ContextDecorator):  # noqa: N801 - read as a decorator, like contextlib's own
+    """Record on a CapabilityError leaving it the executor stage it ended at (the innermost stage wins).
+
+    The stage is the executor's record, not the error class's: the same refusal comes from stage 3 at
+    proposal time and again before the read runs, and the audit log says at which stage.
+    """
+
+    def __init__(self, stage: int) -> None:
+        self.stage = stage
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if isinstance(err, CapabilityError) and err.stage is None:
+            err.stage = self.stage
 
 
 # --- stage 1 ---------------------------------------------------------------------------------
 
+@at_stage(1)
 def resolve(name: object) -> Capability:
     """Stage 1: the registered capability of that name."""
     capability = REGISTRY.get(name) if isinstance(name, str) else None
     if capability is None:
-        raise refuse(1, "UNKNOWN_CAPABILITY", "There is no such capability.")
+        raise UnknownCapability("There is no such capability.")
     return capability
 
 
 # --- stage 2 ---------------------------------------------------------------------------------
 
+@at_stage(2)
 def validate(capability: Capability, arguments: object) -> dict[str, Any]:
     """Stage 2: the arguments against the capability's schema, with no knowledge of configuration or allowlist."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
-        raise refuse(2, "INVALID_ARGUMENTS", "Arguments must be an object.")
+        raise InvalidArguments("Arguments must be an object.")
     declared = capability.arguments_schema.get("properties", {})
     problems = capability.argument_problems(arguments)
     if problems.unknown:
         unexpected = first_unknown(arguments, declared)
         if unexpected is not None:
-            raise refuse(2, "INVALID_ARGUMENTS", f"Unexpected argument: {unexpected}.")
+            raise InvalidArguments(f"Unexpected argument: {unexpected}.")
     if problems.wrong:
         # The first argument in the schema's order: the same words whatever else is wrong.
-        raise refuse(2, "INVALID_ARGUMENTS", capability.argument_messages[problems.wrong[0]])
+        raise InvalidArguments(capability.argument_messages[problems.wrong[0]])
     if problems:
-        raise refuse(2, "INVALID_ARGUMENTS", "The arguments do not match what this capability takes.")
+        raise InvalidArguments("The arguments do not match what this capability takes.")
     # Canonical: the declared arguments only, in the schema's order (what the card and approval bind).
     return {name: arguments[name] for name in declared if name in arguments}
 
 
 # --- stage 3 ---------------------------------------------------------------------------------
 
+@at_stage(3)
 def check_policy(capability: Capability, arguments: Mapping[str, Any], config: HomeAssistantConfig,
                  token: TokenLookup) -> None:
     """Stage 3: opt-in, configuration (a token that belongs to the configured origin) and allowlist.
@@ -116,25 +150,26 @@ def check_policy(capability: Capability, arguments: Mapping[str, Any], config: H
     The allowlist holds for every entity the capability's marked arguments name (`Capability.entities_named`).
     """
     if not config.enabled:
-        raise refuse(3, "CAPABILITY_DISABLED", "The household has not turned on Home Assistant reading.")
+        raise CapabilityDisabled("The household has not turned on Home Assistant reading.")
     if config.base_url and token.elsewhere:
         # The model is not told either address: it needs to know what is wrong, not where the home is.
-        raise refuse(3, "CAPABILITY_NOT_CONFIGURED", TOKEN_FOR_ANOTHER_HOME_ASSISTANT)
+        raise CapabilityNotConfigured(TOKEN_FOR_ANOTHER_HOME_ASSISTANT)
     if not config.base_url or token.token is None:
-        raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "Home Assistant is turned on but not set up yet.")
+        raise CapabilityNotConfigured("Home Assistant is turned on but not set up yet.")
     if not config.allowlisted_entities:
         # Nothing could be read: no card to bother the household with, no request to send.
-        raise refuse(3, "CAPABILITY_NOT_CONFIGURED", "The household has not chosen any entities to share yet.")
+        raise CapabilityNotConfigured("The household has not chosen any entities to share yet.")
     allowed = set(config.allowlisted_entities)
     if any(entity not in allowed for entity in capability.entities_named(arguments)):
         # The same words whether or not the entity exists: a refusal must not reveal the inventory.
-        raise refuse(3, "ENTITY_NOT_ALLOWLISTED", "That entity is not one the household allowed the assistant to read.")
+        raise EntityNotAllowlisted("That entity is not one the household allowed the assistant to read.")
 
 
+@at_stage(3)
 def check_turn_limit(capability: Capability, turn: Turn) -> None:
     """Stage 3: at most `max_invocations_per_turn` proposals of a capability in one turn."""
     if turn.counts[capability.name] >= capability.bounds.max_invocations_per_turn:
-        raise refuse(3, "INVOCATION_LIMIT_EXCEEDED", "This capability was already used in this turn.")
+        raise InvocationLimitExceeded("This capability was already used in this turn.")
     turn.counts[capability.name] += 1
 
 
@@ -146,20 +181,21 @@ def what_the_card_shows(capability: Capability, config: HomeAssistantConfig) -> 
 
 # --- stage 6 ---------------------------------------------------------------------------------
 
+@at_stage(6)
 def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
     """Stage 6: the result as JSON the model may see, within the byte bound, as its result schema declares."""
     # allow_nan=False: NaN and Infinity are not JSON; a result holding one is a bug, not an answer.
     size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
     if size > capability.bounds.max_result_bytes:
-        raise refuse(6, "RESULT_TOO_LARGE",
-                     f"The result ({size} bytes) is larger than the {capability.bounds.max_result_bytes}-byte limit.")
+        raise ResultTooLarge(
+            f"The result ({size} bytes) is larger than the {capability.bounds.max_result_bytes}-byte limit.")
     # Checked after the size, so the check costs at most what a result of the bound costs (docs/capabilities.md).
     problems = capability.result_problems(result)
     if problems:
         # A bug, not an answer: none of it leaves. The log says where in the schema, never a value.
         log.error("capability %s returned a result its result schema refuses, at %s; nothing of it was sent",
                   capability.name, "; ".join(problems[:5]))
-        raise refuse(6, "INTERNAL_ERROR", INTERNAL_ERROR_MESSAGE)
+        raise CapabilityFailed(INTERNAL_ERROR_MESSAGE)
     return dict(result)
 
 
@@ -203,7 +239,8 @@ class Executor:
             check_policy(capability, canonical, config, self._token_for(config))
             check_turn_limit(capability, turn or Turn())
         except CapabilityError as err:
-            self._audit("rejected", label, err.stage, invocation, err.code, client=client)
+            # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
+            self._audit("rejected", label, err.stage or 3, invocation, err.code, client=client)
             raise
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
                                            shown=what_the_card_shows(capability, config), client=client)
@@ -220,7 +257,8 @@ class Executor:
         """Stages 4-6: take the household's answer; run and shape the read when approved."""
         try:
             # Looked up before the sweep, so a late answer is told "expired", not "unknown".
-            pending = self.confirmations.consume(token, conversation_id)
+            with at_stage(4):
+                pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
             self._audit_expired(err.pending)
             raise
@@ -230,7 +268,7 @@ class Executor:
         if not approve:
             self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED",
                         client=pending.client)
-            raise refuse(4, "CONFIRMATION_DENIED", "The household did not allow this read.")
+            raise ConfirmationDenied("The household did not allow this read.", stage=4)
         self._audit("approved", capability.name, 4, pending.invocation_id, client=pending.client)
         return self._run(capability, pending)
 
@@ -261,9 +299,10 @@ class Executor:
             check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config) != pending.shown:
                 # Approved was a read of that Home Assistant (and whatever else the capability binds).
-                raise CapabilityError("CONFIRMATION_INVALID", "The Home Assistant settings changed after this "
-                                      "card was shown; nothing was read. Ask again.", stage=4,
-                                      reason="settings_changed")
+                changed = ConfirmationInvalid("settings_changed", "The Home Assistant settings changed after this "
+                                              "card was shown; nothing was read. Ask again.")
+                changed.stage = 4
+                raise changed
             stage = 5
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
@@ -276,8 +315,9 @@ class Executor:
             self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started),
                         client=pending.client)
             log.info("capability %s failed: %s", capability.name, err.message)
-            raise CapabilityError(err.code, MODEL_WORDS.get(err.code, MODEL_FALLBACK),
-                                  stage=5) from None
+            told = err.reworded(MODEL_WORDS.get(err.code, MODEL_FALLBACK), detail={})
+            told.stage = 5
+            raise told from None
         except CapabilityError as err:
             event = "rejected" if err.stage in (3, 4) else "failed"
             self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,
@@ -288,7 +328,7 @@ class Executor:
             log.exception("capability %s failed unexpectedly at stage %d", capability.name, stage)
             self._audit("failed", capability.name, stage, pending.invocation_id, "INTERNAL_ERROR",
                         _elapsed_ms(started), client=pending.client)
-            raise CapabilityError("INTERNAL_ERROR", INTERNAL_ERROR_MESSAGE, stage=stage) from None
+            raise CapabilityFailed(INTERNAL_ERROR_MESSAGE, stage=stage) from None
         self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started),
                     client=pending.client)
         return result
@@ -300,9 +340,9 @@ class Executor:
     def _load_config(self) -> HomeAssistantConfig:
         try:
             return self.config_store.load()
-        except ConfigInvalid as err:
-            raise CapabilityError(err.code, "The Home Assistant settings file is damaged; "
-                                  "the household can repair it on the settings page.", stage=3) from None
+        except SettingsFileDamaged:
+            raise SettingsDamagedForCapability("The Home Assistant settings file is damaged; "
+                                               "the household can repair it on the settings page.", stage=3) from None
 
     def _audit_expired(self, pending: PendingConfirmation) -> None:
         # One line however the expiry is found: answered late, withdrawn late, or swept unanswered.

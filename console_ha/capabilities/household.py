@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
-from console_ha.capabilities.confirmations import ConfirmationInvalid
 from console_ha.capabilities.executor import Executor, Proposal, Turn
-from console_ha.errors import CapabilityError
+from console_ha.errors import CapabilityError, ConfirmationInvalid, InvocationLimitExceeded, TokenRevoked
 
 # At most this many reads wait for the household at once, over every client. Each waiting MCP call or
 # program's conversation message holds one of the web server's worker threads (its response stays open),
@@ -145,8 +144,7 @@ class HouseholdQueue:
             raise self.expire(waiting)
         if not asker.still_allowed():
             self.withdraw(waiting)
-            raise CapabilityError("UNAUTHENTICATED", "This program's API token was revoked while the read waited; "
-                                  "nothing was read.", stage=None)
+            raise TokenRevoked("This program's API token was revoked while the read waited; nothing was read.")
         return self.complete(waiting)
 
     def complete(self, waiting: WaitingRead) -> dict[str, Any]:
@@ -154,7 +152,7 @@ class HouseholdQueue:
         approve = waiting.decision.result(timeout=0)
         return self._executor.answer(waiting.token, approve=approve, conversation_id=waiting.conversation_id)
 
-    def expire(self, waiting: WaitingRead) -> CapabilityError:
+    def expire(self, waiting: WaitingRead) -> ConfirmationInvalid:
         """The card's time ran out unanswered: audited as expired, the error the client gets."""
         with self._lock:
             self._waiting.pop(waiting.token, None)
@@ -164,8 +162,7 @@ class HouseholdQueue:
             self._executor.answer(waiting.token, approve=False, conversation_id=waiting.conversation_id)
         except CapabilityError:
             pass
-        return CapabilityError("CONFIRMATION_INVALID", "The household did not answer in time; nothing was read.",
-                               stage=4, reason="expired")
+        return ConfirmationInvalid("expired", "The household did not answer in time; nothing was read.")
 
     def withdraw(self, waiting: WaitingRead) -> None:
         """The client cancelled before the read ran: the card goes away, a late answer is refused.
@@ -192,7 +189,7 @@ class HouseholdQueue:
     def _explain_limit(self, err: CapabilityError, client: str, capability: object, own_turn: bool) -> CapabilityError:
         now = self._timer()
         full = sum(w.deadline > now for w in self._waiting.values()) >= self._max_waiting
-        if err.code != "INVOCATION_LIMIT_EXCEEDED" or (own_turn and not full):
+        if not isinstance(err, InvocationLimitExceeded) or (own_turn and not full):
             return err  # not a limit, or the conversation's own "once a turn", in the executor's words
         mine = not own_turn and any(w.client == client and w.proposal.capability == capability
                                     for w in self._waiting.values())
@@ -200,7 +197,7 @@ class HouseholdQueue:
                    "their answer first." if mine else
                    f"The Console already has {self._max_waiting} reads waiting for the household; "
                    "try again once they are answered.")
-        return CapabilityError(err.code, message, stage=err.stage)
+        return err.reworded(message)
 
     def _find(self, token: object) -> WaitingRead | None:
         # Tokens are compared in constant time; few wait at once.

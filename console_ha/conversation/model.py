@@ -20,7 +20,8 @@ import urllib3
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import BodyBroken, BodyTooLarge, Deadline
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import ModelNotConfigured as ModelNotConfigured
+from console_ha.errors import ModelUnavailable as ModelUnavailable
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.model_config import check_endpoint
@@ -44,36 +45,11 @@ MAX_ARGUMENTS_CHARS = 4 * 1024
 # Servers' ids are short ("call_" and 24 characters at OpenAI, 46 at vLLM); this leaves room for any of them.
 MAX_CALL_ID_CHARS = 256
 _CHUNK_BYTES = 64 * 1024
-# How much of an error answer is kept for the model test to look for words like "model" or "jinja".
-ANSWER_HINT_BYTES = 2048
 # What a page can say when nothing is set up; one place for the words, shown by API and page alike.
 NOT_SET_UP = ("No language model is set up yet. Set the model server on the model settings page "
               "(/settings/model), or start the Console with CONSOLE_HA_LLM_URL and CONSOLE_HA_LLM_MODEL.")
 # Function names may not contain dots (OpenAI: ^[a-zA-Z0-9_-]{1,64}$), so the dot becomes "__".
 _NAME_SEPARATOR = "__"
-
-
-class ModelNotConfigured(ConsoleHaError):
-    """No model URL (or model name) is set; 503 in HTTP."""
-
-    code = "MODEL_NOT_CONFIGURED"
-
-
-class ModelUnavailable(ConsoleHaError):
-    """The model is unreachable, timed out, answered non-2xx or answered something malformed; 502 in HTTP.
-
-    `kind`, `status` and the start of the server's `answer` are for the settings page's model test, which
-    turns them into plain words; they are attributes, not detail, so no API error body carries them.
-    """
-
-    code = "MODEL_UNAVAILABLE"
-
-    def __init__(self, message: str, *, kind: str = "malformed", status: int | None = None,
-                 answer: bytes = b"", **detail: Any) -> None:
-        super().__init__(message, **detail)
-        self.kind = kind  # "unreachable", "refused" (an HTTP error status), "malformed" or "too_large"
-        self.status = status
-        self.answer = answer[:ANSWER_HINT_BYTES]
 
 
 # --- capability names <-> function names -------------------------------------------------------

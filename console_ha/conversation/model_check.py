@@ -13,7 +13,7 @@ from console_ha.conversation.model import (
     ModelUnavailable,
     OpenAICompatibleModel,
 )
-from console_ha.errors import InvalidConfig
+from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import origin_of
 from console_ha.store.model_config import (
     HOME_ASSISTANT_URL,
@@ -131,7 +131,7 @@ def _classify(err: ModelUnavailable, url: str, model: str, models: tuple[str, ..
 
 def settings_to_test(store: ModelStore, base_url: object, model: object, api_key: object, *,
                      home_assistant_url: str = "", timeout: float = TEST_TIMEOUT_SECONDS) -> ModelSettings:
-    """Settings for a test of typed values; InvalidConfig when the URL or name cannot be used.
+    """Settings for a test of typed values; InvalidSettingsChange when the URL or name cannot be used.
 
     A key left empty means the saved one, and only if it was saved for this URL's origin: like a turn,
     a test never carries a key to a server it was not typed for.
@@ -139,6 +139,6 @@ def settings_to_test(store: ModelStore, base_url: object, model: object, api_key
     url = check_base_url(base_url)
     name = check_model_name(model) if model else ""
     if home_assistant_url and origin_of(url) == origin_of(home_assistant_url):
-        raise InvalidConfig(HOME_ASSISTANT_URL, field="base_url")
+        raise InvalidSettingsChange(HOME_ASSISTANT_URL, field="base_url")
     key = typed_api_key(api_key) or store.api_key(url)
     return ModelSettings((url,), name, key, min(timeout, DEFAULT_TIMEOUT_SECONDS))

@@ -17,7 +17,7 @@ from typing import Any
 from console_ha.conversation.model import ModelSettings
 from console_ha.conversation.model_check import ModelCheck, check_model, settings_to_test
 from console_ha.conversation.model_setup import ModelSetup, resolve, settings_in_force
-from console_ha.errors import ConfigInvalid, ConsoleHaError, InvalidConfig
+from console_ha.errors import InvalidSettingsChange, RateLimited, SettingsFileDamaged
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.model_config import ModelStore, SavedModel, typed_api_key
@@ -29,10 +29,8 @@ TEST_FIELDS = ("base_url", "model", "api_key")
 ModelEnvironment = Callable[[], Mapping[str, Any]]
 
 
-class ModelTestBusy(ConsoleHaError):
+class ModelTestBusy(RateLimited):
     """A model test is already under way; a second would only hold another worker thread."""
-
-    code = "RATE_LIMITED"
 
 
 @dataclass(frozen=True)
@@ -56,13 +54,13 @@ class ModelSaveRequest:
         """The model API's POST body, checked field by field; nothing is written on error."""
         unknown = sorted(set(body) - set(SAVE_FIELDS))
         if unknown:
-            raise InvalidConfig(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+            raise InvalidSettingsChange(f"Unknown setting: {unknown[0]}.", field=unknown[0])
         for flag in ("remove_api_key", "reset"):
             if not isinstance(body.get(flag, False), bool):
-                raise InvalidConfig(f"`{flag}` must be true or false.", field=flag)
+                raise InvalidSettingsChange(f"`{flag}` must be true or false.", field=flag)
         for name in ("base_url", "model"):
             if not isinstance(body.get(name, ""), str):
-                raise InvalidConfig(f"`{name}` must be text.", field=name)
+                raise InvalidSettingsChange(f"`{name}` must be text.", field=name)
         return cls.typed(body.get("base_url") or "", body.get("model") or "", body.get("api_key"),
                          remove_api_key=bool(body.get("remove_api_key")), reset=bool(body.get("reset")))
 
@@ -80,7 +78,7 @@ class ModelTryRequest:
         """The body of a test: only `base_url`, `model` and `api_key`."""
         unknown = sorted(set(body) - set(TEST_FIELDS))
         if unknown:
-            raise InvalidConfig(f"Unknown field: {unknown[0]}.", field=unknown[0])
+            raise InvalidSettingsChange(f"Unknown field: {unknown[0]}.", field=unknown[0])
         return cls(body.get("base_url"), body.get("model"), body.get("api_key"))
 
 
@@ -133,5 +131,5 @@ class ModelSettingsService:
         # A damaged HA file is the HA page's business; here it only means there is no address to refuse.
         try:
             return self._config_store.load().base_url
-        except ConfigInvalid:
+        except SettingsFileDamaged:
             return ""

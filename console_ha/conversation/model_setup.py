@@ -20,7 +20,7 @@ from console_ha.conversation.model import (
     ModelNotConfigured,
     ModelSettings,
 )
-from console_ha.errors import ConfigInvalid
+from console_ha.errors import SettingsFileDamaged
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.model_config import ModelStore, SavedModel
@@ -48,7 +48,7 @@ class ModelSetup:
     from_environment: tuple[str, ...]
     settings: ModelSettings | None
     problem: str | None = None
-    saved_error: ConfigInvalid | None = field(default=None, compare=False)
+    saved_error: SettingsFileDamaged | None = field(default=None, compare=False)
 
     @property
     def ready(self) -> bool:
@@ -65,10 +65,10 @@ def resolve(environment: Mapping[str, Any], store: ModelStore) -> ModelSetup:
     env = {k: str(v).strip() for k, v in environment.items() if k in (*ENVIRONMENT, ENV_TIMEOUT)
            and v is not None and str(v).strip()}
     from_env = tuple(name for name in ENVIRONMENT if name in env)
-    saved_error: ConfigInvalid | None = None
+    saved_error: SettingsFileDamaged | None = None
     try:
         saved = store.read()
-    except ConfigInvalid as err:
+    except SettingsFileDamaged as err:
         saved, saved_error = SavedModel(), err
     saved_key = store.api_key(saved.base_url) if saved.base_url else None
     url = env.get(ENV_URL) or saved.base_url

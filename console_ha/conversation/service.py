@@ -13,13 +13,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from console_ha.capabilities.confirmations import ConfirmationInvalid
 from console_ha.capabilities.executor import Executor, Proposal, Turn
 from console_ha.capabilities.household import Asker, HouseholdQueue
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
-from console_ha.conversation.model import ChatModel, ModelNotConfigured, ModelReply, ToolCall, function_name
-from console_ha.errors import CapabilityError, ConfigInvalid, ConsoleHaError
+from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, function_name
+from console_ha.errors import (
+    CapabilityError,
+    ConfirmationInvalid,
+    InvalidArguments,
+    InvalidRequest,
+    ModelNotConfigured,
+    RateLimited,
+    SettingsFileDamaged,
+    TokenRevoked,
+    error_body,
+)
 from console_ha.ha.addresses import origin_of
 from console_ha.store.config import ConfigStore
 
@@ -145,16 +154,12 @@ class _Checkpoint:
         conversation.rounds = self.rounds
 
 
-class InvalidMessage(ConsoleHaError):
+class InvalidMessage(InvalidRequest):
     """The household's message is empty or too long; 400 in HTTP."""
 
-    code = "INVALID_REQUEST"
 
-
-class ConversationBusy(ConsoleHaError):
+class ConversationBusy(RateLimited):
     """A program sent a message to a conversation whose last message still waits for the household; 429."""
-
-    code = "RATE_LIMITED"
 
 
 def owner_of(asker: Asker | None) -> str:
@@ -312,7 +317,7 @@ class ConversationService:
                     raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
                 raise
             except CapabilityError as err:
-                content = _error(err.code, err.message)
+                content = error_body(err)
             conversation.pending = None
             conversation.messages.append(_tool_message(call, content))
             following = self._process_queue(conversation)
@@ -382,8 +387,8 @@ class ConversationService:
             call = conversation.queue.pop(0)
             if not asker.still_allowed():
                 # Revoked during the turn: the household is asked nothing more for it, nor a thread held waiting.
-                conversation.messages.append(_tool_message(call, _error(
-                    "UNAUTHENTICATED", "This program's API token was revoked; nothing was asked or read.")))
+                conversation.messages.append(_tool_message(call, error_body(
+                    TokenRevoked("This program's API token was revoked; nothing was asked or read."))))
                 continue
             try:
                 waiting = self._household.ask(asker.client, call.capability, call.arguments, turn=conversation.turn)
@@ -394,7 +399,7 @@ class ConversationService:
             try:
                 content: dict[str, Any] = self._household.settle(waiting, asker)
             except CapabilityError as err:
-                content = _error(err.code, err.message)
+                content = error_body(err)
             conversation.messages.append(_tool_message(call, content))
         if answered:
             # As after the household's own answer: the model always gets a round to use the outcome.
@@ -404,8 +409,8 @@ class ConversationService:
         """A new message while a card is open: the open and the waiting calls are answered as not run."""
         waiting = [conversation.pending[0]] if conversation.pending is not None else []
         for call in [*waiting, *conversation.queue]:
-            conversation.messages.append(_tool_message(call, _error(
-                "CONFIRMATION_INVALID", "The household asked something else instead; this read did not run.")))
+            conversation.messages.append(_tool_message(call, error_body(ConfirmationInvalid(
+                None, "The household asked something else instead; this read did not run."))))
         conversation.pending = None
         conversation.queue = []
 
@@ -430,7 +435,7 @@ class ConversationService:
         """Refuse a model URL on Home Assistant's origin: the model's POST must never reach it."""
         try:
             base_url = self._config_store.load().base_url
-        except ConfigInvalid:
+        except SettingsFileDamaged:
             return
         if base_url and origin_of(base_url) in self.model.origins():
             raise ModelNotConfigured("CONSOLE_HA_LLM_URL points at Home Assistant; set it to the language model.")
@@ -451,13 +456,9 @@ def _same_token(expected: str, given: object) -> bool:
 
 def _refusal(call: ToolCall, err: CapabilityError) -> dict[str, Any]:
     """A call refused before any card: its error for the model (arguments that were not JSON said so)."""
-    if call.arguments_invalid and err.code == "INVALID_ARGUMENTS":
-        return _error(err.code, "The arguments were not valid JSON; send a JSON object.")
-    return _error(err.code, err.message)
-
-
-def _error(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+    if call.arguments_invalid and isinstance(err, InvalidArguments):
+        return error_body(err.reworded("The arguments were not valid JSON; send a JSON object."))
+    return error_body(err)
 
 
 def _tool_message(call: ToolCall, content: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from console_ha.errors import (
     HAUnauthorized,
     HAUnreachable,
     HomeAssistantError,
-    InvalidConfig,
+    InvalidSettingsChange,
 )
 from console_ha.ha import websocket as ha_ws
 from console_ha.ha.addresses import is_entity_id, normalise_base_url, origin_of
@@ -211,7 +211,7 @@ class HomeAssistantClient:
                  reads: Reads = UNDECLARED_READS) -> None:
         normalised = normalise_base_url(base_url)
         if not normalised:
-            raise InvalidConfig("The Home Assistant URL is not set.", field="base_url")
+            raise InvalidSettingsChange("The Home Assistant URL is not set.", field="base_url")
         if not isinstance(token, Secret):
             raise TypeError("token must be a Secret")
         self._base_url = normalised

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from zeroconf import InterfaceChoice, IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
-from console_ha.errors import InvalidConfig
+from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import normalise_base_url
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ def choose_base_url(props: dict[str, str], addresses: list[str], port: int | Non
     for key in URL_KEYS:
         try:
             url = normalise_base_url(props.get(key, ""))
-        except InvalidConfig:
+        except InvalidSettingsChange:
             continue
         if url:
             urls.append(url)

@@ -26,7 +26,7 @@ from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
 from console_ha.capabilities.household import HouseholdQueue, WaitingRead
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
-from console_ha.errors import CapabilityError
+from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, Unauthenticated, error_body
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +87,9 @@ def result_of(value: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=value)
 
 
-def error_of(err: CapabilityError) -> types.CallToolResult:
-    """A refusal, denial, expiry or failure: `isError` with the contract's error object."""
-    body = {"error": {"code": err.code, "message": err.message}}
+def error_of(err: ConsoleHaError) -> types.CallToolResult:
+    """A refusal, denial, expiry or failure: `isError` with the contract's error object (`error_body`)."""
+    body = error_body(err)
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=body,
                                 isError=True)
@@ -112,7 +112,7 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
         caller = context.request.scope.get(CALLER_SCOPE_KEY) if context.request is not None else None
         if not isinstance(caller, Caller):
             # Only the web layer's bridge calls this server, and it always says who is calling.
-            return error_of(CapabilityError("FORBIDDEN", "The caller is not known.", stage=None))
+            return error_of(Forbidden("The caller is not known."))
         progress_token = context.meta.progressToken if context.meta is not None else None
 
         async def report(waited: float, total: float) -> None:
@@ -135,7 +135,7 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
             # Else the SDK would answer with the exception's own words (a file path, say) and not the
             # contract's shape. Cancellation is not an Exception and still ends the call as it should.
             log.exception("an MCP tool call failed unexpectedly")
-            return error_of(CapabilityError("INTERNAL_ERROR", "Something went wrong inside the Console.", stage=None))
+            return error_of(InternalError("Something went wrong inside the Console."))
 
     return server
 
@@ -161,8 +161,8 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
         if not await anyio.to_thread.run_sync(caller.still_allowed):
             # Revoked while it waited: the token is refused from then on, an approved read included.
             await anyio.to_thread.run_sync(queue.withdraw, waiting)
-            return error_of(CapabilityError("UNAUTHENTICATED", "This program's API token was revoked while the "
-                                            "call waited; nothing was read.", stage=None))
+            return error_of(Unauthenticated("This program's API token was revoked while the "
+                                            "call waited; nothing was read."))
         return result_of(await anyio.to_thread.run_sync(queue.complete, waiting))
     except CapabilityError as err:
         return error_of(err)

@@ -25,7 +25,7 @@ from mcp.shared.exceptions import McpError
 
 from console_ha import __version__
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import McpForwardError as McpForwardError
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +37,6 @@ READ_TIMEOUT_SECONDS = CONFIRMATION_TTL_SECONDS + 60
 SESSION_TERMINATED = 32600
 
 T = TypeVar("T")
-
-
-class McpForwardError(ConsoleHaError):
-    """The forwarder cannot start: no token, or no Console at the URL."""
-
-    code = "MCP_FORWARD_FAILED"
 
 
 def endpoint_url(url: str) -> str:

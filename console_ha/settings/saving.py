@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console_ha.capabilities.entity_budget import check_fits
-from console_ha.errors import ConfigInvalid
+from console_ha.errors import SettingsFileDamaged
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.settings.tokens import refuse_moving_the_token
@@ -149,7 +149,7 @@ def remember_review(config_store: ConfigStore, stored: StoredConfig, reviewed: l
             if config_store.read().revision != stored.revision:
                 return False
             return _remember(reviews, stored.config, reviewed)
-    except ConfigInvalid as err:
+    except SettingsFileDamaged as err:
         log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
                     type(err).__name__)
         return False
@@ -163,7 +163,7 @@ def recover(data_dir: DataDir, config_store: ConfigStore, token_store: TokenStor
         return
     try:
         configured = config_store.load().base_url
-    except ConfigInvalid:
+    except SettingsFileDamaged:
         return  # the page explains the damaged file; the legacy token stays unusable until it is fixed
     try:
         with save_lock(data_dir):

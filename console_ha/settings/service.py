@@ -16,7 +16,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from console_ha.errors import ConfigInvalid, HABusy, InvalidConfig
+from console_ha.errors import HABusy, InvalidSettingsChange, SettingsFileDamaged
 from console_ha.ha.addresses import normalise_base_url
 from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
@@ -66,10 +66,10 @@ class Timeouts:
     test: float = 8.0
 
 
-class SettingsUnreadable(ConfigInvalid):
+class SettingsUnreadable(SettingsFileDamaged):
     """409 CONFIG_INVALID: the saved settings cannot be read; what is wrong, and the way out (reset)."""
 
-    def __init__(self, cause: ConfigInvalid, config_file: str) -> None:
+    def __init__(self, cause: SettingsFileDamaged, config_file: str) -> None:
         detail = {k: v for k, v in cause.detail.items() if v is not None}
         super().__init__(
             f"The saved Home Assistant settings cannot be read. {cause.message} To fix this, start again from "
@@ -127,12 +127,13 @@ class SaveRequest:
         remove_token = _flag(body, "remove_access_token")
         revision = body.pop("revision", None)
         if revision is not None and not isinstance(revision, str):
-            raise InvalidConfig("`revision` must be the text GET answered with.", field="revision")
+            raise InvalidSettingsChange("`revision` must be the text GET answered with.", field="revision")
         token = optional_token(body.pop("access_token", None))
         reviewed = body.pop(REVIEWED_FIELD, None)
         reviewed = check_reviewed(reviewed) if reviewed is not None else None
         if token is not None and remove_token:
-            raise InvalidConfig("Send a new access token or remove the stored one, not both.", field="access_token")
+            raise InvalidSettingsChange("Send a new access token or remove the stored one, not both.",
+                                        field="access_token")
         return cls(body, token, remove_token, revision, reset, reviewed)  # the fields left: the save checks them
 
 
@@ -202,7 +203,7 @@ class SettingsService:
         """The settings as saved; a damaged file gives the defaults and `config_error`, never an exception."""
         try:
             stored = self._config.read()
-        except ConfigInvalid as err:
+        except SettingsFileDamaged as err:
             config = HomeAssistantConfig()
             return SettingsView(config, None, TokenStatus.of(self._tokens, config.base_url), self._unreadable(err))
         return self._view(stored)
@@ -219,7 +220,7 @@ class SettingsService:
             saved = saving.save_settings(self._config, self._tokens, changes, token=token, remove_token=remove_token,
                                          expected_revision=request.expected_revision, reset=request.reset,
                                          reviewed=request.reviewed, reviews=self._reviews)
-        except ConfigInvalid as err:
+        except SettingsFileDamaged as err:
             raise self._unreadable(err) from err
         changed = sorted(changes) + (["access_token"] if token is not None or remove_token else [])
         changed += ["reset"] if request.reset else []
@@ -230,20 +231,20 @@ class SettingsService:
     def _view(self, stored: StoredConfig) -> SettingsView:
         return SettingsView(stored.config, stored.revision, TokenStatus.of(self._tokens, stored.config.base_url))
 
-    def _unreadable(self, err: ConfigInvalid) -> SettingsUnreadable:
+    def _unreadable(self, err: SettingsFileDamaged) -> SettingsUnreadable:
         return SettingsUnreadable(err, self._config.path.name)
 
     def _stored_config(self) -> HomeAssistantConfig:
         try:
             return self._config.load()
-        except ConfigInvalid as err:
+        except SettingsFileDamaged as err:
             raise self._unreadable(err) from err
 
     def _config_or_default(self) -> HomeAssistantConfig:
         """The saved settings (their allowlist and CA bundle), or the defaults when the file is damaged."""
         try:
             return self._config.load()
-        except ConfigInvalid:
+        except SettingsFileDamaged:
             return HomeAssistantConfig()
 
     # --- which URL and token a call uses --------------------------------------------------------
@@ -366,7 +367,7 @@ class SettingsService:
     def store_ca_certificate(self, pem: object) -> dict[str, Any]:
         """Check a pasted or uploaded PEM and store it (replacing any), atomically; 400 with why if unusable."""
         if not isinstance(pem, str) or not pem.strip():
-            raise InvalidConfig("Paste a CA certificate, or choose its file.", field=CA_FIELD)
+            raise InvalidSettingsChange("Paste a CA certificate, or choose its file.", field=CA_FIELD)
         self._ca.store(pem)
         return self.ca_certificate()
 
@@ -380,5 +381,5 @@ class SettingsService:
 def _flag(body: dict[str, Any], name: str) -> bool:
     value = body.pop(name, False)
     if not isinstance(value, bool):
-        raise InvalidConfig(f"`{name}` must be true or false.", field=name)
+        raise InvalidSettingsChange(f"`{name}` must be true or false.", field=name)
     return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console_ha.errors import CapabilityError, InvalidConfig
+from console_ha.errors import CapabilityNotConfigured, InvalidSettingsChange
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.ha_token import (
@@ -65,16 +65,14 @@ def optional_token(value: object) -> Secret | None:
     return check_token(value)
 
 
-def not_configured(field: str) -> CapabilityError:
+def not_configured(field: str) -> CapabilityNotConfigured:
     """409 CAPABILITY_NOT_CONFIGURED: the settings lack the URL (`base_url`) or a token (`access_token`)."""
     what = "the Home Assistant URL" if field == "base_url" else "an access token"
-    return CapabilityError(
-        "CAPABILITY_NOT_CONFIGURED", f"Home Assistant is not set up yet: save {what} first.", stage=3, field=field
-    )
+    return CapabilityNotConfigured(f"Home Assistant is not set up yet: save {what} first.", field=field)
 
 
-def _for_another_origin(lookup: TokenLookup) -> InvalidConfig:
-    return InvalidConfig(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
+def _for_another_origin(lookup: TokenLookup) -> InvalidSettingsChange:
+    return InvalidSettingsChange(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
 
 
 def refuse_moving_the_token(record: StoredToken | None, new_url: str, *, configured_url: str,
@@ -85,7 +83,7 @@ def refuse_moving_the_token(record: StoredToken | None, new_url: str, *, configu
     """
     if token is not None:
         if not new_url:
-            raise InvalidConfig(TOKEN_NEEDS_A_URL, field="base_url")
+            raise InvalidSettingsChange(TOKEN_NEEDS_A_URL, field="base_url")
         return
     if remove_token or not new_url:
         return
@@ -105,8 +103,7 @@ def stored_token_for(token_store: TokenStore, base_url: str, *, configured_url: 
     if lookup.elsewhere:
         if not saved:
             raise _for_another_origin(lookup)
-        raise CapabilityError("CAPABILITY_NOT_CONFIGURED", lookup.message(), stage=3, field="access_token",
-                              reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
+        raise CapabilityNotConfigured(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
     if lookup.token is None:
         raise not_configured("access_token")
     return lookup.token

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
-from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.errors import InvalidSettingsChange, SettingsFileDamaged
 from console_ha.store import pem_paste
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
@@ -83,7 +83,7 @@ def _usable(pem: str, moment: datetime) -> list[x509.Certificate]:
     infos = [_info(cert) for cert in certificates]
     if all(info.kind == "host" for info in infos):
         first = infos[0]
-        raise InvalidConfig(
+        raise InvalidSettingsChange(
             f"This is the certificate of a host ({first.subject}), issued by {first.issuer}. The Console needs "
             "the certificate of whoever issued it (the CA), which trusts every certificate it signs.", field=FIELD)
     return certificates
@@ -92,20 +92,20 @@ def _usable(pem: str, moment: datetime) -> list[x509.Certificate]:
 def _certificates(pem: str) -> list[x509.Certificate]:
     """Every certificate in the paste, parsed; refused if it holds a key, damage, anything else, or too many."""
     if len(pem.encode("utf-8", "replace")) > MAX_PEM_BYTES:
-        raise InvalidConfig(f"This file is larger than a CA certificate ({MAX_PEM_BYTES // 1024} KiB at most).",
+        raise InvalidSettingsChange(f"This file is larger than a CA certificate ({MAX_PEM_BYTES // 1024} KiB at most).",
                             field=FIELD)
     if _CONTROL_CHARACTER.search(pem):
-        raise InvalidConfig(A_CONTROL_CHARACTER, field=FIELD)
+        raise InvalidSettingsChange(A_CONTROL_CHARACTER, field=FIELD)
     reading = pem_paste.read(pem)
     for found, words in _REFUSED:
         if found in reading.found:
             if found is Found.PRIVATE_KEY:
                 log.warning("a CA certificate paste held a private key: refused, nothing stored")
-            raise InvalidConfig(words, field=FIELD)
+            raise InvalidSettingsChange(words, field=FIELD)
     if not reading.certificates:
-        raise InvalidConfig(NOT_PEM, field=FIELD)
+        raise InvalidSettingsChange(NOT_PEM, field=FIELD)
     if len(reading.certificates) > MAX_CERTIFICATES:
-        raise InvalidConfig(f"At most {MAX_CERTIFICATES} certificates at once, please.", field=FIELD)
+        raise InvalidSettingsChange(f"At most {MAX_CERTIFICATES} certificates at once, please.", field=FIELD)
     return list(reading.certificates)
 
 
@@ -113,13 +113,13 @@ def _refuse_if_out_of_date(cert: x509.Certificate, moment: datetime) -> None:
     """Expired, or not valid yet: OpenSSL would refuse every connection, so the page refuses it first."""
     info = _info(cert)
     if cert.not_valid_after_utc <= moment:
-        raise InvalidConfig(f"This certificate ({info.subject}) expired on {info.not_after[:10]}: Home "
+        raise InvalidSettingsChange(f"This certificate ({info.subject}) expired on {info.not_after[:10]}: Home "
                             "Assistant needs a new one, and then so does this page.", field=FIELD)
     if cert.not_valid_before_utc > moment:
         # OpenSSL refuses it until then, so every https call would fail while the page showed it as fine;
         # a date just ahead is usually one of the two machines' clocks being wrong.
         when = info.not_before[:16].replace("T", " ")
-        raise InvalidConfig(f"This certificate ({info.subject}) is not valid before {when} UTC. Check"
+        raise InvalidSettingsChange(f"This certificate ({info.subject}) is not valid before {when} UTC. Check"
                             " the date and time on this computer and on the one that made it.",
                             field=FIELD)
 
@@ -166,13 +166,13 @@ class CACertificateStore:
         """The settings file's own `ca_bundle` path when it names one (then this store is not used)."""
         try:
             return self._config.load().ca_bundle or None
-        except ConfigInvalid:
+        except SettingsFileDamaged:
             return None
 
     def _refuse_if_managed_by_file(self) -> None:
         path = self.managed_by_file()
         if path:
-            raise InvalidConfig(MANAGED_BY_FILE.format(path=path, config=self._dd.ha_config), field=FIELD)
+            raise InvalidSettingsChange(MANAGED_BY_FILE.format(path=path, config=self._dd.ha_config), field=FIELD)
 
     def current(self) -> tuple[str | None, list[CertificateInfo]]:
         """The PEM the Console uses (the file's own path first), described; (None, []) when there is none."""

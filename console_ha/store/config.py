@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from console_ha.errors import ConfigInvalid, InvalidConfig
+from console_ha.errors import InvalidSettingsChange, SettingsChangedElsewhere, SettingsFileDamaged
 from console_ha.ha.addresses import is_entity_id, normalise_base_url
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
@@ -83,7 +83,7 @@ class Setting(Generic[T]):
     type: str  # the JSON type a client sends: "boolean", "string", "array" or "object"
     default: T
     wrong: str  # the household's words for a value of the wrong kind
-    check: Callable[[object], T]  # the value as given -> the value kept; InvalidConfig names the field
+    check: Callable[[object], T]  # the value as given -> the value kept; InvalidSettingsChange names the field
     sent_by_page: bool = True  # False: set by editing the file only (`ca_bundle` decides whom the token trusts)
 
     def to_json(self) -> dict[str, object]:
@@ -95,9 +95,9 @@ class Setting(Generic[T]):
             default = dict(default)
         return {"name": self.name, "type": self.type, "default": default}
 
-    def refuse(self, words: str | None = None) -> InvalidConfig:
+    def refuse(self, words: str | None = None) -> InvalidSettingsChange:
         """400 INVALID_CONFIG on this field, in `words` (else the field's own words for a wrong value)."""
-        return InvalidConfig(words or self.wrong, field=self.name)
+        return InvalidSettingsChange(words or self.wrong, field=self.name)
 
 
 def normalise_allowlist(value: object) -> tuple[str, ...]:
@@ -181,11 +181,11 @@ def refuse_unknown(changes: Mapping[str, Any], allowed: Iterable[str]) -> None:
     """400 INVALID_CONFIG naming the first key of `changes` that is not one of `allowed`."""
     unknown = first_unknown(changes, allowed)
     if unknown is not None:
-        raise InvalidConfig(f"Unknown setting: {unknown}.", field=unknown)
+        raise InvalidSettingsChange(f"Unknown setting: {unknown}.", field=unknown)
 
 
 def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
-    """Return `current` with `changes` validated and applied; InvalidConfig names the first bad field."""
+    """Return `current` with `changes` validated and applied; InvalidSettingsChange names the first bad field."""
     refuse_unknown(changes, FIELDS)
     return with_changes(current, changes)
 
@@ -202,17 +202,17 @@ def with_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> Ho
 
 
 def parse_config(raw: bytes) -> HomeAssistantConfig:
-    """Parse the file's bytes; ConfigInvalid says what is wrong, with the field where there is one."""
+    """Parse the file's bytes; SettingsFileDamaged says what is wrong, with the field where there is one."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as err:  # bad UTF-8, bad JSON, too deep, an int too long to read
-        raise ConfigInvalid(f"The configuration file is not valid JSON ({err.__class__.__name__}).") from err
+        raise SettingsFileDamaged(f"The configuration file is not valid JSON ({err.__class__.__name__}).") from err
     if not isinstance(data, dict):
-        raise ConfigInvalid("The configuration file must hold a JSON object.")
+        raise SettingsFileDamaged("The configuration file must hold a JSON object.")
     try:
         return with_changes(HomeAssistantConfig(), data)  # keys the Console does not know are left alone
-    except InvalidConfig as err:
-        raise ConfigInvalid(
+    except InvalidSettingsChange as err:
+        raise SettingsFileDamaged(
             f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")
         ) from err
 
@@ -220,9 +220,8 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
 def check_revision(current: StoredConfig, expected_revision: str | None) -> None:
     """Refuse (409 CONFIG_STALE) when the file changed since the caller read `expected_revision`."""
     if expected_revision is not None and expected_revision != current.revision:
-        raise InvalidConfig(
-            "The settings were changed elsewhere since this page loaded. Reload to see them; nothing was saved.",
-            code="CONFIG_STALE",
+        raise SettingsChangedElsewhere(
+            "The settings were changed elsewhere since this page loaded. Reload to see them; nothing was saved."
         )
 
 
@@ -254,7 +253,7 @@ class ConfigStore:
         return StoredConfig(config, _revision(raw))
 
     def load(self) -> HomeAssistantConfig:
-        """The current configuration (ConfigInvalid when the file on disk is broken)."""
+        """The current configuration (SettingsFileDamaged when the file on disk is broken)."""
         return self.read().config
 
     def update(self, changes: Mapping[str, Any], *, expected_revision: str | None = None) -> StoredConfig:

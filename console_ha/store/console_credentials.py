@@ -14,7 +14,8 @@ from pathlib import Path
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from console_ha.errors import ConsoleHaError, InvalidConfig
+from console_ha.errors import ConsoleHaError, InvalidSettingsChange
+from console_ha.errors import PasswordAlreadySet as PasswordAlreadySet
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
 from console_ha.store.files import read_if_present
@@ -40,12 +41,6 @@ MAX_SESSIONS = 64
 SESSION_ID_BYTES = 32
 
 
-class PasswordAlreadySet(ConsoleHaError):
-    """The first-run password was asked for, but a password exists already."""
-
-    code = "PASSWORD_ALREADY_SET"
-
-
 @dataclass(frozen=True)
 class ApiToken:
     """What is kept of an API token: its name, when it was made and last used, and a SHA-256 hash of it."""
@@ -62,15 +57,15 @@ class ApiToken:
 
 
 def check_password(value: object) -> str:
-    """Validate a new password's length; InvalidConfig (field `password`) says what is wrong."""
+    """Validate a new password's length; InvalidSettingsChange (field `password`) says what is wrong."""
     if not isinstance(value, str):
-        raise InvalidConfig("The password must be text.", field="password")
+        raise InvalidSettingsChange("The password must be text.", field="password")
     if len(value) < MIN_PASSWORD_LENGTH:
-        raise InvalidConfig(
+        raise InvalidSettingsChange(
             f"The password needs at least {MIN_PASSWORD_LENGTH} characters.", field="password"
         )
     if len(value) > MAX_PASSWORD_LENGTH:
-        raise InvalidConfig(
+        raise InvalidSettingsChange(
             f"The password may have at most {MAX_PASSWORD_LENGTH} characters.", field="password"
         )
     return value
@@ -79,10 +74,10 @@ def check_password(value: object) -> str:
 def check_token_name(value: object) -> str:
     """Validate an API token's name: printable, non-empty, bounded."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidConfig("The token needs a name.", field="name")
+        raise InvalidSettingsChange("The token needs a name.", field="name")
     name = " ".join(value.split())
     if len(name) > MAX_TOKEN_NAME_LENGTH or not name.isprintable():
-        raise InvalidConfig(
+        raise InvalidSettingsChange(
             f"The token name must be printable and at most {MAX_TOKEN_NAME_LENGTH} characters.",
             field="name",
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from console_ha.errors import ConfigInvalid
+from console_ha.errors import SettingsFileDamaged
 
 
 def read_if_present(path: Path) -> bytes | None:
@@ -16,9 +16,9 @@ def read_if_present(path: Path) -> bytes | None:
 
 
 def read_stored(path: Path, what: str) -> bytes | None:
-    """The file's bytes, or None when absent; ConfigInvalid ("The {what} cannot be read (…).") when unreadable."""
+    """The file's bytes, or None when absent; SettingsFileDamaged ("The {what} cannot be read (…).") when unreadable."""
     try:
         return read_if_present(path)
     except OSError as err:
         # The reason only (strerror): the message reaches the household's page, the path and errno need not.
-        raise ConfigInvalid(f"The {what} cannot be read ({err.strerror}).") from None
+        raise SettingsFileDamaged(f"The {what} cannot be read ({err.strerror}).") from None

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from console_ha.errors import InvalidConfig
+from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
@@ -40,12 +40,12 @@ TOKEN_WITHOUT_ORIGIN = (
 def check_token(value: object) -> Secret:
     """Validate a token the household pasted: non-empty printable ASCII without spaces, bounded."""
     if not isinstance(value, str):
-        raise InvalidConfig("The access token must be text.", field="access_token")
+        raise InvalidSettingsChange("The access token must be text.", field="access_token")
     token = value.strip()
     if not token:
-        raise InvalidConfig("The access token is empty.", field="access_token")
+        raise InvalidSettingsChange("The access token is empty.", field="access_token")
     if len(token) > MAX_TOKEN_LENGTH or not all(0x21 <= ord(c) <= 0x7E for c in token):
-        raise InvalidConfig(
+        raise InvalidSettingsChange(
             "The access token has characters a Home Assistant token never has.", field="access_token"
         )
     return Secret(token)
@@ -132,12 +132,12 @@ class TokenStore:
             return None
         try:
             if len(lines) not in (1, 2):
-                raise InvalidConfig("not one or two lines", field="access_token")
+                raise InvalidSettingsChange("not one or two lines", field="access_token")
             token = check_token(lines[0])
             origin = lines[1].strip() if len(lines) == 2 else None
             if origin is not None and _origin_or_none(origin) != origin:
-                raise InvalidConfig("the origin line is not an origin", field="access_token")
-        except InvalidConfig:
+                raise InvalidSettingsChange("the origin line is not an origin", field="access_token")
+        except InvalidSettingsChange:
             # The same rules as for a pasted token: a damaged file is "no token", not a doomed read.
             log.warning("the stored Home Assistant token file is damaged; treating it as absent")
             return None

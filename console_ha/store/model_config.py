@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from console_ha.errors import ConfigInvalid, ConsoleHaError, InvalidConfig
+from console_ha.errors import ConsoleHaError, InvalidSettingsChange, SettingsFileDamaged
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
@@ -59,24 +59,24 @@ def check_endpoint(url: str, *, label: str, error: Callable[[str], ConsoleHaErro
 def check_base_url(value: object) -> str:
     """A typed model server URL: http(s), a host, no credentials, ending in /v1 (the OpenAI base)."""
     if not isinstance(value, str):
-        raise InvalidConfig(f"{URL_LABEL} must be text.", field="base_url")
+        raise InvalidSettingsChange(f"{URL_LABEL} must be text.", field="base_url")
     if not value.strip():
-        raise InvalidConfig(f"{URL_LABEL} is empty.", field="base_url")
-    url = check_endpoint(value, label=URL_LABEL, error=lambda message: InvalidConfig(message, field="base_url"))
+        raise InvalidSettingsChange(f"{URL_LABEL} is empty.", field="base_url")
+    url = check_endpoint(value, label=URL_LABEL, error=lambda message: InvalidSettingsChange(message, field="base_url"))
     if not url.endswith("/v1"):
         # Every OpenAI-compatible server the household is likely to run (llama.cpp, Ollama, vLLM,
         # LM Studio) serves its API under /v1; a URL without it is the commonest mistake.
-        raise InvalidConfig(f"{URL_LABEL} ends in /v1, like {URL_EXAMPLE}.", field="base_url")
+        raise InvalidSettingsChange(f"{URL_LABEL} ends in /v1, like {URL_EXAMPLE}.", field="base_url")
     return url
 
 
 def check_model_name(value: object) -> str:
     """A model name: printable text without line breaks, bounded."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidConfig("Choose a model: the model name is empty.", field="model")
+        raise InvalidSettingsChange("Choose a model: the model name is empty.", field="model")
     name = value.strip()
     if len(name) > MAX_MODEL_CHARS or not name.isprintable():
-        raise InvalidConfig(f"The model name must be printable and at most {MAX_MODEL_CHARS} characters.",
+        raise InvalidSettingsChange(f"The model name must be printable and at most {MAX_MODEL_CHARS} characters.",
                             field="model")
     return name
 
@@ -84,12 +84,12 @@ def check_model_name(value: object) -> str:
 def check_api_key(value: object) -> Secret:
     """A typed API key: printable ASCII without spaces, bounded (as a bearer token must be)."""
     if not isinstance(value, str):
-        raise InvalidConfig("The API key must be text.", field="api_key")
+        raise InvalidSettingsChange("The API key must be text.", field="api_key")
     key = value.strip()
     if not key:
-        raise InvalidConfig("The API key is empty.", field="api_key")
+        raise InvalidSettingsChange("The API key is empty.", field="api_key")
     if len(key) > MAX_API_KEY_CHARS or not all(0x21 <= ord(c) <= 0x7E for c in key):
-        raise InvalidConfig("The API key has characters an API key never has.", field="api_key")
+        raise InvalidSettingsChange("The API key has characters an API key never has.", field="api_key")
     return Secret(key)
 
 
@@ -121,18 +121,18 @@ class SavedModel:
 
 
 def parse_saved(raw: bytes) -> SavedModel:
-    """The file's bytes as settings; ConfigInvalid says what is wrong, with the field where there is one."""
+    """The file's bytes as settings; SettingsFileDamaged says what is wrong, with the field where there is one."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as err:
-        raise ConfigInvalid(f"The model settings file is not valid JSON ({type(err).__name__}).") from None
+        raise SettingsFileDamaged(f"The model settings file is not valid JSON ({type(err).__name__}).") from None
     if not isinstance(data, dict):
-        raise ConfigInvalid("The model settings file must hold a JSON object.")
+        raise SettingsFileDamaged("The model settings file must hold a JSON object.")
     url, model = data.get("base_url", ""), data.get("model", "")
     try:
         return SavedModel(check_base_url(url) if url else "", check_model_name(model) if model else "")
-    except InvalidConfig as err:
-        raise ConfigInvalid(f"The model settings file has an invalid value: {err.message}",
+    except InvalidSettingsChange as err:
+        raise SettingsFileDamaged(f"The model settings file has an invalid value: {err.message}",
                             field=err.detail.get("field")) from None
 
 
@@ -151,7 +151,7 @@ class ModelStore:
         return self._dd.model_api_key
 
     def read(self) -> SavedModel:
-        """The saved settings (empty when none); ConfigInvalid when the file is damaged."""
+        """The saved settings (empty when none); SettingsFileDamaged when the file is damaged."""
         raw = read_stored(self.path, "model settings file")
         return SavedModel() if raw is None else parse_saved(raw)
 
@@ -163,7 +163,7 @@ class ModelStore:
             secret = check_api_key(key)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, InvalidConfig):
+        except (OSError, ValueError, KeyError, TypeError, InvalidSettingsChange):
             log.warning("the saved model API key file is damaged; treating it as absent")
             return None
         return secret if base_url and origin == origin_of(base_url) else None
@@ -184,10 +184,10 @@ class ModelStore:
         saved = check_values(base_url, model)
         url, name = saved.base_url, saved.model
         if not url and api_key is not None:
-            raise InvalidConfig("An API key needs the model server URL it is for.", field="api_key")
+            raise InvalidSettingsChange("An API key needs the model server URL it is for.", field="api_key")
         if url and home_assistant_url and origin_of(url) == origin_of(home_assistant_url):
             # The adapter POSTs; Home Assistant must only ever be read.
-            raise InvalidConfig(HOME_ASSISTANT_URL, field="base_url")
+            raise InvalidSettingsChange(HOME_ASSISTANT_URL, field="base_url")
         dropped = False
         with path_lock(self.path):
             ensure_dir(self.path.parent, 0o700)

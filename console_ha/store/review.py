@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from console_ha.errors import InvalidConfig
+from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import ENTITY_ID_RE, origin_of
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
@@ -50,12 +50,12 @@ class Review:
 def check_reviewed(value: object) -> list[str]:
     """The ids a save sends as reviewed, validated: a list of entity ids, at most MAX_REVIEWED (400 if not)."""
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InvalidConfig("`reviewed_entities` must be a list of entity ids.", field=FIELD)
+        raise InvalidSettingsChange("`reviewed_entities` must be a list of entity ids.", field=FIELD)
     if len(value) > MAX_REVIEWED:
-        raise InvalidConfig(f"At most {MAX_REVIEWED} reviewed entities can be remembered.", field=FIELD)
+        raise InvalidSettingsChange(f"At most {MAX_REVIEWED} reviewed entities can be remembered.", field=FIELD)
     for item in value:
         if not ENTITY_ID_RE.fullmatch(item):
-            raise InvalidConfig(f"Not an entity id: {item[:80]!r}.", field=FIELD)
+            raise InvalidSettingsChange(f"Not an entity id: {item[:80]!r}.", field=FIELD)
     return sorted(set(value))
 
 
@@ -80,7 +80,7 @@ class ReviewStore:
         """Remember `entity_ids` (checked by `check_reviewed`) as reviewed for `base_url`'s Home Assistant."""
         origin = _origin(base_url)
         if origin is None:
-            raise InvalidConfig("A review belongs to a Home Assistant URL.", field="base_url")
+            raise InvalidSettingsChange("A review belongs to a Home Assistant URL.", field="base_url")
         moment = utc_z(now or datetime.now(UTC))
         record = {"version": 1, "origin": origin, "reviewed_at": moment, "entity_ids": entity_ids}
         ensure_dir(self._dd.capabilities, 0o700)
@@ -109,7 +109,7 @@ class ReviewStore:
         except FileNotFoundError:
             return None
         # RecursionError: deep nesting (a few hundred kB of "[") within MAX_FILE_BYTES makes json recurse too far.
-        except (OSError, ValueError, KeyError, TypeError, RecursionError, InvalidConfig) as err:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, InvalidSettingsChange) as err:
             # Only a notice depends on it: a damaged file means "nothing reviewed yet", and the next save
             # writes a good one.
             log.warning("the picker's last review cannot be read (%s); treating it as absent", type(err).__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from types import MappingProxyType
 
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import Forbidden
 
 
 class Access(enum.Enum):
@@ -83,12 +83,6 @@ _WHAT = MappingProxyType({
     "model_settings": "see or change the language model's settings",
     "api_tokens": "see or revoke API tokens",
 })
-
-
-class Forbidden(ConsoleHaError):
-    """Authenticated, but not as someone who may do this (403)."""
-
-    code = "FORBIDDEN"
 
 
 def access_to(endpoint: str | None) -> Access:

@@ -24,11 +24,11 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.wrappers import Response  # a redirect's type; Flask's own Response is one
 
 from console_ha.capabilities.household import Asker
-from console_ha.errors import InvalidConfig
+from console_ha.errors import InvalidSettingsChange, Unauthenticated
 from console_ha.store.console_credentials import MAX_PASSWORD_LENGTH, PasswordAlreadySet
 from console_ha.web import services, web_services
 from console_ha.web.access import Access, access_to, refusal_for
-from console_ha.web.errors import Unauthenticated, error_response, is_api_request
+from console_ha.web.errors import error_response, is_api_request
 from console_ha.web.login_throttle import LoginThrottled, client_key
 from console_ha.web.security import MUTATING_METHODS
 
@@ -224,7 +224,7 @@ def setup() -> Response | tuple[str, int] | str:
         return render_template("setup.html", next=next_url, error=error, field="confirm"), 400
     try:
         secrets.set_password(password, only_if_unset=True)
-    except InvalidConfig as err:
+    except InvalidSettingsChange as err:
         return render_template("setup.html", next=next_url, error=err.message, field="password"), 400
     except PasswordAlreadySet:
         return redirect(url_for("auth.login", next=next_url))

@@ -8,8 +8,8 @@ from typing import Any
 
 from flask import request
 
+from console_ha.errors import InvalidRequest
 from console_ha.unknown_keys import first_unknown
-from console_ha.web.errors import InvalidRequest
 
 
 def json_object(*, optional: bool = False, allowed: Iterable[str] | None = None) -> dict[str, Any]:

@@ -10,11 +10,11 @@ from flask import Blueprint, Response, current_app, flash, jsonify, redirect, re
 from flask.typing import ResponseReturnValue
 
 from console_ha.capabilities.household import HouseholdQueue
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import ConsoleHaError, InvalidRequest
 from console_ha.web import services
 from console_ha.web.auth import current_principal, is_household
 from console_ha.web.bodies import json_object
-from console_ha.web.errors import InvalidRequest, status_for
+from console_ha.web.errors import status_for
 
 bp = Blueprint("confirmations", __name__)
 

@@ -12,12 +12,12 @@ from console_ha.capabilities.executor import Proposal
 from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
 from console_ha.conversation.service import MAX_MESSAGE_CHARS
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import ConsoleHaError, InvalidRequest
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
 from console_ha.web.auth import asker_for, current_principal, is_household
 from console_ha.web.bodies import json_object
-from console_ha.web.errors import InvalidRequest, status_for
+from console_ha.web.errors import status_for
 from console_ha.web.model_page import current_setup
 
 bp = Blueprint("conversation", __name__)

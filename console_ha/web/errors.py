@@ -3,75 +3,48 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from flask import Flask, Response, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.sansio.response import Response as SansIOResponse
 
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import (
+    ConsoleHaError,
+    CsrfInvalid,
+    Forbidden,
+    InternalError,
+    InvalidRequest,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unauthenticated,
+    UnsupportedMediaType,
+    error_body,
+    http_statuses,
+)
 
 log = logging.getLogger(__name__)
 
-# Every code the Console answers with, and its status. HA_TIMEOUT is 502 like its siblings, not 504:
-# the contract says "HA failure: 502 with an HA_* code", and a client tells them apart by code.
-STATUS: MappingProxyType[str, int] = MappingProxyType(
-    {
-        # requests and sessions
-        "INVALID_REQUEST": 400,
-        "UNTRUSTED_HOST": 400,
-        "CSRF_INVALID": 400,
-        "UNAUTHENTICATED": 401,
-        "FORBIDDEN": 403,
-        "NOT_FOUND": 404,
-        "METHOD_NOT_ALLOWED": 405,
-        "PAYLOAD_TOO_LARGE": 413,
-        "UNSUPPORTED_MEDIA_TYPE": 415,
-        "RATE_LIMITED": 429,
-        "INTERNAL_ERROR": 500,
-        # settings
-        "INVALID_CONFIG": 400,
-        "CONFIG_STALE": 409,
-        "CONFIG_INVALID": 409,
-        "PASSWORD_ALREADY_SET": 409,
-        # capabilities, by executor stage
-        "UNKNOWN_CAPABILITY": 404,
-        "INVALID_ARGUMENTS": 400,
-        "CAPABILITY_DISABLED": 409,
-        "CAPABILITY_NOT_CONFIGURED": 409,
-        "ENTITY_NOT_ALLOWLISTED": 403,
-        "INVOCATION_LIMIT_EXCEEDED": 429,
-        "CONFIRMATION_DENIED": 409,
-        "CONFIRMATION_INVALID": 409,
-        "HA_UNREACHABLE": 502,
-        "HA_TIMEOUT": 502,
-        "HA_UNAUTHORIZED": 502,
-        "HA_NOT_FOUND": 502,
-        "HA_BAD_RESPONSE": 502,
-        "HA_TLS_ERROR": 502,
-        # Not a failure of Home Assistant's answer but the Console declining to queue one more call
-        # behind those still waiting on it: 503, "try again shortly", like any overloaded service.
-        "HA_BUSY": 503,
-        "RESULT_TOO_LARGE": 502,
-        # conversation
-        "MODEL_NOT_CONFIGURED": 503,
-        "MODEL_UNAVAILABLE": 502,
-    }
-)
+# Every code the Console answers over HTTP, with its status, as the classes in console_ha.errors own them.
+# HA_TIMEOUT is 502 like its siblings, not 504: the contract says "HA failure: 502 with an HA_* code", and a
+# client tells them apart by code.
+STATUS: Mapping[str, int] = http_statuses()
 
 # Werkzeug's HTTP errors in the contract's words.
-_HTTP_CODES = {
-    400: "INVALID_REQUEST",
-    401: "UNAUTHENTICATED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
-    413: "PAYLOAD_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
-    429: "RATE_LIMITED",
-}
+_HTTP_ERRORS: Mapping[int, type[ConsoleHaError]] = MappingProxyType({
+    400: InvalidRequest,
+    401: Unauthenticated,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
+    429: RateLimited,
+})
 _HTTP_MESSAGES = {
     "INVALID_REQUEST": "The request could not be understood.",
     "UNAUTHENTICATED": "Log in to the Console first, or send an API token.",
@@ -89,18 +62,6 @@ CSRF_MESSAGE = (
 )
 
 
-class Unauthenticated(ConsoleHaError):
-    """The request carries neither a logged-in session nor a valid API token."""
-
-    code = "UNAUTHENTICATED"
-
-
-class InvalidRequest(ConsoleHaError):
-    """The request itself is malformed: not JSON, not an object, a value of the wrong type."""
-
-    code = "INVALID_REQUEST"
-
-
 def status_for(code: str) -> int:
     """The HTTP status for an error code; 500 for a code this table does not know."""
     return STATUS.get(code, 500)
@@ -111,18 +72,13 @@ def is_api_request() -> bool:
     return request.path in ("/api", "/mcp") or request.path.startswith(("/api/", "/mcp/"))
 
 
-def error_body(code: str, message: str, **detail: Any) -> dict[str, Any]:
-    """The contract's error body: {"error": {"code", "message", ...detail}}."""
-    return {"error": {"code": code, "message": message, **detail}}
-
-
 def error_response(err: ConsoleHaError, headers: dict[str, str] | None = None) -> Response:
     """Render `err` as JSON on API paths and as the error page elsewhere, with its status."""
     status = status_for(err.code)
     if status == 500 and err.code not in STATUS:
         log.error("error code %s has no status in web.errors.STATUS", err.code)
     if is_api_request():
-        response = jsonify(err.to_dict())
+        response = jsonify(error_body(err))
     else:
         response = Response(
             render_template("error.html", status=status, code=err.code, message=err.message),
@@ -138,33 +94,33 @@ def handle_console_error(err: ConsoleHaError) -> Response:
     """Answer a ConsoleHaError with its status and body; a 5xx is logged by code."""
     if status_for(err.code) >= 500:
         log.warning("%s %s answered %s", request.method, request.path, err.code)
-    headers = {"WWW-Authenticate": 'Bearer realm="console-ha"'} if err.code == "UNAUTHENTICATED" else None
+    headers = {"WWW-Authenticate": 'Bearer realm="console-ha"'} if err.code == Unauthenticated.code else None
     return error_response(err, headers)
 
 
 def _handle_csrf_error(err: CSRFError) -> Response:
     # flask-wtf's own reason ("The CSRF token is missing.") goes along as a detail for whoever debugs it.
     log.info("CSRF check failed on %s %s: %s", request.method, request.path, err.description)
-    return error_response(ConsoleHaError(CSRF_MESSAGE, code="CSRF_INVALID", reason=err.description))
+    return error_response(CsrfInvalid(CSRF_MESSAGE, reason=err.description))
 
 
 def _handle_http_error(err: HTTPException) -> SansIOResponse:
     # An HTTPException may carry its own response, which Werkzeug types as the sans-IO base of Flask's.
     if err.response is not None:
         return err.response
-    code = _HTTP_CODES.get(err.code or 500, "INTERNAL_ERROR")
-    if code == "INTERNAL_ERROR":
+    error = _HTTP_ERRORS.get(err.code or 500)
+    if error is None:
         return _handle_internal_error(err)
     # Keep what the exception says about itself, e.g. the Allow header of a 405.
     headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
-    return error_response(ConsoleHaError(_HTTP_MESSAGES[code], code=code), headers)
+    return error_response(error(_HTTP_MESSAGES[error.code]), headers)
 
 
 def _handle_internal_error(err: HTTPException) -> Response:
     original = getattr(err, "original_exception", None)
     if original is not None:
         log.error("unhandled error on %s %s", request.method, request.path, exc_info=original)
-    return error_response(ConsoleHaError(_HTTP_MESSAGES["INTERNAL_ERROR"], code="INTERNAL_ERROR"))
+    return error_response(InternalError(_HTTP_MESSAGES[InternalError.code]))
 
 
 def register_error_handlers(app: Flask) -> None:

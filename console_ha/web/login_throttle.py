@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from console_ha.errors import ConsoleHaError
+from console_ha.errors import RateLimited
 
 # Wrong passwords a client may try without waiting.
 FREE_ATTEMPTS = 5
@@ -28,10 +28,8 @@ FORGET_AFTER = 900.0
 MAX_CLIENTS = 10_000
 
 
-class LoginThrottled(ConsoleHaError):
+class LoginThrottled(RateLimited):
     """Too many wrong passwords from this client: it must wait `retry_after` seconds."""
-
-    code = "RATE_LIMITED"
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(

@@ -28,10 +28,10 @@ from werkzeug.http import is_hop_by_hop_header
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from console_ha.capabilities.household import HouseholdQueue
+from console_ha.errors import InvalidRequest, NotFound, RateLimited, Unauthenticated, error_body
 from console_ha.mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
 from console_ha.web import services
 from console_ha.web.auth import current_principal
-from console_ha.web.errors import InvalidRequest, error_body
 
 log = logging.getLogger(__name__)
 
@@ -220,18 +220,18 @@ class McpEndpoint:
     async def _serve(self, scope: _Message, receive: Callable[[], Awaitable[_Message]], send: _Send) -> None:
         caller = scope.get("wsgi_environ", {}).get(CALLER_ENVIRON_KEY)
         if not isinstance(caller, Caller):  # only the view below calls this, always with a caller
-            await _send_json(send, 401, error_body("UNAUTHENTICATED", "Send an API token."))
+            await _send_json(send, 401, error_body(Unauthenticated("Send an API token.")))
             return
         scope[CALLER_SCOPE_KEY] = caller
         session_id = _header(scope, b"mcp-session-id")
         if session_id is not None and self._owners.get(session_id) != caller.token_id:
             # Answered as the SDK answers an unknown session: to this token, it does not exist.
-            await _send_json(send, 404, error_body("NOT_FOUND", "There is no such MCP session."))
+            await _send_json(send, 404, error_body(NotFound("There is no such MCP session.")))
             return
         if session_id is None and len(self._open_sessions_of(caller.token_id)) >= MAX_SESSIONS_PER_TOKEN:
-            await _send_json(send, 429, error_body(
-                "RATE_LIMITED", f"This API token already has {MAX_SESSIONS_PER_TOKEN} MCP sessions open; close "
-                "one (HTTP DELETE) or wait until one has been idle for 30 minutes."))
+            await _send_json(send, 429, error_body(RateLimited(
+                f"This API token already has {MAX_SESSIONS_PER_TOKEN} MCP sessions open; close "
+                "one (HTTP DELETE) or wait until one has been idle for 30 minutes.")))
             return
 
         async def send_and_note_owner(message: _Message) -> None:

@@ -18,7 +18,7 @@ from console_ha.conversation.model_service import (
     ModelTryRequest,
 )
 from console_ha.conversation.model_setup import ENVIRONMENT, ModelSetup
-from console_ha.errors import ConsoleHaError, InvalidConfig
+from console_ha.errors import ConsoleHaError, InvalidSettingsChange
 from console_ha.web import services
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
@@ -110,13 +110,13 @@ def page_post() -> ResponseReturnValue:
     if action == "test":
         try:
             check = _test(ModelTryRequest(values["base_url"], values["model"], values["api_key"]))
-        except (InvalidConfig, ModelTestBusy) as err:
+        except (InvalidSettingsChange, ModelTestBusy) as err:
             return _render(current_setup(), values=values, form_error=err), status_for(err.code)
         return _render(current_setup(), values=values, check=check)
     try:
         _, dropped = model_settings().save(ModelSaveRequest.typed(
             values["base_url"], values["model"], values["api_key"], remove_api_key=form.get("remove_api_key") == "on"))
-    except InvalidConfig as err:
+    except InvalidSettingsChange as err:
         return _render(current_setup(), values=values, form_error=err), 400
     flash("Saved. The API key you had saved was for another server, so it was removed." if dropped else "Saved.")
     return redirect(url_for(".page"), 303)

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import SecurityError
 
-from console_ha.errors import ConsoleHaError
-from console_ha.web.errors import error_body, is_api_request
+from console_ha.errors import ConsoleHaError, Forbidden, UntrustedHost, error_body
+from console_ha.web.errors import is_api_request
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def _refuse_untrusted_host() -> Response | None:
     if not isinstance(request.routing_exception, SecurityError):
         return None
     log.warning("refused a request for an untrusted host %r", request.headers.get("Host", "")[:100])
-    body = error_body("UNTRUSTED_HOST", UNTRUSTED_HOST_MESSAGE)
+    body = error_body(UntrustedHost(UNTRUSTED_HOST_MESSAGE))
     wants_json = is_api_request() or request.is_json or request.accept_mimetypes.best == "application/json"
     if wants_json:
         response = jsonify(body)
@@ -150,12 +150,6 @@ def _refuse_untrusted_host() -> Response | None:
 
 
 # --- Origin --------------------------------------------------------------------------------------
-
-
-class ForeignOrigin(ConsoleHaError):
-    """A browser sent a change to the Console from a page of another origin."""
-
-    code = "FORBIDDEN"
 
 
 def _host_and_port(url: str) -> tuple[str, int | None] | None:
@@ -191,7 +185,7 @@ def _check_origin() -> None:
     own = _host_and_port(request.host_url)
     if own is None or _host_and_port(source) != own:
         log.warning("refused %s %s from origin %r", request.method, request.path, source[:100])
-        raise ForeignOrigin(FOREIGN_ORIGIN_MESSAGE)
+        raise Forbidden(FOREIGN_ORIGIN_MESSAGE)
 
 
 # --- headers -------------------------------------------------------------------------------------

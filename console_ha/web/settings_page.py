@@ -12,7 +12,7 @@ from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
-from console_ha.errors import InvalidConfig
+from console_ha.errors import InvalidSettingsChange, SettingsChangedElsewhere
 from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.settings.service import SaveRequest, SettingsService, SettingsUnreadable, SettingsView
 from console_ha.settings.tokens import TokenStatus, optional_token, typed_origin
@@ -76,7 +76,7 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
                                      expected_revision=form.get("revision") or None))
     except SettingsUnreadable as err:
         return _render_broken(err)
-    except InvalidConfig as err:
+    except InvalidSettingsChange as err:
         return _render_refused(err, changes, submitted)
     log.info("Home Assistant settings saved from the page without JavaScript")
     flash("Saved.")
@@ -104,7 +104,7 @@ def _from_form(form: MultiDict[str, str]) -> dict[str, Any]:
 def _render(
     view: SettingsView,
     *,
-    form_error: InvalidConfig | None = None,
+    form_error: InvalidSettingsChange | None = None,
     values: dict[str, object] | None = None,
     allowlist: list[AllowlistItem] | None = None,
     status: int = 200,
@@ -170,7 +170,7 @@ def _render_broken(err: SettingsUnreadable) -> tuple[str, int]:
     return html, 200
 
 
-def _render_refused(err: InvalidConfig, changes: dict[str, Any], submitted: list[str]) -> tuple[str, int]:
+def _render_refused(err: InvalidSettingsChange, changes: dict[str, Any], submitted: list[str]) -> tuple[str, int]:
     """The page again with what the household sent (never the token) and why nothing was saved."""
     view = _settings().read()
     if view.config_error is not None:
@@ -184,11 +184,10 @@ def _render_refused(err: InvalidConfig, changes: dict[str, Any], submitted: list
     ]
     if err.code == "CONFIG_STALE":
         # The new revision goes into the form: saving again replaces the other change, knowingly.
-        err = InvalidConfig(
+        err = SettingsChangedElsewhere(
             "Someone changed these settings elsewhere since you opened this page, so nothing was saved. "
             "Your choices are still below: press Save again to replace the other changes, or reload the "
-            "page to see them.",
-            code="CONFIG_STALE",
+            "page to see them."
         )
     values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
     status = 409 if err.code == "CONFIG_STALE" else 400

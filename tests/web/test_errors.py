@@ -18,6 +18,7 @@ from console_ha.errors import (
     HATLSError,
     HAUnauthorized,
     HAUnreachable,
+    error_classes,
 )
 from console_ha.web.errors import STATUS
 
@@ -214,3 +215,17 @@ def test_a_body_that_is_not_a_json_object_is_invalid_request(
     assert response.status_code == 400
     _assert_shape(response.get_json(), "INVALID_REQUEST")
     assert household.get(API).get_json()["revision"] == "absent"
+
+
+@pytest.mark.parametrize("code", sorted(STATUS))
+def test_every_error_class_answers_with_the_code_and_status_it_owns(api: FlaskClient, code: str) -> None:
+    """Each class in console_ha.errors owns one code and its status; raised, it answers the one body shape."""
+    owner = error_classes()[code]
+    assert owner.code == code and owner.http_status == STATUS[code]
+    error = owner.__new__(owner)  # the message and detail every class takes, whatever its own constructor adds
+    ConsoleHaError.__init__(error, "A sentence for a person.", field="base_url")
+    _raised[code] = error
+    response = api.get(f"/api/v1/_raise/{code}")
+    assert response.status_code == owner.http_status
+    assert _assert_shape(response.get_json(), code) == {
+        "code": code, "message": "A sentence for a person.", "field": "base_url"}
