@@ -544,7 +544,7 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     """Start Home Assistant in a temporary directory, build the household, measure, report, clean up."""
     from console_ha.store.config import ConfigStore
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
     from console_ha.store.datadir import DataDir
     from console_ha.store.ha_token import TokenStore, check_token
     from console_ha.web import create_app

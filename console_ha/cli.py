@@ -17,7 +17,7 @@ from console_ha.store.datadir import DataDir, resolve_data_dir
 
 if TYPE_CHECKING:
     from console_ha.console import Console
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def server_threads(threads: int) -> int:
     is also one of the first). With threads of their own, programs never take the ones kept for the pages
     or the Home Assistant calls (RESERVED_THREADS).
     """
-    from console_ha.capabilities.household import MAX_WAITING
+    from console_ha.capabilities.household_queue import MAX_WAITING
     from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
 
     return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.household import MAX_WAITING, HouseholdQueue
+from console_ha.capabilities.household_queue import MAX_WAITING, HouseholdQueue
 from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
@@ -27,7 +27,7 @@ from console_ha.settings.service import SettingsService, Timeouts
 from console_ha.store.audit import AuditLog
 from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.store.model_config import ModelStore

@@ -17,8 +17,8 @@ import pytest
 import waitress
 
 from console_ha import cli
-from console_ha.capabilities.household import MAX_WAITING
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.capabilities.household_queue import MAX_WAITING
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 
@@ -184,7 +184,7 @@ def test_python_dash_m_shows_the_commands() -> None:
 
 def test_serve_with_a_damaged_session_key_says_what_to_do_without_a_traceback(tmp_path, capsys):
     from console_ha.cli import main
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
     from console_ha.store.datadir import DataDir
 
     secrets = ConsoleSecrets(DataDir(tmp_path))

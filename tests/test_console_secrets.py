@@ -10,7 +10,7 @@ import pytest
 
 from console_ha.errors import ConsoleHaError, InvalidConfig
 from console_ha.store.atomic import path_lock, sweep_temp_files
-from console_ha.store.console_credentials import ConsoleSecrets, PasswordAlreadySet
+from console_ha.store.console_secrets import ConsoleSecrets, PasswordAlreadySet
 from console_ha.store.datadir import DataDir
 
 FAST = "pbkdf2:sha256:1000"

@@ -18,7 +18,7 @@ import pytest
 from console_ha.ha.client import MAX_CALLS_PER_ORIGIN
 from console_ha.settings.service import DISCOVERY_REQUESTS
 from console_ha.store.config import ConfigStore
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.stub_ha import StubHomeAssistant

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console_ha.capabilities.executor import Executor, Proposal, Turn
-from console_ha.capabilities.household import Asker, HouseholdQueue
+from console_ha.capabilities.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
 from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, function_name

@@ -23,7 +23,7 @@ from mcp.server.lowlevel import Server
 
 from console_ha import __version__
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
-from console_ha.capabilities.household import HouseholdQueue, WaitingRead
+from console_ha.capabilities.household_queue import HouseholdQueue, WaitingRead
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, Unauthenticated, error_body

@@ -13,7 +13,7 @@ from flask import Flask, current_app
 from flask_wtf.csrf import CSRFProtect
 
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
-from console_ha.capabilities.household import MAX_WAITING
+from console_ha.capabilities.household_queue import MAX_WAITING
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation.model_check import TEST_TIMEOUT_SECONDS
 from console_ha.conversation.model_setup import environment_values

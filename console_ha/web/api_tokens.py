@@ -12,7 +12,7 @@ import re
 from flask import Blueprint, flash, redirect, render_template, url_for
 from werkzeug.wrappers import Response
 
-from console_ha.store.console_credentials import ApiToken
+from console_ha.store.console_secrets import ApiToken
 from console_ha.web import services
 
 log = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from flask import (
 from flask_wtf.csrf import CSRFError
 from werkzeug.wrappers import Response  # a redirect's type; Flask's own Response is one
 
-from console_ha.capabilities.household import Asker
+from console_ha.capabilities.household_queue import Asker
 from console_ha.errors import InvalidSettingsChange, Unauthenticated
-from console_ha.store.console_credentials import MAX_PASSWORD_LENGTH, PasswordAlreadySet
+from console_ha.store.console_secrets import MAX_PASSWORD_LENGTH, PasswordAlreadySet
 from console_ha.web import services, web_services
 from console_ha.web.access import Access, access_to, refusal_for
 from console_ha.web.errors import error_response, is_api_request
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 bp = Blueprint("auth", __name__)
 
 SESSION_KEY = "auth"
-# The server-side id of the session (store/console_credentials.py keeps its hash): logout ends it for every copy.
+# The server-side id of the session (store/console_secrets.py keeps its hash): logout ends it for every copy.
 SESSION_ID = "sid"
 WRONG_PASSWORD = "That password is not right. Try again."
 STALE_FORM = "The form was out of date. Try again."

@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
-from console_ha.capabilities.household import HouseholdQueue
+from console_ha.capabilities.household_queue import HouseholdQueue
 from console_ha.errors import ConsoleHaError, InvalidRequest
 from console_ha.web import services
 from console_ha.web.auth import current_principal, is_household

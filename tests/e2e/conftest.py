@@ -26,7 +26,7 @@ from zeroconf import ServiceInfo, Zeroconf
 from console_ha.ha.discovery import SERVICE_TYPE, Instance
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from tests.e2e.conftest import DESKTOP, LiveConsole, log_in, screenshot, serious_violations
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 from tests.mcp.conftest import mcp_session
 from tests.stub_ha import StubHomeAssistant

@@ -19,7 +19,7 @@ from waitress import create_server
 
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app

@@ -297,7 +297,7 @@ def test_a_hung_home_assistant_gives_ha_timeout_within_the_bound(configured, api
 
 def test_one_waiting_card_per_tool_per_client(configured, api_token, household, data_dir):
     """MCP's "one invocation per turn": a second call of the same tool waits for nothing and is refused."""
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
 
     other_token = ConsoleSecrets(data_dir).create_api_token("kitchen tablet")
 
@@ -359,7 +359,7 @@ def test_without_an_api_token_mcp_is_401_and_a_browser_session_is_not_accepted(c
 
 def test_a_session_belongs_to_the_token_that_opened_it(console, api_token, data_dir):
     """Another token cannot send into (or cancel in) someone else's MCP session."""
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
 
     other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -381,7 +381,7 @@ def test_a_session_belongs_to_the_token_that_opened_it(console, api_token, data_
 
 
 def test_a_program_sees_only_its_own_waiting_cards(configured, api_token, household, data_dir):
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
 
     other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
 
@@ -424,7 +424,7 @@ def test_mcp_answers_only_to_the_consoles_trusted_host_names(make_console, api_t
 
 
 def test_a_revoked_token_is_refused_at_its_next_request(console, api_token, data_dir):
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
 
     async def scenario() -> types.ListToolsResult:
         async with mcp_session(console.mcp_url, api_token) as session:
@@ -474,7 +474,7 @@ def test_a_client_that_drops_its_connection_mid_wait_leaves_the_console_working(
 def test_a_token_revoked_while_its_call_waits_never_receives_the_read(configured, api_token, household, data_dir,
                                                                        stub_ha):
     """Revoked means refused from then on: a call already waiting is not read for, even if approved."""
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
 
     headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {api_token}"}
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -504,7 +504,7 @@ def test_a_token_revoked_while_its_call_waits_never_receives_the_read(configured
 
 def test_a_session_belongs_to_its_token_not_to_another_token_of_the_same_name(console, api_token, data_dir):
     """Token names are not unique (two devices may both be "laptop"): a session is its own token's alone."""
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
 
     twin = ConsoleSecrets(data_dir).create_api_token(CLIENT_NAME)
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -559,7 +559,7 @@ def test_a_request_id_already_in_flight_in_the_session_is_refused_and_the_first_
 
 def test_one_program_cannot_take_every_mcp_session(console, api_token, data_dir):
     """A host that reconnects without closing its sessions (or a hostile one) fills only its own share."""
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
     from console_ha.web.mcp import MAX_SESSIONS, MAX_SESSIONS_PER_TOKEN
 
     assert MAX_SESSIONS_PER_TOKEN < MAX_SESSIONS
@@ -603,7 +603,7 @@ def test_a_failure_inside_the_console_is_internal_error_in_the_contract_s_shape(
 
 def test_another_program_opening_and_closing_many_sessions_does_not_end_a_live_one(console, api_token, data_dir):
     """The record of who owns which session forgets closed sessions, never a live one."""
-    from console_ha.store.console_credentials import ConsoleSecrets
+    from console_ha.store.console_secrets import ConsoleSecrets
     from console_ha.web.mcp import MAX_SESSIONS
 
     other_token = ConsoleSecrets(data_dir).create_api_token("someone else")

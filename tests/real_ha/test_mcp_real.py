@@ -10,7 +10,7 @@ import pytest
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 from tests.mcp.conftest import FAST_HASH, PASSWORD, ServedConsole, log_in, mcp_session, serve, stop

@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 

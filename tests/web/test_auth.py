@@ -9,7 +9,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.store.console_credentials import ConsoleSecrets
+from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
 from console_ha.web.access import ACCESS, Access
@@ -371,7 +371,7 @@ import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 from console_ha import cli  # noqa: E402
-from console_ha.store.console_credentials import MAX_SESSIONS  # noqa: E402
+from console_ha.store.console_secrets import MAX_SESSIONS  # noqa: E402
 from console_ha.web.login_throttle import LoginThrottle  # noqa: E402
 
 
@@ -449,7 +449,7 @@ def test_a_session_idle_past_its_lifetime_has_ended(console_secrets: ConsoleSecr
 def test_at_most_max_sessions_are_kept_and_the_oldest_ends(console_secrets: ConsoleSecrets,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Logging in again and again cannot grow the file without bound."""
-    import console_ha.store.console_credentials as module
+    import console_ha.store.console_secrets as module
 
     now = [1_000_000.0]
     monkeypatch.setattr(module.time, "time", lambda: now[0])
@@ -712,7 +712,7 @@ def test_a_password_changed_during_the_login_check_ends_that_login_too(
     when the household changes that password; the session it starts must carry the checked hash,
     not the new one, or the leaked password would outlive its change.
     """
-    import console_ha.store.console_credentials as module
+    import console_ha.store.console_secrets as module
 
     real_check = module.check_password_hash
 

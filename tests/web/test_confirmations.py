@@ -8,7 +8,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.capabilities.household import HouseholdQueue, WaitingRead
+from console_ha.capabilities.household_queue import HouseholdQueue, WaitingRead
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
 

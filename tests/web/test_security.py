@@ -47,7 +47,7 @@ from collections.abc import Callable  # noqa: E402
 from flask import Flask  # noqa: E402
 
 from console_ha.errors import ConsoleHaError  # noqa: E402
-from console_ha.store.console_credentials import ConsoleSecrets  # noqa: E402
+from console_ha.store.console_secrets import ConsoleSecrets  # noqa: E402
 from console_ha.web.security import listen_names, trusted_hosts  # noqa: E402
 
 from .conftest import PASSWORD, csrf_from  # noqa: E402

@@ -6,7 +6,7 @@ import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationInvalid, ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household import HouseholdQueue
+from console_ha.capabilities.household_queue import HouseholdQueue
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError
 from console_ha.store.audit import AuditLog
