@@ -79,7 +79,9 @@ def run_child(script: Path, arguments: Sequence[str], *, timeout: float = 600) -
 @contextmanager
 def serve_wsgi(app: Any, *, threads: int = 4) -> Iterator[str]:
     """Serve a WSGI app with waitress on 127.0.0.1 (a free port) in a thread; yield its base URL."""
-    from waitress import create_server
+    # The name console_ha/cli.py imports; types-waitress declares it only in waitress.server (servers lacking
+    # the effective_port this reads).
+    from waitress import create_server  # type: ignore[attr-defined]
 
     server = create_server(app, host="127.0.0.1", port=0, threads=threads, ident="console-ha-bench")
     thread = threading.Thread(target=server.run, name="waitress", daemon=True)

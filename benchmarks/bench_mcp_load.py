@@ -149,7 +149,9 @@ def main() -> None:
     parser.add_argument("--ttl", type=float, default=3.0, help="how long a card waits before it expires")
     args = parser.parse_args()
 
-    from waitress import create_server
+    # The name console_ha/cli.py imports; types-waitress declares it only in waitress.server (servers lacking
+    # the effective_port this reads).
+    from waitress import create_server  # type: ignore[attr-defined]
 
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is 2": expected here
 

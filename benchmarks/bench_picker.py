@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ AREAS = [
     "Basement", "Laundry", "Dining room", "Guest room", "Kids room", "Porch", "Shed", "Loft", "Study",
     "Utility", "Landing", "Nursery", "Gym", "Workshop", "Driveway", "Terrace",
 ]
-KINDS = [  # domain, share, name, state maker, attributes
+KINDS: list[tuple[str, int, str, Callable[[random.Random], str], dict[str, Any]]] = [
+    # domain, share, name, state maker, attributes
     ("sensor", 40, "temperature", lambda r: f"{r.uniform(15, 25):.1f}",
      {"state_class": "measurement", "unit_of_measurement": "°C", "device_class": "temperature"}),
     ("sensor", 10, "power", lambda r: f"{r.uniform(0, 2000):.0f}",
@@ -106,7 +108,9 @@ def make_states(count: int, seed: int = 1) -> tuple[list[dict[str, Any]], dict[s
 
 
 def serve(app: Any) -> tuple[str, Any]:
-    from waitress import create_server
+    # The name console_ha/cli.py imports; types-waitress declares it only in waitress.server (servers lacking
+    # the effective_port this reads).
+    from waitress import create_server  # type: ignore[attr-defined]
 
     server = create_server(app, host="127.0.0.1", port=0, threads=8)
     threading.Thread(target=server.run, name="console", daemon=True).start()

@@ -11,14 +11,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.hazmat.primitives.serialization import Encoding, PrivateFormat
 
 from console_ha.errors import InvalidConfig
 from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.certs import make_ca
-
-Encoding, PrivateFormat = serialization.Encoding, serialization.PrivateFormat
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def test_on_a_terminal_the_password_is_asked_twice(data_dir: DataDir, monkeypatc
     """getpass twice; two different answers change nothing."""
     monkeypatch.setattr(sys, "stdin", _Stdin("", tty=True))
     answers = iter(["first answer", "second answer"])
-    monkeypatch.setattr(cli.getpass, "getpass", lambda prompt: next(answers))
+    monkeypatch.setattr("console_ha.cli.getpass.getpass", lambda prompt: next(answers))
     assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 2
     assert not ConsoleSecrets(data_dir).has_password()
     answers = iter(["same answer", "same answer"])
@@ -121,7 +121,7 @@ def test_serve_warns_when_listening_beyond_this_device(
         return FakeServer()
 
     monkeypatch.setattr(waitress, "create_server", create_server)
-    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    monkeypatch.setattr("console_ha.cli.signal.signal", lambda *args: None)
     assert cli.main(["serve", "--host", "192.0.2.10", "--threads", "4", "--data-dir", str(data_dir.root)]) == 0
     output = capsys.readouterr()
     assert "warning: listening on 192.0.2.10" in output.err
@@ -145,6 +145,7 @@ def test_serve_answers_health_over_real_http_and_stops_on_sigterm(data_dir: Data
          "--data-dir", str(data_dir.root)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
+    assert process.stdout is not None and process.stderr is not None  # both PIPE: Popen has made them
     try:
         url_line = process.stdout.readline()
         dir_line = process.stdout.readline()
@@ -195,19 +196,22 @@ def test_serve_with_a_damaged_session_key_says_what_to_do_without_a_traceback(tm
     assert "damaged" in err and "Traceback" not in err
 
 
-def _start_serving(data_dir: DataDir, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+def _start_serving(data_dir: DataDir, *args: str,
+                   env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "console_ha", "serve", "--host", "127.0.0.1", "--port", "0",
          "--data-dir", str(data_dir.root), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
+    assert process.stdout is not None and process.stderr is not None  # both PIPE: Popen has made them
     url_line = process.stdout.readline()
     assert url_line.startswith("Console listening on http://127.0.0.1:"), url_line + process.stderr.read()
     return process, url_line.split()[-1]
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen[str]) -> None:
+    assert process.stdout is not None and process.stderr is not None  # _start_serving made both pipes
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -237,6 +241,7 @@ def test_serve_answers_its_trusted_host_names_and_refuses_others_over_real_http(
     """--trusted-host and CONSOLE_HA_TRUSTED_HOSTS add names; any other Host gets 400; the names are printed."""
     process, url = _start_serving(data_dir, "--trusted-host", "console.local", "--trusted-host", "den.home.arpa",
                                   env={"CONSOLE_HA_TRUSTED_HOSTS": "kitchen.local"})
+    assert process.stdout is not None  # _start_serving made the pipe
     try:
         process.stdout.readline()  # the data dir
         answers = process.stdout.readline()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.capabilities.confirmations import ConfirmationInvalid, ConfirmationStore, canonical_arguments
+from console_ha.capabilities.confirmations import ConfirmationStore, canonical_arguments
+from console_ha.errors import ConfirmationInvalid
 from tests.conftest import Clock
 
 

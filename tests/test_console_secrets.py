@@ -88,8 +88,10 @@ def test_several_tokens_verify_and_revoking_one_name_leaves_the_others(store: Co
     """Tokens are independent; revoke removes by name."""
     a = store.create_api_token("a")
     b = store.create_api_token("b")
-    assert store.verify_api_token(a).name == "a"
-    assert store.verify_api_token(b).name == "b"
+    found = store.verify_api_token(a)
+    assert found is not None and found.name == "a"
+    found = store.verify_api_token(b)
+    assert found is not None and found.name == "b"
     assert store.revoke_api_tokens("a") == 1
     assert store.verify_api_token(a) is None
     assert store.verify_api_token(b) is not None

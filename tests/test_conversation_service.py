@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -407,7 +408,8 @@ def test_a_turn_stops_after_a_bounded_number_of_model_rounds(data_dir, executor,
 
 
 def test_more_tool_calls_than_the_bound_in_one_message_are_cut(executor, configured, model, data_dir):
-    calls = [("home_assistant__nothing", {}, f"c{i}") for i in range(MAX_TOOL_CALLS_PER_MESSAGE + 5)]
+    calls: list[tuple[str, Any, str]] = [("home_assistant__nothing", {}, f"c{i}")
+                                         for i in range(MAX_TOOL_CALLS_PER_MESSAGE + 5)]
     model.script(tool_calls(*calls), text("ok"))
     make_service(data_dir, executor, model).send(None, "q")
     replayed = model.requests[1].messages[-MAX_TOOL_CALLS_PER_MESSAGE - 1]
@@ -601,6 +603,7 @@ def test_an_evicted_conversation_s_card_is_confirmation_invalid(data_dir, execut
     service = make_service(data_dir, executor, model, store=store)
     model.script(tool_call(LIST, {}), text("other"))
     paused = service.send(None, "q")
+    assert paused.pending_confirmation is not None
     service.send(None, "another conversation")
     err = refusal(lambda: service.confirm(paused.conversation_id, paused.pending_confirmation.token, True))
     assert err.code == "CONFIRMATION_INVALID" and configured.requests == []
@@ -610,6 +613,7 @@ def test_old_turns_are_dropped_whole_when_the_history_grows_too_long(data_dir, c
     service = make_service(data_dir, executor, model, max_history_chars=3000)
     model.script(tool_call(LIST, {}, call_id="t1"), text("It is 21.4 °C."))
     first = service.send(None, "what's the temperature?")
+    assert first.pending_confirmation is not None
     service.confirm(first.conversation_id, first.pending_confirmation.token, True)
     model.fallback = text("ok")
     for n in range(6):
@@ -628,7 +632,9 @@ def test_a_model_failure_after_old_turns_were_trimmed_restores_the_whole_convers
     model.script(status(500), text("C."))
     with pytest.raises(ModelUnavailable):
         service.send(first.conversation_id, "three " + "z" * 200)  # trims "one" before asking the model
-    messages, _ = service.transcript(first.conversation_id)
+    transcript = service.transcript(first.conversation_id)
+    assert transcript is not None
+    messages, _ = transcript
     assert [m["content"][:3] for m in messages] == ["one", "A.", "two", "B."]
 
 
@@ -709,8 +715,9 @@ def test_a_card_in_the_last_round_still_lets_the_model_use_the_approved_read(dat
     service = make_service(data_dir, executor, model, max_rounds=1)
     model.script(tool_call(LIST, {}), answer_from_tool_result)
     paused = service.send(None, "what's the temperature in the living room?")
+    assert paused.pending_confirmation is not None
     result = service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
-    assert result.reply != STOPPED_REPLY and "21.4" in result.reply
+    assert result.reply is not None and result.reply != STOPPED_REPLY and "21.4" in result.reply
 
 
 def test_reading_the_transcript_does_not_wait_for_a_model_that_is_still_thinking(data_dir, executor, model):

@@ -125,8 +125,9 @@ def test_a_caller_s_own_error_replaces_the_default() -> None:
 def test_call_returns_the_value_or_raises_the_call_s_own_error() -> None:
     deadline = Deadline(5)
     assert deadline.call(lambda: 42, lambda _: None) == 42
+    empty: dict[str, int] = {}
     with pytest.raises(KeyError):
-        deadline.call(lambda: {}["missing"], lambda _: None)
+        deadline.call(lambda: empty["missing"], lambda _: None)
 
 
 def test_call_gives_up_at_the_deadline_and_hands_a_late_value_to_abandon() -> None:
@@ -216,7 +217,11 @@ def test_a_connection_lost_mid_body_is_body_broken_and_keeps_no_transport_error(
 # --- the socket --------------------------------------------------------------------------------
 
 def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
-    server = serve(lambda conn: (conn.sendall(HEADERS + b"Content-Length: 10\r\n\r\n"), time.sleep(10)))
+    def silent(conn: socket.socket) -> None:
+        conn.sendall(HEADERS + b"Content-Length: 10\r\n\r\n")
+        time.sleep(10)
+
+    server = serve(silent)
     response = get(server.url)
     outcome: list[object] = []
 
@@ -239,8 +244,11 @@ def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
 
 @pytest.mark.parametrize(("error", "timeout"), [
     (requests.exceptions.ConnectTimeout("connect"), True),
-    (requests.exceptions.ConnectionError(urllib3.exceptions.ReadTimeoutError(None, "/", "read")), True),
-    (requests.exceptions.ConnectionError(urllib3.exceptions.NewConnectionError(None, "refused")), False),
+    # urllib3 names the pool or connection that failed in the message; making one opens no socket.
+    (requests.exceptions.ConnectionError(
+        urllib3.exceptions.ReadTimeoutError(urllib3.HTTPConnectionPool("127.0.0.1"), "/", "read")), True),
+    (requests.exceptions.ConnectionError(
+        urllib3.exceptions.NewConnectionError(urllib3.connection.HTTPConnection("127.0.0.1"), "refused")), False),
     (ConnectionResetError(), False),
 ])
 def test_is_timeout_looks_beneath_requests_wrapping(error: BaseException, timeout: bool) -> None:

@@ -192,10 +192,10 @@ def test_every_allowlist_a_save_accepts_fits_whatever_the_states(start: list[str
 
 def test_a_typical_household_keeps_whole_names_and_the_worst_case_is_cut_only_as_far_as_needed() -> None:
     """A few dozen ordinary entities keep their text; at the maximum, worst-case text is cut to fit."""
-    ordinary = [{"entity_id": f"sensor.room_{i}_temperature", "state": "21.4",
-                 "attributes": {"friendly_name": f"Room {i} temperature, north wall sensor",
-                                "unit_of_measurement": "°C"},
-                 "last_changed": "2026-11-30T10:00:00+00:00"} for i in range(60)]
+    ordinary: list[dict[str, Any]] = [{"entity_id": f"sensor.room_{i}_temperature", "state": "21.4",
+                                       "attributes": {"friendly_name": f"Room {i} temperature, north wall sensor",
+                                                      "unit_of_measurement": "°C"},
+                                       "last_changed": "2026-11-30T10:00:00+00:00"} for i in range(60)]
     result = run_list_entities([s["entity_id"] for s in ordinary], ordinary)
     assert [e["friendly_name"] for e in result["entities"]] == [s["attributes"]["friendly_name"] for s in ordinary]
 

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ def pool() -> Iterator[ThreadPoolExecutor]:
     executor.shutdown(wait=False, cancel_futures=True)
 
 
-def hang_calls(stub: StubHomeAssistant, pool: ThreadPoolExecutor, count: int) -> list[Future[object]]:
+def hang_calls(stub: StubHomeAssistant, pool: ThreadPoolExecutor, count: int) -> list[Future[dict[str, Any]]]:
     """`count` calls to the stub that are in flight, and seen by it, when this returns."""
     client = HomeAssistantClient(stub.base_url, Secret(stub.token))
     seen = len(stub.requests)
@@ -255,7 +256,7 @@ def test_serve_fits_the_caps_to_its_threads(data_dir, monkeypatch: pytest.Monkey
     from console_ha import cli
 
     monkeypatch.setattr(waitress, "create_server", lambda app, **kwargs: _FakeServer())
-    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    monkeypatch.setattr("console_ha.cli.signal.signal", lambda *args: None)
     assert cli.main(["serve", "--threads", "5", "--port", "0", "--data-dir", str(data_dir.root)]) == 0
     assert (CALL_LIMITS.per_origin, CALL_LIMITS.in_all) == (3, 3)
 
@@ -268,7 +269,12 @@ def test_serve_refuses_threads_it_could_not_keep_free(data_dir, monkeypatch: pyt
     from console_ha import cli
 
     served: list[object] = []
-    monkeypatch.setattr(waitress, "create_server", lambda app, **kwargs: served.append(kwargs) or _FakeServer())
+
+    def create_server(app, **kwargs):
+        served.append(kwargs)
+        return _FakeServer()
+
+    monkeypatch.setattr(waitress, "create_server", create_server)
     assert cli.main(["serve", "--threads", "2", "--data-dir", str(data_dir.root)]) == 2
     assert "--threads must be at least 3" in capsys.readouterr().err
     assert served == []

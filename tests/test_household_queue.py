@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.capabilities.confirmations import ConfirmationInvalid, ConfirmationStore
+from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.household_queue import HouseholdQueue
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.errors import CapabilityError
+from console_ha.errors import CapabilityError, ConfirmationInvalid
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token

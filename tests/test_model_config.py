@@ -165,7 +165,8 @@ def test_a_damaged_file_is_reported_with_what_is_wrong_and_reset_keeps_it_aside(
         store.read()
     assert words in caught.value.message
     setup = resolve({}, store)
-    assert setup.settings is None and setup.saved_error is not None and "/settings/model" in setup.problem
+    assert setup.settings is None and setup.saved_error is not None and setup.problem is not None
+    assert "/settings/model" in setup.problem
     store.reset()
     assert store.read() == SavedModel()
     (aside,) = [p for p in data_dir.model_config.parent.iterdir() if ".broken-" in p.name]

@@ -48,6 +48,7 @@ def test_each_environment_variable_wins_on_its_own_and_the_saved_key_stays_with_
     store.save(URL, "m", api_key=Secret(KEY))
     setup = resolve(env, store)
     url, name, key = expected
+    assert setup.settings is not None
     assert setup.settings.endpoints == (url,) and setup.settings.model == name
     assert setup.settings.api_key == (Secret(key) if key else None)
     assert setup.from_environment == tuple(k for k in ("CONSOLE_HA_LLM_URL", "CONSOLE_HA_LLM_MODEL",
@@ -56,12 +57,12 @@ def test_each_environment_variable_wins_on_its_own_and_the_saved_key_stays_with_
 
 def test_a_url_without_a_model_says_to_choose_one(store):
     setup = resolve({"CONSOLE_HA_LLM_URL": URL}, store)
-    assert setup.settings is None and "Choose one" in setup.problem
+    assert setup.settings is None and setup.problem is not None and "Choose one" in setup.problem
 
 
 def test_an_invalid_environment_url_says_which_variable(store):
     setup = resolve({"CONSOLE_HA_LLM_URL": "ftp://x", "CONSOLE_HA_LLM_MODEL": "m"}, store)
-    assert setup.settings is None and "CONSOLE_HA_LLM_URL" in setup.problem
+    assert setup.settings is None and setup.problem is not None and "CONSOLE_HA_LLM_URL" in setup.problem
 
 
 def test_a_save_applies_to_the_next_read_without_a_restart(store):

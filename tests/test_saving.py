@@ -94,7 +94,6 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
     """A leftover that cannot be removed, a legacy token that cannot be rewritten: logged, not fatal."""
     import os
 
-    from console_ha.store import atomic
     from console_ha.store import ha_token as secret_store
 
     tokens = TokenStore(data_dir)
@@ -107,10 +106,10 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
     def read_only(*args, **kwargs):
         raise PermissionError(30, "Read-only file system")
 
-    monkeypatch.setattr(atomic.os, "unlink", read_only)
+    monkeypatch.setattr("console_ha.store.atomic.os.unlink", read_only)
     monkeypatch.setattr(secret_store, "atomic_write", read_only)
     recover(data_dir, ConfigStore(data_dir), TokenStore(data_dir))
-    monkeypatch.setattr(atomic.os, "unlink", os.unlink)
+    monkeypatch.setattr("console_ha.store.atomic.os.unlink", os.unlink)
     assert leftover.exists() and tokens.read_for("http://ha.local:8123", configured_url="http://ha.local:8123")
     assert "could not remove" in caplog.text and "could not write the stored token's origin" in caplog.text
 

@@ -73,6 +73,7 @@ def served(data_dir: DataDir) -> Iterator[str]:
          "--data-dir", str(data_dir.root)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
     )
+    assert process.stdout is not None  # stdout=PIPE: Popen has made the pipe
     try:
         line = process.stdout.readline()
         assert line.startswith("Console listening on http://127.0.0.1:"), line

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -37,7 +37,7 @@ def _no_browse(**kwargs: Any) -> list[Instance]:
 
 
 @pytest.fixture
-def make_service(data_dir: DataDir) -> Callable[..., SettingsService]:
+def make_service(data_dir: DataDir) -> Iterator[Callable[..., SettingsService]]:
     """A settings service on the test's data dir, with the boundaries a test may replace."""
     made: list[SettingsService] = []
 

@@ -101,7 +101,7 @@ class ModelSettingsService:
         """The settings in force now, and where each part came from."""
         return resolve(self._environment(), self._store)
 
-    def settings_in_force(self) -> ModelSettings | None:
+    def settings_in_force(self) -> ModelSettings:
         """What a conversation turn uses; ModelNotConfigured saying why when nothing usable is set."""
         return settings_in_force(self._environment(), self._store)
 

@@ -96,7 +96,7 @@ def resolve(environment: Mapping[str, Any], store: ModelStore) -> ModelSetup:
     return replace(base, settings=replace(settings, api_key=key))
 
 
-def settings_in_force(environment: Mapping[str, Any], store: ModelStore) -> ModelSettings | None:
+def settings_in_force(environment: Mapping[str, Any], store: ModelStore) -> ModelSettings:
     """What a conversation turn uses; ModelNotConfigured saying why when nothing usable is set."""
     setup = resolve(environment, store)
     if setup.settings is None:
