@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import Page, Response, expect
+from playwright.sync_api import Page, Response, ViewportSize, expect
 from werkzeug.serving import make_server
 from zeroconf import ServiceInfo, Zeroconf
 
@@ -35,8 +35,8 @@ PASSWORD = "correct horse battery staple"
 FAST_HASH = "pbkdf2:sha256:1000"  # the tests prove the flows, not the password hash's cost
 SETTINGS = "/settings/home-assistant"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 # Keep Chromium off the network (notes/browser-mdns-packaging.md). No --disable-features of our own:
 # it would replace Playwright's list.
@@ -303,7 +303,8 @@ def screenshot(page: Page, name: str, *, phone: bool = True, whole_page: bool = 
 
 def serious_violations(page: Page) -> list[dict[str, Any]]:
     """axe-core's serious and critical violations on the page as it is now."""
-    from axe_playwright_python.sync_playwright import Axe
+    # axe-playwright-python ships neither a py.typed marker nor stubs.
+    from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
 
     results = Axe().run(page)
     return [

@@ -15,7 +15,7 @@ import requests
 from flask import Flask
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from waitress import create_server
+from waitress.server import BaseWSGIServer, create_server  # the stubs re-export only serve() from `waitress`
 
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
@@ -58,9 +58,11 @@ class ServedConsole:
 def serve(app: Flask) -> tuple[Any, threading.Thread, str]:
     """Serve `app` on waitress (the production server) on an ephemeral loopback port."""
     server = create_server(app, host="127.0.0.1", port=0, threads=8)
+    assert isinstance(server, BaseWSGIServer)  # one host and port: one server, not a MultiSocketServer
     thread = threading.Thread(target=server.run, name="waitress-console", daemon=True)
     thread.start()
-    return server, thread, f"http://127.0.0.1:{server.effective_port}"
+    # BaseWSGIServer.__init__ sets effective_port; types-waitress does not declare it.
+    return server, thread, f"http://127.0.0.1:{server.effective_port}"  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -125,16 +127,22 @@ def household(console: ServedConsole, household_for: Callable[[ServedConsole], r
     return household_for(console)
 
 
+def _csrf_of(page: str) -> str:
+    match = _CSRF_META.search(page)
+    assert match, "the page carries no CSRF meta tag"
+    return match.group(1)
+
+
 def log_in(console: ServedConsole) -> requests.Session:
     """The household's browser: logged in, sending its CSRF token with every request."""
     browser = requests.Session()
     page = browser.get(console.url + "/login", timeout=5).text
-    token = _CSRF_META.search(page).group(1)  # type: ignore[union-attr]
+    token = _csrf_of(page)
     answer = browser.post(console.url + "/login", data={"password": PASSWORD, "csrf_token": token},
                           allow_redirects=False, timeout=5)
     assert answer.status_code == 302
     page = browser.get(console.url + "/confirmations", timeout=5).text
-    browser.headers["X-CSRFToken"] = _CSRF_META.search(page).group(1)  # type: ignore[union-attr]
+    browser.headers["X-CSRFToken"] = _csrf_of(page)
     browser.headers["Origin"] = console.url
     return browser
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -29,7 +29,7 @@ LIST = "home_assistant_list_entities"
 ENTITY = "sensor.living_room_temperature"
 
 
-def run(scenario: Callable[[], Awaitable[Any]]) -> Any:
+def run(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     """Run an async scenario to its end (the SDK's client is async).
 
     In a thread of its own: after the browser tests, Playwright's sync API keeps an event loop marked
@@ -60,11 +60,18 @@ async def household_answers(console: ServedConsole, household: requests.Session,
         console.url + f"/api/v1/confirmations/{token}", json={"approve": approve}, timeout=5))
 
 
+def text_of(result: types.CallToolResult) -> str:
+    """The text of a result's first content block (the Console's results carry their JSON as text)."""
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
 def error_of(result: types.CallToolResult) -> dict[str, Any]:
     """The contract's error object of an `isError` result, checked to be the same in both forms."""
     assert result.isError is True
     assert result.structuredContent is not None
-    assert json.loads(result.content[0].text) == result.structuredContent  # type: ignore[union-attr]
+    assert json.loads(text_of(result)) == result.structuredContent
     return result.structuredContent["error"]
 
 
@@ -132,10 +139,11 @@ def test_a_disabled_capability_is_refused_at_policy(configured, api_token):
 
 def test_a_call_waits_for_the_household_who_approves_it_on_the_console(configured, api_token, household, stub_ha):
     """The card names the client and where the data goes; after approval the result is structured content."""
-    progress: list[tuple[float, float | None, str | None]] = []
+    notifications: list[tuple[float, float | None, str | None]] = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append((done, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        # The parameter names are the SDK's ProgressFnT protocol's.
+        notifications.append((progress, total, message))
 
     async def scenario() -> tuple[types.CallToolResult, list[dict[str, Any]], int]:
         async with mcp_session(configured.mcp_url, api_token) as session:
@@ -144,10 +152,10 @@ def test_a_call_waits_for_the_household_who_approves_it_on_the_console(configure
             cards = await pending_cards(configured, household)
             # Streamed through waitress while the call is still open, not buffered until its end.
             for _ in range(100):
-                if progress:
+                if notifications:
                     break
                 await asyncio.sleep(0.05)
-            assert progress, "no progress notification arrived while the call waited"
+            assert notifications, "no progress notification arrived while the call waited"
             assert not call.done(), "the call must wait for the household"
             requests_before = len(stub_ha.requests_to("/api/history"))
             answer = await household_answers(configured, household, cards[0]["token"], True)
@@ -167,11 +175,12 @@ def test_a_call_waits_for_the_household_who_approves_it_on_the_console(configure
 
     assert result.isError is False
     jsonschema.validate(result.structuredContent, REGISTRY[GET_HISTORY].result_schema)
-    assert json.loads(result.content[0].text) == result.structuredContent  # type: ignore[union-attr]
+    assert json.loads(text_of(result)) == result.structuredContent
     assert result.structuredContent["entity_id"] == ENTITY
 
     # The client asked for progress: it heard, while waiting, where the household answers.
-    assert progress and progress[0][2] is not None and configured.url + "/confirmations" in progress[0][2]
+    assert notifications and notifications[0][2] is not None
+    assert configured.url + "/confirmations" in notifications[0][2]
 
     events = audit_events(configured)
     assert [e["event"] for e in events] == ["proposed", "confirmation_requested", "approved", "executed"]

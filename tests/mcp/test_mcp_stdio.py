@@ -32,10 +32,11 @@ def command(url: str, token: str, **environ: str) -> StdioServerParameters:
 
 def test_the_stdio_command_reads_history_only_after_the_household_approves(console, api_token, household, stub_ha):
     console.configure(stub_ha.base_url, stub_ha.token)
-    progress: list[str | None] = []
+    notifications: list[str | None] = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append(message)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        # The parameter names are the SDK's ProgressFnT protocol's.
+        notifications.append(message)
 
     async def scenario() -> tuple[list[types.Tool], types.CallToolResult, types.CallToolResult, dict[str, Any]]:
         async with stdio_client(command(console.url, api_token)) as (read, write), \
@@ -57,7 +58,7 @@ def test_the_stdio_command_reads_history_only_after_the_household_approves(conso
     assert result.isError is False
     jsonschema.validate(result.structuredContent, REGISTRY[GET_HISTORY].result_schema)
     assert result.structuredContent["period"] == "week"
-    assert progress and console.url + "/confirmations" in (progress[0] or "")
+    assert notifications and console.url + "/confirmations" in (notifications[0] or "")
 
 
 def test_cancelling_through_the_stdio_command_withdraws_the_card(console, api_token, household, stub_ha):
@@ -179,6 +180,7 @@ def test_the_stdio_command_still_trusts_a_household_ca_named_in_ssl_cert_file(tm
 
     async def authorities() -> list[str]:
         async with console_client("token") as http:
+            # httpx's private transport internals: the only place the client's SSL context can be read.
             context = http._transport._pool._ssl_context  # type: ignore[attr-defined]
             return [str(cert["subject"]) for cert in context.get_ca_certs()]
 

@@ -868,7 +868,14 @@ def _metadata_id(connection: sqlite3.Connection, entity_id: str) -> int:
     ).fetchone()
     if row is not None:
         return row[0]
-    return connection.execute("INSERT INTO states_meta (entity_id) VALUES (?)", (entity_id,)).lastrowid
+    return _inserted_id(connection.execute("INSERT INTO states_meta (entity_id) VALUES (?)", (entity_id,)))
+
+
+def _inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The row id an INSERT just made (sqlite3 types `lastrowid` as optional; after an INSERT it is set)."""
+    row_id = cursor.lastrowid
+    assert row_id is not None
+    return row_id
 
 
 def _fnv1a_32(data: bytes) -> int:
@@ -885,9 +892,9 @@ def _empty_attributes_id(connection: sqlite3.Connection) -> int:
     ).fetchone()
     if row is not None:
         return row[0]
-    return connection.execute(
+    return _inserted_id(connection.execute(
         "INSERT INTO state_attributes (hash, shared_attrs) VALUES (?, '{}')", (_fnv1a_32(b"{}"),)
-    ).lastrowid
+    ))
 
 
 def _insert_states(

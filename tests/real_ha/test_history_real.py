@@ -119,4 +119,6 @@ def test_the_websocket_and_rest_give_the_same_digest(real_ha: RealHomeAssistant,
     monkeypatch.setattr(capabilities, "fetch_history", no_rest)
     over_websocket = read_history(client, MOTION, start=start, end=end, deadline=Deadline(10), unit=None)
     assert over_websocket == rest
-    assert over_websocket.summary["states"]["on"]["times_changed_to"] >= len(ON_SPELLS)  # type: ignore[typeddict-item]
+    summary = over_websocket.summary
+    assert summary["kind"] == "states"
+    assert summary["states"]["on"]["times_changed_to"] >= len(ON_SPELLS)

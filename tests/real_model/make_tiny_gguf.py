@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-from gguf import GGUFWriter
+# Both live only in the llama venv this script runs under, not in the Console's venv that mypy checks with.
+import numpy as np  # type: ignore[import-not-found]
+from gguf import GGUFWriter  # type: ignore[import-not-found]
 
 N_EMBD, N_FF, N_HEAD, N_CTX = 32, 64, 2, 4096
 

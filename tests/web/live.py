@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 from flask import Flask
@@ -53,11 +54,12 @@ class Browser:
         assert match, f"{path} carries no CSRF meta tag"
         return match.group(1)
 
-    def get(self, path: str, **kwargs: object) -> requests.Response:
+    # The keyword arguments go through to requests as they are (data=, json=, headers=...).
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
         return self.http.get(self.url + path, allow_redirects=False, timeout=10, **kwargs)
 
-    def post(self, path: str, *, origin: str | None = "own", **kwargs: object) -> requests.Response:
-        headers = dict(kwargs.pop("headers", {}) or {})  # type: ignore[call-overload]
+    def post(self, path: str, *, origin: str | None = "own", **kwargs: Any) -> requests.Response:
+        headers: dict[str, str] = dict(kwargs.pop("headers", {}) or {})
         if origin is not None:
             headers["Origin"] = self.url if origin == "own" else origin
         return self.http.post(self.url + path, headers=headers, allow_redirects=False, timeout=10, **kwargs)

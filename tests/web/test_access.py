@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -148,7 +149,7 @@ def test_every_route_answers_every_principal_as_the_table_says(
         access = ACCESS[route.endpoint]
         for principal, make in principals.items():
             # An empty JSON object is a body every view reads without a crash; the guard runs before it.
-            body = {"json": {}} if route.mutating and route.endpoint != "auth.login" else {}
+            body: dict[str, Any] = {"json": {}} if route.mutating and route.endpoint != "auth.login" else {}
             response = make().open(route.url, method=route.method, **body)
             want, got = expected(access, principal, route), refused_as(response, principal, access)
             if got != want or response.status_code >= 500:

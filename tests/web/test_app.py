@@ -34,6 +34,7 @@ def test_the_app_holds_its_services_in_one_extension(app: Flask, data_dir: DataD
 
 def test_a_checkout_serves_its_top_level_templates_and_static(app: Flask) -> None:
     """In the repository the folders are the top-level ones (a wheel carries copies under console_ha/_*)."""
+    assert app.template_folder is not None and app.static_folder is not None
     assert Path(app.template_folder) == ROOT / "templates"
     assert Path(app.static_folder) == ROOT / "static"
 

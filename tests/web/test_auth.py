@@ -7,7 +7,9 @@ import stat
 
 import pytest
 from flask import Flask
+from flask.sessions import SecureCookieSessionInterface
 from flask.testing import FlaskClient
+from werkzeug.test import Cookie
 
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
@@ -26,7 +28,7 @@ from .conftest import (
     log_in,
     page_csrf,
 )
-from .live import served
+from .live import Browser, served
 
 _CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
@@ -214,7 +216,8 @@ def test_first_run_leads_to_setup_which_sets_the_password_and_logs_in(
                                             "csrf_token": token})
     assert response.status_code == 302
     assert console_secrets.verify_password("a long enough one")
-    assert console_secrets.password_hash().startswith("scrypt:")
+    stored = console_secrets.password_hash()
+    assert stored is not None and stored.startswith("scrypt:")
     assert client.get(API).status_code == 200
     assert client.get("/setup").location.startswith("/login")
 
@@ -324,6 +327,13 @@ def test_a_new_password_ends_every_older_session(logged_in: FlaskClient, console
     assert logged_in.get(API).status_code == 401
 
 
+def _session_cookie(client: FlaskClient) -> Cookie:
+    """The Console's session cookie, which the client has been given."""
+    cookie = client.get_cookie("console_ha_session")
+    assert cookie is not None, "no session cookie"
+    return cookie
+
+
 def test_the_session_key_is_persisted_and_shared_by_two_apps(data_dir: DataDir, password: str) -> None:
     """A session made by one app (process) is valid in another on the same data dir; the key file is 0600."""
     first = create_app(data_dir, TEST_CONFIG)
@@ -331,7 +341,7 @@ def test_the_session_key_is_persisted_and_shared_by_two_apps(data_dir: DataDir, 
     assert first.secret_key == second.secret_key
     browser = first.test_client()
     assert log_in(browser, password).status_code == 302
-    cookie = browser.get_cookie("console_ha_session")
+    cookie = _session_cookie(browser)
     other = second.test_client()
     other.set_cookie(cookie.key, cookie.value)
     assert other.get(API).status_code == 200
@@ -430,9 +440,12 @@ def test_the_sessions_file_is_private_and_holds_no_session_id(
 
     path = console_secrets.sessions_path
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    cookie = logged_in.get_cookie("console_ha_session").value
-    session_id = logged_in.application.session_interface.get_signing_serializer(
-        logged_in.application).loads(cookie)["sid"]
+    cookie = _session_cookie(logged_in).value
+    interface = logged_in.application.session_interface  # Flask's own, signed cookie sessions
+    assert isinstance(interface, SecureCookieSessionInterface)
+    serializer = interface.get_signing_serializer(logged_in.application)
+    assert serializer is not None
+    session_id = serializer.loads(cookie)["sid"]
     assert session_id not in path.read_text()
     assert len(json.loads(path.read_text())["sessions"]) == 1
 
@@ -475,7 +488,7 @@ def test_a_new_login_ends_the_browsers_previous_session(client: FlaskClient, pas
                                                        console_secrets: ConsoleSecrets) -> None:
     """Logging in again from the same browser replaces its session rather than adding one."""
     log_in(client, password)
-    first = client.get_cookie("console_ha_session").value
+    first = _session_cookie(client).value
     again = client.post("/login", data={"password": password, "csrf_token": page_csrf(client)})
     assert again.status_code == 302
     assert len(json.loads(console_secrets.sessions_path.read_text())["sessions"]) == 1
@@ -519,9 +532,9 @@ def test_parallel_wrong_guesses_over_real_http_get_at_most_the_limit_of_checks(
         answers: list[tuple[int, str | None]] = []
         start = threading.Barrier(len(browsers))
 
-        def guess(browser: object, token: str) -> None:
+        def guess(browser: Browser, token: str) -> None:
             start.wait()
-            r = browser.post("/login", data={"password": "a wrong guess", "csrf_token": token})  # type: ignore[attr-defined]
+            r = browser.post("/login", data={"password": "a wrong guess", "csrf_token": token})
             answers.append((r.status_code, r.headers.get("Retry-After")))
 
         threads = [threading.Thread(target=guess, args=pair) for pair in zip(browsers, tokens, strict=True)]
@@ -663,7 +676,9 @@ def test_the_household_revokes_a_token_on_the_page_over_real_http(
         household = console.browser()
         household.log_in(password)
         page = household.get(TOKENS_PAGE).text
-        action = re.search(r'action="(/settings/api-tokens/[0-9a-f]{16}/revoke)"', page).group(1)
+        revoke = re.search(r'action="(/settings/api-tokens/[0-9a-f]{16}/revoke)"', page)
+        assert revoke is not None
+        action = revoke.group(1)
         assert household.post(action, data={}).status_code == 400  # no CSRF token: nothing revoked
         assert program.get(PROGRAM_API).status_code == 200
         done = household.post(action, data={"csrf_token": household.csrf(TOKENS_PAGE)})

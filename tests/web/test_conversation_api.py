@@ -288,8 +288,10 @@ def test_without_javascript_the_forms_ask_and_answer(household, configured, mode
     sent = household.post("/conversation", data={"message": QUESTION, "csrf_token": csrf})
     assert sent.status_code == 303
     page = household.get(sent.headers["Location"]).get_data(as_text=True)
-    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
-    conversation_id = re.search(r'name="conversation_id" value="([^"]+)"', page).group(1)
+    token_field = re.search(r'name="token" value="([^"]+)"', page)
+    conversation_field = re.search(r'name="conversation_id" value="([^"]+)"', page)
+    assert token_field and conversation_field
+    token, conversation_id = token_field.group(1), conversation_field.group(1)
     done = household.post("/conversation", data={"conversation_id": conversation_id, "token": token,
                                                   "decision": "approve", "csrf_token": csrf})
     assert done.status_code == 303
@@ -364,7 +366,13 @@ def _row(html: str, capability: str) -> list[str]:
     row = re.search(rf"<tr>\s*<th scope=\"row\">[^<]*<br><code class=\"capability-id\">{re.escape(capability)}</code>"
                     r"</th>(.*?)</tr>", html, re.S)
     assert row, f"no row for {capability}"
-    return [re.match(r"\s*(\d+)", cell).group(1) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    return [_first_number(cell) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+
+
+def _first_number(cell: str) -> str:
+    number = re.match(r"\s*(\d+)", cell)
+    assert number, f"no number in the cell {cell!r}"
+    return number.group(1)
 
 
 def test_the_activity_page_is_readable_when_nothing_happened_yet(household):

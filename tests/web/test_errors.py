@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NoReturn
 
 import pytest
 from flask import Flask
@@ -55,11 +56,11 @@ PROJECT_CODES = {
 _raised: dict[str, ConsoleHaError] = {}
 
 
-def _raise(code: str) -> None:
+def _raise(code: str) -> NoReturn:
     raise _raised[code]
 
 
-def _boom() -> None:
+def _boom() -> NoReturn:
     raise RuntimeError("secret internals: /etc/shadow")
 
 

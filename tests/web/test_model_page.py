@@ -170,7 +170,9 @@ def test_environment_variables_win_and_the_api_and_page_say_which(household, mon
     # The saved key was typed for 10.0.0.1: it does not follow the environment to another server.
     assert body["in_force"] == {"base_url": model.url, "model": "env-model", "has_api_key": False}
     page = household.get(PAGE).get_data(as_text=True)
-    notice = re.search(r'id="environment-notice">(.*?)</div>', page, re.S).group(1)
+    found = re.search(r'id="environment-notice">(.*?)</div>', page, re.S)
+    assert found, "no environment notice"
+    notice = found.group(1)
     assert "<code>CONSOLE_HA_LLM_URL</code>, <code>CONSOLE_HA_LLM_MODEL</code>" in notice
     assert "win over what is saved here" in notice and model.url in notice
     assert "CONSOLE_HA_LLM_API_KEY" not in notice
@@ -185,7 +187,9 @@ def test_the_environment_notice_says_why_no_conversation_can_start(household, mo
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     page = household.get(PAGE).get_data(as_text=True)
-    notice = re.search(r'id="environment-notice">(.*?)</div>', page, re.S).group(1)
+    found = re.search(r'id="environment-notice">(.*?)</div>', page, re.S)
+    assert found, "no environment notice"
+    notice = found.group(1)
     assert words in notice
     assert "a conversation uses" not in notice  # none can start: the page must not say one uses anything
 
@@ -305,7 +309,9 @@ def test_the_form_resets_a_damaged_file(logged_in, data_dir):
 
 def test_the_conversation_page_says_when_no_model_is_set_up_and_links_to_the_page(household, model):
     html = household.get("/conversation").get_data(as_text=True)
-    notice = re.search(r'id="model-notice"(.*?)</div>', html, re.S).group(1)
+    found = re.search(r'id="model-notice"(.*?)</div>', html, re.S)
+    assert found, "no model notice"
+    notice = found.group(1)
     assert "No language model is set up yet" in notice and 'href="/settings/model"' in notice
     save(household, base_url=model.url, model="fake-model")
     assert 'id="model-notice"' not in household.get("/conversation").get_data(as_text=True)
