@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import secrets
 import threading
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console_ha.errors import ConfirmationInvalid
+from console_ha.secret import find_by_token
 
 CONFIRMATION_TTL_SECONDS = 300
 MAX_PENDING = 1000
@@ -116,13 +116,7 @@ class ConfirmationStore:
             return len(self._pending)
 
     def _find(self, token: str) -> PendingConfirmation | None:
-        # Tokens are compared in constant time; there are few pending at once.
-        if not token.isascii():
-            return None
-        for candidate, pending in self._pending.items():
-            if hmac.compare_digest(candidate, token):
-                return pending
-        return None
+        return find_by_token(self._pending, token)
 
     def _drop_expired(self, now: float) -> list[PendingConfirmation]:
         expired = [p for p in self._pending.values() if now >= p.deadline]

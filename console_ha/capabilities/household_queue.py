@@ -8,7 +8,6 @@ blocks in `settle`); the answering side is only ever the household's browser.
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import Any
 from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
 from console_ha.capabilities.executor import Executor, Proposal, Turn
 from console_ha.errors import CapabilityError, ConfirmationInvalid, InvocationLimitExceeded, TokenRevoked
+from console_ha.secret import find_by_token
 
 # At most this many reads wait for the household at once, over every client. Each waiting MCP call or
 # program's conversation message holds one of the web server's worker threads (its response stays open),
@@ -200,11 +200,5 @@ class HouseholdQueue:
         return err.reworded(message)
 
     def _find(self, token: object) -> WaitingRead | None:
-        # Tokens are compared in constant time; few wait at once.
-        if not isinstance(token, str) or not token.isascii():
-            return None
-        for candidate, waiting in self._waiting.items():
-            if hmac.compare_digest(candidate, token):
-                return waiting
-        return None
+        return find_by_token(self._waiting, token)
 

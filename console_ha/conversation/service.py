@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import secrets
@@ -30,6 +29,7 @@ from console_ha.errors import (
     error_body,
 )
 from console_ha.ha.addresses import origin_of
+from console_ha.secret import same_token
 from console_ha.store.config import ConfigStore
 
 log = logging.getLogger(__name__)
@@ -301,7 +301,7 @@ class ConversationService:
             raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
         with conversation.lock:
             pending = conversation.pending
-            if pending is None or not _same_token(pending[1].token, token):
+            if pending is None or not same_token(pending[1].token, token):
                 # Checked before the executor, so a superseded card cannot run, nor burn another
                 # conversation's token.
                 raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
@@ -448,10 +448,6 @@ def _bounded(reply: ModelReply) -> ModelReply:
     calls = reply.tool_calls[:MAX_TOOL_CALLS_PER_MESSAGE]
     message = {**reply.message, "tool_calls": reply.message["tool_calls"][:MAX_TOOL_CALLS_PER_MESSAGE]}
     return replace(reply, tool_calls=calls, message=message)
-
-
-def _same_token(expected: str, given: object) -> bool:
-    return isinstance(given, str) and given.isascii() and hmac.compare_digest(expected, given)
 
 
 def _refusal(call: ToolCall, err: CapabilityError) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -90,7 +89,7 @@ def _read_registries(
 def fetch_key(base_url: str, token: Secret, ca_bundle: str | None) -> tuple[str, str, str]:
     """What makes two area fetches the same: the URL, the token and the CA bundle."""
     # A hash of the token, so a new token is a new key and the token itself is not kept in one.
-    return base_url, hashlib.sha256(token.reveal().encode("utf-8")).hexdigest(), ca_bundle or ""
+    return base_url, token.digest(), ca_bundle or ""
 
 
 class AreaCache:

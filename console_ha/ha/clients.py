@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -54,8 +53,7 @@ class HomeAssistantClients:
         self._client: HomeAssistantClient | None = None
 
     def __call__(self, base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
-        key = (base_url, hashlib.sha256(token.reveal().encode()).hexdigest(), ca_bundle or "",
-               _mtime(ca_bundle))
+        key = (base_url, token.digest(), ca_bundle or "", _mtime(ca_bundle))
         with self._lock:
             if self._client is None or key != self._key:
                 # The one it replaces may still be in use by another request; it is closed when collected.
