@@ -19,8 +19,9 @@ from console_ha.conversation.model_check import ModelCheck, check_model, setting
 from console_ha.conversation.model_setup import ModelSetup, resolve, settings_in_force
 from console_ha.errors import InvalidSettingsChange, RateLimited, SettingsFileDamaged
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
+from console_ha.store.config import ConfigStore, refuse_unknown
 from console_ha.store.model_config import ModelStore, SavedModel, typed_api_key
+from console_ha.unknown_keys import first_unknown
 
 # What a client may send to save, and to test before saving.
 SAVE_FIELDS = ("base_url", "model", "api_key", "remove_api_key", "reset")
@@ -52,9 +53,7 @@ class ModelSaveRequest:
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> ModelSaveRequest:
         """The model API's POST body, checked field by field; nothing is written on error."""
-        unknown = sorted(set(body) - set(SAVE_FIELDS))
-        if unknown:
-            raise InvalidSettingsChange(f"Unknown setting: {unknown[0]}.", field=unknown[0])
+        refuse_unknown(body, SAVE_FIELDS)
         for flag in ("remove_api_key", "reset"):
             if not isinstance(body.get(flag, False), bool):
                 raise InvalidSettingsChange(f"`{flag}` must be true or false.", field=flag)
@@ -76,9 +75,8 @@ class ModelTryRequest:
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> ModelTryRequest:
         """The body of a test: only `base_url`, `model` and `api_key`."""
-        unknown = sorted(set(body) - set(TEST_FIELDS))
-        if unknown:
-            raise InvalidSettingsChange(f"Unknown field: {unknown[0]}.", field=unknown[0])
+        if (unknown := first_unknown(body, TEST_FIELDS)) is not None:
+            raise InvalidSettingsChange(f"Unknown field: {unknown}.", field=unknown)
         return cls(body.get("base_url"), body.get("model"), body.get("api_key"))
 
 
