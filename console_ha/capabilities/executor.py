@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
+from console_ha.capabilities.entity_budget import json_size
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
@@ -184,8 +185,8 @@ def what_the_card_shows(capability: Capability, config: HomeAssistantConfig) -> 
 @at_stage(6)
 def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
     """Stage 6: the result as JSON the model may see, within the byte bound, as its result schema declares."""
-    # allow_nan=False: NaN and Infinity are not JSON; a result holding one is a bug, not an answer.
-    size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    # NaN and Infinity are not JSON (json_size refuses them): a result holding one is a bug, not an answer.
+    size = json_size(result)
     if size > capability.bounds.max_result_bytes:
         raise ResultTooLarge(
             f"The result ({size} bytes) is larger than the {capability.bounds.max_result_bytes}-byte limit.")

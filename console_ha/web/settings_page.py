@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 bp = Blueprint("pages", __name__)
 
-SETTINGS_API = "/api/v1/conversation/home-assistant"
 
 
 @dataclass(frozen=True)
@@ -209,12 +208,13 @@ def _urls() -> dict[str, object]:
         "page_url": url_for("pages.home_assistant_settings"),
         "login_url": url_for("auth.login", next=url_for("pages.home_assistant_settings")),
         "api": {
-            "config": request.script_root + SETTINGS_API,
-            "entities": request.script_root + SETTINGS_API + "/entities",
-            "discover": request.script_root + SETTINGS_API + "/discover",
-            "test": request.script_root + SETTINGS_API + "/test",
-            "preview": request.script_root + SETTINGS_API + "/entities/preview",
-            "ca": request.script_root + SETTINGS_API + "/ca-certificate",
+            # The settings API's own routes: its prefix is written once, on its blueprint.
+            "config": url_for("settings_api.get_settings"),
+            "entities": url_for("settings_api.entities"),
+            "discover": url_for("settings_api.discover"),
+            "test": url_for("settings_api.test_connection"),
+            "preview": url_for("settings_api.entities_preview"),
+            "ca": url_for("settings_api.ca_certificate"),
         },
     }
 
