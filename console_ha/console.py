@@ -15,7 +15,7 @@ from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
 from console_ha.conversation.model_setup import environment_values
-from console_ha.conversation.service import ConversationService
+from console_ha.conversation.service import ConversationService, ConversationStore
 from console_ha.ha.areas import AreaCache
 from console_ha.ha.clients import HomeAssistantClients, reading
 from console_ha.ha.discovery import discover
@@ -123,7 +123,8 @@ class Console:
             model_settings=model_settings,
             ha_clients=clients,
             executor=executor,
-            conversation=ConversationService(executor, model, config_store=config_store, household=household),
+            conversation=ConversationService(executor, model, config_store=config_store, household=household,
+                                             store=ConversationStore()),
             household=household,
             model_environment=model_environment,
             settings=SettingsService(data_dir, config_store=config_store, token_store=token_store,
