@@ -253,7 +253,8 @@ class Digester:
         The hot loop of a chatty sensor's week (100,000 rows and more): its state sits in locals for the slice,
         and each step of a change is written out (a call per change, even _as_number's, measured slower).
         """
-        end, isfinite, unavailable, end_of_rows = self._end, math.isfinite, UNAVAILABLE_STATES, _END
+        end, earliest, end_of_rows = self._end, _EARLIEST, _END
+        isfinite, unavailable = math.isfinite, UNAVAILABLE_STATES
         last_time, total, in_force, since, value, tally = (self._last_time, self._total, self._in_force,
                                                            self._since, self._value, self._tally)
         states, other, states_full = self._states, self._other, len(self._states) >= MAX_COUNTED_STATES
@@ -266,7 +267,7 @@ class Digester:
             moment, state = row
             if moment < last_time:
                 raise out_of_order()
-            if moment > end or moment < _EARLIEST:
+            if moment > end or moment < earliest:
                 raise malformed()
             last_time = moment
             if state == in_force:
