@@ -36,6 +36,7 @@ _END = cast(str, object())
 _SLICE_ROWS = 512
 _moment_of = itemgetter(0)
 
+
 class _Numbers(NamedTuple):
     """A digest's numeric statistics, kept while every available state so far is a number.
 
@@ -191,7 +192,7 @@ class Digester:
 
         The one place the statistics are kept: finish() feeds the end of the window through here too. The
         rows before the window opens go to _open_window, the changes to _take; a list (a compact batch) is
-        taken whole, any other iterable in slices of _SLICE_ROWS, so a batch's changes stay bounded.
+        taken whole, any other iterable in slices of _SLICE_ROWS, so a slice's changes stay bounded.
         """
         if self._finished:
             raise ValueError("the digest is finished")
