@@ -4,6 +4,8 @@ Run on demand from the repository root (it is not a test):
 
     .venv/bin/python benchmarks/bench_household.py           # 5,000 entities, 100,000 history rows
     .venv/bin/python benchmarks/bench_household.py --quick   # 1,000 entities, 20,000 rows, fewer repeats
+    .venv/bin/python benchmarks/bench_household.py --against /tmp/main   # issue 17's floor only, this
+        # checkout's code and another's (`git archive main | tar -x -C /tmp/main`) alternately, one HA
 
 It starts its own Home Assistant in a temporary directory with the test harness (tests/real_ha), on
 127.0.0.1 only, and serves the Console (`console_ha.web.create_app`) with waitress on a thread.
@@ -37,6 +39,7 @@ import os
 import platform
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -373,6 +376,37 @@ def measure_chatty_sensor(data_dir: Path, repeats: int, memory_repeats: int, tra
     return runs
 
 
+def compare_floor(data_dir: Path, against: Path, rounds: int, repeats: int) -> None:
+    """Issue 17's floor for this checkout and another (main's, from `git archive`), alternately, on one HA.
+
+    Each round runs the timed child of each checkout's own bench_household.py (its code, from its own
+    directory), the order swapped every round; each child measures get_history and its floor (the raw
+    WebSocket read + json.loads) in its own random order. Printed per child: the medians, their ratio, the
+    median of the paired ratios, and the load average when the child ended.
+    """
+    now = repr(time.time())
+    trees = [("this", ROOT), ("against", against.resolve())]
+    print(f"\nissue 17's floor, {rounds} rounds of {repeats} timed runs a variant; against = {trees[1][1]}")
+    print(f"  {'round':>5}  {'checkout':<8} {'get_history':>12} {'floor':>9} {'ratio':>6} {'paired':>7} {'load':>5}")
+    ratios: dict[str, list[float]] = {name: [] for name, _ in trees}
+    for number in range(rounds):
+        for name, tree in trees if number % 2 == 0 else trees[::-1]:
+            done = subprocess.run([sys.executable, str(tree / "benchmarks" / "bench_household.py"), "--child", "time",
+                                   "both", str(data_dir), CHATTY_ENTITY, now, str(repeats)],
+                                  capture_output=True, text=True, timeout=1200, check=True, cwd=tree)
+            runs = json.loads(done.stdout.strip().splitlines()[-1])
+            history = median([run["seconds"] for run in runs["get_history"]])
+            floor = median([run["seconds"] for run in runs["ws_raw"]])
+            paired = median([run["seconds"] / base["seconds"]
+                             for run, base in zip(runs["get_history"], runs["ws_raw"], strict=True)])
+            ratios[name].append(history / floor)
+            print(f"  {number + 1:>5}  {name:<8} {ms(history):>12} {ms(floor):>9} {history / floor:>5.2f}x "
+                  f"{paired:>6.2f}x {os.getloadavg()[0]:>5.1f}", flush=True)
+    for name, _ in trees:
+        print(f"  {name}: ratio to the floor by round " + ", ".join(f"{r:.2f}x" for r in ratios[name])
+              + f"; median {median(ratios[name]):.2f}x (target <= {HISTORY_FLOOR_TARGET:.2f}x)")
+
+
 # --- the report -----------------------------------------------------------------------------------
 
 
@@ -531,6 +565,9 @@ def main() -> None:
     parser.add_argument("--traced-repeats", type=int, help="fresh interpreters a variant for tracemalloc (default 2)")
     parser.add_argument("--json", type=Path, help="also write every run's figures to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--against", type=Path, help="another checkout (main's, say): only issue 17's floor, "
+                        "this checkout's and that one's timed children alternately on one Home Assistant")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of the two (default 3)")
     args = parser.parse_args()
     quick = args.quick
     args.entities = args.entities or (1_000 if quick else 5_000)
@@ -567,6 +604,14 @@ def run(args: argparse.Namespace) -> None:
         loaded = load_chatty_history(real_ha, args.rows)
         notes.append(f"{loaded:,} rows of {CHATTY_ENTITY} over the past week loaded and HA restarted "
                      f"in {time.monotonic() - began:.0f} s")
+        if args.against:
+            data_dir = DataDir(workdir / "console")
+            ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url,
+                                          "allowlisted_entities": [CHATTY_ENTITY]})
+            TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
+            print(f"load average (1 min) at the start {args.load_before:.1f}; " + "; ".join(notes))
+            compare_floor(data_dir.root, args.against, args.rounds, args.history_repeats)
+            return
         began = time.monotonic()
         created = create_entities(real_ha, args.entities)
         total = len(real_ha.get("/api/states").json())

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, cast
 
 from console_ha.errors import HABadResponse
 from console_ha.ha.client import UNAVAILABLE_STATES
@@ -28,6 +31,27 @@ _EARLIEST = 0
 # Fed after the last row by finish(): it closes the last stretch at the window's end ("now"). Not a str,
 # so no state Home Assistant sends can equal it.
 _END = cast(str, object())
+# Rows from an iterator (REST, the general WebSocket path) are taken this many at a time, so the changes a
+# slice keeps for _keep_points stay bounded; a list (a compact batch) is taken whole.
+_SLICE_ROWS = 512
+_moment_of = itemgetter(0)
+
+
+class _Numbers(NamedTuple):
+    """A digest's numeric statistics, kept while every available state so far is a number.
+
+    The extremes are those of the changes, as (index, time, state, value), for the points; the initial
+    value joins them in finish(). The mean is weighted by time: the sum of value x microseconds, and those.
+    """
+
+    all_numeric: bool
+    first_value: float | None
+    last_value: float | None
+    min_change: tuple[int, int, str, float] | None
+    max_change: tuple[int, int, str, float] | None
+    weighted_sum: float
+    weighted_time: int
+
 
 class Change(TypedDict):
     """A state the entity changed to, and when (ISO 8601 UTC)."""
@@ -158,153 +182,181 @@ class Digester:
         # evenly spread points for when the changes crowd into a few time buckets.
         self._sample: list[tuple[int, int, str]] = []
         self._stride = 1
-        # Numeric statistics, kept while every available state so far is a number. The extremes are
-        # those of the changes (for the points); the initial value joins them in finish().
-        self._all_numeric = True
+        # The initial state's number, if it is one; then the statistics of the changes' numbers.
         self._initial_value: float | None = None
-        self._first_value: float | None = None
-        self._last_value: float | None = None
-        self._min_change: tuple[int, int, str, float] | None = None
-        self._max_change: tuple[int, int, str, float] | None = None
-        self._weighted_sum = 0.0
-        self._weighted_time = 0
+        self._numbers = _Numbers(all_numeric=True, first_value=None, last_value=None, min_change=None,
+                                 max_change=None, weighted_sum=0.0, weighted_time=0)
 
     def add(self, rows: Iterable[Row]) -> None:
         """Take (microseconds, state) rows in time order.
 
-        The one place the statistics are kept: finish() feeds the end of the window through here too.
-        The hot loop of a week of a chatty sensor (100,000 rows and more), written for speed: the
-        digest's state sits in locals and goes back to the instance when the loop ends, and a change's
-        (index, time, state) tuple is only built where it is kept.
+        The one place the statistics are kept: finish() feeds the end of the window through here too. The
+        rows before the window opens go to _open_window, the changes to _take; a list (a compact batch) is
+        taken whole, any other iterable in slices of _SLICE_ROWS, so a slice's changes stay bounded.
         """
         if self._finished:
             raise ValueError("the digest is finished")
-        start, end, max_changes = self._start, self._end, self._max_changes
-        buckets, bucket_edge = self._buckets, self._bucket_edge_at
-        isfinite = math.isfinite
-        unavailable = UNAVAILABLE_STATES
-        last_time, total, initial, opened = self._last_time, self._total, self._initial, self._opened
-        in_force, since, value, tally = self._in_force, self._since, self._value, self._tally
-        states, other = self._states, self._other
-        states_full = len(states) >= MAX_COUNTED_STATES
-        changes, first = self._all, self._first
-        sample, stride = self._sample, self._stride
-        all_numeric, initial_value = self._all_numeric, self._initial_value
-        first_value, last_value = self._first_value, self._last_value
-        low_change, high_change = self._min_change, self._max_change
-        weighted_sum, weighted_time = self._weighted_sum, self._weighted_time
-        # The extremes' values on their own, so the loop compares floats rather than indexing tuples.
-        low = low_change[3] if low_change else math.inf
-        high = high_change[3] if high_change else -math.inf
-        earliest, end_of_rows = _EARLIEST, _END
         try:
-            for moment, state in rows:
-                if moment < last_time:
-                    raise HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
-                if moment > end or moment < earliest:
-                    raise malformed()  # a change after the window it was asked for, or before any clock
-                last_time = moment
-                if not opened and moment <= start:
-                    # The state in force when the window opens (HA stamps it with the start; a change
-                    # exactly at the start is this too): not a change. Should more rows precede the
-                    # start, the last one is the state in force.
-                    initial, in_force = (moment, state), state
-                    continue
-                if state == in_force:
-                    continue  # the same state again (an attribute-only update): not a change
-                if not opened:
-                    # The first row past the start (or the end of the window): the initial state's
-                    # stretch opens at the window's start.
-                    opened = True
-                    if in_force is not None:
-                        tally = states.setdefault(in_force, [0, 0, None])
-                        states_full = len(states) >= MAX_COUNTED_STATES
-                        if in_force not in unavailable:
-                            value = _as_number(in_force)
-                            if value is None:
-                                all_numeric = False
-                            else:
-                                initial_value = first_value = last_value = value
-                if in_force is not None:
-                    # Close the stretch of the state in force: it lasted until this row.
-                    duration = moment - since
-                    tally[0] += duration
-                    if value is not None:
-                        weighted_sum += value * duration
-                        weighted_time += duration
-                if state is end_of_rows:
-                    break
-                index = total
-                total += 1
-                if changes is not None:
-                    changes.append((index, moment, state))
-                    if len(changes) > max_changes:
-                        changes = None
-                    if first is None:
-                        first = (index, moment, state)
-                if moment >= bucket_edge:
-                    # A change in a later bucket than the last one; every change before the edge
-                    # falls in the bucket already filled, since changes come in time order.
-                    bucket = self._bucket_of(moment)
-                    if buckets[bucket] is None:
-                        buckets[bucket] = (index, moment, state)
-                    bucket_edge = self._bucket_edge(bucket)
-                if index % stride == 0:
-                    sample.append((index, moment, state))
-                    if len(sample) > 2 * max_changes:
-                        stride *= 2
-                        sample = [c for c in sample if c[0] % stride == 0]
-                found = states.get(state)
-                if found is not None:
-                    tally = found
-                elif states_full:
-                    tally = other
+            if not self._opened:
+                rows = self._open_window(iter(rows))
+            if type(rows) is list:
+                self._take(rows)
+            else:
+                rest = iter(rows)
+                while self._take(itertools.islice(rest, _SLICE_ROWS)):
+                    pass
+        except BaseException:
+            self._finished = True  # a refused row leaves no digest to finish
+            raise
+
+    def _open_window(self, rows: Iterator[Row]) -> Iterable[Row]:
+        """Read the rows up to the first change past the window's start; the rest, that change first.
+
+        A row at or before the start is the state in force when the window opens (HA stamps it with the
+        start; a change exactly at the start is this too): not a change. Should more rows precede the
+        start, the last one is the state in force.
+        """
+        start, end, last_time = self._start, self._end, self._last_time
+        initial, in_force = self._initial, self._in_force
+        opening: Row | None = None
+        for row in rows:
+            moment, state = row
+            if moment < last_time:
+                raise out_of_order()
+            if moment > end or moment < _EARLIEST:
+                raise malformed()  # a change after the window it was asked for, or before any clock
+            last_time = moment
+            if moment <= start:
+                initial, in_force = (moment, state), state
+            elif state != in_force:  # the same state again (an attribute-only update) is not a change
+                opening = row
+                break
+        self._last_time, self._initial, self._in_force = last_time, initial, in_force
+        if opening is None:
+            return ()
+        # The first change past the start (or the end of the window): the initial state's stretch opens
+        # at the window's start, and its number is the first value.
+        self._opened = True
+        if in_force is not None:
+            self._tally = self._states.setdefault(in_force, [0, 0, None])
+            if in_force not in UNAVAILABLE_STATES:
+                self._value = _as_number(in_force)
+                if self._value is None:
+                    self._numbers = self._numbers._replace(all_numeric=False)
                 else:
-                    tally = states[state] = [0, 0, None]
-                    states_full = len(states) >= MAX_COUNTED_STATES
-                tally[1] += 1
-                tally[2] = moment
-                value = None
-                if all_numeric and state not in unavailable:
-                    # _as_number(state), written out: it runs once a change; a call here measured slower (issue 17).
-                    try:
-                        value = float(state)
-                    except ValueError:
-                        value = None
-                    if value is None or not isfinite(value):
-                        value = None
-                        all_numeric = False
-                    else:
-                        if first_value is None:
-                            first_value = value
-                        last_value = value
-                        if value < low:
-                            low = value
-                            low_change = (index, moment, state, value)
-                        if value > high:
-                            high = value
-                            high_change = (index, moment, state, value)
-                if not all_numeric:
-                    value = None
-                in_force, since = state, moment
-        finally:
-            self._last_time, self._total, self._initial, self._opened = last_time, total, initial, opened
-            self._in_force, self._since, self._value, self._tally = in_force, since, value, tally
-            self._bucket_edge_at = bucket_edge
-            self._all, self._first = changes, first
-            if total and in_force is not None:
-                self._last = (total - 1, since, in_force)  # the latest change: the state in force since then
-            self._sample, self._stride = sample, stride
-            self._all_numeric, self._initial_value = all_numeric, initial_value
-            self._first_value, self._last_value = first_value, last_value
-            self._min_change, self._max_change = low_change, high_change
-            self._weighted_sum, self._weighted_time = weighted_sum, weighted_time
+                    self._initial_value = self._value
+                    self._numbers = self._numbers._replace(first_value=self._value, last_value=self._value)
+        return itertools.chain((opening,), rows)
+
+    def _take(self, rows: Iterable[Row]) -> bool:
+        """Take rows once the window is open (stretches, tallies, numbers), then _keep_points; any rows taken?
+
+        The hot loop of a chatty sensor's week (100,000 rows and more): its state sits in locals for the slice,
+        and each step of a change is written out (a call per change, even _as_number's, measured slower).
+        """
+        end, earliest, end_of_rows = self._end, _EARLIEST, _END
+        isfinite, unavailable = math.isfinite, UNAVAILABLE_STATES
+        last_time, total, in_force, since, value, tally = (self._last_time, self._total, self._in_force,
+                                                           self._since, self._value, self._tally)
+        states, other, states_full = self._states, self._other, len(self._states) >= MAX_COUNTED_STATES
+        all_numeric, first_value, last_value, low_change, high_change, weighted_sum, weighted_time = self._numbers
+        low, high = (low_change[3] if low_change else math.inf), (high_change[3] if high_change else -math.inf)
+        base, fresh = total, list[Row]()  # the slice's changes, for _keep_points
+        keep = fresh.append
+        row: Row | None = None
+        for row in rows:
+            moment, state = row
+            if moment < last_time:
+                raise out_of_order()
+            if moment > end or moment < earliest:
+                raise malformed()
+            last_time = moment
+            if state == in_force:
+                continue  # the same state again (an attribute-only update): not a change
+            if in_force is not None:  # close the stretch of the state in force: it lasted until this row
+                duration = moment - since
+                tally[0] += duration
+                if value is not None:
+                    weighted_sum += value * duration
+                    weighted_time += duration
+            if state is end_of_rows:
+                break
+            total += 1
+            keep(row)
+            found = states.get(state)
+            if found is not None:
+                tally = found
+            else:  # a state not seen before: tracked by name, or summed once MAX_COUNTED_STATES are
+                tally = other if states_full else states.setdefault(state, [0, 0, None])
+                states_full = len(states) >= MAX_COUNTED_STATES
+            tally[1] += 1
+            tally[2] = moment
+            value = None
+            if all_numeric and state not in unavailable:
+                try:
+                    value = float(state)
+                except ValueError:
+                    value = math.nan
+                if not isfinite(value):
+                    value, all_numeric = None, False
+                else:
+                    if first_value is None:
+                        first_value = value
+                    last_value = value
+                    if value < low:
+                        low, low_change = value, (total - 1, moment, state, value)
+                    if value > high:
+                        high, high_change = value, (total - 1, moment, state, value)
+            in_force, since = state, moment
+        self._last_time, self._total, self._in_force, self._since, self._value, self._tally = (
+            last_time, total, in_force, since, value, tally)
+        self._numbers = _Numbers(all_numeric, first_value, last_value, low_change, high_change, weighted_sum,
+                                 weighted_time)
+        self._keep_points(fresh, base)
+        return row is not None and row[1] is not end_of_rows
+
+    def _keep_points(self, fresh: list[Row], base: int) -> None:
+        """Of a slice's changes (numbered from `base`), keep those that may become points.
+
+        Every change while there are no more than max_changes, the first and the latest, the first of each
+        time bucket, and every stride-th. Once a slice, not once a change: the changes are in time order, so
+        bisection finds the first past each bucket's edge.
+        """
+        count = len(fresh)
+        if not count:
+            return
+        if self._all is not None:
+            room = self._max_changes + 1 - len(self._all)
+            self._all += [(base + i, moment, state) for i, (moment, state) in enumerate(fresh[:room])]
+            if len(self._all) > self._max_changes:
+                self._all = None
+        if self._first is None:
+            self._first = (base, *fresh[0])
+        self._last = (base + count - 1, *fresh[-1])
+        at = bisect_left(fresh, self._bucket_edge_at, key=_moment_of)
+        while at < count:
+            moment, state = fresh[at]
+            bucket = self._bucket_of(moment)
+            if self._buckets[bucket] is None:
+                self._buckets[bucket] = (base + at, moment, state)
+            self._bucket_edge_at = self._bucket_edge(bucket)  # every change before it falls in this bucket
+            at = bisect_left(fresh, self._bucket_edge_at, lo=at + 1, key=_moment_of)
+        stride, sample = self._stride, self._sample
+        at = -base % stride  # the first change whose number is a multiple of the stride
+        while at < count:
+            sample.append((base + at, *fresh[at]))
+            if len(sample) > 2 * self._max_changes:
+                stride *= 2
+                sample = [c for c in sample if c[0] % stride == 0]
+            at += 1
+            at += -(base + at) % stride
+        self._stride, self._sample = stride, sample
 
     def finish(self) -> HistoryDigest:
         """The digest of every row taken; the state in force at the end runs to the window's end."""
         self.add(((self._end, _END),))
         self._finished = True
-        numeric = self._all_numeric and self._first_value is not None
+        numeric = self._numbers.all_numeric and self._numbers.first_value is not None
         summary = self._numeric_summary() if numeric else self._states_summary()
         picked = self._all if self._all is not None else self._pick(numeric)
         initial = None
@@ -322,9 +374,10 @@ class Digester:
 
     def _numeric_summary(self) -> NumericSummary:
         """Min and max (with when they were first reached), time-weighted mean, first and last."""
-        assert self._first_value is not None and self._last_value is not None
+        numbers = self._numbers
+        assert numbers.first_value is not None and numbers.last_value is not None
         extremes = []
-        for change, better in ((self._min_change, float.__lt__), (self._max_change, float.__gt__)):
+        for change, better in ((numbers.min_change, float.__lt__), (numbers.max_change, float.__gt__)):
             # The initial value was reached by the window's start, before any change.
             if self._initial_value is not None and (change is None or not better(change[3], self._initial_value)):
                 extremes.append((self._initial_value, self._start))
@@ -332,12 +385,12 @@ class Digester:
                 assert change is not None
                 extremes.append((change[3], change[1]))
         (low, low_at), (high, high_at) = extremes
-        mean = (float(f"{self._weighted_sum / self._weighted_time:.6g}")
-                if self._weighted_time > 0 else None)
+        mean = (float(f"{numbers.weighted_sum / numbers.weighted_time:.6g}")
+                if numbers.weighted_time > 0 else None)
         if mean is not None and not math.isfinite(mean):
             mean = None  # values near the float limits overflow the weighted sum: no mean, not NaN
         return NumericSummary(kind="numeric", min=low, min_at=_iso_z(low_at), max=high, max_at=_iso_z(high_at),
-                              mean=mean, first=self._first_value, last=self._last_value, unit=self._unit)
+                              mean=mean, first=numbers.first_value, last=numbers.last_value, unit=self._unit)
 
     def _states_summary(self) -> StatesSummary:
         """The states with the most time in the window (and the one in force at the end), the rest summed."""
@@ -371,7 +424,7 @@ class Digester:
         chosen: dict[int, tuple[int, int, str]] = {}
         required = [self._first, self._last]
         if numeric:
-            required += [c[:3] if c else None for c in (self._min_change, self._max_change)]
+            required += [c[:3] if c else None for c in (self._numbers.min_change, self._numbers.max_change)]
         for change in required:
             if change is not None:
                 chosen[change[0]] = change
@@ -449,6 +502,10 @@ def _spread(items: list[tuple[int, int, str]], count: int) -> Iterator[tuple[int
     step = (len(items) - 1) / (count - 1)
     for i in range(count):
         yield items[round(i * step)]
+
+
+def out_of_order() -> HABadResponse:
+    return HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
 
 
 def _micros(moment: datetime) -> int:
