@@ -370,3 +370,24 @@ def _unmarked(schema: Any) -> Any:
     if isinstance(schema, dict):
         return {key: _unmarked(value) for key, value in schema.items() if key != ENTITY_MARK}
     return schema
+
+
+@pytest.mark.parametrize("named", [[["sensor.living_room_temperature"]], [{"id": "light.hall"}]],
+                         ids=["nested-list", "object"])
+def test_a_marked_value_that_is_not_an_id_is_refused_at_stage_3_not_raised(
+        data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch, named: list[Any]) -> None:
+    """A mark on a loose schema (items of any type) lets lists or objects through stage 2: stage 3 refuses them."""
+    history = REGISTRY["home_assistant.get_history"]
+    properties = {"entities": {"type": "array", "items": {ENTITY_MARK: True}}}
+    sketch = dataclasses.replace(
+        history, name="home_assistant.sketch",
+        arguments_schema={"type": "object", "required": ["entities"], "properties": properties,
+                          "additionalProperties": False},
+        argument_messages={"entities": "entities is wrong."},
+        card=lambda config, arguments: Card("Read them?", "A sketch of a capability with a loose schema."))
+    monkeypatch.setitem(REGISTRY, sketch.name, sketch)
+    executor = configured_executor(data_dir, stub_ha)
+    with pytest.raises(CapabilityError) as caught:
+        executor.propose(sketch.name, {"entities": named}, conversation_id="loose")
+    assert (caught.value.code, caught.value.stage) == ("ENTITY_NOT_ALLOWLISTED", 3)
+    assert stub_ha.requests == []

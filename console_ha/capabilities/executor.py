@@ -161,7 +161,9 @@ def check_policy(capability: Capability, arguments: Mapping[str, Any], config: H
         # Nothing could be read: no card to bother the household with, no request to send.
         raise CapabilityNotConfigured("The household has not chosen any entities to share yet.")
     allowed = set(config.allowlisted_entities)
-    if any(entity not in allowed for entity in capability.entities_named(arguments)):
+    # Only text can be an allowlisted id: anything else a loose schema let through (a list, an object) is
+    # refused here, not left to raise TypeError (unhashable) past the audit.
+    if any(not isinstance(entity, str) or entity not in allowed for entity in capability.entities_named(arguments)):
         # The same words whether or not the entity exists: a refusal must not reveal the inventory.
         raise EntityNotAllowlisted("That entity is not one the household allowed the assistant to read.")
 
