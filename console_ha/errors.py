@@ -8,7 +8,6 @@ executor's record (`CapabilityError.stage`, written by `capabilities.executor`),
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Self, TypeVar
@@ -70,7 +69,10 @@ class ConsoleHaError(Exception):
 
     def reworded(self, message: str, *, detail: Mapping[str, Any] | None = None) -> Self:
         """The same error (class, code, executor stage) with another sentence; `detail` replaces the detail."""
-        other = copy.copy(self)
+        # Not copy.copy: it rebuilds the error through its class's __init__, which a subclass may shape
+        # differently (ConfirmationInvalid takes a reason first). The instance's own fields are copied instead.
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
         other.args = (message,)
         other.message = message
         other.detail = dict(self.detail if detail is None else detail)

@@ -72,3 +72,14 @@ def test_no_raise_site_names_a_code_as_a_string(path: Path) -> None:
         assert not (len(call.args) >= 2 and isinstance(call.args[0], ast.Constant)
                     and isinstance(call.args[0].value, str) and call.args[0].value in error_classes()), \
             f"{path}:{call.lineno}"
+
+
+def test_any_error_can_be_reworded_whatever_its_class_takes_first() -> None:
+    """Rewording keeps the class, code and detail of an error whose __init__ takes other arguments first."""
+    from console_ha.capabilities.confirmations import ConfirmationInvalid
+
+    original = ConfirmationInvalid("expired", "That confirmation has expired. Ask again.")
+    other = original.reworded("Ask again, please.")
+    assert type(other) is ConfirmationInvalid and other.code == original.code
+    assert other.message == "Ask again, please." and other.args == ("Ask again, please.",)
+    assert other.detail == original.detail and original.message == "That confirmation has expired. Ask again."
