@@ -44,7 +44,8 @@ def test_a_declaration_of_a_command_that_is_not_a_known_read_cannot_be_made(comm
 
 
 @pytest.mark.parametrize("pattern", ["api/states", "/auth/token", "/api/states/../services", "/api//states",
-                                     "/api/states/{Entity}", "/api/states?x=1"])
+                                     "/api/states/{Entity}", "/api/states?x=1", "/api/{endpoint}",
+                                     "/api/{endpoint}/{entity_id}"])
 def test_a_path_pattern_is_an_api_path(pattern: str) -> None:
     with pytest.raises(ValueError, match="path pattern"):
         Reads(paths=(pattern,))

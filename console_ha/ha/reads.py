@@ -61,6 +61,9 @@ def _check_pattern(pattern: str) -> None:
         raise ValueError(f"not an /api/ path pattern: {pattern!r}")
     if any(s == "" for s in segments[2:-1]) or ".." in segments or "." in segments:
         raise ValueError(f"not an /api/ path pattern: {pattern!r}")
+    if len(segments) > 2 and _PLACEHOLDER.fullmatch(segments[2]):
+        # `/api/{x}` would stand for every endpoint of the API: the segment naming the endpoint is literal.
+        raise ValueError(f"the endpoint of a path pattern is written out, not a placeholder: {pattern!r}")
 
 
 def _pattern_re(pattern: str) -> str:
