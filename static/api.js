@@ -9,7 +9,7 @@
  */
 async function refreshCsrf() {
   try {
-    const response = await fetch(location.pathname, { credentials: "same-origin" });
+    const response = await fetch(location.href, { credentials: "same-origin" });
     if (!response.ok) return false;
     const html = new DOMParser().parseFromString(await response.text(), "text/html");
     const fresh = html.querySelector('meta[name="csrf-token"]');
