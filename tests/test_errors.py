@@ -76,7 +76,7 @@ def test_no_raise_site_names_a_code_as_a_string(path: Path) -> None:
 
 def test_any_error_can_be_reworded_whatever_its_class_takes_first() -> None:
     """Rewording keeps the class, code and detail of an error whose __init__ takes other arguments first."""
-    from console_ha.capabilities.confirmations import ConfirmationInvalid
+    from console_ha.errors import ConfirmationInvalid
 
     original = ConfirmationInvalid("expired", "That confirmation has expired. Ask again.")
     other = original.reworded("Ask again, please.")
