@@ -140,9 +140,14 @@ class HouseholdQueue:
             waiting.decision.result(timeout=max(self.remaining(waiting), 0.0))
         except TimeoutError:
             pass
+        return self.outcome(waiting, asker.still_allowed)
+
+    def outcome(self, waiting: WaitingRead, still_allowed: Callable[[], bool]) -> dict[str, Any]:
+        """After the wait, for every front end: expired if unanswered, nothing for a revoked token, else stages 4-6."""
         if not waiting.decision.done():
             raise self.expire(waiting)
-        if not asker.still_allowed():
+        if not still_allowed():
+            # Revoked while it waited: the token is refused from then on, an approved read included.
             self.withdraw(waiting)
             raise TokenRevoked("This program's API token was revoked while the read waited; nothing was read.")
         return self.complete(waiting)

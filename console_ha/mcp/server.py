@@ -26,7 +26,7 @@ from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
 from console_ha.capabilities.household_queue import HouseholdQueue, WaitingRead
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
-from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, Unauthenticated, error_body
+from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, error_body
 
 log = logging.getLogger(__name__)
 
@@ -149,28 +149,21 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
     except CapabilityError as err:
         return error_of(err)
     try:
-        decided = await _wait_for_household(queue, waiting, report, progress_interval)
+        await _wait_for_household(queue, waiting, report, progress_interval)
     except BaseException:
         # Cancelled by the client (notifications/cancelled, or its session ended): withdraw the card at
         # once, without awaiting, since this task is being cancelled.
         queue.withdraw(waiting)
         raise
     try:
-        if not decided:
-            return error_of(await anyio.to_thread.run_sync(queue.expire, waiting))
-        if not await anyio.to_thread.run_sync(caller.still_allowed):
-            # Revoked while it waited: the token is refused from then on, an approved read included.
-            await anyio.to_thread.run_sync(queue.withdraw, waiting)
-            return error_of(Unauthenticated("This program's API token was revoked while the "
-                                            "call waited; nothing was read."))
-        return result_of(await anyio.to_thread.run_sync(queue.complete, waiting))
+        return result_of(await anyio.to_thread.run_sync(queue.outcome, waiting, caller.still_allowed))
     except CapabilityError as err:
         return error_of(err)
 
 
 async def _wait_for_household(queue: HouseholdQueue, waiting: WaitingRead, report: Any,
-                              progress_interval: float) -> bool:
-    """True once the household answered, False when the card expired first."""
+                              progress_interval: float) -> None:
+    """Until the household answered or the card expired; `queue.outcome` then says which, as for every front end."""
     # asyncio.wait, not wait_for: a timeout here must not cancel the household's decision.
     decision = asyncio.wrap_future(waiting.decision)
     total = max(queue.remaining(waiting), 0.0)
@@ -179,7 +172,7 @@ async def _wait_for_household(queue: HouseholdQueue, waiting: WaitingRead, repor
         await report(min(time.monotonic() - started, total), total)
         remaining = queue.remaining(waiting)
         if remaining <= 0:
-            return decision.done()  # an answer that came in the last moment still counts
+            return  # an answer that came in the last moment still counts: outcome looks at the decision itself
         done, _ = await asyncio.wait({decision}, timeout=min(remaining, progress_interval))
         if done:
-            return True
+            return
