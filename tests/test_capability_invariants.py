@@ -250,19 +250,24 @@ def test_every_argument_that_names_an_entity_carries_the_mark_stage_3_obeys(capa
     assert capability.entity_arguments == tuple(entity_arguments(capability))
 
 
-def test_a_marked_list_of_entities_is_held_to_the_allowlist_entity_by_entity(
-        data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A capability taking a list needs no change to the executor: every entity in it must be allowed."""
-    history = REGISTRY["home_assistant.get_history"]
-    properties = {"entities": {"type": "array", "items": ENTITY_ARGUMENT}}
+def register_list_sketch(monkeypatch: pytest.MonkeyPatch, items: dict[str, Any]) -> Capability:
+    """A sketch of a capability taking `entities`, a list whose items are `items`, registered for the test."""
+    properties = {"entities": {"type": "array", "items": items}}
     sketch = dataclasses.replace(
-        history, name="home_assistant.sketch",
+        REGISTRY["home_assistant.get_history"], name="home_assistant.sketch",
         arguments_schema={"type": "object", "required": ["entities"], "properties": properties,
                           "additionalProperties": False},
         argument_messages={"entities": "entities is wrong."},
         card=lambda config, arguments: Card("Read them?", "A sketch of a capability taking a list."))
-    assert sketch.entity_arguments == ("entities",)
     monkeypatch.setitem(REGISTRY, sketch.name, sketch)
+    return sketch
+
+
+def test_a_marked_list_of_entities_is_held_to_the_allowlist_entity_by_entity(
+        data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capability taking a list needs no change to the executor: every entity in it must be allowed."""
+    sketch = register_list_sketch(monkeypatch, ENTITY_ARGUMENT)
+    assert sketch.entity_arguments == ("entities",)
     executor = configured_executor(data_dir, stub_ha)
     assert_entity_arguments_are_held_to_the_allowlist(executor, sketch)
     allowed = list(CONFIG.allowlisted_entities)
@@ -377,15 +382,7 @@ def _unmarked(schema: Any) -> Any:
 def test_a_marked_value_that_is_not_an_id_is_refused_at_stage_3_not_raised(
         data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch, named: list[Any]) -> None:
     """A mark on a loose schema (items of any type) lets lists or objects through stage 2: stage 3 refuses them."""
-    history = REGISTRY["home_assistant.get_history"]
-    properties = {"entities": {"type": "array", "items": {ENTITY_MARK: True}}}
-    sketch = dataclasses.replace(
-        history, name="home_assistant.sketch",
-        arguments_schema={"type": "object", "required": ["entities"], "properties": properties,
-                          "additionalProperties": False},
-        argument_messages={"entities": "entities is wrong."},
-        card=lambda config, arguments: Card("Read them?", "A sketch of a capability with a loose schema."))
-    monkeypatch.setitem(REGISTRY, sketch.name, sketch)
+    sketch = register_list_sketch(monkeypatch, {ENTITY_MARK: True})
     executor = configured_executor(data_dir, stub_ha)
     with pytest.raises(CapabilityError) as caught:
         executor.propose(sketch.name, {"entities": named}, conversation_id="loose")

@@ -41,10 +41,13 @@ def open_session(console: ServedConsole, token: str) -> dict[str, str]:
     return in_session
 
 
-def call(request_id: Any, tool: str = LIST) -> dict[str, Any]:
+def call(request_id: Any, tool: str = LIST, *, progress: bool = False) -> dict[str, Any]:
+    """A tools/call; with `progress`, one that asks for progress (so a hang-up shows at the next write)."""
     arguments = {"entity_id": ENTITY, "period": "day"} if tool == HISTORY else {}
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}}
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    if progress:
+        params["_meta"] = {"progressToken": 1}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
 def ping(request_id: Any) -> dict[str, Any]:
@@ -145,9 +148,7 @@ def test_a_client_that_hangs_up_mid_call_holds_nothing_once_its_card_expires(mak
     console.configure(stub_ha.base_url, stub_ha.token)
     household = household_for(console)
     in_session = open_session(console, api_token)
-    with_progress = call(5, HISTORY)
-    with_progress["params"]["_meta"] = {"progressToken": 1}
-    hang_up_mid_call(console, in_session, with_progress)
+    hang_up_mid_call(console, in_session, call(5, HISTORY, progress=True))
     assert len(run(lambda: pending_cards(console, household))) == 1
     assert wait_until_idle(console, timeout=15) == (0, 0, 0)
     assert requests.post(console.mcp_url, json=ping(5), headers=in_session, timeout=5).status_code == 200
@@ -162,9 +163,7 @@ def test_the_id_of_a_call_whose_client_hung_up_stays_in_flight_until_the_call_en
     console.configure(stub_ha.base_url, stub_ha.token)
     household = household_for(console)
     in_session = open_session(console, api_token)
-    history = call(1, HISTORY)
-    history["params"]["_meta"] = {"progressToken": 1}
-    hang_up_mid_call(console, in_session, history)
+    hang_up_mid_call(console, in_session, call(1, HISTORY, progress=True))
     endpoint = console.app.extensions["console_ha_mcp"]
     deadline = time.monotonic() + 10
     while (console.busy_threads(), endpoint.serving()) != (0, 0):  # a progress write failed: the response closed
