@@ -172,17 +172,12 @@ InvalidConfig = InvalidSettingsChange
 
 
 class CapabilityError(ConsoleHaError):
-    """A capability invocation was refused or failed; `stage` is where the executor recorded it ended (1-6).
-
-    `CapabilityError(code, message)` still builds one by code for tests written before issue 17;
-    console_ha's raise sites name a subclass.
-    """
+    """A capability invocation was refused or failed; `stage` is where the executor recorded it ended (1-6)."""
 
     stage: int | None = None
 
-    def __init__(self, *words: str, stage: int | None = None, **detail: Any) -> None:
-        code, message = (words[0], words[1]) if len(words) == 2 else (None, words[0])
-        super().__init__(message, code=code, **detail)
+    def __init__(self, message: str, *, stage: int | None = None, **detail: Any) -> None:
+        super().__init__(message, **detail)
         if stage is not None:
             self.stage = stage
 
@@ -226,11 +221,8 @@ class ConfirmationDenied(CapabilityError):
 class ConfirmationInvalid(CapabilityError):
     """The confirmation is unknown, used, expired, of another conversation, or its settings changed.
 
-    `reason` says which ("unknown", "expired", "settings_changed", ...). `stage` 4 is a default for errors
-    read where no executor records one (the confirmation store's own tests pin it).
+    `reason` says which ("unknown", "expired", "settings_changed", ...).
     """
-
-    stage = 4
 
     def __init__(self, reason: str | None, message: str) -> None:
         if reason is None:
@@ -260,13 +252,7 @@ class TokenRevoked(CapabilityError, Unauthenticated):
 
 
 class HomeAssistantError(CapabilityError):
-    """Home Assistant could not answer a read (HA_BAD_RESPONSE unless a subclass says more).
-
-    `stage` 5 is a default for errors read where no executor records one (the client's own tests pin it);
-    the executor records the stage of everything it raises.
-    """
-
-    stage = 5
+    """Home Assistant could not answer a read (HA_BAD_RESPONSE unless a subclass says more)."""
 
     def __init__(self, message: str, **detail: Any) -> None:
         super().__init__(message, **detail)

@@ -283,6 +283,19 @@ def test_what_programs_can_hold_gets_worker_threads_of_their_own() -> None:
     assert server_threads(3) == 3 + MAX_WAITING + MAX_PROGRAM_MESSAGES
 
 
+def test_every_thread_count_the_docs_give_another_server_is_the_one_serve_runs() -> None:
+    """The count is `cli.server_threads`'s; README, wsgi.py and the docs that state it must not drift from it."""
+    import re
+
+    from console_ha.cli import DEFAULT_THREADS, server_threads
+
+    root = Path(__file__).resolve().parent.parent
+    stated = {(name, int(n)) for name in ("README.md", "wsgi.py", "docs/security.md", "docs/mcp.md", "docs/web.md")
+              for n in re.findall(r"--threads=(\d+)", (root / name).read_text(encoding="utf-8"))}
+    assert {name for name, _ in stated} >= {"README.md", "wsgi.py", "docs/security.md"}
+    assert {n for _, n in stated} == {server_threads(DEFAULT_THREADS)}
+
+
 def test_commands_that_only_list_or_refuse_leave_the_data_dir_as_they_found_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

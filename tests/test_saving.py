@@ -115,17 +115,14 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
 
 
 def test_a_review_is_only_written_beside_the_configuration_it_was_saved_with(data_dir):
-    """Two saves racing: the review of the one overtaken is dropped, never paired with the other's URL."""
-    from console_ha.settings.saving import remember_review
+    """Each save writes its review in its own locked section: the review always names the URL saved with it."""
     from console_ha.store.review import ReviewStore
 
-    store, tokens = ConfigStore(data_dir), TokenStore(data_dir)
-    first = save_settings(store, tokens, {"base_url": "http://ha-one.local:8123"}, token=check_token("tok-one-0123"))
-    save_settings(store, tokens, {"base_url": "http://ha-two.local:8123"}, token=check_token("tok-two-0123"))
-    assert remember_review(store, first, ["light.kitchen"], ReviewStore(data_dir)) is False
-    assert not ReviewStore(data_dir).path.exists()
-
-    latest = store.read()
-    assert remember_review(store, latest, ["light.kitchen"], ReviewStore(data_dir)) is True
-    review = ReviewStore(data_dir).read_for("http://ha-two.local:8123/")
-    assert review is not None and review.entity_ids == {"light.kitchen"}
+    store, tokens, reviews = ConfigStore(data_dir), TokenStore(data_dir), ReviewStore(data_dir)
+    save_settings(store, tokens, {"base_url": "http://ha-one.local:8123"}, token=check_token("tok-one-0123"),
+                  reviewed=["light.kitchen"], reviews=reviews)
+    save_settings(store, tokens, {"base_url": "http://ha-two.local:8123"}, token=check_token("tok-two-0123"),
+                  reviewed=["switch.fan"], reviews=reviews)
+    assert reviews.read_for("http://ha-one.local:8123/") is None
+    review = reviews.read_for("http://ha-two.local:8123/")
+    assert review is not None and review.entity_ids == {"switch.fan"}

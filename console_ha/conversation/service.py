@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from console_ha.capabilities.executor import Executor, Proposal, Turn
+from console_ha.capabilities.executor import Executor, Proposal, Turn, at_stage
 from console_ha.capabilities.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
@@ -294,6 +294,7 @@ class ConversationService:
             conversation = self.store.create(owner)
         return conversation
 
+    @at_stage(4)
     def confirm(self, conversation_id: str | None, token: object, approve: bool) -> TurnResult:
         """Resume a paused turn with the household's answer; ConfirmationInvalid (409) when it cannot be."""
         conversation = self.store.get(conversation_id)

@@ -137,24 +137,6 @@ def _remember(reviews: ReviewStore, config: HomeAssistantConfig, reviewed: list[
     return True
 
 
-def remember_review(config_store: ConfigStore, stored: StoredConfig, reviewed: list[str],
-                    reviews: ReviewStore) -> bool:
-    """Remember a review apart from its save, unless another save came in between (then its wins).
-
-    A save writes its own review in its locked section (`save_settings`); this is for one written later,
-    under the same lock, so a review is only ever written beside the configuration it was saved with.
-    """
-    try:
-        with save_lock(config_store.data_dir):
-            if config_store.read().revision != stored.revision:
-                return False
-            return _remember(reviews, stored.config, reviewed)
-    except SettingsFileDamaged as err:
-        log.warning("the settings were saved, but what the picker showed could not be remembered (%s)",
-                    type(err).__name__)
-        return False
-
-
 def recover(data_dir: DataDir, config_store: ConfigStore, token_store: TokenStore) -> None:
     """At start: sweep temporary files killed writes left behind, and bind a legacy token to its origin."""
     sweep_temp_files(data_dir.root)

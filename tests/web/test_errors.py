@@ -10,7 +10,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.errors import (
-    CapabilityError,
+    ConfirmationInvalid,
     ConsoleHaError,
     HABadResponse,
     HABusy,
@@ -135,8 +135,7 @@ def test_every_code_on_a_page_path_renders_the_error_page(api: FlaskClient, code
         (HABadResponse("Odd answer.", reason="invalid_json"), "HA_BAD_RESPONSE"),
         (HATLSError("Certificate not trusted.", reason="certificate"), "HA_TLS_ERROR"),
         (HABusy("Home Assistant is still busy with earlier requests."), "HA_BUSY"),
-        (CapabilityError("CONFIRMATION_INVALID", "That confirmation is no longer valid.", stage=4),
-         "CONFIRMATION_INVALID"),
+        (ConfirmationInvalid(None, "That confirmation is no longer valid."), "CONFIRMATION_INVALID"),
     ],
 )
 def test_the_error_classes_map_through_their_code(api: FlaskClient, error: ConsoleHaError, code: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask.testing import FlaskClient
 
-from console_ha.errors import CapabilityError, HAUnreachable
+from console_ha.errors import CapabilityNotConfigured, HAUnreachable
 from console_ha.words import MODEL_WORDS, SETTINGS_WORDS, household_error
 from tests.stub_ha import StubHomeAssistant
 
@@ -28,8 +28,7 @@ def test_a_home_assistant_failure_keeps_its_code_and_detail_with_the_households_
 
 def test_a_token_for_another_home_assistant_keeps_its_own_sentence() -> None:
     """Not configured with a reason names both addresses; the general words would hide which token to fetch."""
-    err = CapabilityError("CAPABILITY_NOT_CONFIGURED", "Saved for http://a:80, not http://b:80.",
-                          reason="token_for_another_origin")
+    err = CapabilityNotConfigured("Saved for http://a:80, not http://b:80.", reason="token_for_another_origin")
     assert household_error(err) is err
 
 
