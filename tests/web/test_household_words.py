@@ -73,3 +73,10 @@ def test_test_connection_not_set_up_keeps_the_words_for_its_field(household: Fla
     no_url = household.post(f"{API}/test", json={}).get_json()["error"]
     assert no_url["field"] == "base_url"
     assert no_url["field_message"] == "Home Assistant is not set up yet: save the Home Assistant URL first."
+
+
+def test_every_code_the_words_are_for_is_owned_by_an_error_class() -> None:
+    """The tables are keyed by code; a code no class owns (a typo, a renamed code) would never be looked up."""
+    from console_ha.errors import error_classes
+
+    assert set(SETTINGS_WORDS) | set(MODEL_WORDS) <= set(error_classes())
