@@ -50,6 +50,8 @@ def sample_arguments(capability: Capability) -> dict[str, Any]:
     """Valid arguments for every declared argument, made from the schema (an allowed entity, the first choice)."""
     arguments: dict[str, Any] = {}
     for name, schema in capability.arguments_schema["properties"].items():
+        if name not in capability.arguments_schema.get("required", []):
+            continue  # optional: a capability answers without it (issue 18's filters are tested in their modules)
         if "enum" in schema:
             arguments[name] = schema["enum"][0]
         elif schema.get("pattern") == ENTITY_ID_SCHEMA["pattern"]:
@@ -210,6 +212,8 @@ def sample_arguments_with_entities(capability: Capability) -> dict[str, Any]:
     """Valid arguments (as sample_arguments makes them), where a list of entity ids holds one allowed entity."""
     arguments: dict[str, Any] = {}
     for name, schema in capability.arguments_schema["properties"].items():
+        if name not in capability.arguments_schema.get("required", []):
+            continue  # optional, as in sample_arguments
         if "enum" in schema:
             arguments[name] = schema["enum"][0]
         elif name in entity_arguments(capability):
