@@ -35,7 +35,8 @@ AREAS: list[dict[str, Any]] = [
     {"area_id": "study", "name": "Secret study", "aliases": ["Hideout"]},
     {"area_id": "empty_room", "name": "Empty room", "aliases": []},
 ]
-DEVICES: list[dict[str, Any]] = [{"id": "dev_lounge", "area_id": "living_room"}, {"id": "dev_kitchen", "area_id": "kitchen"}]
+DEVICES: list[dict[str, Any]] = [{"id": "dev_lounge", "area_id": "living_room"},
+                                 {"id": "dev_kitchen", "area_id": "kitchen"}]
 PLACED: list[dict[str, Any]] = [
     {"entity_id": "sensor.living_room_temperature", "area_id": None, "device_id": "dev_lounge"},
     {"entity_id": "light.living_room", "area_id": None, "device_id": "dev_lounge"},

@@ -103,7 +103,7 @@ def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_id
         async with stdio_client(command(console.url, api_token)) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
-            assert len((await session.list_tools()).tools) == 2
+            assert len((await session.list_tools()).tools) == len(REGISTRY)
             await asyncio.sleep(3)  # the Console's session idles out
             tools = (await asyncio.wait_for(session.list_tools(), 20)).tools
             first = await asyncio.wait_for(session.call_tool(LIST, {}), 20)
