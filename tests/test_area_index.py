@@ -147,3 +147,40 @@ def test_a_stale_entry_is_read_again(stub: StubHomeAssistant) -> None:
         cache.get(client, timeout=3)
         stub.registries = {**REGISTRIES, "config/device_registry/list": []}
         assert cache.get(client, timeout=3).area_of("light.ceiling") is None
+
+
+@pytest.mark.parametrize("registries", [
+    {**REGISTRIES, "config/entity_registry/list": [{"entity_id": "light.x", "device_id": ["not", "hashable"]}]},
+    {**REGISTRIES, "config/device_registry/list": ["not an object"]},
+], ids=["device-id-a-list", "device-not-an-object"])
+def test_registries_of_odd_shapes_are_a_bad_response_not_a_crash(stub: StubHomeAssistant,
+                                                                  registries: dict[str, Any]) -> None:
+    stub.registries = registries
+    with _client(stub) as client, pytest.raises(HABadResponse):
+        read_area_index(client, timeout=3)
+
+
+def test_an_area_whose_id_is_not_text_places_nothing(stub: StubHomeAssistant) -> None:
+    stub.registries = {**REGISTRIES, "config/area_registry/list": [{"area_id": {"id": 1}, "name": "Odd"}]}
+    with _client(stub) as client:
+        areas = read_area_index(client, timeout=3)
+    assert areas.areas == {} and areas.placements == {}
+
+
+def test_odd_aliases_and_names_are_left_out() -> None:
+    areas = build_area_index([{"area_id": "a", "name": "Attic", "aliases": "not a list"},
+                              {"area_id": "b", "name": 7},
+                              {"area_id": "c", "name": "Cellar", "aliases": [None, 3, "Cave"]}],
+                             [{"entity_id": "light.a", "area_id": "a"}, {"entity_id": "light.b", "area_id": "b"}], [])
+    assert areas.area_name("light.a") == "Attic" and areas.area_of("light.b") is None
+    assert areas.named("cave") == {"c"} and areas.named("not a list") == frozenset()
+
+
+def test_a_kept_failure_holds_no_traceback(stub: StubHomeAssistant) -> None:
+    stub.registries = None
+    cache = AreaIndexCache()
+    with _client(stub) as client:
+        with pytest.raises(HomeAssistantError):
+            cache.get(client, timeout=3)
+        kept = next(iter(cache._entries.values()))[1]
+    assert isinstance(kept, HomeAssistantError) and kept.__traceback__ is None

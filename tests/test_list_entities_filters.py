@@ -237,3 +237,9 @@ def test_no_answer_holds_an_entity_or_an_area_outside_the_allowlist(
 
 def test_the_declared_reads_are_the_states_and_the_three_registry_lists() -> None:
     assert CAPABILITY.reads == Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS)
+
+
+def test_a_megabyte_long_name_is_matched_from_its_start_only(rooms: StubHomeAssistant) -> None:
+    rooms.set_state("light.living_room", "on", {"friendly_name": "Reading lamp " + "x" * 1_000_000 + " hidden"})
+    assert ids(read(rooms, {"name": "reading lamp"})) == ["light.living_room"]
+    assert ids(read(rooms, {"name": "hidden"})) == []

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
-from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, cut, json_size, listed
+from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
@@ -51,8 +51,10 @@ class Filters:
         if self.area is not None and (areas is None or areas.placements.get(entity_id) not in area_ids):
             return False
         # A name matches the friendly name, or the entity id read as words ("living room" in
-        # sensor.living_room_temperature), anywhere in it.
-        return self.name is None or self.name in fold(name) or self.name in fold(entity_id.replace("_", " "))
+        # sensor.living_room_temperature), anywhere in it. A name is looked at as far as a result reads it
+        # (SCAN_CHARS): a megabyte-long one costs no more than a long one.
+        return (self.name is None or self.name in fold(name[:SCAN_CHARS])
+                or self.name in fold(entity_id.replace("_", " ")))
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],

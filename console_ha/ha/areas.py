@@ -236,7 +236,8 @@ class AreaIndexCache:
                 value: AreaIndex | HomeAssistantError = self._read(client, timeout=timeout)
                 ttl = self._ttl
             except HomeAssistantError as err:
-                value, ttl = err, self._failure_ttl
+                # Kept without its traceback: its frames would keep the client (and its token) alive.
+                value, ttl = err.with_traceback(None), self._failure_ttl
             entry = (time.monotonic() + ttl, value)
             with self._lock:
                 # One Home Assistant at a time: entries for other URLs or tokens go.
