@@ -161,7 +161,8 @@ def test_one_registry_round_serves_reads_in_a_row(rooms: StubHomeAssistant) -> N
 
 @pytest.mark.parametrize("arguments", [
     {"limit": 0}, {"limit": 501}, {"limit": "5"}, {"limit": 2.5}, {"area": ""}, {"area": "x" * 101},
-    {"domain": ""}, {"name": 3}, {"room": "kitchen"}])
+    {"domain": ""}, {"name": 3}, {"room": "kitchen"}, {"name": "   "}, {"area": "\t"}, {"domain": " "},
+    {"limit": True}])
 def test_out_of_bounds_arguments_are_refused_at_stage_2(arguments: dict[str, Any]) -> None:
     with pytest.raises(CapabilityError) as caught:
         validate(CAPABILITY, arguments)

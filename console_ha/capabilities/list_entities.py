@@ -172,11 +172,12 @@ CAPABILITY = Capability(
     arguments_schema={
         "type": "object",
         "properties": {
-            "domain": {"type": "string", "minLength": 1, "maxLength": MAX_DOMAIN_CHARS,
+            # Each text filter holds something besides spaces: a name of spaces would match every entity.
+            "domain": {"type": "string", "minLength": 1, "maxLength": MAX_DOMAIN_CHARS, "pattern": r"\S",
                        "description": "Only entities of this domain, such as light or sensor"},
-            "area": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
+            "area": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "pattern": r"\S",
                      "description": "Only entities in this area: its name, id or alias, such as Kitchen"},
-            "name": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
+            "name": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "pattern": r"\S",
                      "description": "Only entities whose name or id contains these words"},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                       "description": "At most this many entities"},
@@ -185,8 +186,8 @@ CAPABILITY = Capability(
     },
     argument_messages={
         "domain": f"domain must be a domain such as light or sensor, at most {MAX_DOMAIN_CHARS} characters.",
-        "area": f"area must be an area's name, id or alias, 1 to {MAX_FILTER_CHARS} characters.",
-        "name": f"name must be 1 to {MAX_FILTER_CHARS} characters of an entity's name.",
+        "area": f"area must be an area's name, id or alias, 1 to {MAX_FILTER_CHARS} characters, not only spaces.",
+        "name": f"name must be 1 to {MAX_FILTER_CHARS} characters of an entity's name, not only spaces.",
         "limit": f"limit must be a whole number from 1 to {MAX_LIMIT}.",
     },
     result_schema={
