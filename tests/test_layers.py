@@ -37,7 +37,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"settings"}),
     frozenset({"capabilities"}),
     frozenset({"store", "ha"}),
-    frozenset({"", "errors", "secret", "deadline", "unknown_keys", "timestamps", "words"}),
+    frozenset({"", "errors", "secret", "deadline", "unknown_keys", "timestamps", "words",
+               "folding"}),  # issue 18: how household words are compared, for ha (areas) and capabilities
 )
 BASE = LAYERS[-1]
 

@@ -107,6 +107,7 @@ def test_list_entities_returns_exactly_the_allowlisted_entities_with_their_live_
     result = run(executor, LIST_ENTITIES)
 
     states = live_states(real_ha)
+    placed = {expected.entity_id: expected.area for expected in real_ha.entities}
     assert [entity["entity_id"] for entity in result["entities"]] == allowlist
     assert result["missing_entities"] == []
     for entity in result["entities"]:
@@ -120,7 +121,10 @@ def test_list_entities_returns_exactly_the_allowlisted_entities_with_their_live_
             # Home Assistant's microseconds and +00:00 become seconds and Z: 20 bytes, whatever HA sends
             "last_changed": seconds_z(raw["last_changed"]),
             "unavailable": raw["state"] in UNAVAILABLE_STATES,
+            # issue 18: the area the harness placed it in through HA's registry, null for none
+            "area": placed.get(raw["entity_id"]),
         }
+    assert result["total"] == len(allowlist) and "areas_known" not in result
     by_id = {entity["entity_id"]: entity for entity in result["entities"]}
     assert by_id["switch.coffee_machine"]["state"] == ("on" if coffee_on else "off")
     assert by_id["sensor.coffee_machine_power"]["unit_of_measurement"] == "W"
