@@ -17,7 +17,7 @@ from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.capabilities.registry import REGISTRY
+from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.conversation import (
     ConversationService,
     ConversationStore,
@@ -111,7 +111,9 @@ def refusal(call) -> CapabilityError:
 
 def test_tools_offer_each_capability_under_a_valid_function_name_with_its_schema():
     tools = tool_definitions()
-    assert [t["function"]["name"] for t in tools] == ["home_assistant__list_entities", "home_assistant__get_history"]
+    names = [t["function"]["name"] for t in tools]
+    assert names[:2] == ["home_assistant__list_entities", "home_assistant__get_history"]
+    assert names == [function_name(c.name) for c in CAPABILITIES], "every registered capability, in its order"
     for tool in tools:
         capability = REGISTRY[capability_name(tool["function"]["name"])]
         assert tool["type"] == "function"

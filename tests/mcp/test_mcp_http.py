@@ -19,13 +19,17 @@ from mcp.shared.exceptions import McpError
 from console_ha.capabilities.cards import destination_for
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.capabilities.registry import REGISTRY
+from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
+from console_ha.mcp.server import tool_name
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session
 
 HISTORY = "home_assistant_get_history"
 LIST = "home_assistant_list_entities"
+# Every registered capability is a tool (issue 18 adds to the two): the lists below follow the registry.
+TOOLS = frozenset(tool_name(capability) for capability in CAPABILITIES)
+assert {LIST, HISTORY} <= TOOLS
 ENTITY = "sensor.living_room_temperature"
 
 
@@ -93,7 +97,7 @@ def test_lists_the_two_tools_with_the_capabilities_schemas_and_read_only_annotat
             return await session.list_tools()
 
     listed = {tool.name: tool for tool in run(scenario).tools}
-    assert set(listed) == {LIST, HISTORY}
+    assert set(listed) == TOOLS
     for name, capability in ((LIST, LIST_ENTITIES), (HISTORY, GET_HISTORY)):
         tool, spec = listed[name], REGISTRY[capability]
         assert tool.description == spec.description
@@ -439,7 +443,7 @@ def test_a_revoked_token_is_refused_at_its_next_request(console, api_token, data
         async with mcp_session(console.mcp_url, api_token) as session:
             return await session.list_tools()
 
-    assert len(run(scenario).tools) == 2
+    assert len(run(scenario).tools) == len(TOOLS)
     ConsoleSecrets(data_dir).revoke_api_tokens(CLIENT_NAME)
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}

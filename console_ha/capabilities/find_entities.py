@@ -1,0 +1,348 @@
+"""home_assistant.find_entities: the allowed entities a household's words describe, best first, each with why."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
+from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.deadline import Deadline
+from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
+from console_ha.ha.reads import Reads
+from console_ha.store.config import HomeAssistantConfig
+from console_ha.timestamps import utc_z
+
+NAME = "home_assistant.find_entities"
+MAX_QUERY_CHARS = 200
+MAX_MATCHES = 20
+# What a small model's context can spare for one answer (issue 18); the executor's bound stays 64 KiB.
+MAX_ANSWER_BYTES = 8 * 1024
+# The words of a query that are matched, in the query's order: a 200-character query of one-letter
+# words would otherwise make every hit's `why` long. Words past this are not looked at.
+MAX_QUERY_WORDS = 8
+# A longer "word" is no household word, name or room; it is left out, and `why` stays short.
+MAX_WORD_CHARS = 32
+# Text in a hit, as list_entities' middle level cuts it (bytes of JSON).
+_CAPS = CAP_LEVELS[1]
+_AREA_BYTES = _CAPS.name
+
+# Words that say nothing about which device: left out of the matching, so "which lights are on in the
+# kitchen" is "lights" and "kitchen". English only, as the household words below.
+STOP_WORDS = frozenset({
+    "a", "an", "the", "is", "are", "was", "be", "in", "on", "at", "of", "to", "for", "from", "by", "with",
+    "and", "or", "my", "our", "all", "any", "which", "what", "where", "who", "how", "there", "it", "its",
+    "me", "show", "find", "list", "tell", "does", "do", "i", "we", "this", "that", "please", "now",
+})
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of device a household word names: a domain, and the device class when the word is that narrow."""
+
+    domain: str
+    device_class: str | None = None
+
+    def fits(self, domain: str, device_class: str | None) -> bool:
+        return domain == self.domain and (self.device_class is None or device_class == self.device_class)
+
+    def words(self) -> str:
+        return self.domain if self.device_class is None else f"{self.domain} ({self.device_class})"
+
+
+def _kinds(*spec: str) -> tuple[Kind, ...]:
+    """`"light"`, `"binary_sensor/door"`: a domain, or a domain and a device class."""
+    return tuple(Kind(*item.split("/", 1)) for item in spec)
+
+
+# What households call their devices, in English, and the kinds of entity each word names. A domain's own
+# name ("light", "sensor") needs no line: it matches the domain field as any word does.
+HOUSEHOLD_WORDS: dict[str, tuple[Kind, ...]] = {
+    "lamp": _kinds("light"),
+    "bulb": _kinds("light"),
+    "lighting": _kinds("light"),
+    "thermometer": _kinds("sensor/temperature"),
+    "temperature": _kinds("sensor/temperature", "climate", "weather", "water_heater"),
+    "temp": _kinds("sensor/temperature", "climate"),
+    "warm": _kinds("sensor/temperature", "climate"),
+    "cold": _kinds("sensor/temperature", "climate"),
+    "thermostat": _kinds("climate"),
+    "heating": _kinds("climate", "water_heater"),
+    "heater": _kinds("climate", "water_heater"),
+    "boiler": _kinds("water_heater"),
+    "humidity": _kinds("sensor/humidity", "humidifier"),
+    "humid": _kinds("sensor/humidity", "humidifier"),
+    "door": _kinds("binary_sensor/door", "binary_sensor/garage_door", "cover/door", "cover/garage", "lock"),
+    "window": _kinds("binary_sensor/window", "cover/window"),
+    "open": _kinds("binary_sensor/door", "binary_sensor/window", "binary_sensor/opening", "cover"),
+    "garage": _kinds("cover/garage", "binary_sensor/garage_door"),
+    "blind": _kinds("cover/blind", "cover/shade"),
+    "shutter": _kinds("cover/shutter"),
+    "shade": _kinds("cover/shade", "cover/blind"),
+    "curtain": _kinds("cover/curtain"),
+    "gate": _kinds("cover/gate"),
+    "motion": _kinds("binary_sensor/motion", "binary_sensor/occupancy", "binary_sensor/presence"),
+    "movement": _kinds("binary_sensor/motion"),
+    "presence": _kinds("binary_sensor/presence", "binary_sensor/occupancy", "person"),
+    "occupancy": _kinds("binary_sensor/occupancy"),
+    "smoke": _kinds("binary_sensor/smoke"),
+    "leak": _kinds("binary_sensor/moisture"),
+    "flood": _kinds("binary_sensor/moisture"),
+    "moisture": _kinds("sensor/moisture", "binary_sensor/moisture"),
+    "plug": _kinds("switch/outlet", "switch"),
+    "socket": _kinds("switch/outlet"),
+    "outlet": _kinds("switch/outlet"),
+    "power": _kinds("sensor/power"),
+    "energy": _kinds("sensor/energy"),
+    "electricity": _kinds("sensor/energy", "sensor/power"),
+    "consumption": _kinds("sensor/energy", "sensor/power"),
+    "battery": _kinds("sensor/battery", "binary_sensor/battery"),
+    "tv": _kinds("media_player"),
+    "television": _kinds("media_player"),
+    "speaker": _kinds("media_player"),
+    "music": _kinds("media_player"),
+    "forecast": _kinds("weather"),
+    "rain": _kinds("weather"),
+    "vacuum": _kinds("vacuum"),
+    "hoover": _kinds("vacuum"),
+    "mower": _kinds("lawn_mower"),
+    "person": _kinds("person"),
+    "people": _kinds("person"),
+    "phone": _kinds("device_tracker"),
+}
+
+# How well one word matched one field; a hit's rank is its matched words, then these summed.
+WHOLE_WORD, PREFIX, SUBSTRING, HOUSEHOLD_WORD = 3, 2, 1, 3
+# The fields a word is looked for in, in this order (the first best one is what `why` names).
+FIELDS = ("friendly_name", "area", "entity_id", "domain")
+NO_MATCH_HINT = (
+    "No allowed device matches these words. Try one word: a room (kitchen), a kind of device (light, "
+    "temperature, door) or part of its name; or call list_entities to see every allowed device."
+)
+WHY_MEANS = "each query word that matched, and the field it matched: friendly_name, area, entity_id or domain"
+_WORD = re.compile(r"[^\W_]+")
+# Case and diacritics folded away, so "Küche" finds "kuche" and "KITCHEN" finds "kitchen".
+Fold = Callable[[str], str]
+
+
+def query_words(query: str, fold: Fold) -> list[str]:
+    """The query's words that are looked for: folded, without stop words or repeats, at most MAX_QUERY_WORDS."""
+    words: list[str] = []
+    for word in _WORD.findall(fold(query)):
+        if word in STOP_WORDS or len(word) > MAX_WORD_CHARS or word in words:
+            continue
+        words.append(word)
+        if len(words) == MAX_QUERY_WORDS:
+            break
+    return words
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One allowed entity, its fields folded once for matching."""
+
+    entity_id: str
+    domain: str
+    device_class: str | None
+    fields: dict[str, str]  # field -> folded text
+    tokens: dict[str, tuple[str, ...]]  # field -> its folded words
+
+
+def candidate(entity_id: str, name: str, area: str | None, device_class: str | None, fold: Fold) -> Candidate:
+    """`entity_id` ready for matching: its friendly name, area, id (the part after the dot) and domain."""
+    domain, _, object_id = entity_id.partition(".")
+    texts = {"friendly_name": fold(name), "area": fold(area) if area else "", "entity_id": object_id,
+             "domain": domain}
+    return Candidate(entity_id, domain, device_class, texts,
+                     {field: tuple(_WORD.findall(text)) for field, text in texts.items()})
+
+
+def singular(word: str) -> str:
+    """"lights" → "light", "switches" → "switch": enough English for device words."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def match_word(word: str, entity: Candidate) -> tuple[int, str] | None:
+    """How well `word` matches `entity`, and in which field; None when it does not."""
+    best: tuple[int, str] | None = None
+    forms = {word, singular(word)}
+    for field in FIELDS:
+        score = 0
+        tokens = entity.tokens[field]
+        if any(token in forms for token in tokens):
+            score = WHOLE_WORD
+        elif len(word) >= 2 and any(token.startswith(form) for token in tokens for form in forms):
+            score = PREFIX
+        elif len(word) >= 3 and word in entity.fields[field]:
+            score = SUBSTRING
+        if score and (best is None or score > best[0]):
+            best = (score, field)
+    kinds = HOUSEHOLD_WORDS.get(word) or HOUSEHOLD_WORDS.get(singular(word), ())
+    if (best is None or best[0] < HOUSEHOLD_WORD) and any(k.fits(entity.domain, entity.device_class)
+                                                          for k in kinds):
+        best = (HOUSEHOLD_WORD, "domain")
+    return best
+
+
+def rank(words: Sequence[str], entities: Iterable[Candidate]) -> list[tuple[Candidate, dict[str, str]]]:
+    """The entities any word matches, best first (most words, then the best matches, then allowlist order)."""
+    scored: list[tuple[int, int, int, Candidate, dict[str, str]]] = []
+    for order, entity in enumerate(entities):
+        why: dict[str, str] = {}
+        total = 0
+        for word in words:
+            found = match_word(word, entity)
+            if found is not None:
+                why[word] = found[1]
+                total += found[0]
+        if why:
+            scored.append((-len(why), -total, order, entity, why))
+    scored.sort(key=lambda item: item[:3])
+    return [(entity, why) for *_, entity, why in scored]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def find(states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, areas: Mapping[str, str],
+         query: str, fold: Fold) -> dict[str, Any]:
+    """The result for `query` over Home Assistant's states: allowlisted entities only, at most MAX_MATCHES."""
+    allowed = {entity_id: order for order, entity_id in enumerate(config.allowlisted_entities)}
+    found: dict[str, Mapping[str, Any]] = {}
+    for state in states:
+        entity_id = state.get("entity_id")
+        if entity_id in allowed:
+            found[entity_id] = state
+    words = query_words(query, fold)
+    entities = []
+    for entity_id in sorted(found, key=allowed.__getitem__):
+        attributes = found[entity_id].get("attributes")
+        attributes = attributes if isinstance(attributes, Mapping) else {}
+        name = _text(attributes.get("friendly_name")) or entity_id
+        entities.append(candidate(entity_id, name, areas.get(entity_id), _text(attributes.get("device_class")),
+                                  fold))
+    ranked = rank(words, entities)
+    matches = []
+    for entity, why in ranked[:MAX_MATCHES]:
+        state = found[entity.entity_id]
+        attributes = state.get("attributes")
+        attributes = attributes if isinstance(attributes, Mapping) else {}
+        area = areas.get(entity.entity_id)
+        matches.append({
+            "entity_id": entity.entity_id,
+            "friendly_name": cut(_text(attributes.get("friendly_name")) or entity.entity_id, _CAPS.name),
+            "state": cut(str(state.get("state", "")), _CAPS.state),
+            "area": None if area is None else cut(area, _AREA_BYTES),
+            "why": why,
+        })
+    result: dict[str, Any] = {"matches": matches, "total": len(ranked)}
+    if not matches:
+        result["hint"] = NO_MATCH_HINT
+    # The best first: the worst go when long ids make twenty too many for a small model's answer.
+    while json_size(result) > MAX_ANSWER_BYTES - json_size({"retrieved_at": utc_z(datetime(2000, 1, 1))}):
+        matches.pop()
+    return result
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+    """The words searched for, among how many allowed devices, and where the request goes."""
+    count = len(config.allowlisted_entities)
+    devices = "device" if count == 1 else "devices"
+    query = cut(arguments["query"], 120)
+    return Card(
+        title="Search your Home Assistant devices?",
+        body=(
+            f"The assistant wants to find which of the {count} {devices} you allowed match “{query}”, "
+            f"and read their current state and room. {leaves_device(config)}"
+        ),
+    )
+
+
+def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:
+    """The card counts the allowed entities: approved was a search among exactly those."""
+    return {"entities": sorted(config.allowlisted_entities)}
+
+
+def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+            deadline: Deadline, now: datetime) -> dict[str, Any]:
+    """One GET /api/states, the areas, and the ranking: the allowlisted entities the query describes."""
+    states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
+    deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
+    areas: Mapping[str, str] = {}
+    result = find(states, config, areas, arguments["query"], str.casefold)
+    result["retrieved_at"] = utc_z(now)
+    return result
+
+
+CAPABILITY = Capability(
+    name=NAME,
+    description=(
+        f"Find the allowed Home Assistant entities a few words describe (a room, a kind of device, part of a "
+        f"name: \"kitchen lights\", \"front door\", \"thermometer\"). Returns at most {MAX_MATCHES}, best "
+        "first, each with its entity id, name, state, area and `why` (which word matched which field). "
+        "Each read asks the household for approval first."
+    ),
+    arguments_schema={
+        "type": "object",
+        "required": ["query"],
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "pattern": r"\S",
+                      "description": "A few words, such as kitchen lights or bedroom temperature",
+                      "examples": ["kitchen lights", "front door"]},
+        },
+        "additionalProperties": False,
+    },
+    argument_messages={"query": f"query must be between 1 and {MAX_QUERY_CHARS} characters, not only spaces."},
+    result_schema={
+        "type": "object",
+        "required": ["matches", "total", "retrieved_at"],
+        "additionalProperties": False,
+        "properties": {
+            "matches": {
+                "type": "array",
+                "maxItems": MAX_MATCHES,
+                "items": {
+                    "type": "object",
+                    "required": ["entity_id", "friendly_name", "state", "area", "why"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "entity_id": ENTITY_ID_SCHEMA,
+                        "friendly_name": {"type": "string", "maxLength": _CAPS.name},
+                        "state": {"type": "string", "maxLength": _CAPS.state},
+                        "area": {"type": ["string", "null"], "maxLength": _AREA_BYTES},
+                        "why": {
+                            "type": "object",
+                            "description": WHY_MEANS,
+                            "minProperties": 1,
+                            "maxProperties": MAX_QUERY_WORDS,
+                            "propertyNames": {"maxLength": MAX_WORD_CHARS},
+                            "additionalProperties": {"enum": list(FIELDS)},
+                        },
+                    },
+                },
+            },
+            "total": {"type": "integer", "minimum": 0,
+                      "description": f"how many allowed devices matched; only the best {MAX_MATCHES} are listed"},
+            "hint": {"type": "string", "description": "present when nothing matched: what to try next"},
+            "retrieved_at": TIMESTAMP_SCHEMA,
+        },
+    },
+    bounds=Bounds(timeout_seconds=8),
+    execute=execute,
+    card=card,
+    binds=binds,
+    activity_words="Search among your devices",
+    prompt_summary="the allowed devices a few words describe (room, kind, name), best first, with why.",
+    reads=Reads(paths=("/api/states",)),
+)
