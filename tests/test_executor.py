@@ -182,8 +182,11 @@ def test_approved_list_entities_returns_only_allowlisted_narrowed_entities(execu
     assert result["missing_entities"] == ["sensor.removed_since"]
     for entity in result["entities"]:
         assert set(entity) == {"entity_id", "friendly_name", "domain", "state", "unit_of_measurement",
-                               "last_changed", "unavailable"}
-    assert [r.method for r in stub_ha.requests] == ["GET"]
+                               "last_changed", "unavailable", "area"}
+    # The states, then one registry round for the areas (this stub has no WebSocket: areas unknown, not a failure).
+    assert [(r.method, r.path) for r in stub_ha.requests] == [("GET", "/api/states"), ("GET", "/api/websocket")]
+    assert result["areas_known"] is False and {e["area"] for e in result["entities"]} == {None}
+    assert result["total"] == len(ids)
 
 
 def test_unavailable_and_unknown_states_are_flagged(executor, data_dir, stub_ha):

@@ -25,17 +25,21 @@ CUT_MARK = "…"
 
 @dataclass(frozen=True)
 class TextCaps:
-    """The most bytes (compact UTF-8 JSON, escapes included) a result's name, state and unit may take."""
+    """The most bytes (compact UTF-8 JSON, escapes included) a result's name, state, unit and area may take."""
 
     name: int
     state: int
     unit: int
+    # An area's name: Home Assistant sets no bound on it, so list_entities sets its own (issue 18).
+    area: int = 0
 
 
 # list_entities' text bounds, roomiest to tightest: it uses the roomiest level whose result fits its
 # 64 KiB, and a save guarantees the tightest. 32 bytes of state keep a timestamp state
-# ("2026-11-30T10:00:00+00:00") whole. Its result schema's maxLengths are the roomiest level.
-CAP_LEVELS: tuple[TextCaps, ...] = (TextCaps(96, 64, 16), TextCaps(48, 48, 12), TextCaps(24, 32, 8))
+# ("2026-11-30T10:00:00+00:00") whole. Its result schema's maxLengths are the roomiest level. An area's
+# name is kept whole to 48 bytes, and to 24 at the tightest: "Master bedroom", "Salle à manger" and most
+# rooms households name fit whole; a longer one is cut like any name (issue 18).
+CAP_LEVELS: tuple[TextCaps, ...] = (TextCaps(96, 64, 16, 48), TextCaps(48, 48, 12, 32), TextCaps(24, 32, 8, 24))
 GUARANTEED = CAP_LEVELS[-1]
 _SAMPLE_TIME = "2000-01-01T00:00:00Z"  # every last_changed is written in exactly this many bytes
 
@@ -111,13 +115,18 @@ def entry(entity_id: str, *, name: str | None, state: str, unit: str | None, las
     }
 
 
+def listed(shaped: dict[str, Any], area: str | None, caps: TextCaps) -> dict[str, Any]:
+    """An entry as list_entities lists it: `entry`'s fields and the name of the entity's area (or null)."""
+    return {**shaped, "area": None if area is None else cut(area, caps.area)}
+
+
 def worst_entry_bytes(entity_id: str) -> int:
-    """The largest entry `entry` can make for `entity_id` at the GUARANTEED caps, in bytes."""
+    """The largest entry list_entities can make for `entity_id` at the GUARANTEED caps, in bytes."""
     worst = entry(entity_id, name="x" * GUARANTEED.name, state="x" * GUARANTEED.state,
                   unit="x" * GUARANTEED.unit, last_changed=_SAMPLE_TIME,
                   unavailable=False,  # "false" is a byte longer than "true"
                   caps=GUARANTEED)
-    return json_size(worst)
+    return json_size(listed(worst, "x" * GUARANTEED.area, GUARANTEED))
 
 
 # An entity id and its domain are ASCII that JSON never escapes, and every other part of the worst
@@ -132,8 +141,14 @@ def entity_cost(entity_id: str) -> int:
     return ENTITY_BYTES + len(entity_id) + entity_id.index(".")
 
 
+# More entities than any allowlist holds (the store's MAX_ALLOWLIST is far below): `total` fits in this.
+_MOST_TOTAL = 999_999
+
+
 def _envelope() -> int:
-    return json_size({"entities": [], "missing_entities": [], "retrieved_at": _SAMPLE_TIME})
+    # The result's own keys at their largest: `total`, and `areas_known` (there only when false).
+    return json_size({"entities": [], "missing_entities": [], "retrieved_at": _SAMPLE_TIME, "total": _MOST_TOTAL,
+                      "areas_known": False})
 
 
 # What the entities may take between them: the bound less the result's own keys and time. An entity

@@ -1,27 +1,63 @@
-"""home_assistant.list_entities: the current state of every entity the household allowed, in one read."""
+"""home_assistant.list_entities: the current state of the entities the household allowed, all or a filtered few."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
-from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, json_size
+from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
+from console_ha.errors import HomeAssistantError
+from console_ha.folding import fold
+from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndex, area_index
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
 NAME = "home_assistant.list_entities"
+MAX_LIMIT = 500
+# The longest area or name the model may ask for: longer than any household's, short enough for a card.
+MAX_FILTER_CHARS = 100
+MAX_DOMAIN_CHARS = 64
+# How much of a filter's text a card shows (bytes, cut as a result's text is, controls and bidi dropped).
+CARD_FILTER_BYTES = 120
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The arguments, folded once: which allowlisted entities a read answers with."""
+
+    domain: str | None
+    area: str | None
+    name: str | None
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any]) -> Filters:
+        def folded(key: str) -> str | None:
+            value = arguments.get(key)
+            return fold(value) if isinstance(value, str) else None
+        return cls(folded("domain"), folded("area"), folded("name"))
+
+    def keeps(self, entity_id: str, name: str, areas: AreaIndex | None, area_ids: frozenset[str]) -> bool:
+        """Whether the entity passes every filter given (each on its own: domain, area, name)."""
+        if self.domain is not None and fold(entity_id[:entity_id.index(".")]) != self.domain:
+            return False
+        if self.area is not None and (areas is None or areas.placements.get(entity_id) not in area_ids):
+            return False
+        # A name matches the friendly name, or the entity id read as words ("living room" in
+        # sensor.living_room_temperature), anywhere in it.
+        return self.name is None or self.name in fold(name) or self.name in fold(entity_id.replace("_", " "))
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
             deadline: Deadline, now: datetime) -> dict[str, Any]:
-    """The current state of every allowlisted entity, and which allowlisted ones Home Assistant lacks."""
+    """The current state of the allowlisted entities the filters keep, each with its area, and how many matched."""
     wanted = set(config.allowlisted_entities)
     states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
     deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
@@ -30,24 +66,72 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         entity_id = state.get("entity_id")
         if entity_id in wanted:
             found[entity_id] = state
-    present = [e for e in config.allowlisted_entities if e in found]
+    filters = Filters.of(arguments)
+    areas = _areas(client, deadline, needed=filters.area is not None)
+    # Every area of Home Assistant the words name; only allowlisted entities are then looked up in them, so
+    # an area without one is never told apart from an area that does not exist.
+    area_ids = areas.named(arguments["area"]) if areas is not None and filters.area is not None else frozenset()
+    present = [e for e in config.allowlisted_entities if e in found
+               and filters.keeps(e, _name(found[e], config, e), areas, area_ids)]
+    missing = [e for e in config.allowlisted_entities if e not in found
+               and filters.keeps(e, config.display_name(e), areas, area_ids)]
+    shown = present[:arguments["limit"]] if "limit" in arguments else present
     result: dict[str, Any] = {}
     # Names and states are cut no further than this result needs: the roomiest level that fits. The
     # tightest always fits an allowlist a save accepted (entity_budget.check_fits).
     for caps in CAP_LEVELS:
         result = {
-            "entities": [narrow_state(found[e], caps) for e in present],
-            "missing_entities": [e for e in config.allowlisted_entities if e not in found],
+            "entities": [listed(narrow_state(found[e], caps), areas.area_name(e) if areas else None, caps)
+                         for e in shown],
+            "missing_entities": missing,
+            "total": len(present),
             "retrieved_at": utc_z(now),
         }
+        if areas is None:
+            result["areas_known"] = False
         if json_size(result) <= MAX_RESULT_BYTES:
             break
     # Still too large only for an allowlist saved before saves were checked; stage 6 refuses it.
     return result
 
 
+def _areas(client: HomeAssistantClient, deadline: Deadline, *, needed: bool) -> AreaIndex | None:
+    """The areas, kept or read once; without an area filter a Home Assistant that cannot tell them (no
+    WebSocket through its proxy, say) still answers, with every area null and `areas_known` false."""
+    try:
+        return area_index(client, timeout=deadline.remaining())
+    except HomeAssistantError:
+        if needed:
+            raise
+        return None
+
+
+def _name(state: Mapping[str, Any], config: HomeAssistantConfig, entity_id: str) -> str:
+    attributes = state.get("attributes")
+    name = attributes.get("friendly_name") if isinstance(attributes, Mapping) else None
+    return name if isinstance(name, str) and name else config.display_name(entity_id)
+
+
+def _quoted(value: str) -> str:
+    return f"“{cut(value, CARD_FILTER_BYTES)}”"
+
+
+def which(arguments: Mapping[str, Any]) -> str:
+    """The filters in the household's words ("in the area “Kitchen”, of the kind “light”"), or ""."""
+    parts = []
+    if "area" in arguments:
+        parts.append(f"in the area {_quoted(arguments['area'])}")
+    if "domain" in arguments:
+        parts.append(f"of the kind {_quoted(arguments['domain'])}")
+    if "name" in arguments:
+        parts.append(f"whose name contains {_quoted(arguments['name'])}")
+    if "limit" in arguments:
+        parts.append(f"at most {arguments['limit']} of them")
+    return ", ".join(parts)
+
+
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
-    """How many of the allowed devices will be read, a few of them by name, and where the request goes."""
+    """How many of the allowed devices may be read, which ones the filters keep, and where the request goes."""
     count = len(config.allowlisted_entities)
     names = [config.display_name(e) for e in config.allowlisted_entities[:3]]
     devices = "device" if count == 1 else "devices"
@@ -55,12 +139,14 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
     if names:
         more = ", and others" if count > len(names) else ""
         example = f" ({', '.join(names)}{more})"
+    filtered = which(arguments)
+    if not filtered:
+        wants = f"the current state of the {count} {devices} you allowed{example}"
+    else:
+        wants = f"the current state of those of the {count} {devices} you allowed{example} {filtered}"
     return Card(
         title="Read your Home Assistant devices?",
-        body=(
-            f"The assistant wants to read the current state of the {count} {devices} you allowed"
-            f"{example}. {leaves_device(config)}"
-        ),
+        body=f"The assistant wants to read {wants}. {leaves_device(config)}",
     )
 
 
@@ -74,15 +160,36 @@ _ROOMY = CAP_LEVELS[0]
 CAPABILITY = Capability(
     name=NAME,
     description=(
-        "Read the current state of every Home Assistant entity the household has allowed the "
-        "assistant to see. Takes no arguments. Each read asks the household for approval first. "
-        "A name or state too long for the result is cut and ends in \u2026."
+        "Read the current state of the Home Assistant entities the household has allowed the assistant "
+        "to see: all of them, or only those of one domain (light, sensor...), in one area (a room, by its "
+        "name) or whose name contains some words; case and accents are ignored. Each entity comes with its "
+        "area; `total` says how many matched before `limit`. An area or domain with no allowed entity gives "
+        "an empty list. Each read asks the household for approval first. A name or state too long for the "
+        "result is cut and ends in \u2026."
     ),
-    arguments_schema={"type": "object", "properties": {}, "additionalProperties": False},
-    argument_messages={},
+    arguments_schema={
+        "type": "object",
+        "properties": {
+            "domain": {"type": "string", "minLength": 1, "maxLength": MAX_DOMAIN_CHARS,
+                       "description": "Only entities of this domain, such as light or sensor"},
+            "area": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
+                     "description": "Only entities in this area: its name, id or alias, such as Kitchen"},
+            "name": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
+                     "description": "Only entities whose name or id contains these words"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                      "description": "At most this many entities"},
+        },
+        "additionalProperties": False,
+    },
+    argument_messages={
+        "domain": f"domain must be a domain such as light or sensor, at most {MAX_DOMAIN_CHARS} characters.",
+        "area": f"area must be an area's name, id or alias, 1 to {MAX_FILTER_CHARS} characters.",
+        "name": f"name must be 1 to {MAX_FILTER_CHARS} characters of an entity's name.",
+        "limit": f"limit must be a whole number from 1 to {MAX_LIMIT}.",
+    },
     result_schema={
         "type": "object",
-        "required": ["entities", "missing_entities", "retrieved_at"],
+        "required": ["entities", "missing_entities", "total", "retrieved_at"],
         "additionalProperties": False,
         "properties": {
             "entities": {
@@ -90,7 +197,7 @@ CAPABILITY = Capability(
                 "items": {
                     "type": "object",
                     "required": ["entity_id", "friendly_name", "domain", "state", "unit_of_measurement",
-                                 "last_changed", "unavailable"],
+                                 "last_changed", "unavailable", "area"],
                     "additionalProperties": False,
                     "properties": {
                         "entity_id": ENTITY_ID_SCHEMA,
@@ -104,11 +211,17 @@ CAPABILITY = Capability(
                         "last_changed": {"type": ["string", "null"], "format": "date-time",
                                          "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
                         "unavailable": {"type": "boolean"},
+                        # the name of the entity's area (its own before its device's); null for none
+                        "area": {"type": ["string", "null"], "maxLength": _ROOMY.area},
                     },
                 },
             },
-            # allowlisted entities Home Assistant no longer has
+            # allowlisted entities Home Assistant no longer has (those the filters keep)
             "missing_entities": {"type": "array", "items": ENTITY_ID_SCHEMA},
+            # how many allowlisted entities matched, before the limit
+            "total": {"type": "integer", "minimum": 0},
+            # there, false, only when Home Assistant could not say which areas entities are in
+            "areas_known": {"const": False},
             "retrieved_at": TIMESTAMP_SCHEMA,
         },
     },
@@ -117,6 +230,8 @@ CAPABILITY = Capability(
     card=card,
     binds=binds,
     activity_words="Current state of your devices",
-    prompt_summary="the current state of every device the household allowed you to see.",
-    reads=Reads(paths=("/api/states",)),
+    prompt_summary=("what allowed devices are doing now, with their areas (\"which lights are on in the kitchen\": "
+                    "filter by domain, area or name)."),
+    # Every state, and the three registry lists that place entities in areas (one round, kept a minute).
+    reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),
 )

@@ -5,7 +5,13 @@ from __future__ import annotations
 from functools import reduce
 from operator import or_
 
-from console_ha.capabilities import find_entities, get_history, get_state, list_entities
+from console_ha.capabilities import (
+    find_entities,  # issue 18, part B
+    get_history,
+    get_state,  # issue 18, part B
+    list_areas,  # issue 18
+    list_entities,
+)
 from console_ha.capabilities.spec import Capability
 from console_ha.ha.reads import Reads
 
@@ -13,6 +19,8 @@ from console_ha.ha.reads import Reads
 CAPABILITIES: tuple[Capability, ...] = (
     list_entities.CAPABILITY,
     get_history.CAPABILITY,
+    # issue 18, rooms:
+    list_areas.CAPABILITY,
     # issue 18, part B
     get_state.CAPABILITY,
     find_entities.CAPABILITY,

@@ -6,10 +6,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from console_ha.errors import HABadResponse, HomeAssistantError
+from console_ha.folding import fold
 from console_ha.ha import websocket as ha_ws
-from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, CALL_LIMITS
+from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, CALL_LIMITS, HomeAssistantClient, cache_key
 from console_ha.ha.websocket import websocket_url
 from console_ha.secret import Secret
 
@@ -20,10 +23,15 @@ log = logging.getLogger(__name__)
 REGISTRY_COMMANDS = ("config/area_registry/list", "config/entity_registry/list", "config/device_registry/list")
 ALLOWED_COMMANDS = frozenset(REGISTRY_COMMANDS)
 DEFAULT_TIMEOUT = 4.0
+# How long areas are kept, for the picker and the capabilities alike: areas change rarely and the picker
+# reloads often; a failure is tried again sooner.
+AREAS_TTL = 60.0
+AREAS_FAILURE_TTL = 10.0
 
 EntityAreas = dict[str, str]
 
-__all__ = ["AreaCache", "EntityAreas", "RegistryError", "entity_areas", "fetch_entity_areas", "fetch_key",
+__all__ = ["AREA_INDEXES", "Area", "AreaCache", "AreaIndex", "AreaIndexCache", "EntityAreas", "RegistryError",
+           "area_index", "build_area_index", "entity_areas", "fetch_entity_areas", "fetch_key", "read_area_index",
            "websocket_url"]
 
 
@@ -60,16 +68,95 @@ def entity_areas(
     devices: Iterable[Mapping[str, Any]],
 ) -> EntityAreas:
     """Join the three registries: an entity's own area_id wins over its device's."""
-    area_names = {a["area_id"]: a["name"] for a in areas if a.get("area_id") and a.get("name")}
-    device_areas = {d["id"]: d.get("area_id") for d in devices if d.get("id")}
-    result: EntityAreas = {}
+    return build_area_index(areas, entities, devices).entity_area_names()
+
+
+@dataclass(frozen=True)
+class Area:
+    """One area of Home Assistant's area registry, as the household may name it."""
+
+    area_id: str
+    name: str
+    aliases: tuple[str, ...] = ()
+
+    def answers_to(self, folded: str) -> bool:
+        """Whether `folded` (already `fold`ed) is this area's name, id or one of its aliases, folded."""
+        return any(fold(text) == folded for text in (self.name, self.area_id, *self.aliases))
+
+
+@dataclass(frozen=True)
+class AreaIndex:
+    """Where each entity is: `placements` maps entity_id → area_id (its own area before its device's)."""
+
+    areas: Mapping[str, Area]
+    placements: Mapping[str, str]
+
+    def area_of(self, entity_id: str) -> Area | None:
+        """The area `entity_id` is in, or None when it has none."""
+        area_id = self.placements.get(entity_id)
+        return self.areas.get(area_id) if area_id is not None else None
+
+    def area_name(self, entity_id: str) -> str | None:
+        """The name of the area `entity_id` is in, or None."""
+        area = self.area_of(entity_id)
+        return area.name if area is not None else None
+
+    def named(self, words: str) -> frozenset[str]:
+        """The ids of the areas whose name, id or alias is `words` (case, accents and spacing ignored).
+
+        Every area of Home Assistant is looked at: a caller narrows to allowlisted entities afterwards, so
+        an answer built from this never says whether an area without allowlisted entities exists.
+        """
+        folded = fold(words)
+        return frozenset(area.area_id for area in self.areas.values() if area.answers_to(folded))
+
+    def entity_area_names(self) -> EntityAreas:
+        """entity_id → area name for every entity with an area (the picker's view)."""
+        return {entity_id: self.areas[area_id].name for entity_id, area_id in self.placements.items()}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def build_area_index(
+    areas: Iterable[Mapping[str, Any]],
+    entities: Iterable[Mapping[str, Any]],
+    devices: Iterable[Mapping[str, Any]],
+) -> AreaIndex:
+    """Join the three registry lists; an area without an id or a name, and what it would place, is left out."""
+    known: dict[str, Area] = {}
+    for area in areas:
+        area_id, name = _text(area.get("area_id")), _text(area.get("name"))
+        if area_id and name:
+            aliases = area.get("aliases")
+            known[area_id] = Area(area_id, name, tuple(a for a in aliases if _text(a))
+                                  if isinstance(aliases, list) else ())
+    device_areas = {d["id"]: d.get("area_id") for d in devices if _text(d.get("id"))}
+    placements: dict[str, str] = {}
     for entity in entities:
-        entity_id = entity.get("entity_id")
+        entity_id = _text(entity.get("entity_id"))
         area_id = entity.get("area_id") or device_areas.get(entity.get("device_id"))
-        name = area_names.get(area_id) if area_id else None
-        if entity_id and name:
-            result[entity_id] = name
-    return result
+        if entity_id and isinstance(area_id, str) and area_id in known:
+            placements[entity_id] = area_id
+    return AreaIndex(known, placements)
+
+
+def read_area_index(client: HomeAssistantClient, *, timeout: float) -> AreaIndex:
+    """One registry round through `client` (the three lists over one WebSocket); an HA* error if it fails.
+
+    Unlike the picker's fetch, a failure is raised: a capability says what went wrong. The client sends
+    only the commands its reads declare, so a capability using this declares REGISTRY_COMMANDS.
+    """
+    with client.websocket(timeout=timeout, max_bytes=ALL_ENTITIES_MAX_BYTES) as ws:
+        lists = [ws.command({"type": command}) for command in REGISTRY_COMMANDS]
+    if not all(isinstance(result, list) for result in lists):
+        raise HABadResponse("Home Assistant's area registries were not lists.", reason="wrong_shape")
+    try:
+        return build_area_index(*lists)
+    except (KeyError, TypeError, AttributeError):
+        raise HABadResponse("Home Assistant's area registries were not of the expected shape.",
+                            reason="wrong_shape") from None
 
 
 def _read_registries(
@@ -87,9 +174,8 @@ def _read_registries(
 
 
 def fetch_key(base_url: str, token: Secret, ca_bundle: str | None) -> tuple[str, str, str]:
-    """What makes two area fetches the same: the URL, the token and the CA bundle."""
-    # A hash of the token, so a new token is a new key and the token itself is not kept in one.
-    return base_url, token.digest(), ca_bundle or ""
+    """What makes two area fetches the same: the URL, the token and the CA bundle (`client.cache_key`)."""
+    return cache_key(base_url, token, ca_bundle)
 
 
 class AreaCache:
@@ -97,8 +183,8 @@ class AreaCache:
 
     def __init__(
         self,
-        ttl: float = 60.0,
-        failure_ttl: float = 10.0,
+        ttl: float = AREAS_TTL,
+        failure_ttl: float = AREAS_FAILURE_TTL,
         fetch: Callable[..., EntityAreas | None] = fetch_entity_areas,
     ) -> None:
         self._ttl = ttl
@@ -123,3 +209,54 @@ class AreaCache:
             # One Home Assistant at a time: drop entries for other URLs or tokens.
             self._entries = {key: (expires, areas)}
         return areas
+
+
+class AreaIndexCache:
+    """The capabilities' areas, kept by the picker's rules: per URL, token (as a hash) and CA bundle, one Home
+    Assistant at a time, a minute after a success and ten seconds after a failure (which is raised again).
+
+    So a read costs at most one registry round, and a conversation's reads in a row share one.
+    """
+
+    def __init__(self, ttl: float = AREAS_TTL, failure_ttl: float = AREAS_FAILURE_TTL,
+                 read: Callable[..., AreaIndex] = read_area_index) -> None:
+        self._ttl = ttl
+        self._failure_ttl = failure_ttl
+        self._read = read
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str, str], tuple[float, AreaIndex | HomeAssistantError]] = {}
+
+    def get(self, client: HomeAssistantClient, *, timeout: float) -> AreaIndex:
+        """The areas of `client`'s Home Assistant: kept ones, else one registry round (its HA* error if it fails)."""
+        key = client.cache_key
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None or entry[0] <= time.monotonic():
+            try:
+                value: AreaIndex | HomeAssistantError = self._read(client, timeout=timeout)
+                ttl = self._ttl
+            except HomeAssistantError as err:
+                value, ttl = err, self._failure_ttl
+            entry = (time.monotonic() + ttl, value)
+            with self._lock:
+                # One Home Assistant at a time: entries for other URLs or tokens go.
+                self._entries = {key: entry}
+        if isinstance(entry[1], HomeAssistantError):
+            # The kept failure, as a new error of its kind, so no traceback grows on a shared exception.
+            raise entry[1].reworded(entry[1].message)
+        return entry[1]
+
+    def clear(self) -> None:
+        """Forget every kept area list (tests that change a stub's registries)."""
+        with self._lock:
+            self._entries = {}
+
+
+# The capabilities' one cache (as CALL_LIMITS is the clients' one limit): each read finds it here rather than
+# through its arguments, so a capability's signature stays the same for every read.
+AREA_INDEXES = AreaIndexCache()
+
+
+def area_index(client: HomeAssistantClient, *, timeout: float) -> AreaIndex:
+    """The areas of `client`'s Home Assistant for a capability's read: kept, or read once within `timeout`."""
+    return AREA_INDEXES.get(client, timeout=timeout)

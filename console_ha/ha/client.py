@@ -246,6 +246,11 @@ class HomeAssistantClient:
         """The normalised base URL, without a trailing slash or /api."""
         return self._base_url
 
+    @property
+    def cache_key(self) -> tuple[str, str, str]:
+        """What tells its Home Assistant and credentials apart: URL, token (as a hash), CA bundle; keys caches."""
+        return cache_key(self._base_url, self._token, self._ca_bundle)
+
     def close(self) -> None:
         """Close pooled connections, unless the session was lent to this client by its caller."""
         if self._owns_session:
@@ -430,6 +435,12 @@ class HomeAssistantClient:
             f"Home Assistant could not be reached at {self._base_url}. "
             "Check that it is running and that the address is right."
         )
+
+
+def cache_key(base_url: str, token: Secret, ca_bundle: str | None) -> tuple[str, str, str]:
+    """What makes two calls to Home Assistant the same: the URL, the token and the CA bundle."""
+    # A hash of the token, so a new token is a new key and the token itself is not kept in one.
+    return base_url, token.digest(), ca_bundle or ""
 
 
 def _check_params(params: Mapping[str, str] | None) -> None:

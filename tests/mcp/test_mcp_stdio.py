@@ -19,8 +19,9 @@ from mcp.client.stdio import stdio_client
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
+from console_ha.mcp.server import tool_name
 from tests.mcp.conftest import CLIENT_NAME
-from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, TOOLS, error_of, household_answers, pending_cards, run
+from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, error_of, household_answers, pending_cards, run
 
 PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
@@ -52,7 +53,7 @@ def test_the_stdio_command_reads_history_only_after_the_household_approves(conso
             return tools, refused, await asyncio.wait_for(call, 20), card
 
     tools, refused, result, card = run(scenario)
-    assert {tool.name for tool in tools} == TOOLS
+    assert {tool.name for tool in tools} == {tool_name(spec) for spec in REGISTRY.values()}
     assert error_of(refused)["code"] == "ENTITY_NOT_ALLOWLISTED"
     assert card["client"] == CLIENT_NAME
     assert result.isError is False
@@ -103,7 +104,7 @@ def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_id
         async with stdio_client(command(console.url, api_token)) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
-            assert len((await session.list_tools()).tools) == len(TOOLS)
+            assert len((await session.list_tools()).tools) == len(REGISTRY)
             await asyncio.sleep(3)  # the Console's session idles out
             tools = (await asyncio.wait_for(session.list_tools(), 20)).tools
             first = await asyncio.wait_for(session.call_tool(LIST, {}), 20)
@@ -112,7 +113,7 @@ def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_id
             return tools, first, both[1]
 
     tools, refused, refused_again = run(scenario)
-    assert {tool.name for tool in tools} == TOOLS
+    assert {tool.name for tool in tools} == {tool_name(spec) for spec in REGISTRY.values()}
     assert error_of(refused)["code"] == "CAPABILITY_DISABLED"
     assert error_of(refused_again)["code"] == "CAPABILITY_DISABLED"
 
@@ -166,7 +167,7 @@ def test_the_stdio_command_sends_its_token_to_no_proxy_from_its_environment(cons
         tools = run(scenario)
     finally:
         assert heard == [], f"the proxy was sent: {heard}"
-    assert {tool.name for tool in tools} == TOOLS
+    assert {tool.name for tool in tools} == {tool_name(spec) for spec in REGISTRY.values()}
 
 
 def test_the_stdio_command_still_trusts_a_household_ca_named_in_ssl_cert_file(tmp_path, monkeypatch):
