@@ -38,12 +38,23 @@ def read(executor: Executor, entity_id: str) -> dict[str, Any]:
 
 
 def test_a_thermostat_answers_how_warm_and_what_it_is_doing(data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    stub_ha.serve_registries({"climate.thermostat": "Living Room", "light.bedroom": "Bedroom"})
     executor = configured(data_dir, stub_ha, ["climate.thermostat"])
     result = read(executor, "climate.thermostat")
     assert result["entity_id"] == "climate.thermostat" and result["state"] == "heat"
+    assert result["area"] == "Living Room" and "areas_known" not in result
     assert result["attributes"] == {"current_temperature": 21.4, "temperature": 21.5, "hvac_action": "heating"}
     assert "hvac_modes" not in json.dumps(result) and "supported_features" not in json.dumps(result)
-    assert [r.path for r in stub_ha.requests] == ["/api/states/climate.thermostat"]
+    # One GET of the entity's state, and the registries over the WebSocket.
+    assert [r.path for r in stub_ha.requests if r.path != "/api/websocket"] == ["/api/states/climate.thermostat"]
+
+
+def test_without_the_registries_the_state_still_comes_with_areas_unknown(data_dir: DataDir,
+                                                                         stub_ha: StubHomeAssistant) -> None:
+    stub_ha.fault("404", "/api/websocket")
+    result = read(configured(data_dir, stub_ha, ["light.living_room"]), "light.living_room")
+    assert (result["area"], result["areas_known"]) == (None, False)
+    assert result["attributes"] == {"brightness": 180, "color_mode": "brightness"}
 
 
 def test_a_camera_gives_its_state_and_never_its_picture_or_token(data_dir: DataDir,

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
+from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
+from console_ha.capabilities.list_entities import _areas as areas_if_known
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
+from console_ha.folding import fold
+from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.store.config import HomeAssistantConfig
@@ -29,7 +33,6 @@ MAX_QUERY_WORDS = 8
 MAX_WORD_CHARS = 32
 # Text in a hit, as list_entities' middle level cuts it (bytes of JSON).
 _CAPS = CAP_LEVELS[1]
-_AREA_BYTES = _CAPS.name
 
 # Words that say nothing about which device: left out of the matching, so "which lights are on in the
 # kitchen" is "lights" and "kitchen". English only, as the household words below.
@@ -125,11 +128,9 @@ NO_MATCH_HINT = (
 )
 WHY_MEANS = "each query word that matched, and the field it matched: friendly_name, area, entity_id or domain"
 _WORD = re.compile(r"[^\W_]+")
-# Case and diacritics folded away, so "Küche" finds "kuche" and "KITCHEN" finds "kitchen".
-Fold = Callable[[str], str]
 
 
-def query_words(query: str, fold: Fold) -> list[str]:
+def query_words(query: str) -> list[str]:
     """The query's words that are looked for: folded, without stop words or repeats, at most MAX_QUERY_WORDS."""
     words: list[str] = []
     for word in _WORD.findall(fold(query)):
@@ -152,7 +153,7 @@ class Candidate:
     tokens: dict[str, tuple[str, ...]]  # field -> its folded words
 
 
-def candidate(entity_id: str, name: str, area: str | None, device_class: str | None, fold: Fold) -> Candidate:
+def candidate(entity_id: str, name: str, area: str | None, device_class: str | None) -> Candidate:
     """`entity_id` ready for matching: its friendly name, area, id (the part after the dot) and domain."""
     domain, _, object_id = entity_id.partition(".")
     texts = {"friendly_name": fold(name), "area": fold(area) if area else "", "entity_id": object_id,
@@ -216,7 +217,7 @@ def _text(value: object) -> str | None:
 
 
 def find(states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, areas: Mapping[str, str],
-         query: str, fold: Fold) -> dict[str, Any]:
+         query: str) -> dict[str, Any]:
     """The result for `query` over Home Assistant's states: allowlisted entities only, at most MAX_MATCHES."""
     allowed = {entity_id: order for order, entity_id in enumerate(config.allowlisted_entities)}
     found: dict[str, Mapping[str, Any]] = {}
@@ -224,14 +225,13 @@ def find(states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, areas
         entity_id = state.get("entity_id")
         if entity_id in allowed:
             found[entity_id] = state
-    words = query_words(query, fold)
+    words = query_words(query)
     entities = []
     for entity_id in sorted(found, key=allowed.__getitem__):
         attributes = found[entity_id].get("attributes")
         attributes = attributes if isinstance(attributes, Mapping) else {}
         name = _text(attributes.get("friendly_name")) or entity_id
-        entities.append(candidate(entity_id, name, areas.get(entity_id), _text(attributes.get("device_class")),
-                                  fold))
+        entities.append(candidate(entity_id, name, areas.get(entity_id), _text(attributes.get("device_class"))))
     ranked = rank(words, entities)
     matches = []
     for entity, why in ranked[:MAX_MATCHES]:
@@ -243,15 +243,19 @@ def find(states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, areas
             "entity_id": entity.entity_id,
             "friendly_name": cut(_text(attributes.get("friendly_name")) or entity.entity_id, _CAPS.name),
             "state": cut(str(state.get("state", "")), _CAPS.state),
-            "area": None if area is None else cut(area, _AREA_BYTES),
+            "area": None if area is None else cut(area, _CAPS.area),
             "why": why,
         })
     result: dict[str, Any] = {"matches": matches, "total": len(ranked)}
     if not matches:
         result["hint"] = NO_MATCH_HINT
-    # The best first: the worst go when long ids make twenty too many for a small model's answer.
-    while json_size(result) > MAX_ANSWER_BYTES - json_size({"retrieved_at": utc_z(datetime(2000, 1, 1))}):
-        matches.pop()
+    return result
+
+
+def fit(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` within MAX_ANSWER_BYTES: the best come first, so the worst go when long ids make twenty too many."""
+    while json_size(result) > MAX_ANSWER_BYTES and result["matches"]:
+        result["matches"].pop()
     return result
 
 
@@ -279,10 +283,14 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     """One GET /api/states, the areas, and the ranking: the allowlisted entities the query describes."""
     states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
     deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
-    areas: Mapping[str, str] = {}
-    result = find(states, config, areas, arguments["query"], str.casefold)
+    # As list_entities: a Home Assistant that cannot tell its areas is still searched, by name, id and
+    # kind, each area null and `areas_known` false.
+    areas = areas_if_known(client, deadline, needed=False)
+    result = find(states, config, {} if areas is None else areas.entity_area_names(), arguments["query"])
     result["retrieved_at"] = utc_z(now)
-    return result
+    if areas is None:
+        result["areas_known"] = False
+    return fit(result)
 
 
 CAPABILITY = Capability(
@@ -320,7 +328,7 @@ CAPABILITY = Capability(
                         "entity_id": ENTITY_ID_SCHEMA,
                         "friendly_name": {"type": "string", "maxLength": _CAPS.name},
                         "state": {"type": "string", "maxLength": _CAPS.state},
-                        "area": {"type": ["string", "null"], "maxLength": _AREA_BYTES},
+                        "area": {"type": ["string", "null"], "maxLength": _CAPS.area},
                         "why": {
                             "type": "object",
                             "description": WHY_MEANS,
@@ -334,6 +342,7 @@ CAPABILITY = Capability(
             },
             "total": {"type": "integer", "minimum": 0,
                       "description": f"how many allowed devices matched; only the best {MAX_MATCHES} are listed"},
+            "areas_known": LIST_ENTITIES.result_schema["properties"]["areas_known"],
             "hint": {"type": "string", "description": "present when nothing matched: what to try next"},
             "retrieved_at": TIMESTAMP_SCHEMA,
         },
@@ -344,5 +353,6 @@ CAPABILITY = Capability(
     binds=binds,
     activity_words="Search among your devices",
     prompt_summary="the allowed devices a few words describe (room, kind, name), best first, with why.",
-    reads=Reads(paths=("/api/states",)),
+    # Every state, then the areas (kept per Home Assistant, or one registry round).
+    reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),
 )

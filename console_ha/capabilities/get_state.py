@@ -9,12 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
-from console_ha.capabilities.entity_budget import cut
+from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, listed
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
+from console_ha.capabilities.list_entities import _areas as areas_if_known
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
+from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.store.config import HomeAssistantConfig
@@ -101,12 +103,17 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     state = client.state(entity_id, timeout=deadline.remaining())
     if state.get("entity_id") != entity_id:
         raise HABadResponse("Home Assistant answered for a different entity.")
-    return {
-        **narrow_state(state),
-        "area": None,
+    # As list_entities: a Home Assistant that cannot tell its areas still answers, the area null and
+    # `areas_known` false.
+    areas = areas_if_known(client, deadline, needed=False)
+    result = {
+        **listed(narrow_state(state), None if areas is None else areas.area_name(entity_id), CAP_LEVELS[0]),
         "attributes": household_attributes(state),
         "retrieved_at": utc_z(now),
     }
+    if areas is None:
+        result["areas_known"] = False
+    return result
 
 
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
@@ -144,11 +151,11 @@ CAPABILITY = Capability(
     argument_messages={"entity_id": "entity_id must look like domain.object_id, such as sensor.kitchen."},
     result_schema={
         "type": "object",
-        "required": [*_ENTITY["required"], "area", "attributes", "retrieved_at"],
+        "required": [*_ENTITY["required"], "attributes", "retrieved_at"],
         "additionalProperties": False,
         "properties": {
             **_ENTITY["properties"],
-            "area": {"type": ["string", "null"]},
+            "areas_known": LIST_ENTITIES.result_schema["properties"]["areas_known"],
             "attributes": {
                 "type": "object",
                 "propertyNames": {"enum": _ALL_KEYS},
@@ -165,5 +172,6 @@ CAPABILITY = Capability(
     card=card,
     activity_words="Current state of one device",
     prompt_summary="one device now, by entity id: state, area, details such as temperatures, brightness, position.",
-    reads=Reads(paths=("/api/states/{entity_id}",)),
+    # The entity's state, then the areas (kept per Home Assistant, or one registry round).
+    reads=Reads(paths=("/api/states/{entity_id}",), commands=REGISTRY_COMMANDS),
 )
