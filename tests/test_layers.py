@@ -37,7 +37,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"settings"}),
     frozenset({"capabilities"}),
     frozenset({"store", "ha"}),
-    frozenset({"", "errors", "secret", "deadline", "unknown_keys", "timestamps", "words"}),
+    frozenset({"", "errors", "secret", "deadline", "unknown_keys", "timestamps", "words", "folding"}),
 )
 BASE = LAYERS[-1]
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from console_ha.capabilities.cards import Card, leaves_device
@@ -49,12 +50,6 @@ class Kind:
 
     domain: str
     device_class: str | None = None
-
-    def fits(self, domain: str, device_class: str | None) -> bool:
-        return domain == self.domain and (self.device_class is None or device_class == self.device_class)
-
-    def words(self) -> str:
-        return self.domain if self.device_class is None else f"{self.domain} ({self.device_class})"
 
 
 def _kinds(*spec: str) -> tuple[Kind, ...]:
@@ -130,16 +125,48 @@ WHY_MEANS = "each query word that matched, and the field it matched: friendly_na
 _WORD = re.compile(r"[^\W_]+")
 
 
-def query_words(query: str) -> list[str]:
+@dataclass(frozen=True)
+class Word:
+    """One word of the query, ready for matching: itself, its singular, and the kinds of device it names."""
+
+    text: str
+    forms: tuple[str, ...]
+    kinds: tuple[Kind, ...]
+    # The kinds as sets, so each entity is one lookup: domains named whole, and (domain, device class) pairs.
+    domains: frozenset[str] = frozenset()
+    classes: frozenset[tuple[str, str]] = frozenset()
+
+    @classmethod
+    def of(cls, text: str) -> Word:
+        one = singular(text)
+        kinds = HOUSEHOLD_WORDS.get(text) or HOUSEHOLD_WORDS.get(one, ())
+        return cls(text, tuple(dict.fromkeys((text, one))), kinds,
+                   frozenset(k.domain for k in kinds if k.device_class is None),
+                   frozenset((k.domain, k.device_class) for k in kinds if k.device_class is not None))
+
+    def names_kind_of(self, entity: Candidate) -> bool:
+        """Whether this is a household word for `entity`'s kind (its domain, or its domain and device class)."""
+        return entity.domain in self.domains or (entity.domain, entity.device_class) in self.classes
+
+
+def query_words(query: str) -> list[Word]:
     """The query's words that are looked for: folded, without stop words or repeats, at most MAX_QUERY_WORDS."""
-    words: list[str] = []
-    for word in _WORD.findall(fold(query)):
-        if word in STOP_WORDS or len(word) > MAX_WORD_CHARS or word in words:
+    words: list[Word] = []
+    for text in _WORD.findall(fold(query)):
+        if text in STOP_WORDS or len(text) > MAX_WORD_CHARS or any(word.text == text for word in words):
             continue
-        words.append(word)
+        words.append(Word.of(text))
         if len(words) == MAX_QUERY_WORDS:
             break
     return words
+
+
+# Names and areas are folded once per text while the Console runs: the same household's names come back
+# read after read, and folding (Unicode decomposition) is most of a search's own time over hundreds of
+# entities. Bounded, so a Home Assistant renaming everything costs memory once, not without end: at most
+# this many texts of at most MATCHED_CHARS each (a name's further characters are not matched against).
+_folded = lru_cache(maxsize=4096)(fold)
+MATCHED_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -150,16 +177,18 @@ class Candidate:
     domain: str
     device_class: str | None
     fields: dict[str, str]  # field -> folded text
-    tokens: dict[str, tuple[str, ...]]  # field -> its folded words
+    # Every field in one text (a separator no word holds between them): a word that is in none of them
+    # is passed over with one search, and only the entities it is in are matched field by field.
+    haystack: str
 
 
 def candidate(entity_id: str, name: str, area: str | None, device_class: str | None) -> Candidate:
     """`entity_id` ready for matching: its friendly name, area, id (the part after the dot) and domain."""
     domain, _, object_id = entity_id.partition(".")
-    texts = {"friendly_name": fold(name), "area": fold(area) if area else "", "entity_id": object_id,
-             "domain": domain}
-    return Candidate(entity_id, domain, device_class, texts,
-                     {field: tuple(_WORD.findall(text)) for field, text in texts.items()})
+    texts = {"friendly_name": _folded(name[:MATCHED_CHARS]),
+             "area": _folded(area[:MATCHED_CHARS]) if area else "",
+             "entity_id": object_id, "domain": domain}
+    return Candidate(entity_id, domain, device_class, texts, "\x00".join(texts.values()))
 
 
 def singular(word: str) -> str:
@@ -173,29 +202,32 @@ def singular(word: str) -> str:
     return word
 
 
-def match_word(word: str, entity: Candidate) -> tuple[int, str] | None:
+def match_word(word: Word, entity: Candidate) -> tuple[int, str] | None:
     """How well `word` matches `entity`, and in which field; None when it does not."""
     best: tuple[int, str] | None = None
-    forms = {word, singular(word)}
-    for field in FIELDS:
-        score = 0
-        tokens = entity.tokens[field]
-        if any(token in forms for token in tokens):
-            score = WHOLE_WORD
-        elif len(word) >= 2 and any(token.startswith(form) for token in tokens for form in forms):
-            score = PREFIX
-        elif len(word) >= 3 and word in entity.fields[field]:
-            score = SUBSTRING
-        if score and (best is None or score > best[0]):
-            best = (score, field)
-    kinds = HOUSEHOLD_WORDS.get(word) or HOUSEHOLD_WORDS.get(singular(word), ())
-    if (best is None or best[0] < HOUSEHOLD_WORD) and any(k.fits(entity.domain, entity.device_class)
-                                                          for k in kinds):
+    # A whole word, a prefix and a substring are each somewhere in the haystack: most entities stop here.
+    if any(form in entity.haystack for form in word.forms):
+        for field in FIELDS:
+            text = entity.fields[field]
+            if not any(form in text for form in word.forms):
+                continue
+            tokens = _WORD.findall(text)
+            if any(token in word.forms for token in tokens):
+                score = WHOLE_WORD
+            elif len(word.text) >= 2 and any(token.startswith(word.forms) for token in tokens):
+                score = PREFIX
+            elif len(word.text) >= 3 and word.text in text:
+                score = SUBSTRING
+            else:
+                continue
+            if best is None or score > best[0]:
+                best = (score, field)
+    if (best is None or best[0] < HOUSEHOLD_WORD) and word.names_kind_of(entity):
         best = (HOUSEHOLD_WORD, "domain")
     return best
 
 
-def rank(words: Sequence[str], entities: Iterable[Candidate]) -> list[tuple[Candidate, dict[str, str]]]:
+def rank(words: Sequence[Word], entities: Iterable[Candidate]) -> list[tuple[Candidate, dict[str, str]]]:
     """The entities any word matches, best first (most words, then the best matches, then allowlist order)."""
     scored: list[tuple[int, int, int, Candidate, dict[str, str]]] = []
     for order, entity in enumerate(entities):
@@ -204,7 +236,7 @@ def rank(words: Sequence[str], entities: Iterable[Candidate]) -> list[tuple[Cand
         for word in words:
             found = match_word(word, entity)
             if found is not None:
-                why[word] = found[1]
+                why[word.text] = found[1]
                 total += found[0]
         if why:
             scored.append((-len(why), -total, order, entity, why))
@@ -216,29 +248,29 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def find(states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, areas: Mapping[str, str],
+AreaOf = Callable[[str], "str | None"]
+
+
+def find(states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, area_of: AreaOf,
          query: str) -> dict[str, Any]:
     """The result for `query` over Home Assistant's states: allowlisted entities only, at most MAX_MATCHES."""
     allowed = {entity_id: order for order, entity_id in enumerate(config.allowlisted_entities)}
-    found: dict[str, Mapping[str, Any]] = {}
-    for state in states:
-        entity_id = state.get("entity_id")
-        if entity_id in allowed:
-            found[entity_id] = state
+    # One pass over every state Home Assistant has (thousands): a comprehension, the cheapest loop Python has.
+    found = {state["entity_id"]: state for state in states if state.get("entity_id") in allowed}
     words = query_words(query)
     entities = []
     for entity_id in sorted(found, key=allowed.__getitem__):
         attributes = found[entity_id].get("attributes")
         attributes = attributes if isinstance(attributes, Mapping) else {}
         name = _text(attributes.get("friendly_name")) or entity_id
-        entities.append(candidate(entity_id, name, areas.get(entity_id), _text(attributes.get("device_class"))))
+        entities.append(candidate(entity_id, name, area_of(entity_id), _text(attributes.get("device_class"))))
     ranked = rank(words, entities)
     matches = []
     for entity, why in ranked[:MAX_MATCHES]:
         state = found[entity.entity_id]
         attributes = state.get("attributes")
         attributes = attributes if isinstance(attributes, Mapping) else {}
-        area = areas.get(entity.entity_id)
+        area = area_of(entity.entity_id)
         matches.append({
             "entity_id": entity.entity_id,
             "friendly_name": cut(_text(attributes.get("friendly_name")) or entity.entity_id, _CAPS.name),
@@ -278,6 +310,10 @@ def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:
     return {"entities": sorted(config.allowlisted_entities)}
 
 
+def _no_area(entity_id: str) -> None:
+    return None
+
+
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
             deadline: Deadline, now: datetime) -> dict[str, Any]:
     """One GET /api/states, the areas, and the ranking: the allowlisted entities the query describes."""
@@ -286,7 +322,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     # As list_entities: a Home Assistant that cannot tell its areas is still searched, by name, id and
     # kind, each area null and `areas_known` false.
     areas = areas_if_known(client, deadline, needed=False)
-    result = find(states, config, {} if areas is None else areas.entity_area_names(), arguments["query"])
+    result = find(states, config, _no_area if areas is None else areas.area_name, arguments["query"])
     result["retrieved_at"] = utc_z(now)
     if areas is None:
         result["areas_known"] = False
