@@ -200,3 +200,27 @@ def test_no_answer_ever_holds_an_entity_outside_a_random_allowlist(
         if not any(entity_id in allowed for allowed in allowlist) and entity_id not in query:
             assert entity_id not in text
     assert json_size(result) <= MAX_ANSWER_BYTES
+
+
+def test_a_query_of_stop_words_or_punctuation_finds_nothing_and_says_what_next(household: Executor) -> None:
+    for query in ("which are the", "___ ...", "?"):
+        result = search(household, query)
+        assert (result["matches"], result["hint"]) == ([], NO_MATCH_HINT)
+
+
+def test_odd_states_from_home_assistant_are_searched_without_a_crash() -> None:
+    states = [{"entity_id": "light.a", "state": 3, "attributes": None},
+              {"entity_id": "light.b", "attributes": {"friendly_name": 7, "device_class": ["door"]}},
+              {"entity_id": "sensor.c", "state": "x" * 5000, "attributes": {"friendly_name": "Lamp\u202e\x00 " * 400}},
+              {"state": "on"}]
+    config = HomeAssistantConfig(enabled=True, base_url="http://ha.local:8123",
+                                 allowlisted_entities=("light.a", "light.b", "sensor.c"))
+    result = find(states, config, no_area, "lamp light")
+    assert ids(result) == ["light.a", "light.b", "sensor.c"]
+    assert result["matches"][0]["state"] == "3" and result["matches"][1]["friendly_name"] == "light.b"
+    assert all("\u202e" not in m["friendly_name"] and "\x00" not in m["friendly_name"] for m in result["matches"])
+
+
+def test_the_card_names_the_words_without_control_characters_and_the_count(household: Executor) -> None:
+    proposal = household.propose(NAME, {"query": "kitchen\u202e lights\n"}, conversation_id="card")
+    assert "“kitchen lights”" in proposal.card.body and f"{len(EVERYTHING_BUT_THE_LOCK)} devices" in proposal.card.body
