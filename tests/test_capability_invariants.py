@@ -56,6 +56,8 @@ def sample_arguments(capability: Capability) -> dict[str, Any]:
             arguments[name] = schema["enum"][0]
         elif schema.get("pattern") == ENTITY_ID_SCHEMA["pattern"]:
             arguments[name] = CONFIG.allowlisted_entities[0]
+        elif "examples" in schema:  # issue 18, part B: free text (find_entities' query) shows an example
+            arguments[name] = schema["examples"][0]
         else:
             pytest.fail(f"{capability.name}: teach sample_arguments to make a valid {name!r} ({schema})")
     return arguments
@@ -221,6 +223,8 @@ def sample_arguments_with_entities(capability: Capability) -> dict[str, Any]:
         elif name in entity_arguments(capability):
             entity = CONFIG.allowlisted_entities[0]
             arguments[name] = [entity] if schema.get("type") == "array" else entity
+        elif "examples" in schema:  # issue 18, part B
+            arguments[name] = schema["examples"][0]
         else:
             pytest.fail(f"{capability.name}: teach sample_arguments_with_entities to make a valid {name!r} ({schema})")
     return arguments

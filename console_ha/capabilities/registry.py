@@ -6,7 +6,9 @@ from functools import reduce
 from operator import or_
 
 from console_ha.capabilities import (
+    find_entities,  # issue 18, part B
     get_history,
+    get_state,  # issue 18, part B
     list_areas,  # issue 18
     list_entities,
 )
@@ -19,6 +21,9 @@ CAPABILITIES: tuple[Capability, ...] = (
     get_history.CAPABILITY,
     # issue 18, rooms:
     list_areas.CAPABILITY,
+    # issue 18, part B
+    get_state.CAPABILITY,
+    find_entities.CAPABILITY,
 )
 
 REGISTRY: dict[str, Capability] = {capability.name: capability for capability in CAPABILITIES}

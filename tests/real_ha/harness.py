@@ -85,6 +85,9 @@ ENTITIES: tuple[ExpectedEntity, ...] = (
     ExpectedEntity("input_boolean.hallway_motion_detected", None),
     ExpectedEntity("input_boolean.living_room_lamp_power", None),
     ExpectedEntity("input_boolean.coffee_machine_power", None),
+    # issue 18, part B: camera-like entities carrying a token in their attributes
+    ExpectedEntity("image.driveway_snapshot", None),
+    ExpectedEntity("camera.driveway_camera", None),
 )
 
 UNAVAILABLE_ENTITY = "sensor.garage_temperature"
@@ -247,6 +250,18 @@ template:
           action: input_boolean.turn_off
           target:
             entity_id: input_boolean.coffee_machine_power
+    # Issue 18, part B: camera-like entities whose entity_picture and access_token carry a live token.
+    # The image's URL is fetched only when its picture is asked for (nothing here asks), and on loopback.
+    image:
+      - name: Driveway snapshot
+        unique_id: console_ha_test_driveway_snapshot
+        url: "http://127.0.0.1:9/driveway.jpg"
+
+# Issue 18, part B: a real camera with no hardware, from a file (imported into a config entry at start).
+camera:
+  - platform: local_file
+    name: Driveway camera
+    file_path: "{config_dir}/driveway.jpg"
 """
 
 
@@ -258,8 +273,10 @@ def write_config_dir(config_dir: Path, port: int) -> None:
     """Write configuration.yaml and the .storage files that keep the first start offline."""
     config_dir.mkdir(parents=True, exist_ok=True)
     (config_dir / "configuration.yaml").write_text(
-        _CONFIGURATION_YAML.format(name=LOCATION_NAME, port=port), encoding="utf-8"
+        _CONFIGURATION_YAML.format(name=LOCATION_NAME, port=port, config_dir=config_dir), encoding="utf-8"
     )
+    # The local_file camera's picture: a JPEG's start and end markers are enough for its file check.
+    (config_dir / "driveway.jpg").write_bytes(b"\xff\xd8\xff\xd9")
     storage = config_dir / ".storage"
     storage.mkdir(exist_ok=True)
     # The core_config onboarding step sets up integrations that pip-install at run time.

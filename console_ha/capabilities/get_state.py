@@ -1,0 +1,177 @@
+"""home_assistant.get_state: one allowed entity now, with the few attributes that answer household questions."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, listed
+from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
+from console_ha.capabilities.list_entities import _areas as areas_if_known
+from console_ha.capabilities.narrow import narrow_state
+from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.deadline import Deadline
+from console_ha.errors import HABadResponse
+from console_ha.ha.areas import REGISTRY_COMMANDS
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.reads import Reads
+from console_ha.store.config import HomeAssistantConfig
+from console_ha.timestamps import utc_z
+
+NAME = "home_assistant.get_state"
+
+# The attributes a result may carry, per domain: keys that answer "how warm", "how bright", "how far
+# open", "what is playing". Everything else Home Assistant sends is left behind, whatever it is called:
+# an allowlist, because a denylist (entity_picture, access_token, stream URLs, ...) is only as good as
+# the names someone thought of, and integrations invent new ones. docs/capabilities.md lists this table
+# and a test holds the two together. A climate's hvac mode, a weather's condition, a lock's "locked"
+# and a person's "home" are the entity's state itself, so they need no attribute. Positions
+# (latitude/longitude), pictures and people's ids are never listed.
+HOUSEHOLD_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    # A unit is the entity's own field (unit_of_measurement), for every domain: not repeated here.
+    "sensor": ("device_class", "state_class"),
+    "binary_sensor": ("device_class",),
+    "climate": ("current_temperature", "temperature", "target_temp_low", "target_temp_high", "hvac_action",
+                "current_humidity", "humidity", "preset_mode", "fan_mode"),
+    "water_heater": ("current_temperature", "temperature", "operation_mode"),
+    "humidifier": ("current_humidity", "humidity", "mode", "action", "device_class"),
+    "fan": ("percentage", "preset_mode", "oscillating", "direction"),
+    "light": ("brightness", "color_temp_kelvin", "color_mode"),
+    "cover": ("current_position", "current_tilt_position", "device_class"),
+    "valve": ("current_position", "device_class"),
+    "media_player": ("media_title", "media_artist", "media_album_name", "media_series_title", "volume_level",
+                     "is_volume_muted", "source", "device_class"),
+    "weather": ("temperature", "apparent_temperature", "humidity", "pressure", "wind_speed", "wind_bearing",
+                "cloud_coverage", "uv_index", "temperature_unit", "pressure_unit", "wind_speed_unit"),
+    "vacuum": ("battery_level", "status", "fan_speed"),
+    "lawn_mower": ("activity",),
+    "switch": ("device_class",),
+    "event": ("event_type", "device_class"),
+    "sun": ("next_rising", "next_setting", "elevation"),
+    "timer": ("duration", "remaining", "finishes_at"),
+    "counter": ("minimum", "maximum", "step"),
+    "input_number": ("min", "max", "step"),
+    "number": ("min", "max", "step", "device_class"),
+    "update": ("installed_version", "latest_version", "title", "in_progress"),
+}
+# Longer text is dropped, not cut: a household answer is a word or a number, and a long value is more
+# likely a blob (a base64 picture, a serialised object) than a title.
+MAX_ATTRIBUTE_CHARS = 64
+# A value that is, or holds, a link or a token: a scheme (http://, rtsp://, data:), an absolute path
+# (/api/camera_proxy/...), a query string, or "token"/"signature" anywhere. Dropped even under a listed key,
+# for an integration that puts a URL where a title should be.
+_LINK = re.compile(r"(?i)[a-z][a-z0-9+.-]*:(//|[^\s]*;base64,)|^\s*/|\?[^\s]*=|token|signature|^data:|www\.")
+
+
+def household_attributes(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The listed attributes of `state`'s domain whose values are a plain number, truth value or short text."""
+    attributes = state.get("attributes")
+    if not isinstance(attributes, Mapping):
+        return {}
+    domain = str(state.get("entity_id", "")).partition(".")[0]
+    kept: dict[str, Any] = {}
+    for key in HOUSEHOLD_ATTRIBUTES.get(domain, ()):
+        value = attributes.get(key)
+        if _plain(value):
+            kept[key] = value
+    return kept
+
+
+def _plain(value: object) -> bool:
+    """A value a household answer can use and that carries no link: bool, finite number, short clean text."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return abs(value) < 2**53  # what a JSON reader holds exactly
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        # cut() drops control and format characters: text it changes is text we do not pass on.
+        return (0 < len(value) <= MAX_ATTRIBUTE_CHARS and cut(value, 4 * MAX_ATTRIBUTE_CHARS) == value
+                and _LINK.search(value) is None)
+    return False  # lists, objects and null
+
+
+def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+            deadline: Deadline, now: datetime) -> dict[str, Any]:
+    """One GET /api/states/<id>: the entity as list_entities lists it, its area, and its household attributes."""
+    entity_id = arguments["entity_id"]
+    state = client.state(entity_id, timeout=deadline.remaining())
+    if state.get("entity_id") != entity_id:
+        raise HABadResponse("Home Assistant answered for a different entity.")
+    # As list_entities: a Home Assistant that cannot tell its areas still answers, the area null and
+    # `areas_known` false.
+    areas = areas_if_known(client, deadline, needed=False)
+    result = {
+        **listed(narrow_state(state), None if areas is None else areas.area_name(entity_id), CAP_LEVELS[0]),
+        "attributes": household_attributes(state),
+        "retrieved_at": utc_z(now),
+    }
+    if areas is None:
+        result["areas_known"] = False
+    return result
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+    """Which device is read, what of it, and where the request goes."""
+    entity_id = arguments["entity_id"]
+    name = config.display_name(entity_id)
+    return Card(
+        title=f"Read {name} now?",
+        body=(
+            f"The assistant wants to read the current state of {name} ({entity_id}), its room, and details "
+            f"such as its temperature, brightness or position. {leaves_device(config)}"
+        ),
+    )
+
+
+_ENTITY = LIST_ENTITIES.result_schema["properties"]["entities"]["items"]
+_ALL_KEYS = sorted({key for keys in HOUSEHOLD_ATTRIBUTES.values() for key in keys})
+
+CAPABILITY = Capability(
+    name=NAME,
+    description=(
+        "Read one allowed Home Assistant entity now: its state, its area (room), and a few details that "
+        "answer household questions (a thermostat's current and target temperature, a light's brightness, "
+        "a cover's position, what a media player plays and its volume, the weather's temperature and "
+        "humidity). Each read asks the household for approval first."
+    ),
+    arguments_schema={
+        "type": "object",
+        "required": ["entity_id"],
+        "properties": {
+            "entity_id": {**ENTITY_ARGUMENT, "description": "An allowed entity id, such as climate.living_room"},
+        },
+        "additionalProperties": False,
+    },
+    argument_messages={"entity_id": "entity_id must look like domain.object_id, such as sensor.kitchen."},
+    result_schema={
+        "type": "object",
+        "required": [*_ENTITY["required"], "attributes", "retrieved_at"],
+        "additionalProperties": False,
+        "properties": {
+            **_ENTITY["properties"],
+            "areas_known": LIST_ENTITIES.result_schema["properties"]["areas_known"],
+            "attributes": {
+                "type": "object",
+                "propertyNames": {"enum": _ALL_KEYS},
+                "additionalProperties": {"anyOf": [
+                    {"type": ["boolean", "number"]},
+                    {"type": "string", "minLength": 1, "maxLength": MAX_ATTRIBUTE_CHARS},
+                ]},
+            },
+            "retrieved_at": TIMESTAMP_SCHEMA,
+        },
+    },
+    bounds=Bounds(timeout_seconds=8),
+    execute=execute,
+    card=card,
+    activity_words="Current state of one device",
+    prompt_summary="one device now, by entity id: state, area, details such as temperatures, brightness, position.",
+    # The entity's state, then the areas (kept per Home Assistant, or one registry round).
+    reads=Reads(paths=("/api/states/{entity_id}",), commands=REGISTRY_COMMANDS),
+)
