@@ -187,6 +187,7 @@ def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url,
                                   "allowlisted_entities": list(CONFIG.allowlisted_entities)})
     TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    stub.serve_statistics()  # issue 19: get_statistics reads the recorder's statistics over the WebSocket
     return executor_over(data_dir)
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 from functools import reduce
 from operator import or_
 
-from console_ha.capabilities import get_history, list_entities
+from console_ha.capabilities import get_history, get_statistics, list_entities
 from console_ha.capabilities.spec import Capability
 from console_ha.ha.reads import Reads
 
 # In this order the model, MCP clients and the activity page meet them.
-CAPABILITIES: tuple[Capability, ...] = (list_entities.CAPABILITY, get_history.CAPABILITY)
+CAPABILITIES: tuple[Capability, ...] = (
+    list_entities.CAPABILITY,
+    get_history.CAPABILITY,
+    get_statistics.CAPABILITY,  # issue 19
+)
 
 REGISTRY: dict[str, Capability] = {capability.name: capability for capability in CAPABILITIES}
 

@@ -33,6 +33,12 @@ from console_ha.errors import HABadResponse, HATimeout, HATLSError, HAUnauthoriz
 from console_ha.secret import Secret
 
 HISTORY_COMMAND = "history/history_during_period"
+# get_statistics (issue 19): both only read the recorder's database (websocket_api.py in Home Assistant's
+# recorder component: statistics_during_period selects rows, get_statistics_metadata lists metadata; neither
+# is require_admin, and neither writes). The recorder's writing commands (import_statistics,
+# clear_statistics, adjust_sum_statistics, change_statistics_unit, update_statistics_metadata) stay out.
+STATISTICS_COMMAND = "recorder/statistics_during_period"
+STATISTICS_METADATA_COMMAND = "recorder/get_statistics_metadata"
 # Home Assistant's commands known to change nothing, and the only ones ever sent after the auth message:
 # the WebSocket has no verb, so this list is what GET is to REST. A connection sends those of them its
 # maker declared (`ha.reads.Reads`); a declaration naming another is refused when it is made. Checked
@@ -43,6 +49,9 @@ ALLOWED_COMMANDS = frozenset({
     "config/entity_registry/list",
     "config/device_registry/list",
     HISTORY_COMMAND,
+    # issue 19, get_statistics
+    STATISTICS_COMMAND,
+    STATISTICS_METADATA_COMMAND,
 })
 READ_CHUNK_BYTES = 64 * 1024
 CLOSE_WAIT = 0.2
