@@ -26,6 +26,7 @@ from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session
 
 HISTORY = "home_assistant_get_history"
 LIST = "home_assistant_list_entities"
+STATISTICS = "home_assistant_get_statistics"  # issue 19
 ENTITY = "sensor.living_room_temperature"
 
 
@@ -93,7 +94,7 @@ def test_lists_the_two_tools_with_the_capabilities_schemas_and_read_only_annotat
             return await session.list_tools()
 
     listed = {tool.name: tool for tool in run(scenario).tools}
-    assert set(listed) == {LIST, HISTORY}
+    assert set(listed) == {LIST, HISTORY, STATISTICS}
     for name, capability in ((LIST, LIST_ENTITIES), (HISTORY, GET_HISTORY)):
         tool, spec = listed[name], REGISTRY[capability]
         assert tool.description == spec.description
@@ -439,7 +440,7 @@ def test_a_revoked_token_is_refused_at_its_next_request(console, api_token, data
         async with mcp_session(console.mcp_url, api_token) as session:
             return await session.list_tools()
 
-    assert len(run(scenario).tools) == 2
+    assert len(run(scenario).tools) == 3
     ConsoleSecrets(data_dir).revoke_api_tokens(CLIENT_NAME)
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
