@@ -36,13 +36,13 @@ IMPORT_BATCH = 744  # a month of rows a message
 IMPORT_WAIT = 600
 
 
-def _hour_starts(hours: int) -> list[datetime]:
+def hour_starts(hours: int) -> list[datetime]:
     """The whole hours before the current one, oldest first (the current hour's row does not exist yet)."""
     last = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
     return [last - timedelta(hours=i) for i in range(hours - 1, -1, -1)]
 
 
-def _import(real_ha: RealHomeAssistant, metadata: dict[str, Any], stats: list[dict[str, Any]]) -> None:
+def import_statistics(real_ha: RealHomeAssistant, metadata: dict[str, Any], stats: list[dict[str, Any]]) -> None:
     """Home Assistant's own import, a month a message, then wait until its recorder holds every row."""
     with real_ha.websocket() as ws:
         for i in range(0, len(stats), IMPORT_BATCH):
@@ -64,25 +64,35 @@ def _rows(ws: Any, statistic_id: str, since: datetime) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.fixture(scope="module")
-def imported(real_ha: RealHomeAssistant) -> dict[str, list[dict[str, Any]]]:
-    """A year and a day of hourly energy sums and temperature means, minima and maxima, imported."""
+ENERGY_METADATA = {"has_mean": False, "has_sum": True, "name": "Console test energy", "source": "recorder",
+                   "statistic_id": ENERGY, "unit_of_measurement": "kWh"}
+TEMPERATURE_METADATA = {"has_mean": True, "has_sum": False, "name": "Console test outdoor temperature",
+                        "source": "recorder", "statistic_id": TEMPERATURE, "unit_of_measurement": "°C"}
+
+
+def year_of_statistics(hours: int = YEAR_HOURS) -> dict[str, list[dict[str, Any]]]:
+    """Hourly energy sums (rising 0.05 to 2 kWh an hour) and temperature means, minima and maxima (a yearly
+    and a daily swing, and noise), for the whole hours up to the last one."""
     rng = random.Random(19)
-    starts = _hour_starts(YEAR_HOURS)
     energy, total = [], 1000.0
     temperature = []
-    for start in starts:
+    for start in hour_starts(hours):
         total = round(total + rng.uniform(0.05, 2.0), 3)
         energy.append({"start": start, "state": total, "sum": total})
         mean = round(10 + 8 * math.sin(2 * math.pi * start.timestamp() / 31_557_600)
                      + 3 * math.sin(2 * math.pi * start.timestamp() / 86_400) + rng.uniform(-1, 1), 2)
         temperature.append({"start": start, "mean": mean, "min": round(mean - rng.uniform(0, 1.5), 2),
                             "max": round(mean + rng.uniform(0, 1.5), 2)})
-    _import(real_ha, {"has_mean": False, "has_sum": True, "name": "Console test energy", "source": "recorder",
-                      "statistic_id": ENERGY, "unit_of_measurement": "kWh"}, energy)
-    _import(real_ha, {"has_mean": True, "has_sum": False, "name": "Console test outdoor temperature",
-                      "source": "recorder", "statistic_id": TEMPERATURE, "unit_of_measurement": "°C"}, temperature)
     return {"energy": energy, "temperature": temperature}
+
+
+@pytest.fixture(scope="module")
+def imported(real_ha: RealHomeAssistant) -> dict[str, list[dict[str, Any]]]:
+    """A year and a day of hourly energy sums and temperature means, minima and maxima, imported."""
+    year = year_of_statistics()
+    import_statistics(real_ha, ENERGY_METADATA, year["energy"])
+    import_statistics(real_ha, TEMPERATURE_METADATA, year["temperature"])
+    return year
 
 
 def _last_month() -> tuple[datetime, datetime]:
