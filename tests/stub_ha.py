@@ -332,6 +332,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if stub.statistics is not None and message.get("type") in stub.statistics.COMMANDS:
                     self._ws_statistics(message)
                     continue
+                if message.get("type") == "get_config":  # what /api/config answers
+                    self._ws_send({"id": message.get("id"), "type": "result", "success": True, "result": stub.config})
+                    continue
                 result = (stub.registries or {}).get(str(message.get("type")))
                 if result is None:
                     # As Home Assistant answers a command it does not have (history here: REST serves it).

@@ -28,6 +28,7 @@ READ_ONLY_COMMANDS = {
     # issue 19, get_statistics: both select from the recorder's database (recorder/websocket_api.py)
     "recorder/statistics_during_period",
     "recorder/get_statistics_metadata",
+    "get_config",  # websocket_api/commands.py: hass.config.as_dict(), as /api/config
 }
 
 

@@ -1,8 +1,8 @@
 """home_assistant.get_statistics: how much an allowed meter used, or how warm a measurement was, by day or month.
 
 Home Assistant keeps long-term statistics (hourly, for good) for entities with a state class. One read is
-three requests: `/api/config` for the household's time zone, then on one WebSocket connection the entity's
-statistics metadata (whether it keeps any, meter or measurement, and the unit) and one
+one WebSocket connection: `get_config` (the household's time zone) and the entity's statistics metadata
+(whether it keeps any, meter or measurement, and the unit) sent together, then one
 `recorder/statistics_during_period` of hourly rows, folded here into days (month periods) or months (year
 periods) in that time zone.
 """
@@ -21,9 +21,9 @@ from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
-from console_ha.ha.statistics import fetch_metadata, fetch_rows
+from console_ha.ha.statistics import fetch_rows, metadata_command, metadata_of
 from console_ha.ha.statistics_digest import StatisticsDigester
-from console_ha.ha.websocket import STATISTICS_COMMAND, STATISTICS_METADATA_COMMAND
+from console_ha.ha.websocket import CONFIG_COMMAND, STATISTICS_COMMAND, STATISTICS_METADATA_COMMAND
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -60,22 +60,23 @@ class Period:
 
     window: Window  # local now -> [start, end), both local
     monthly: bool  # points per month (year periods) rather than per day (month periods)
-    words: str
+    words: str  # "the past 30 days": the card's title reads "for {words}"
+    when: str  # "in the past 30 days": the card's body reads "how much it used {when}"
 
 
 PERIODS: dict[str, Period] = {
-    "this_month": Period(lambda now: (_month_start(now), now), False, "this month"),
+    "this_month": Period(lambda now: (_month_start(now), now), False, "this month", "this month"),
     "last_month": Period(lambda now: (_months_later(_month_start(now), -1), _month_start(now)), False,
-                         "last month"),
+                         "last month", "last month"),
     # 30 calendar days: today (so far) and the 29 before it.
     "past_30_days": Period(lambda now: (_midnight(now.date() - timedelta(days=29), now.tzinfo), now), False,
-                           "the past 30 days"),
-    "this_year": Period(lambda now: (_year_start(now), now), True, "this year"),
+                           "the past 30 days", "in the past 30 days"),
+    "this_year": Period(lambda now: (_year_start(now), now), True, "this year", "this year"),
     "last_year": Period(lambda now: (_year_start(_year_start(now) - timedelta(days=1)), _year_start(now)), True,
-                        "last year"),
+                        "last year", "last year"),
     # 12 calendar months: this one (so far) and the 11 before it.
     "past_12_months": Period(lambda now: (_months_later(_month_start(now), -11), now), True,
-                             "the past 12 months"),
+                             "the past 12 months", "in the past 12 months"),
 }
 _NAMES = list(PERIODS)
 ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
@@ -94,9 +95,9 @@ STATISTICS_FIELD_MEANINGS: dict[str, str] = {
 }
 
 
-def household_zone(answer: Mapping[str, Any]) -> ZoneInfo:
-    """The time zone Home Assistant reports in /api/config; a missing or unknown one is a bad answer."""
-    name = answer.get("time_zone")
+def household_zone(answer: Any) -> ZoneInfo:
+    """The time zone Home Assistant reports in its configuration; a missing or unknown one is a bad answer."""
+    name = answer.get("time_zone") if isinstance(answer, dict) else None
     try:
         if not isinstance(name, str):
             raise ValueError(name)
@@ -128,11 +129,13 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     """Daily or monthly points and a summary of one allowlisted entity's long-term statistics over the period."""
     entity_id = arguments["entity_id"]
     period = PERIODS[arguments["period"]]
-    zone = household_zone(client.config(timeout=deadline.remaining()))
-    start, end = period.window(now.astimezone(zone))
-    bounds, labels = calendar(period, start, end)
     with client.websocket(timeout=deadline.remaining(), max_bytes=MAX_STATISTICS_BYTES) as connection:
-        meta = fetch_metadata(connection, entity_id)
+        # Both small reads in one round trip; the rows' request needs the calendar and the kind from them.
+        config, metadata = connection.commands([{"type": CONFIG_COMMAND}, metadata_command(entity_id)])
+        zone = household_zone(config)
+        meta = metadata_of(metadata, entity_id)
+        start, end = period.window(now.astimezone(zone))
+        bounds, labels = calendar(period, start, end)
         digester = StatisticsDigester(meta, bounds, labels, label_key="month" if period.monthly else "date")
         for rows in fetch_rows(connection, entity_id, meta, start=start, end=end):
             digester.add(rows)
@@ -161,9 +164,9 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
         title=f"Read the statistics of {name} for {period.words}?",
         body=(
             f"The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
-            f"{period.words}, {per}: for a meter, how much {name} used in {period.words}; for a measurement "
-            f"such as a temperature, how warm (or how high) {name} was in {period.words}, on average and at "
-            f"its lowest and highest. {leaves_device(config)}"
+            f"{period.words}, {per}: for a meter, how much {name} used {period.when}; for a measurement such "
+            f"as a temperature, how warm (or how high) {name} was {period.when}, on average and at its lowest "
+            f"and highest. {leaves_device(config)}"
         ),
     )
 
@@ -187,7 +190,7 @@ _METER_POINT = {
     "oneOf": [{"required": ["date"]}, {"required": ["month"]}],
     "additionalProperties": False,
 }
-_HOURS = {"type": "integer", "minimum": 1, "description": STATISTICS_FIELD_MEANINGS["hours"]}
+_HOURS = {"type": "integer", "minimum": 0, "description": STATISTICS_FIELD_MEANINGS["hours"]}
 _MEASUREMENT_SUMMARY = {
     "type": "object",
     "required": ["mean", "min", "min_at", "max", "max_at", "hours"],
@@ -262,7 +265,7 @@ CAPABILITY = Capability(
     activity_words="Statistics of one device by day or month",
     prompt_summary=(f"how much an allowed meter used, or how warm (or high) an allowed measurement was, day by "
                     f"day or month by month over {ONE_OF_THE_PERIODS}."),
-    # The time zone, then on one WebSocket: the entity's statistics metadata and its hourly statistics.
-    reads=Reads(paths=("/api/config",), commands=(STATISTICS_METADATA_COMMAND, STATISTICS_COMMAND)),
+    # On one WebSocket: the configuration (its time zone) and the statistics metadata, then the hourly rows.
+    reads=Reads(commands=(CONFIG_COMMAND, STATISTICS_METADATA_COMMAND, STATISTICS_COMMAND)),
     result_meanings=STATISTICS_FIELD_MEANINGS,
 )

@@ -1,6 +1,6 @@
 """One entity's long-term statistics from Home Assistant's recorder: what it keeps, and its hourly rows as they stream.
 
-Two commands on one WebSocket connection: `recorder/get_statistics_metadata` says whether the entity keeps
+Commands on one WebSocket connection: `recorder/get_statistics_metadata` says whether the entity keeps
 statistics at all, whether they are a meter's (a sum) or a measurement's (a mean, a minimum and a maximum)
 and in which unit Home Assistant shows them; `recorder/statistics_during_period` then gives the hourly rows.
 The rows of a year are about a megabyte: they are cut at row boundaries and parsed by orjson a piece at a
@@ -77,9 +77,8 @@ def statistics_command(entity_id: str, meta: StatisticsMeta, *, start: datetime,
             "statistic_ids": [entity_id], "period": "hour", "types": list(meta.types)}
 
 
-def fetch_metadata(connection: HomeAssistantWebSocket, entity_id: str) -> StatisticsMeta:
-    """What Home Assistant keeps for `entity_id`; HANoStatistics when it keeps no long-term statistics."""
-    answer = connection.command(metadata_command(entity_id))
+def metadata_of(answer: Any, entity_id: str) -> StatisticsMeta:
+    """What Home Assistant keeps for `entity_id`, from its metadata answer; HANoStatistics when it keeps none."""
     if not isinstance(answer, list):
         raise wrong_shape()
     for item in answer:

@@ -61,6 +61,11 @@ class StatisticsDigester:
     def add(self, rows: Iterable[StatisticsRow]) -> None:
         """Fold one batch of rows in; a row outside the period is a wrong answer."""
         bounds = self._bounds
+        if not self._labels:
+            # An empty period (this month, asked at its very first instant): no row belongs to it.
+            for _ in rows:
+                raise wrong_shape()
+            return
         first, last = bounds[0], bounds[-1]
         # The point the last row fell in, and its bounds: rows come in order, so a bisect is rare.
         index, low, high = 0, bounds[0], bounds[1]
