@@ -328,12 +328,23 @@ class _Handler(BaseHTTPRequestHandler):
                 self._ws_send({"type": "auth_invalid", "message": "Invalid access token or password"})
                 return
             self._ws_send({"type": "auth_ok", "ha_version": stub.config["version"]})
+            late: list[dict[str, Any]] = []
             while (message := self._ws_receive()) is not None:
                 if stub.statistics is not None and message.get("type") in stub.statistics.COMMANDS:
                     self._ws_statistics(message)
+                    for answer in late:
+                        self._ws_send({"id": 999, "type": "event", "event": {}})
+                        self._ws_send(answer)
+                    late.clear()
                     continue
                 if message.get("type") == "get_config":  # what /api/config answers
-                    self._ws_send({"id": message.get("id"), "type": "result", "success": True, "result": stub.config})
+                    config_answer = {"id": message.get("id"), "type": "result", "success": True,
+                                     "result": stub.config}
+                    if stub.ws_config_late:
+                        # Answered after the next command's answer and an event, as Home Assistant may.
+                        late.append(config_answer)
+                    else:
+                        self._ws_send(config_answer)
                     continue
                 result = (stub.registries or {}).get(str(message.get("type")))
                 if result is None:
@@ -469,6 +480,8 @@ class StubHomeAssistant:
         # The recorder's long-term statistics (issue 19); None: not served. `serve_statistics()` turns them on
         # (and the WebSocket with them).
         self.statistics: StubStatistics | None = None
+        # The WebSocket answers get_config only after the next command's answer (answers in any order).
+        self.ws_config_late = False
         # Tokens of other Home Assistants: this stub must never see one (see `foreign_tokens_seen`).
         self.foreign_tokens: set[str] = set()
         # Where the WebSocket handshake redirects to (302), when set.

@@ -178,7 +178,6 @@ def test_thirty_one_days_of_the_longest_figures_stay_under_8_kib(stub: StubHomeA
     result = read(stub, "sensor.long_figures", "last_month")
     assert len(result["points"]) == 31
     size = len(json.dumps(result, ensure_ascii=False).encode())
-    print(f"worst month: {size} bytes")
     assert size < RESULT_BUDGET_BYTES
 
 
@@ -317,3 +316,11 @@ def test_the_calendar_follows_home_assistants_time_zone(stub: StubHomeAssistant)
     result = read(stub, ENERGY, "last_month")
     assert (result["time_zone"], result["start"]) == ("America/New_York", "2026-10-01T04:00:00Z")
     assert math.isclose(sum(p["change"] for p in result["points"]), result["summary"]["change"], rel_tol=1e-5)
+
+
+def test_the_two_small_reads_are_answered_in_any_order(stub: StubHomeAssistant) -> None:
+    """Home Assistant answers each command when it is ready: the time zone may come after the metadata."""
+    stub.ws_config_late = True
+    stub.config["time_zone"] = "America/New_York"
+    result = read(stub, ENERGY, "last_month")
+    assert (result["time_zone"], result["kind"], len(result["points"])) == ("America/New_York", "meter", 31)

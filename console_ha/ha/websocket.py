@@ -1,7 +1,9 @@
 """One WebSocket conversation with Home Assistant: auth, allowlisted read-only commands, close.
 
-Used for the picker's areas (three registry lists) and for get_history (one `history/history_during_period`
-request/response). Nothing is subscribed to and the connection lives for one call only (docs/architecture.md).
+Used for the picker's areas (three registry lists), for get_history (one `history/history_during_period`
+request/response) and for get_statistics (the configuration and the statistics metadata together, then
+`recorder/statistics_during_period`). Nothing is subscribed to and the connection lives for one call only
+(docs/architecture.md).
 """
 
 from __future__ import annotations
