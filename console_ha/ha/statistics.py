@@ -37,9 +37,6 @@ MEAN_CIRCULAR = 2
 METER_TYPES = ("change",)
 MEASUREMENT_TYPES = ("mean", "min", "max")
 
-# One row: (the hour's start in epoch milliseconds, mean, min, max) or (start, change): numbers or None.
-StatisticsRow = tuple[Any, ...]
-
 _HEAD_BYTES = 512
 # Home Assistant writes each row's `start` first (recorder/statistics.py, _sorted_statistics_to_dict), and no
 # row holds a string: `},{"start":` is only ever the boundary between two rows.
@@ -103,8 +100,8 @@ def meta_of(item: dict[str, Any], entity_id: str) -> StatisticsMeta:
 
 
 def fetch_rows(connection: HomeAssistantWebSocket, entity_id: str, meta: StatisticsMeta, *, start: datetime,
-               end: datetime) -> Iterator[list[StatisticsRow]]:
-    """The hourly rows in [start, end), oldest first, in batches as they arrive."""
+               end: datetime) -> Iterator[list[Any]]:
+    """The hourly rows in [start, end) as Home Assistant sends them (objects), in batches as they arrive."""
     message_id, chunks = connection.stream(statistics_command(entity_id, meta, start=start, end=end))
     head = take_head(chunks, _HEAD_BYTES)
     match = COMPACT_HEAD.match(head)
@@ -118,30 +115,18 @@ def fetch_rows(connection: HomeAssistantWebSocket, entity_id: str, meta: Statist
     del head[:match.end() - 1]  # from the rows' `[`
     for items in array_pieces(head, chunks, boundary=_ROW_BOUNDARY, tail=b"}}", piece_bytes=_BATCH_BYTES,
                               max_item_bytes=_MAX_ROW_BYTES, invalid=invalid_json, too_long=wrong_shape):
-        yield rows_of(items, meta)
+        yield rows_of(items)
 
 
-def rows_of(items: Any, meta: StatisticsMeta) -> list[StatisticsRow]:
-    """Parsed rows as tuples of the fields asked for, each checked: a start in milliseconds, numbers or null."""
+def rows_of(items: Any) -> list[Any]:
+    """A parsed batch of rows, as the digest takes it: a list (each row is checked as the digest folds it in)."""
     if not isinstance(items, list):
         raise wrong_shape()
-    fields = meta.types
-    try:
-        rows = [(item["start"], *(item.get(name) for name in fields)) for item in items]
-    except (TypeError, KeyError, AttributeError):  # a row that is not an object, or without a start
-        raise wrong_shape() from None
-    for start, *values in rows:
-        # JSON numbers (not a bool, not text); only a value may be null, never the start.
-        if type(start) is not int and type(start) is not float:
-            raise wrong_shape()
-        for value in values:
-            if value is not None and type(value) is not float and type(value) is not int:
-                raise wrong_shape()
-    return rows
+    return items
 
 
 def _whole_answer_rows(chunks: Iterable[bytes], entity_id: str, meta: StatisticsMeta,
-                       message_id: int) -> list[StatisticsRow]:
+                       message_id: int) -> list[Any]:
     body = bytearray()
     for chunk in chunks:
         body += chunk
@@ -157,7 +142,7 @@ def _whole_answer_rows(chunks: Iterable[bytes], entity_id: str, meta: Statistics
     result = answer.get("result")
     if not isinstance(result, dict) or set(result) - {entity_id}:
         raise wrong_shape()
-    return rows_of(result.get(entity_id, []), meta)
+    return rows_of(result.get(entity_id, []))
 
 
 # --- what a refusal or a bad answer is ------------------------------------------------------------
