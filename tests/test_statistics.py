@@ -12,6 +12,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from console_ha.capabilities import get_statistics
 from console_ha.capabilities.get_statistics import NAME as GET_STATISTICS
@@ -19,7 +21,8 @@ from console_ha.capabilities.get_statistics import PERIODS, RESULT_BUDGET_BYTES,
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError, HABadResponse, HANoStatistics
 from console_ha.ha.client import HomeAssistantClient
-from console_ha.ha.statistics import MEASUREMENT_TYPES, METER_TYPES
+from console_ha.ha.statistics import MEASUREMENT_TYPES, METER_TYPES, StatisticsMeta
+from console_ha.ha.statistics_digest import StatisticsDigester, figure
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
@@ -324,3 +327,50 @@ def test_the_two_small_reads_are_answered_in_any_order(stub: StubHomeAssistant) 
     stub.config["time_zone"] = "America/New_York"
     result = read(stub, ENERGY, "last_month")
     assert (result["time_zone"], result["kind"], len(result["points"])) == ("America/New_York", "meter", 31)
+
+
+# --- the digest against a plain fold, over random rows -----------------------------------------------
+
+_BOUNDS = [0, 10_000, 25_000, 26_000, 90_000]
+_LABELS = ["a", "b", "c", "d"]
+_FIGURE = st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False), st.integers(-10**6, 10**6))
+
+
+@given(st.lists(st.tuples(st.integers(0, 89_999), _FIGURE, _FIGURE, _FIGURE), max_size=60), st.integers(1, 3))
+def test_the_digest_agrees_with_a_plain_fold(rows: list[tuple[int, Any, Any, Any]], batches: int) -> None:
+    """Any rows in the period, in order and in any batches: each point's mean, min, max (and when) as folded plainly."""
+    rows.sort(key=lambda r: r[0])
+    objects = [{"start": start, "mean": mean, "min": low, "max": high} for start, mean, low, high in rows]
+    digester = StatisticsDigester(StatisticsMeta("measurement", "°C"), _BOUNDS, _LABELS, label_key="date")
+    size = max(1, len(objects) // batches)
+    for i in range(0, len(objects), size):
+        digester.add(objects[i:i + size])
+    points, summary = digester.finish()
+    expected = []
+    for label, low_bound, high_bound in zip(_LABELS, _BOUNDS, _BOUNDS[1:], strict=False):
+        inside = [r for r in rows if low_bound <= r[0] < high_bound]
+        means = [r[1] for r in inside if r[1] is not None]
+        lows = [r[2] for r in inside if r[2] is not None]
+        highs = [r[3] for r in inside if r[3] is not None]
+        if means or lows or highs:
+            expected.append({"date": label, "mean": figure(sum(means) / len(means)) if means else None,
+                             "min": figure(min(lows)) if lows else None, "max": figure(max(highs)) if highs else None})
+    assert [{**p, "mean": p["mean"] and pytest.approx(p["mean"], rel=1e-5, abs=1e-6)} for p in expected] == points
+    if summary is not None:
+        lows = [(r[2], r[0]) for r in rows if r[2] is not None]
+        if lows:
+            value, at = min(lows, key=lambda pair: (pair[0], pair[1]))
+            assert summary["min"] == figure(value)
+            assert summary["min_at"] == datetime.fromtimestamp(at / 1000, UTC).isoformat(timespec="seconds").replace(
+                "+00:00", "Z")
+
+
+@given(st.lists(st.one_of(st.integers(-5, 90_005), st.text(max_size=3), st.booleans(), st.none(), st.floats()),
+                min_size=1, max_size=5))
+def test_a_row_the_digest_cannot_use_is_a_bad_response_never_a_crash(starts: list[Any]) -> None:
+    digester = StatisticsDigester(StatisticsMeta("meter", "kWh"), _BOUNDS, _LABELS, label_key="date")
+    try:
+        digester.add([{"start": start, "change": 1.0} for start in starts])
+    except HABadResponse:
+        return
+    assert all(type(s) in (int, float) and 0 <= s < 90_000 for s in starts)
