@@ -131,8 +131,8 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     period = PERIODS[arguments["period"]]
     with client.websocket(timeout=deadline.remaining(), max_bytes=MAX_STATISTICS_BYTES) as connection:
         # Both small reads in one round trip; the rows' request needs the calendar and the kind from them.
-        config, metadata = connection.commands([{"type": CONFIG_COMMAND}, metadata_command(entity_id)])
-        zone = household_zone(config)
+        ha_config, metadata = connection.commands([{"type": CONFIG_COMMAND}, metadata_command(entity_id)])
+        zone = household_zone(ha_config)
         meta = metadata_of(metadata, entity_id)
         start, end = period.window(now.astimezone(zone))
         bounds, labels = calendar(period, start, end)
