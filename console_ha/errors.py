@@ -288,6 +288,14 @@ class HATLSError(HomeAssistantError):
     """The https connection to Home Assistant failed certificate or TLS checks."""
 
 
+# Home Assistant answered, and the answer is that it keeps no long-term statistics for the entity (only
+# entities with a state class have them): the model can ask get_history instead. 502 and stage 5, as
+# HA_NOT_FOUND (an entity Home Assistant lacks): what Home Assistant has is the subject of every HA_* code.
+@error_code("HA_NO_STATISTICS", 502)
+class HANoStatistics(HomeAssistantError):
+    """The entity keeps no long-term statistics in Home Assistant (get_statistics)."""
+
+
 # Not a failure of Home Assistant's answer but the Console declining to queue one more call behind those
 # still waiting on it: 503, "try again shortly", like any overloaded service.
 @error_code("HA_BUSY", 503)

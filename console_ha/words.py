@@ -49,6 +49,10 @@ MODEL_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
     "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
     "HA_BUSY": BUSY_MESSAGE,
+    # issue 19, get_statistics
+    "HA_NO_STATISTICS": ("This entity keeps no long-term statistics in Home Assistant (only sensors with a "
+                         "state class, such as temperatures and energy meters, keep them); ask get_history "
+                         "for the past week instead."),
 })
 MODEL_FALLBACK = "Home Assistant failed."
 

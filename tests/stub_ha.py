@@ -21,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.stub_ha_statistics import StubStatistics
+
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455's fixed key suffix
 
 FAULT_KINDS = frozenset(
@@ -280,7 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             stub._guard(f"{method} {self.path} body", self.rfile.read(length).decode("utf-8", "replace"))
-        if (path == "/api/websocket" and stub.registries is not None
+        if (path == "/api/websocket" and (stub.registries is not None or stub.statistics is not None)
                 and self.headers.get("Upgrade", "").lower() == "websocket"):
             self._websocket()
             return
@@ -326,7 +328,24 @@ class _Handler(BaseHTTPRequestHandler):
                 self._ws_send({"type": "auth_invalid", "message": "Invalid access token or password"})
                 return
             self._ws_send({"type": "auth_ok", "ha_version": stub.config["version"]})
+            late: list[dict[str, Any]] = []
             while (message := self._ws_receive()) is not None:
+                if stub.statistics is not None and message.get("type") in stub.statistics.COMMANDS:
+                    self._ws_statistics(message)
+                    for answer in late:
+                        self._ws_send({"id": 999, "type": "event", "event": {}})
+                        self._ws_send(answer)
+                    late.clear()
+                    continue
+                if message.get("type") == "get_config":  # what /api/config answers
+                    config_answer = {"id": message.get("id"), "type": "result", "success": True,
+                                     "result": stub.config}
+                    if stub.ws_config_late:
+                        # Answered after the next command's answer and an event, as Home Assistant may.
+                        late.append(config_answer)
+                    else:
+                        self._ws_send(config_answer)
+                    continue
                 result = (stub.registries or {}).get(str(message.get("type")))
                 if result is None:
                     # As Home Assistant answers a command it does not have (history here: REST serves it).
@@ -337,8 +356,21 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             return
 
+    def _ws_statistics(self, message: dict[str, Any]) -> None:
+        """The recorder's statistics commands (tests/stub_ha_statistics.py); a raw answer when a test set one."""
+        statistics = self.server.stub.statistics
+        assert statistics is not None
+        if statistics.raw_answer is not None and message.get("type") == "recorder/statistics_during_period":
+            self._ws_send_payload(statistics.raw_answer(int(message.get("id") or 0)))
+            return
+        success, answer = statistics.answer(message)
+        self._ws_send({"id": message.get("id"), "type": "result", "success": success,
+                       ("result" if success else "error"): answer})
+
     def _ws_send(self, message: dict[str, Any]) -> None:
-        payload = _dumps(message)
+        self._ws_send_payload(_dumps(message))
+
+    def _ws_send_payload(self, payload: bytes) -> None:
         size = len(payload)
         if size < 126:
             header = bytes([0x81, size])
@@ -445,6 +477,11 @@ class StubHomeAssistant:
         # Registry lists the WebSocket answers with (command -> result); None: no WebSocket API (404), as
         # most tests expect. `serve_registries()` turns it on.
         self.registries: dict[str, Any] | None = None
+        # The recorder's long-term statistics (issue 19); None: not served. `serve_statistics()` turns them on
+        # (and the WebSocket with them).
+        self.statistics: StubStatistics | None = None
+        # The WebSocket answers get_config only after the next command's answer (answers in any order).
+        self.ws_config_late = False
         # Tokens of other Home Assistants: this stub must never see one (see `foreign_tokens_seen`).
         self.foreign_tokens: set[str] = set()
         # Where the WebSocket handshake redirects to (302), when set.
@@ -530,6 +567,16 @@ class StubHomeAssistant:
             ],
             "config/device_registry/list": [],
         }
+
+    def serve_statistics(self, *, seeded: bool = True) -> StubStatistics:
+        """Serve the recorder's statistics over the WebSocket: (seeded) two years of hourly rows for the living
+        room's temperature (a measurement, °C) and an energy meter (kWh); more through what it returns."""
+        if self.statistics is None:
+            self.statistics = StubStatistics()
+            if seeded:
+                self.statistics.seed_year("sensor.living_room_temperature", "measurement", unit="°C")
+                self.statistics.seed_year("sensor.energy_consumption", "meter", unit="kWh", seed=1)
+        return self.statistics
 
     def refuse_tokens_of(self, *others: StubHomeAssistant) -> None:
         """Record it as a violation whenever a request or WebSocket message holds another stub's token."""

@@ -193,6 +193,7 @@ def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url,
                                   "allowlisted_entities": list(CONFIG.allowlisted_entities)})
     TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    stub.serve_statistics()  # issue 19: get_statistics reads the recorder's statistics over the WebSocket
     return executor_over(data_dir)
 
 
@@ -309,7 +310,9 @@ def test_the_instance_argument_is_reserved_for_a_second_home_assistant() -> None
 
 @each
 def test_it_declares_read_only_home_assistant_reads(capability: Capability) -> None:
-    assert capability.reads.paths and all(path.startswith("/api/") for path in capability.reads.paths)
+    # A read may be WebSocket commands only (get_statistics); it declares something either way.
+    assert capability.reads.paths or capability.reads.commands
+    assert all(path.startswith("/api/") for path in capability.reads.paths)
     assert capability.reads.commands <= ALLOWED_COMMANDS
 
 

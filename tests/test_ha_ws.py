@@ -25,6 +25,10 @@ READ_ONLY_COMMANDS = {
     "config/entity_registry/list",
     "config/device_registry/list",
     "history/history_during_period",
+    # issue 19, get_statistics: both select from the recorder's database (recorder/websocket_api.py)
+    "recorder/statistics_during_period",
+    "recorder/get_statistics_metadata",
+    "get_config",  # websocket_api/commands.py: hass.config.as_dict(), as /api/config
 }
 
 

@@ -6,10 +6,11 @@ from functools import reduce
 from operator import or_
 
 from console_ha.capabilities import (
-    find_entities,  # issue 18, part B
+    find_entities,
     get_history,
-    get_state,  # issue 18, part B
-    list_areas,  # issue 18
+    get_state,
+    get_statistics,
+    list_areas,
     list_entities,
 )
 from console_ha.capabilities.spec import Capability
@@ -19,11 +20,10 @@ from console_ha.ha.reads import Reads
 CAPABILITIES: tuple[Capability, ...] = (
     list_entities.CAPABILITY,
     get_history.CAPABILITY,
-    # issue 18, rooms:
-    list_areas.CAPABILITY,
-    # issue 18, part B
     get_state.CAPABILITY,
     find_entities.CAPABILITY,
+    list_areas.CAPABILITY,
+    get_statistics.CAPABILITY,
 )
 
 REGISTRY: dict[str, Capability] = {capability.name: capability for capability in CAPABILITIES}

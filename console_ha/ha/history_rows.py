@@ -30,7 +30,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 MICROS_PER_SECOND = 1_000_000
 # The start of an answer as Home Assistant writes it (orjson, compact, keys in this order): the fast path.
-_COMPACT_HEAD = re.compile(rb'\{"id":(?P<id>[0-9]{1,9}),"type":"result","success":true,"result":'
+# The same for every one-entity WebSocket read whose result maps the entity to its rows (statistics too).
+COMPACT_HEAD = re.compile(rb'\{"id":(?P<id>[0-9]{1,9}),"type":"result","success":true,"result":'
                            rb'\{"(?P<entity>[a-z0-9_]+\.[a-z0-9_]+)":\[')
 _HEAD_BYTES = 512
 _ROW_BOUNDARY = b'},{"s":'
@@ -217,7 +218,7 @@ def ws_row_batches(chunks: Iterator[bytes], entity_id: str, message_id: int) -> 
     message.
     """
     head = take_head(chunks, _HEAD_BYTES)
-    match = _COMPACT_HEAD.match(head)
+    match = COMPACT_HEAD.match(head)
     if match is None or int(match["id"]) != message_id:
         # Not the layout Home Assistant writes (an error, another id, spaces): the general path decides.
         yield ws_rows(parse_events(itertools.chain((bytes(head),), chunks)), entity_id, message_id)

@@ -1,7 +1,9 @@
 """One WebSocket conversation with Home Assistant: auth, allowlisted read-only commands, close.
 
-Used for the picker's areas (three registry lists) and for get_history (one `history/history_during_period`
-request/response). Nothing is subscribed to and the connection lives for one call only (docs/architecture.md).
+Used for the picker's areas (three registry lists), for get_history (one `history/history_during_period`
+request/response) and for get_statistics (the configuration and the statistics metadata together, then
+`recorder/statistics_during_period`). Nothing is subscribed to and the connection lives for one call only
+(docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -33,6 +35,15 @@ from console_ha.errors import HABadResponse, HATimeout, HATLSError, HAUnauthoriz
 from console_ha.secret import Secret
 
 HISTORY_COMMAND = "history/history_during_period"
+# get_statistics (issue 19): both only read the recorder's database (websocket_api.py in Home Assistant's
+# recorder component: statistics_during_period selects rows, get_statistics_metadata lists metadata; neither
+# is require_admin, and neither writes). The recorder's writing commands (import_statistics,
+# clear_statistics, adjust_sum_statistics, change_statistics_unit, update_statistics_metadata) stay out.
+STATISTICS_COMMAND = "recorder/statistics_during_period"
+STATISTICS_METADATA_COMMAND = "recorder/get_statistics_metadata"
+# What /api/config answers (websocket_api/commands.py, handle_get_config: hass.config.as_dict(), nothing
+# written): get_statistics asks it for the time zone beside the metadata, on the connection it opens anyway.
+CONFIG_COMMAND = "get_config"
 # Home Assistant's commands known to change nothing, and the only ones ever sent after the auth message:
 # the WebSocket has no verb, so this list is what GET is to REST. A connection sends those of them its
 # maker declared (`ha.reads.Reads`); a declaration naming another is refused when it is made. Checked
@@ -43,6 +54,10 @@ ALLOWED_COMMANDS = frozenset({
     "config/entity_registry/list",
     "config/device_registry/list",
     HISTORY_COMMAND,
+    # issue 19, get_statistics
+    STATISTICS_COMMAND,
+    STATISTICS_METADATA_COMMAND,
+    CONFIG_COMMAND,
 })
 READ_CHUNK_BYTES = 64 * 1024
 CLOSE_WAIT = 0.2
@@ -91,17 +106,28 @@ class HomeAssistantWebSocket:
 
     def command(self, message: dict[str, Any]) -> Any:
         """Send one allowlisted command and return its result (the whole answer is parsed)."""
-        message_id = self._send_command(message)
-        while True:
+        return self.commands([message])[0]
+
+    def commands(self, messages: list[dict[str, Any]]) -> list[Any]:
+        """Send allowlisted commands one after another without waiting, and return their results in order.
+
+        Home Assistant answers each when it is ready, in any order, so small reads cost one round trip
+        together. Each answer is parsed whole: for small answers only (see `stream` for a large one).
+        """
+        ids = [self._send_command(message) for message in messages]
+        results: dict[int, Any] = {}
+        while len(results) < len(ids):
             answer = self._next_message()
             if not isinstance(answer, dict):
                 raise _bad("a WebSocket message was not a JSON object")
-            if answer.get("id") != message_id or answer.get("type") != "result":
-                continue  # an event or another id: not this command's answer
+            message_id = answer.get("id")
+            if message_id not in ids or message_id in results or answer.get("type") != "result":
+                continue  # an event, another id or a second answer: not one of these commands' answers
             if answer.get("success") is not True:
                 error = answer.get("error")
                 raise command_failed(str(error.get("code", "")) if isinstance(error, dict) else "")
-            return answer.get("result")
+            results[message_id] = answer.get("result")
+        return [results[message_id] for message_id in ids]
 
     def stream(self, message: dict[str, Any]) -> tuple[int, Iterator[bytes]]:
         """Send one allowlisted command; its id, and the pieces of the next message as they come off the socket.

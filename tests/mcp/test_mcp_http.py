@@ -26,6 +26,7 @@ from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session
 
 HISTORY = "home_assistant_get_history"
 LIST = "home_assistant_list_entities"
+STATISTICS = "home_assistant_get_statistics"  # issue 19
 ENTITY = "sensor.living_room_temperature"
 
 

@@ -43,6 +43,7 @@ CONTRACT_CODES = {
     "HA_NOT_FOUND": 502,
     "HA_BAD_RESPONSE": 502,
     "HA_TLS_ERROR": 502,
+    "HA_NO_STATISTICS": 502,  # issue 19: get_statistics for an entity that keeps none
     "RESULT_TOO_LARGE": 502,
     "MODEL_NOT_CONFIGURED": 503,
     "MODEL_UNAVAILABLE": 502,

@@ -1,0 +1,271 @@
+"""home_assistant.get_statistics: how much an allowed meter used, or how warm a measurement was, by day or month.
+
+Home Assistant keeps long-term statistics (hourly, for good) for entities with a state class. One read is
+one WebSocket connection: `get_config` (the household's time zone) and the entity's statistics metadata
+(whether it keeps any, meter or measurement, and the unit) sent together, then one
+`recorder/statistics_during_period` of hourly rows, folded here into days (month periods) or months (year
+periods) in that time zone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.deadline import Deadline
+from console_ha.errors import HABadResponse
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.reads import Reads
+from console_ha.ha.statistics import fetch_rows, metadata_command, metadata_of
+from console_ha.ha.statistics_digest import StatisticsDigester
+from console_ha.ha.websocket import CONFIG_COMMAND, STATISTICS_COMMAND, STATISTICS_METADATA_COMMAND
+from console_ha.store.config import HomeAssistantConfig
+from console_ha.timestamps import utc_z
+
+NAME = "home_assistant.get_statistics"
+# The metadata and a year of hourly rows (about 100 bytes a row: under a megabyte) with room to spare; the
+# rows are parsed a piece at a time as they arrive, so this bounds the time spent, not what is held.
+MAX_STATISTICS_BYTES = 8 * 1024 * 1024
+# The issue's bound on a result: a small model reads it whole (31 daily points fit in about 2.5 KiB).
+RESULT_BUDGET_BYTES = 8 * 1024
+
+Window = Callable[[datetime], tuple[datetime, datetime]]
+
+
+def _midnight(day: date, zone: Any) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=zone)
+
+
+def _month_start(moment: datetime) -> datetime:
+    return _midnight(moment.date().replace(day=1), moment.tzinfo)
+
+
+def _months_later(month_start: datetime, months: int) -> datetime:
+    years, month = divmod(month_start.month - 1 + months, 12)
+    return _midnight(date(month_start.year + years, month + 1, 1), month_start.tzinfo)
+
+
+def _year_start(moment: datetime) -> datetime:
+    return _midnight(date(moment.year, 1, 1), moment.tzinfo)
+
+
+@dataclass(frozen=True)
+class Period:
+    """One period the model may ask for: its bounds from the household's local now, its points, its words."""
+
+    window: Window  # local now -> [start, end), both local
+    monthly: bool  # points per month (year periods) rather than per day (month periods)
+    words: str  # "the past 30 days": the card's title reads "for {words}"
+    when: str  # "in the past 30 days": the card's body reads "how much it used {when}"
+
+
+PERIODS: dict[str, Period] = {
+    "this_month": Period(lambda now: (_month_start(now), now), False, "this month", "this month"),
+    "last_month": Period(lambda now: (_months_later(_month_start(now), -1), _month_start(now)), False,
+                         "last month", "last month"),
+    # 30 calendar days: today (so far) and the 29 before it.
+    "past_30_days": Period(lambda now: (_midnight(now.date() - timedelta(days=29), now.tzinfo), now), False,
+                           "the past 30 days", "in the past 30 days"),
+    "this_year": Period(lambda now: (_year_start(now), now), True, "this year", "this year"),
+    "last_year": Period(lambda now: (_year_start(_year_start(now) - timedelta(days=1)), _year_start(now)), True,
+                        "last year", "last year"),
+    # 12 calendar months: this one (so far) and the 11 before it.
+    "past_12_months": Period(lambda now: (_months_later(_month_start(now), -11), now), True,
+                             "the past 12 months", "in the past 12 months"),
+}
+_NAMES = list(PERIODS)
+ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
+
+STATISTICS_FIELD_MEANINGS: dict[str, str] = {
+    "kind": "meter (energy, water, gas: points and summary give how much was used) or measurement "
+            "(temperature, humidity, power: mean, min and max)",
+    "points": "one per day (month periods) or per month (year periods) that has statistics, oldest first; "
+              "date and month are the household's calendar",
+    "change": "how much the meter counted up in that day, month or period, in unit",
+    "mean": "the average over the hours with statistics, each hour weighing the same",
+    "min_at": "the start of the first hour in which the period's lowest value was reached",
+    "max_at": "the start of the first hour in which the period's highest value was reached",
+    "hours": "how many hours of the period have statistics (fewer than the period's hours: some are missing)",
+    "summary": "null when Home Assistant has no statistics for any hour of the period",
+}
+
+
+def household_zone(answer: Any) -> ZoneInfo:
+    """The time zone Home Assistant reports in its configuration; a missing or unknown one is a bad answer."""
+    name = answer.get("time_zone") if isinstance(answer, dict) else None
+    try:
+        if not isinstance(name, str):
+            raise ValueError(name)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise HABadResponse("Home Assistant did not report a time zone the Console knows.",
+                            reason="wrong_shape") from None
+
+
+def calendar(period: Period, start: datetime, end: datetime) -> tuple[list[int], list[str]]:
+    """The bounds of each day or month in [start, end) as epoch milliseconds, and their labels."""
+    bounds: list[int] = []
+    labels: list[str] = []
+    moment = start
+    while moment < end:
+        bounds.append(round(moment.timestamp() * 1000))
+        if period.monthly:
+            labels.append(f"{moment.year:04d}-{moment.month:02d}")
+            moment = _months_later(moment, 1)
+        else:
+            labels.append(moment.date().isoformat())
+            moment = _midnight(moment.date() + timedelta(days=1), moment.tzinfo)
+    bounds.append(round(end.timestamp() * 1000))
+    return bounds, labels
+
+
+def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+            deadline: Deadline, now: datetime) -> dict[str, Any]:
+    """Daily or monthly points and a summary of one allowlisted entity's long-term statistics over the period."""
+    entity_id = arguments["entity_id"]
+    period = PERIODS[arguments["period"]]
+    with client.websocket(timeout=deadline.remaining(), max_bytes=MAX_STATISTICS_BYTES) as connection:
+        # Both small reads in one round trip; the rows' request needs the calendar and the kind from them.
+        ha_config, metadata = connection.commands([{"type": CONFIG_COMMAND}, metadata_command(entity_id)])
+        zone = household_zone(ha_config)
+        meta = metadata_of(metadata, entity_id)
+        start, end = period.window(now.astimezone(zone))
+        bounds, labels = calendar(period, start, end)
+        digester = StatisticsDigester(meta, bounds, labels, label_key="month" if period.monthly else "date")
+        for rows in fetch_rows(connection, entity_id, meta, start=start, end=end):
+            digester.add(rows)
+    points, summary = digester.finish()
+    return {
+        "entity_id": entity_id,
+        "period": arguments["period"],
+        "kind": meta.kind,
+        "unit": meta.unit,
+        "time_zone": zone.key,
+        "start": utc_z(start),
+        "end": utc_z(end),
+        "points": points,
+        "summary": summary,
+        "retrieved_at": utc_z(now.astimezone(UTC)),
+    }
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+    """Which device, over which period, what the household lets the assistant learn, and where it goes."""
+    entity_id = arguments["entity_id"]
+    name = config.display_name(entity_id)
+    period = PERIODS[arguments["period"]]
+    per = "month by month" if period.monthly else "day by day"
+    return Card(
+        title=f"Read the statistics of {name} for {period.words}?",
+        body=(
+            f"The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
+            f"{period.words}, {per}: for a meter, how much {name} used {period.when}; for a measurement such "
+            f"as a temperature, how warm (or how high) {name} was {period.when}, on average and at its lowest "
+            f"and highest. {leaves_device(config)}"
+        ),
+    )
+
+
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+_MEASUREMENT_POINT = {
+    "type": "object",
+    "required": ["mean", "min", "max"],
+    "properties": {"date": {"type": "string", "format": "date"},
+                   "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+                   "mean": _NUMBER_OR_NULL, "min": _NUMBER_OR_NULL, "max": _NUMBER_OR_NULL},
+    "oneOf": [{"required": ["date"]}, {"required": ["month"]}],
+    "additionalProperties": False,
+}
+_METER_POINT = {
+    "type": "object",
+    "required": ["change"],
+    "properties": {"date": {"type": "string", "format": "date"},
+                   "month": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$"},
+                   "change": {"type": "number", "description": STATISTICS_FIELD_MEANINGS["change"]}},
+    "oneOf": [{"required": ["date"]}, {"required": ["month"]}],
+    "additionalProperties": False,
+}
+_HOURS = {"type": "integer", "minimum": 0, "description": STATISTICS_FIELD_MEANINGS["hours"]}
+_MEASUREMENT_SUMMARY = {
+    "type": "object",
+    "required": ["mean", "min", "min_at", "max", "max_at", "hours"],
+    "properties": {
+        "mean": {**_NUMBER_OR_NULL, "description": STATISTICS_FIELD_MEANINGS["mean"]},
+        "min": _NUMBER_OR_NULL,
+        "min_at": {**TIMESTAMP_SCHEMA, "type": ["string", "null"], "description": STATISTICS_FIELD_MEANINGS["min_at"]},
+        "max": _NUMBER_OR_NULL,
+        "max_at": {**TIMESTAMP_SCHEMA, "type": ["string", "null"], "description": STATISTICS_FIELD_MEANINGS["max_at"]},
+        "hours": _HOURS,
+    },
+    "additionalProperties": False,
+}
+_METER_SUMMARY = {
+    "type": "object",
+    "required": ["change", "hours"],
+    "properties": {"change": {"type": "number", "description": STATISTICS_FIELD_MEANINGS["change"]},
+                   "hours": _HOURS},
+    "additionalProperties": False,
+}
+# The days of the longest month period, or the months of the longest year period.
+MAX_POINTS = 31
+
+CAPABILITY = Capability(
+    name=NAME,
+    description=(
+        "Read one allowed Home Assistant entity's long-term statistics over a calendar period "
+        f"({ONE_OF_THE_PERIODS}; in the household's time zone): a point per day for month periods, per month "
+        "for year periods, and a summary. A meter (energy, water, gas) gives how much it used (change); a "
+        "measurement (temperature, humidity) gives mean, min and max, with when the period's min and max "
+        "were reached. Answers \"how much electricity did we use last month\" and \"was November colder "
+        "than October\". For the past hour, day or week use get_history. Each read asks the household for "
+        "approval first."
+    ),
+    arguments_schema={
+        "type": "object",
+        "required": ["entity_id", "period"],
+        "properties": {
+            "entity_id": {**ENTITY_ARGUMENT,
+                          "description": "An allowed entity id, such as sensor.energy_consumption"},
+            "period": {"type": "string", "enum": list(PERIODS)},
+        },
+        "additionalProperties": False,
+    },
+    argument_messages={
+        "entity_id": "entity_id must look like domain.object_id, such as sensor.energy_consumption.",
+        "period": f"period must be one of {ONE_OF_THE_PERIODS}.",
+    },
+    result_schema={
+        "type": "object",
+        "required": ["entity_id", "period", "kind", "unit", "time_zone", "start", "end", "points", "summary",
+                     "retrieved_at"],
+        "properties": {
+            "entity_id": {"type": "string"},
+            "period": {"type": "string", "enum": list(PERIODS)},
+            "kind": {"enum": ["meter", "measurement"], "description": STATISTICS_FIELD_MEANINGS["kind"]},
+            "unit": {"type": ["string", "null"]},
+            "time_zone": {"type": "string"},
+            "start": TIMESTAMP_SCHEMA,
+            "end": TIMESTAMP_SCHEMA,
+            "points": {"type": "array", "maxItems": MAX_POINTS, "description": STATISTICS_FIELD_MEANINGS["points"],
+                       "items": {"oneOf": [_MEASUREMENT_POINT, _METER_POINT]}},
+            "summary": {"oneOf": [_MEASUREMENT_SUMMARY, _METER_SUMMARY, {"type": "null"}],
+                        "description": STATISTICS_FIELD_MEANINGS["summary"]},
+            "retrieved_at": TIMESTAMP_SCHEMA,
+        },
+        "additionalProperties": False,
+    },
+    bounds=Bounds(timeout_seconds=10),
+    execute=execute,
+    card=card,
+    activity_words="Statistics of one device by day or month",
+    prompt_summary=(f"how much an allowed meter used, or how warm (or high) an allowed measurement was, day by "
+                    f"day or month by month over {ONE_OF_THE_PERIODS}."),
+    # On one WebSocket: the configuration (its time zone) and the statistics metadata, then the hourly rows.
+    reads=Reads(commands=(CONFIG_COMMAND, STATISTICS_METADATA_COMMAND, STATISTICS_COMMAND)),
+    result_meanings=STATISTICS_FIELD_MEANINGS,
+)
