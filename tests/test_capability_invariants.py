@@ -187,6 +187,8 @@ def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
     ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url,
                                   "allowlisted_entities": list(CONFIG.allowlisted_entities)})
     TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    if stub.logbook is None:
+        stub.serve_logbook()  # get_logbook's one WebSocket read (an empty logbook unless a test adds entries)
     return executor_over(data_dir)
 
 

@@ -25,6 +25,8 @@ READ_ONLY_COMMANDS = {
     "config/entity_registry/list",
     "config/device_registry/list",
     "history/history_during_period",
+    # get_logbook (issue 19): ws_get_events reads in a read-only recorder session and subscribes to nothing.
+    "logbook/get_events",
 }
 
 

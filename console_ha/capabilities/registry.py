@@ -5,12 +5,21 @@ from __future__ import annotations
 from functools import reduce
 from operator import or_
 
-from console_ha.capabilities import get_history, list_entities
+from console_ha.capabilities import (
+    get_history,
+    get_logbook,  # issue 19, part B
+    list_entities,
+)
 from console_ha.capabilities.spec import Capability
 from console_ha.ha.reads import Reads
 
 # In this order the model, MCP clients and the activity page meet them.
-CAPABILITIES: tuple[Capability, ...] = (list_entities.CAPABILITY, get_history.CAPABILITY)
+CAPABILITIES: tuple[Capability, ...] = (
+    list_entities.CAPABILITY,
+    get_history.CAPABILITY,
+    # issue 19, part B
+    get_logbook.CAPABILITY,
+)
 
 REGISTRY: dict[str, Capability] = {capability.name: capability for capability in CAPABILITIES}
 
