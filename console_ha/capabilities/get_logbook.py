@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.get_history import ONE_OF_THE_PERIODS, PERIODS
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -39,9 +40,11 @@ NAME = "home_assistant.get_logbook"
 # A week of a busy entity's logbook, streamed; each entry is a few hundred bytes.
 MAX_LOGBOOK_BYTES = 64 * 1024 * 1024
 MAX_ENTRIES = MAX_CHANGES  # spread over the period as get_history spreads its changes
-# A state or a name is cut to this length (Home Assistant's own limit for a state): 50 entries stay well
-# inside the 64 KiB bound.
-MAX_TEXT = 255
+# The most bytes (compact UTF-8 JSON, escapes included) a state and a cause's name may take: Home
+# Assistant's own limit for a state (255 characters), and list_entities' roomiest name. 50 entries at
+# these caps take about 22 KB: always inside the 64 KiB bound.
+STATE_BYTES = 255
+NAME_BYTES = CAP_LEVELS[0].name
 CAUSE_KINDS = ("person", "automation", "script", "service", "unknown")
 # The words an event entry carries in place of Home Assistant's message, by the domain that logged it.
 EVENT_WORDS = {"automation": "triggered", "script": "started"}
@@ -49,6 +52,9 @@ OTHER_EVENT_WORDS = "logged"
 # Home Assistant's event types for an automation run and a script run (homeassistant.components.automation
 # and .script): the logbook names them in `context_event_type` when one of them caused the entry.
 _RUN_EVENTS = {"automation_triggered": "automation", "script_started": "script"}
+# The script domain's own services: a call of one of them does not say which script ran (`script.<name>`
+# does: the script's entity is `script.<name>`).
+_SCRIPT_SERVICES = frozenset({"turn_on", "turn_off", "toggle", "reload"})
 
 LOGBOOK_FIELD_MEANINGS: dict[str, str] = {
     "entries": (f"up to {MAX_ENTRIES} logbook entries, oldest first, spread over the period; the first and "
@@ -149,7 +155,7 @@ def shaped_entry(moment: int, raw: Mapping[str, Any], causes: CauseNamer) -> dic
     entry: dict[str, Any] = {"when": utc_z(EPOCH + timedelta(microseconds=moment))}
     state = raw.get("state")
     if isinstance(state, str):
-        entry["state"] = state[:MAX_TEXT]
+        entry["state"] = cut(state, STATE_BYTES)
     else:
         domain = raw.get("domain")
         entry["message"] = EVENT_WORDS.get(domain, OTHER_EVENT_WORDS) if isinstance(domain, str) else \
@@ -167,21 +173,29 @@ class CauseNamer:
         self._allowed = frozenset(config.allowlisted_entities)
         self._deadline = deadline
         self._people: dict[str, str] | None = None
+        self._names: dict[str, str] = {}
 
     def cause_of(self, raw: Mapping[str, Any]) -> dict[str, str]:
         """{"kind"} and, when the household allowed its entity, {"name"}.
 
-        An automation or script run comes first (its context may carry the person who started it, but
-        the run is what changed the entity); then a person (any change a user's context carries: a
-        service they called, a state they wrote); then a service call with no user; else unknown.
+        What Home Assistant 2025.4.4 sends (seen against the real one, tests/real_ha/test_logbook_real.py):
+        an automation's run as `context_event_type` "automation_triggered" with `context_entity_id`; a
+        script run as a service (`script.<name>`, `script.turn_on`) as "call_service" with `context_domain`
+        "script" and the user who called it; any other service call as "call_service" with its user when
+        a person made it; a state written through the API as the writer's `context_user_id` alone. A run
+        comes first: the automation or script is what changed the entity, whoever started it.
         """
         event_type = raw.get("context_event_type")
-        run = _RUN_EVENTS.get(event_type) if isinstance(event_type, str) else None
-        if run is None and event_type != "call_service":
-            domain = raw.get("context_domain")
-            run = domain if domain in ("automation", "script") and raw.get("context_entity_id") else None
-        if run is not None:
-            return self._named(run, self._run_name(run, raw))
+        domain = raw.get("context_domain")
+        if isinstance(event_type, str) and event_type in _RUN_EVENTS:
+            kind = _RUN_EVENTS[event_type]
+            entity = raw.get("context_entity_id")
+            name = raw.get("context_name")
+            return self._named(kind, self._run_name(kind, entity, name if isinstance(name, str) else None))
+        if event_type == "call_service" and domain == "script":
+            service = raw.get("context_service")
+            entity = f"script.{service}" if isinstance(service, str) and service not in _SCRIPT_SERVICES else None
+            return self._named("script", self._run_name("script", entity, None))
         user = raw.get("context_user_id")
         if isinstance(user, str) and user:
             return self._named("person", self.person_named(user))
@@ -191,15 +205,30 @@ class CauseNamer:
 
     @staticmethod
     def _named(kind: str, name: str | None) -> dict[str, str]:
-        return {"kind": kind} if name is None else {"kind": kind, "name": name[:MAX_TEXT]}
+        return {"kind": kind} if name is None else {"kind": kind, "name": cut(name, NAME_BYTES)}
 
-    def _run_name(self, kind: str, raw: Mapping[str, Any]) -> str | None:
-        """The automation's or script's name, when its entity is allowlisted (and is of that kind)."""
-        entity = raw.get("context_entity_id")
+    def _run_name(self, kind: str, entity: Any, name: str | None) -> str | None:
+        """The automation's or script's name, when its entity is allowlisted (and is of that kind).
+
+        Its name now, from its own state (it is allowlisted: the household lets the assistant read it);
+        for one gone from Home Assistant, the name the logbook recorded, else the picker's.
+        """
         if not isinstance(entity, str) or not entity.startswith(f"{kind}.") or entity not in self._allowed:
             return None
-        name = raw.get("context_name")
-        return name if isinstance(name, str) and name else self._config.display_name(entity)
+        if entity not in self._names:
+            self._names[entity] = self._friendly_name(entity) or name or self._config.display_name(entity)
+        return self._names[entity]
+
+    def _friendly_name(self, entity_id: str) -> str | None:
+        """An allowlisted entity's friendly name from its state; None when Home Assistant has no such entity."""
+        try:
+            state = self._client.state(entity_id, timeout=self._deadline.remaining())
+        except HANotFound:
+            return None
+        if state.get("entity_id") != entity_id:
+            return None
+        name = narrow_state(state)["friendly_name"]
+        return name if isinstance(name, str) and name else None
 
     def person_named(self, user_id: str) -> str | None:
         """The name of the allowlisted person whose user this is; None for anyone else."""
