@@ -222,6 +222,8 @@ def test_the_command_asks_for_one_entity_and_its_window() -> None:
     [{"state": "on", "entity_id": LIGHT, "when": when(30)}, {"state": "off", "entity_id": LIGHT, "when": when(60)}],
     [["not", "an", "entry"]],
     ["text"],
+    [{"state": "on", "entity_id": LIGHT, "when": True}],
+    [{"state": "on", "entity_id": LIGHT, "when": when(30), "extra": [[[[["nested too deep"]]]]]}],
 ])
 def test_an_answer_that_is_not_a_logbook_is_refused(stub_ha: StubHomeAssistant, entries: list[Any]) -> None:
     stub_ha.set_state(LIGHT, "on")
@@ -230,6 +232,13 @@ def test_an_answer_that_is_not_a_logbook_is_refused(stub_ha: StubHomeAssistant, 
     with pytest.raises(HABadResponse) as caught:
         read(stub_ha, [LIGHT], period="hour")
     assert caught.value.code == "HA_BAD_RESPONSE"
+
+
+def test_a_value_an_integration_nests_in_an_entry_is_passed_over(stub_ha: StubHomeAssistant) -> None:
+    stub_ha.set_state(LIGHT, "on")
+    stub_ha.serve_logbook({LIGHT: [{**state_entry("on", 30, {}), "extra": {"note": ["person.secret"]}}]})
+    result = read(stub_ha, [LIGHT], period="hour")
+    assert result["entries"] == [{"when": result["entries"][0]["when"], "state": "on", "cause": {"kind": "unknown"}}]
 
 
 def test_a_home_assistant_without_the_logbook_is_a_bad_response(stub_ha: StubHomeAssistant) -> None:
