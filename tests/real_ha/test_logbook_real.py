@@ -45,11 +45,13 @@ def scene(real_ha: RealHomeAssistant) -> dict[str, Any]:
     real_ha.call_service("input_boolean", "turn_off", {"entity_id": NIGHT_MOTION})
     if real_ha.get(f"/api/states/{HALL_LIGHT}").json()["state"] != "off":
         real_ha.call_service("input_boolean", "turn_off", {"entity_id": HALL_LIGHT})
+    attributes = real_ha.get(f"/api/states/{HALL_LIGHT}").json()["attributes"]
     steps = [
         (lambda: real_ha.call_service("input_boolean", "turn_on", {"entity_id": HALL_LIGHT}), "on"),  # the owner
         (lambda: real_ha.call_service("script", "hall_light_off"), "off"),  # a script, as a service
         (lambda: real_ha.call_service("input_boolean", "turn_on", {"entity_id": NIGHT_MOTION}), "on"),  # automation
-        (lambda: real_ha.set_state(HALL_LIGHT, "off"), "off"),  # a state written directly
+        # A state written directly, keeping its attributes (its name): other tests list every entity's name.
+        (lambda: real_ha.set_state(HALL_LIGHT, "off", attributes), "off"),
     ]
     for act, state in steps:
         act()
@@ -59,6 +61,7 @@ def scene(real_ha: RealHomeAssistant) -> dict[str, Any]:
     while len(entries := [e for e in _logbook(real_ha, HALL_LIGHT, since) if "state" in e]) < len(steps):
         assert time.monotonic() < deadline, f"the logbook holds {len(entries)} changes, expected {len(steps)}"
         time.sleep(0.3)
+    assert real_ha.get(f"/api/states/{HALL_LIGHT}").json()["attributes"] == attributes
     owner_user = real_ha.get(f"/api/states/{OWNER}").json()["attributes"]["user_id"]
     return {"raw": entries[-len(steps):], "owner_user": owner_user}
 
