@@ -23,7 +23,10 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.logbook import logbook_command
 from console_ha.secret import Secret
-from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, check_token
+from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
@@ -347,3 +350,21 @@ def test_no_answer_reveals_an_entity_outside_the_allowlist(module_stub: StubHome
         name = entry["cause"].get("name")
         if name is not None:
             assert name in {names[e] for e in allowed}
+
+
+def test_through_the_executor_the_card_asks_what_changed_it_and_why(hall: StubHomeAssistant,
+                                                                    data_dir: DataDir) -> None:
+    """Proposed, nothing is read; approved, the answer names only the allowlisted cause; the audit holds no value."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": hall.base_url,
+                                  "allowlisted_entities": [LIGHT, "person.guest"]})
+    TokenStore(data_dir).write(check_token(hall.token), hall.base_url)
+    executor = executor_over(data_dir)
+    hall.requests.clear()
+    proposal = executor.propose(NAME, {"entity_id": LIGHT, "period": "day"}, conversation_id="c")
+    assert proposal.card.title.startswith("Read what changed ") and proposal.card.title.endswith(" and why?")
+    assert LIGHT in proposal.card.body and "named only if you allowed them" in proposal.card.body
+    assert hall.requests == [] and hall.ws_messages == []  # nothing leaves before the household says yes
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert causes(result)[3:5] == [{"kind": "script"}, {"kind": "person", "name": "Gus"}]
+    audit = data_dir.audit_log.read_text(encoding="utf-8")
+    assert "Gus" not in audit and GUEST_USER not in audit
