@@ -111,7 +111,10 @@ def refusal(call) -> CapabilityError:
 
 def test_tools_offer_each_capability_under_a_valid_function_name_with_its_schema():
     tools = tool_definitions()
-    assert [t["function"]["name"] for t in tools] == ["home_assistant__list_entities", "home_assistant__get_history"]
+    # One per registered capability, in the registry's order.
+    assert [t["function"]["name"] for t in tools] == [name.replace(".", "__") for name in REGISTRY]
+    assert [t["function"]["name"] for t in tools][:2] == ["home_assistant__list_entities",
+                                                          "home_assistant__get_history"]
     for tool in tools:
         capability = REGISTRY[capability_name(tool["function"]["name"])]
         assert tool["type"] == "function"

@@ -59,14 +59,14 @@ _SCRIPT_SERVICES = frozenset({"turn_on", "turn_off", "toggle", "reload"})
 LOGBOOK_FIELD_MEANINGS: dict[str, str] = {
     "entries": (f"up to {MAX_ENTRIES} logbook entries, oldest first, spread over the period; the first and "
                 "last always included"),
-    "when": "when it happened",
+    "when": "when it happened, in UTC (the Z)",
     "state": "the state the entity changed to",
     "message": (f"for an event rather than a change of state: \"{EVENT_WORDS['automation']}\" (an automation "
                 f"ran), \"{EVENT_WORDS['script']}\" (a script ran) or \"{OTHER_EVENT_WORDS}\" (anything else)"),
-    "cause": ("what made it happen: kind person (someone in the household, through the app or a voice "
-              "assistant), automation, script, service (a service call with no person behind it) or unknown "
-              "(the device itself, a switch pressed, or nothing recorded); name is given only for people, "
-              "automations and scripts the household allowed"),
+    "cause": ("what made it happen: kind person (someone's Home Assistant account: the app, a voice "
+              "assistant, a program with their token), automation, script, service (a service call with no "
+              "person behind it) or unknown (the device itself, a switch pressed, or nothing recorded); name "
+              "is given only for people, automations and scripts the household allowed"),
     "total": f"how many entries the period holds (truncated is true when over {MAX_ENTRIES})",
 }
 

@@ -20,7 +20,16 @@ from mcp.client.stdio import stdio_client
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
 from tests.mcp.conftest import CLIENT_NAME
-from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, error_of, household_answers, pending_cards, run
+from tests.mcp.test_mcp_http import (
+    ALL_TOOLS,
+    ENTITY,
+    HISTORY,
+    LIST,
+    error_of,
+    household_answers,
+    pending_cards,
+    run,
+)
 
 PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
@@ -52,7 +61,7 @@ def test_the_stdio_command_reads_history_only_after_the_household_approves(conso
             return tools, refused, await asyncio.wait_for(call, 20), card
 
     tools, refused, result, card = run(scenario)
-    assert {tool.name for tool in tools} == {LIST, HISTORY}
+    assert {tool.name for tool in tools} == ALL_TOOLS >= {LIST, HISTORY}
     assert error_of(refused)["code"] == "ENTITY_NOT_ALLOWLISTED"
     assert card["client"] == CLIENT_NAME
     assert result.isError is False
@@ -103,7 +112,7 @@ def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_id
         async with stdio_client(command(console.url, api_token)) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
-            assert len((await session.list_tools()).tools) == 2
+            assert len((await session.list_tools()).tools) == len(ALL_TOOLS)
             await asyncio.sleep(3)  # the Console's session idles out
             tools = (await asyncio.wait_for(session.list_tools(), 20)).tools
             first = await asyncio.wait_for(session.call_tool(LIST, {}), 20)
@@ -112,7 +121,7 @@ def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_id
             return tools, first, both[1]
 
     tools, refused, refused_again = run(scenario)
-    assert {tool.name for tool in tools} == {LIST, HISTORY}
+    assert {tool.name for tool in tools} == ALL_TOOLS >= {LIST, HISTORY}
     assert error_of(refused)["code"] == "CAPABILITY_DISABLED"
     assert error_of(refused_again)["code"] == "CAPABILITY_DISABLED"
 
@@ -166,7 +175,7 @@ def test_the_stdio_command_sends_its_token_to_no_proxy_from_its_environment(cons
         tools = run(scenario)
     finally:
         assert heard == [], f"the proxy was sent: {heard}"
-    assert {tool.name for tool in tools} == {LIST, HISTORY}
+    assert {tool.name for tool in tools} == ALL_TOOLS >= {LIST, HISTORY}
 
 
 def test_the_stdio_command_still_trusts_a_household_ca_named_in_ssl_cert_file(tmp_path, monkeypatch):
