@@ -282,7 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             stub._guard(f"{method} {self.path} body", self.rfile.read(length).decode("utf-8", "replace"))
-        if (path == "/api/websocket" and (stub.registries is not None or stub.statistics is not None)
+        if (path == "/api/websocket" and (stub.registries is not None or stub.statistics is not None
+                                          or stub.logbook is not None)
                 and self.headers.get("Upgrade", "").lower() == "websocket"):
             self._websocket()
             return
@@ -345,6 +346,10 @@ class _Handler(BaseHTTPRequestHandler):
                         late.append(config_answer)
                     else:
                         self._ws_send(config_answer)
+                    continue
+                if message.get("type") == "logbook/get_events" and stub.logbook is not None:
+                    self._ws_send({"id": message.get("id"), "type": "result", "success": True,
+                                   "result": stub.logbook_entries(message)})
                     continue
                 result = (stub.registries or {}).get(str(message.get("type")))
                 if result is None:
@@ -482,6 +487,9 @@ class StubHomeAssistant:
         self.statistics: StubStatistics | None = None
         # The WebSocket answers get_config only after the next command's answer (answers in any order).
         self.ws_config_late = False
+        # Logbook entries per entity as Home Assistant 2025.4's `logbook/get_events` answers them ("when" in
+        # epoch seconds); None: no logbook over the WebSocket. `serve_logbook()` turns it on.
+        self.logbook: dict[str, list[dict[str, Any]]] | None = None
         # Tokens of other Home Assistants: this stub must never see one (see `foreign_tokens_seen`).
         self.foreign_tokens: set[str] = set()
         # Where the WebSocket handshake redirects to (302), when set.
@@ -577,6 +585,21 @@ class StubHomeAssistant:
                 self.statistics.seed_year("sensor.living_room_temperature", "measurement", unit="°C")
                 self.statistics.seed_year("sensor.energy_consumption", "meter", unit="kWh", seed=1)
         return self.statistics
+    def serve_logbook(self, entries: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        """Answer `logbook/get_events` over the WebSocket with `entries` (entity_id -> its entries, in time order)."""
+        self.logbook = dict(entries or {})
+
+    def logbook_entries(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The entries of the asked entities in [start_time, end_time), as Home Assistant selects them."""
+        start = _parse_ha_datetime(str(message.get("start_time")))
+        end = _parse_ha_datetime(str(message.get("end_time")))
+        if start is None or end is None:
+            return []
+        low, high = start.timestamp(), end.timestamp()
+        asked = message.get("entity_ids") or []
+        found = [entry for entity_id in asked for entry in (self.logbook or {}).get(entity_id, [])
+                 if low <= entry["when"] < high]
+        return sorted(found, key=lambda entry: entry["when"])
 
     def refuse_tokens_of(self, *others: StubHomeAssistant) -> None:
         """Record it as a violation whenever a request or WebSocket message holds another stub's token."""

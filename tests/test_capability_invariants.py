@@ -194,6 +194,8 @@ def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
                                   "allowlisted_entities": list(CONFIG.allowlisted_entities)})
     TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
     stub.serve_statistics()  # issue 19: get_statistics reads the recorder's statistics over the WebSocket
+    if stub.logbook is None:
+        stub.serve_logbook()  # get_logbook's one WebSocket read (an empty logbook unless a test adds entries)
     return executor_over(data_dir)
 
 

@@ -29,6 +29,8 @@ READ_ONLY_COMMANDS = {
     "recorder/statistics_during_period",
     "recorder/get_statistics_metadata",
     "get_config",  # websocket_api/commands.py: hass.config.as_dict(), as /api/config
+    # get_logbook (issue 19): ws_get_events reads in a read-only recorder session and subscribes to nothing.
+    "logbook/get_events",
 }
 
 

@@ -8,6 +8,7 @@ from operator import or_
 from console_ha.capabilities import (
     find_entities,
     get_history,
+    get_logbook,
     get_state,
     get_statistics,
     list_areas,
@@ -24,6 +25,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     find_entities.CAPABILITY,
     list_areas.CAPABILITY,
     get_statistics.CAPABILITY,
+    get_logbook.CAPABILITY,
 )
 
 REGISTRY: dict[str, Capability] = {capability.name: capability for capability in CAPABILITIES}

@@ -44,6 +44,10 @@ STATISTICS_METADATA_COMMAND = "recorder/get_statistics_metadata"
 # What /api/config answers (websocket_api/commands.py, handle_get_config: hass.config.as_dict(), nothing
 # written): get_statistics asks it for the time zone beside the metadata, on the connection it opens anyway.
 CONFIG_COMMAND = "get_config"
+# get_logbook's one request. Checked in Home Assistant 2025.4.4's components/logbook/websocket_api.py
+# (ws_get_events): it parses the times, filters the entity ids, and runs EventProcessor.get_events in a
+# read-only recorder session (session_scope(read_only=True)); it answers once and subscribes to nothing.
+LOGBOOK_COMMAND = "logbook/get_events"
 # Home Assistant's commands known to change nothing, and the only ones ever sent after the auth message:
 # the WebSocket has no verb, so this list is what GET is to REST. A connection sends those of them its
 # maker declared (`ha.reads.Reads`); a declaration naming another is refused when it is made. Checked
@@ -58,6 +62,7 @@ ALLOWED_COMMANDS = frozenset({
     STATISTICS_COMMAND,
     STATISTICS_METADATA_COMMAND,
     CONFIG_COMMAND,
+    LOGBOOK_COMMAND,
 })
 READ_CHUNK_BYTES = 64 * 1024
 CLOSE_WAIT = 0.2

@@ -86,8 +86,8 @@ def configured(console: ServedConsole, stub_ha) -> ServedConsole:
     return console
 
 
-def test_lists_the_two_tools_with_the_capabilities_schemas_and_read_only_annotations(console, api_token):
-    """Names, descriptions and schemas come from the capability definitions, unchanged."""
+def test_lists_a_tool_per_capability_with_its_schemas_and_read_only_annotations(console, api_token):
+    """Names, descriptions and schemas come from the capability definitions, unchanged: one tool each."""
 
     async def scenario() -> types.ListToolsResult:
         async with mcp_session(console.mcp_url, api_token) as session:

@@ -114,6 +114,10 @@ http:
 api:
 websocket_api:
 history:
+# get_logbook (issue 19): the logbook's WebSocket command, and the causes it reports: a person (onboarding
+# makes one for the owner), an automation and a script.
+logbook:
+person:
 recorder:
   commit_interval: 1
 
@@ -162,6 +166,33 @@ input_boolean:
   coffee_machine_power:
     name: Coffee machine power
     initial: false
+  hall_light:
+    name: Hall light
+    initial: false
+  night_motion:
+    name: Night motion
+    initial: false
+
+# Driven by tests/real_ha/test_logbook_real.py only.
+automation:
+  - id: console_ha_test_night_hall_light
+    alias: Night hall light
+    triggers:
+      - trigger: state
+        entity_id: input_boolean.night_motion
+        to: "on"
+    actions:
+      - action: input_boolean.turn_on
+        target:
+          entity_id: input_boolean.hall_light
+
+script:
+  hall_light_off:
+    alias: Hall light off
+    sequence:
+      - action: input_boolean.turn_off
+        target:
+          entity_id: input_boolean.hall_light
 
 input_select:
   house_mode:
