@@ -26,13 +26,21 @@ def queue(data_dir, stub_ha, clock) -> HouseholdQueue:
     return HouseholdQueue(executor, max_waiting=2, timer=clock)
 
 
+def roomy_queue(data_dir, stub_ha, clock, max_waiting: int = 4) -> HouseholdQueue:
+    """A queue over the stub, with room for more waiting cards than the fixture's."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    return HouseholdQueue(executor, max_waiting=max_waiting, timer=clock)
+
+
 def events(data_dir) -> list[str]:
     return [e["event"] for e in AuditLog(data_dir).events()]
 
 
 def test_an_approved_read_runs_once_and_is_audited_with_the_client(queue, data_dir, stub_ha):
     waiting = queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
-    assert queue.answer(waiting.token, True) == "approved"
+    assert queue.answer(waiting.token, True).status == "approved"
     result = queue.complete(waiting)
     assert result["entity_id"] == ENTITY
     assert events(data_dir) == ["proposed", "confirmation_requested", "approved", "executed"]
@@ -60,10 +68,13 @@ def test_withdrawn_just_after_the_household_said_yes_nothing_is_read(queue, data
     assert stub_ha.requests_to("/api/states") == []
 
 
-def test_one_waiting_card_per_capability_per_client(queue):
+def test_at_most_two_waiting_cards_per_capability_per_client(data_dir, stub_ha, clock):
+    """Other arguments make a new card (issue 20), within two a tool per program."""
+    queue = roomy_queue(data_dir, stub_ha, clock)
     queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
+    queue.ask("desk", GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
     with pytest.raises(CapabilityError) as refused:
-        queue.ask("desk", GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
+        queue.ask("desk", GET_HISTORY, {"entity_id": ENTITY, "period": "week"})
     assert refused.value.code == "INVOCATION_LIMIT_EXCEEDED" and "already waiting" in refused.value.message
     queue.ask("tablet", GET_HISTORY, HISTORY_ARGS)  # another program may
 
