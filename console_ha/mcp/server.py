@@ -99,15 +99,30 @@ WAITING_FOR_HOUSEHOLD_SCHEMA: dict[str, Any] = {
 }
 
 
-def output_schema(capability: Capability) -> dict[str, Any]:
-    """The tool's `outputSchema`: the capability's result, or `waiting_for_household`.
+# A refusal, denial, expiry or failure: `error_body`'s shape, which an error result carries as structuredContent.
+ERROR_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "additionalProperties": False,
+    "properties": {"error": {
+        "type": "object",
+        "required": ["code", "message"],
+        "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+    }},
+}
 
-    Clients check a result that is not an error against it (both official SDKs do), so the early return
-    must be one of its shapes. Definitions the result schema refers to (`#/$defs/...`) stay at the root.
+
+def output_schema(capability: Capability) -> dict[str, Any]:
+    """The tool's `outputSchema`: the capability's result, `waiting_for_household`, or an error result's body.
+
+    Clients check structuredContent against it: the Python SDK when the result is not an error, the
+    TypeScript SDK (1.32) even when it is (it rejected every refusal and denial before the error shape
+    was listed here). Definitions the result schema refers to (`#/$defs/...`) stay at the root.
     """
     result = dict(capability.result_schema)
     definitions = result.pop("$defs", None)
-    schema: dict[str, Any] = {"type": "object", "anyOf": [result, WAITING_FOR_HOUSEHOLD_SCHEMA]}
+    schema: dict[str, Any] = {"type": "object",
+                              "anyOf": [result, WAITING_FOR_HOUSEHOLD_SCHEMA, ERROR_RESULT_SCHEMA]}
     if definitions is not None:
         schema["$defs"] = definitions
     return schema

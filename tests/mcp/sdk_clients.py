@@ -94,10 +94,11 @@ _REQUEST_LINE = re.compile(rb"(GET|POST|PUT|PATCH|DELETE|HEAD) (\S+) HTTP/1\.[01
 
 
 class RecordingProxy:
-    """A loopback TCP proxy in front of Home Assistant that notes every HTTP request line passing through.
+    """A loopback TCP proxy in front of Home Assistant that counts what the Console sends it.
 
-    For the real Home Assistant, which keeps no request log a test can read: "nothing was read" is then
-    "no request for that path reached Home Assistant".
+    For the real Home Assistant, which keeps no request log a test can read and is read over WebSocket
+    too: "nothing was read" is then "the Console sent Home Assistant nothing". HTTP request lines are
+    noted as well.
     """
 
     def __init__(self, target_host: str, target_port: int) -> None:
@@ -105,9 +106,15 @@ class RecordingProxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.paths: list[str] = []
+        self._sent = 0
         self._lock = threading.Lock()
         self._closed = False
         threading.Thread(target=self._accept, daemon=True, name="recording-proxy").start()
+
+    def sent(self) -> int:
+        """How many bytes the Console has sent Home Assistant through the proxy (WebSocket frames included)."""
+        with self._lock:
+            return self._sent
 
     def requests_to(self, prefix: str) -> list[str]:
         """The request paths that start with `prefix`, in order."""
@@ -133,6 +140,8 @@ class RecordingProxy:
         try:
             while data := source.recv(65536):
                 if record:
+                    with self._lock:
+                        self._sent += len(data)
                     seen = (seen + data)[-8192:]
                     for match in _REQUEST_LINE.finditer(seen):
                         with self._lock:

@@ -18,6 +18,11 @@ PATIENCE = 2  # below the program's 10 s read timeout
 LATE = 12  # past that timeout: only calling again can collect the answer
 
 
+def traffic(stub_ha: Any) -> come_back.Traffic:
+    """How many requests reached the stub Home Assistant so far."""
+    return lambda: len(stub_ha.requests)
+
+
 @pytest.fixture
 def token(data_dir: DataDir) -> str:
     return ConsoleSecrets(data_dir).create_api_token("desk assistant", patience=PATIENCE)
@@ -37,12 +42,12 @@ def test_allowed_at_once_the_call_gets_the_read(served, household_for, token, st
 
 def test_allowed_after_the_read_timeout_the_same_call_again_collects_it(served, household_for, token, stub_ha):
     result = come_back.allowed_late(served, household_for(served), token, "python", ENTITY, LATE, PATIENCE,
-                                    stub_ha.requests_to)
+                                    traffic(stub_ha))
     assert result["entity_id"] == ENTITY
 
 
 def test_denied_the_call_gets_the_denial(served, household_for, token, stub_ha):
-    come_back.denied(served, household_for(served), token, "python", stub_ha.requests_to)
+    come_back.denied(served, household_for(served), token, "python", traffic(stub_ha))
 
 
 def test_a_killed_program_s_allowed_card_reads_nothing_and_expires_abandoned(make_console, household_for, token,
@@ -50,6 +55,6 @@ def test_a_killed_program_s_allowed_card_reads_nothing_and_expires_abandoned(mak
     console = make_console(CONSOLE_HA_CONFIRMATION_TTL=10.0)
     console.configure(stub_ha.base_url, stub_ha.token)
     household = household_for(console)
-    come_back.killed_then_allowed(console, household, token, "python", ENTITY, stub_ha.requests_to)
-    come_back.abandoned_at_expiry(console, household, stub_ha.requests_to, timeout=30)
+    come_back.killed_then_allowed(console, household, token, "python", ENTITY, traffic(stub_ha))
+    come_back.abandoned_at_expiry(console, household, traffic(stub_ha), timeout=30)
     assert stub_ha.requests_to("/api/history") == []
