@@ -157,7 +157,7 @@ def test_the_model_and_mcp_are_offered_it_as_declared(capability: Capability) ->
     assert (tool.description, tool.inputSchema, tool.outputSchema) == (
         capability.description, capability.published_arguments_schema, output_schema(capability))
     # The result itself, or the early return of a call still waiting for the household (issue 20).
-    assert capability.result_schema in tool.outputSchema["anyOf"]
+    assert tool.outputSchema is not None and capability.result_schema in tool.outputSchema["anyOf"]
     assert tool.annotations is not None and tool.annotations.readOnlyHint is True
 
 

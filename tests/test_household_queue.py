@@ -6,7 +6,14 @@ import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_queue import HouseholdQueue
+from console_ha.capabilities.household_queue import (
+    ALLOWED_LATER,
+    NOT_ALLOWED,
+    Answered,
+    Asker,
+    HouseholdQueue,
+    ProgramGone,
+)
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
 from console_ha.store.audit import AuditLog
@@ -108,3 +115,69 @@ def test_pending_for_a_client_is_only_its_own(queue):
     queue.ask("tablet", LIST_ENTITIES, {})
     assert [w.token for w in queue.pending("desk")] == [mine.token]
     assert len(queue.pending()) == 2
+
+
+# --- issue 20: come back for the answer; read only for a live call ----------------------------------
+
+DESK = Asker("desk", token_id="0123456789abcdef")
+
+
+def test_an_approval_with_no_live_call_reads_nothing_until_the_program_calls_again(queue, data_dir, stub_ha):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)  # its patience ran out: it returned early
+    answered = queue.answer(first.waiting.token, True)
+    assert answered == Answered("approved", ALLOWED_LATER)
+    assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
+    again = queue.call(DESK, GET_HISTORY, {"period": "day", "entity_id": ENTITY})  # the same, spelled otherwise
+    assert again.waiting is first.waiting
+    assert queue.collect(again.waiting, DESK.still_allowed)["entity_id"] == ENTITY
+    assert events(data_dir)[-2:] == ["approved", "executed"] and len(stub_ha.requests_to("/api/history")) == 1
+    fresh = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # collected: the next call is a new card
+    assert fresh.waiting is not first.waiting
+
+
+def test_a_denial_is_settled_at_once_and_a_joining_call_gets_it(queue, data_dir):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)
+    assert queue.answer(first.waiting.token, False) == Answered("denied", NOT_ALLOWED)
+    assert events(data_dir)[-1] == "denied" and queue.pending() == []
+    again = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    with pytest.raises(CapabilityError) as denied:
+        queue.collect(again.waiting, DESK.still_allowed)
+    assert denied.value.code == "CONFIRMATION_DENIED"
+
+
+def test_other_arguments_or_another_token_make_a_new_card(queue):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    other = queue.call(DESK, GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
+    assert other.waiting is not first.waiting
+    with pytest.raises(CapabilityError):  # the fixture's bound of 2 waiting cards
+        queue.call(Asker("desk", token_id="fedcba9876543210"), GET_HISTORY, HISTORY_ARGS)
+
+
+def test_a_joining_call_takes_the_card_over_and_the_earlier_one_lets_go(queue):
+    first = queue.call(DESK, LIST_ENTITIES, {})
+    second = queue.call(DESK, LIST_ENTITIES, {})
+    assert second.waiting is first.waiting and first.attachment.let_go.done()
+    assert first.waiting.calls == [second.attachment]
+
+
+def test_a_call_whose_program_hung_up_reads_nothing_and_the_card_waits(queue, data_dir, stub_ha):
+    gone = queue.call(DESK, GET_HISTORY, HISTORY_ARGS, present=lambda: False)
+    # The household is told the truth: no live call is there to receive the read now.
+    assert queue.answer(gone.waiting.token, True).message == ALLOWED_LATER
+    with pytest.raises(ProgramGone):
+        queue.collect(gone.waiting, DESK.still_allowed, lambda: False)
+    queue.detach(gone.waiting, gone.attachment)
+    assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
+
+
+def test_a_held_read_nobody_came_back_for_expires_as_abandoned(queue, data_dir, stub_ha, clock):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)
+    queue.answer(first.waiting.token, True)
+    clock.now += 301
+    assert queue.pending() == []  # a look at the queue sweeps it
+    assert events(data_dir)[-2:] == ["held", "abandoned"]
+    assert stub_ha.requests_to("/api/history") == []
+    assert queue.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting is not first.waiting

@@ -71,7 +71,8 @@ def wait_until_idle(console: ServedConsole, timeout: float = 15.0) -> tuple[int,
 
 def serve(app: Flask) -> tuple[Any, threading.Thread, str]:
     """Serve `app` on waitress (the production server) on an ephemeral loopback port."""
-    server = create_server(app, host="127.0.0.1", port=0, threads=8, **WAITRESS_OPTIONS)
+    server = create_server(app, host="127.0.0.1", port=0, threads=8,
+                           **WAITRESS_OPTIONS)  # type: ignore[arg-type]  # the stubs type no options dict
     assert isinstance(server, BaseWSGIServer)  # one host and port: one server, not a MultiSocketServer
     thread = threading.Thread(target=server.run, name="waitress-console", daemon=True)
     thread.start()
