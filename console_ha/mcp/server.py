@@ -230,6 +230,9 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
             # specification says so); the card stays, and an approval waits for the program's next call.
             queue.detach(waiting, call.attachment)
         raise
+    # An answer that came as the patience ran out is still this call's to collect: the household was told
+    # the program gets it now.
+    answered = answered or (waiting.decision.done() and caller.present() and not call.attachment.let_go.done())
     if not answered:
         queue.detach(waiting, call.attachment)
         return waiting_of(waiting, caller.answer_url)
