@@ -57,8 +57,9 @@ def test_an_approved_read_runs_once_and_is_audited_with_the_client(queue, data_d
 def test_a_withdrawn_read_cannot_be_answered_and_reads_nothing(queue, data_dir, stub_ha):
     waiting = queue.ask("desk", LIST_ENTITIES, {})
     queue.withdraw(waiting)
-    with pytest.raises(ConfirmationInvalid):
+    with pytest.raises(ConfirmationInvalid) as refused:
         queue.answer(waiting.token, True)
+    assert "gets this read" not in refused.value.message and "withdrawn" in refused.value.message
     assert queue.pending() == []
     assert events(data_dir)[-1] == "cancelled"
     assert stub_ha.requests_to("/api/states") == []
