@@ -13,6 +13,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from console_ha.errors import ConsoleHaError, InvalidSettingsChange
+from console_ha.store.console_secrets import DEFAULT_PATIENCE_SECONDS, MAX_PATIENCE_SECONDS, MIN_PATIENCE_SECONDS
 from console_ha.store.datadir import DataDir, resolve_data_dir
 
 if TYPE_CHECKING:
@@ -68,6 +69,12 @@ def server_threads(threads: int) -> int:
     return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES
 
 
+# waitress keeps reading a connection while its request runs, so it sees a client that hung up (its
+# `waitress.client_disconnected`): an MCP call whose program has gone is then detached from its card, and
+# the household's later "Allow" reads nothing (docs/mcp.md, "Read only for a program that is there").
+WAITRESS_OPTIONS = {"channel_request_lookahead": 1}
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the Console on waitress until interrupted."""
     # Imported here so set-password and api-token start without loading Flask.
@@ -88,7 +95,8 @@ def serve(args: argparse.Namespace) -> int:
     names = [*listen_names(args.host), *args.trusted_host]
     app = create_app(test_config={"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names},
                      console=console)
-    server = create_server(app, host=args.host, port=args.port, threads=server_threads(args.threads))
+    server = create_server(app, host=args.host, port=args.port, threads=server_threads(args.threads),
+                           **WAITRESS_OPTIONS)
     port = server.effective_port
     host = f"[{args.host}]" if ":" in args.host else args.host
     if not _is_loopback(args.host):
@@ -142,7 +150,7 @@ def set_password(args: argparse.Namespace) -> int:
 
 def api_token_create(args: argparse.Namespace) -> int:
     """Print a new API token once; only its hash is kept."""
-    token = _credentials(_data_dir(args)).create_api_token(args.name)
+    token = _credentials(_data_dir(args)).create_api_token(args.name, patience=args.patience)
     print(token, flush=True)
     print("Keep this token now: it is not shown again.", file=sys.stderr)
     return 0
@@ -151,7 +159,8 @@ def api_token_create(args: argparse.Namespace) -> int:
 def api_token_list(args: argparse.Namespace) -> int:
     """List the API tokens' names, creation and last-use times (never the tokens)."""
     for token in _credentials(_data_dir(args)).api_tokens():
-        print(f"{token.created}  last used {token.last_used or 'never':20}  {token.name}")
+        print(f"{token.created}  last used {token.last_used or 'never':20}  patience {token.patience:>3} s  "
+              f"{token.name}")
     return 0
 
 
@@ -208,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     token_commands = tokens.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_commands.add_parser("create", parents=[data_dir], help="print a new token once")
     create.add_argument("--name", required=True, help="what the token is for")
+    create.add_argument("--patience", type=int, default=DEFAULT_PATIENCE_SECONDS, metavar="SECONDS",
+                        help=f"how long an MCP call waits for the household before it returns and asks the "
+                             f"program to call again ({MIN_PATIENCE_SECONDS}-{MAX_PATIENCE_SECONDS}; default "
+                             f"{DEFAULT_PATIENCE_SECONDS}, under the TypeScript SDK's 60 s; a few seconds for "
+                             f"Home Assistant's own MCP client, which gives up after 10 s)")
     create.set_defaults(handler=api_token_create)
     listing = token_commands.add_parser("list", parents=[data_dir], help="list token names")
     listing.set_defaults(handler=api_token_list)

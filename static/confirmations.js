@@ -76,7 +76,7 @@ async function answer(form, approve) {
   try {
     const result = await api("POST", root.dataset.answerUrl + encodeURIComponent(token), { approve });
     if (result.ok) {
-      setStatus(approve ? "Allowed: the program gets this read once." : "Not allowed: nothing was read.");
+      setStatus(result.data.message); // the server says what happens now (read now, or at the program's next call)
     } else if (result.error.code === "NETWORK") {
       setStatus("The Console cannot be reached right now. Try again.");
     } else {

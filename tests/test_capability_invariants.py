@@ -24,7 +24,7 @@ from console_ha.conversation.service import SYSTEM_PROMPT
 from console_ha.errors import CapabilityError
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.websocket import ALLOWED_COMMANDS
-from console_ha.mcp.server import CAPABILITY_FOR_TOOL, tool_name, tools
+from console_ha.mcp.server import CAPABILITY_FOR_TOOL, output_schema, tool_name, tools
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
@@ -159,7 +159,9 @@ def test_the_model_and_mcp_are_offered_it_as_declared(capability: Capability) ->
                         "parameters": capability.published_arguments_schema}
     (tool,) = [t for t in tools() if t.name == tool_name(capability)]
     assert (tool.description, tool.inputSchema, tool.outputSchema) == (
-        capability.description, capability.published_arguments_schema, capability.result_schema)
+        capability.description, capability.published_arguments_schema, output_schema(capability))
+    # The result itself, or the early return of a call still waiting for the household (issue 20).
+    assert tool.outputSchema is not None and capability.result_schema in tool.outputSchema["anyOf"]
     assert tool.annotations is not None and tool.annotations.readOnlyHint is True
 
 

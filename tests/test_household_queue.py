@@ -6,7 +6,14 @@ import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_queue import HouseholdQueue
+from console_ha.capabilities.household_queue import (
+    ALLOWED_LATER,
+    NOT_ALLOWED,
+    Answered,
+    Asker,
+    HouseholdQueue,
+    ProgramGone,
+)
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
 from console_ha.store.audit import AuditLog
@@ -26,13 +33,21 @@ def queue(data_dir, stub_ha, clock) -> HouseholdQueue:
     return HouseholdQueue(executor, max_waiting=2, timer=clock)
 
 
+def roomy_queue(data_dir, stub_ha, clock, max_waiting: int = 4) -> HouseholdQueue:
+    """A queue over the stub, with room for more waiting cards than the fixture's."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    return HouseholdQueue(executor, max_waiting=max_waiting, timer=clock)
+
+
 def events(data_dir) -> list[str]:
     return [e["event"] for e in AuditLog(data_dir).events()]
 
 
 def test_an_approved_read_runs_once_and_is_audited_with_the_client(queue, data_dir, stub_ha):
     waiting = queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
-    assert queue.answer(waiting.token, True) == "approved"
+    assert queue.answer(waiting.token, True).status == "approved"
     result = queue.complete(waiting)
     assert result["entity_id"] == ENTITY
     assert events(data_dir) == ["proposed", "confirmation_requested", "approved", "executed"]
@@ -42,8 +57,9 @@ def test_an_approved_read_runs_once_and_is_audited_with_the_client(queue, data_d
 def test_a_withdrawn_read_cannot_be_answered_and_reads_nothing(queue, data_dir, stub_ha):
     waiting = queue.ask("desk", LIST_ENTITIES, {})
     queue.withdraw(waiting)
-    with pytest.raises(ConfirmationInvalid):
+    with pytest.raises(ConfirmationInvalid) as refused:
         queue.answer(waiting.token, True)
+    assert "gets this read" not in refused.value.message and "withdrawn" in refused.value.message
     assert queue.pending() == []
     assert events(data_dir)[-1] == "cancelled"
     assert stub_ha.requests_to("/api/states") == []
@@ -60,10 +76,13 @@ def test_withdrawn_just_after_the_household_said_yes_nothing_is_read(queue, data
     assert stub_ha.requests_to("/api/states") == []
 
 
-def test_one_waiting_card_per_capability_per_client(queue):
+def test_at_most_two_waiting_cards_per_capability_per_client(data_dir, stub_ha, clock):
+    """Other arguments make a new card (issue 20), within two a tool per program."""
+    queue = roomy_queue(data_dir, stub_ha, clock)
     queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
+    queue.ask("desk", GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
     with pytest.raises(CapabilityError) as refused:
-        queue.ask("desk", GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
+        queue.ask("desk", GET_HISTORY, {"entity_id": ENTITY, "period": "week"})
     assert refused.value.code == "INVOCATION_LIMIT_EXCEEDED" and "already waiting" in refused.value.message
     queue.ask("tablet", GET_HISTORY, HISTORY_ARGS)  # another program may
 
@@ -97,3 +116,69 @@ def test_pending_for_a_client_is_only_its_own(queue):
     queue.ask("tablet", LIST_ENTITIES, {})
     assert [w.token for w in queue.pending("desk")] == [mine.token]
     assert len(queue.pending()) == 2
+
+
+# --- issue 20: come back for the answer; read only for a live call ----------------------------------
+
+DESK = Asker("desk", token_id="0123456789abcdef")
+
+
+def test_an_approval_with_no_live_call_reads_nothing_until_the_program_calls_again(queue, data_dir, stub_ha):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)  # its patience ran out: it returned early
+    answered = queue.answer(first.waiting.token, True)
+    assert answered == Answered("approved", ALLOWED_LATER)
+    assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
+    again = queue.call(DESK, GET_HISTORY, {"period": "day", "entity_id": ENTITY})  # the same, spelled otherwise
+    assert again.waiting is first.waiting
+    assert queue.collect(again.waiting, DESK.still_allowed)["entity_id"] == ENTITY
+    assert events(data_dir)[-2:] == ["approved", "executed"] and len(stub_ha.requests_to("/api/history")) == 1
+    fresh = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # collected: the next call is a new card
+    assert fresh.waiting is not first.waiting
+
+
+def test_a_denial_is_settled_at_once_and_a_joining_call_gets_it(queue, data_dir):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)
+    assert queue.answer(first.waiting.token, False) == Answered("denied", NOT_ALLOWED)
+    assert events(data_dir)[-1] == "denied" and queue.pending() == []
+    again = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    with pytest.raises(CapabilityError) as denied:
+        queue.collect(again.waiting, DESK.still_allowed)
+    assert denied.value.code == "CONFIRMATION_DENIED"
+
+
+def test_other_arguments_or_another_token_make_a_new_card(queue):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    other = queue.call(DESK, GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
+    assert other.waiting is not first.waiting
+    with pytest.raises(CapabilityError):  # the fixture's bound of 2 waiting cards
+        queue.call(Asker("desk", token_id="fedcba9876543210"), GET_HISTORY, HISTORY_ARGS)
+
+
+def test_a_joining_call_takes_the_card_over_and_the_earlier_one_lets_go(queue):
+    first = queue.call(DESK, LIST_ENTITIES, {})
+    second = queue.call(DESK, LIST_ENTITIES, {})
+    assert second.waiting is first.waiting and first.attachment.let_go.done()
+    assert first.waiting.calls == [second.attachment]
+
+
+def test_a_call_whose_program_hung_up_reads_nothing_and_the_card_waits(queue, data_dir, stub_ha):
+    gone = queue.call(DESK, GET_HISTORY, HISTORY_ARGS, present=lambda: False)
+    # The household is told the truth: no live call is there to receive the read now.
+    assert queue.answer(gone.waiting.token, True).message == ALLOWED_LATER
+    with pytest.raises(ProgramGone):
+        queue.collect(gone.waiting, DESK.still_allowed, lambda: False)
+    queue.detach(gone.waiting, gone.attachment)
+    assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
+
+
+def test_a_held_read_nobody_came_back_for_expires_as_abandoned(queue, data_dir, stub_ha, clock):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)
+    queue.answer(first.waiting.token, True)
+    clock.now += 301
+    assert queue.pending() == []  # a look at the queue sweeps it
+    assert events(data_dir)[-2:] == ["held", "abandoned"]
+    assert stub_ha.requests_to("/api/history") == []
+    assert queue.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting is not first.waiting

@@ -106,6 +106,14 @@ class ConfirmationStore:
             raise ExpiredConfirmation(pending)
         return pending
 
+    def peek(self, token: object, conversation_id: str) -> PendingConfirmation | None:
+        """The open confirmation `token` names in `conversation_id`, left in place; None when there is none."""
+        if not isinstance(token, str) or not token:
+            return None
+        with self._lock:
+            pending = self._find(token)
+        return pending if pending is not None and pending.conversation_id == conversation_id else None
+
     def expire(self) -> list[PendingConfirmation]:
         """Remove and return every pending confirmation past its expiry."""
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -218,6 +219,10 @@ class Executor:
         # `one_client` closes it, the Console's kept clients (ha.clients) stay open for the next request.
         self._clients = clients
         self._clock = clock
+        # Invocations the household allowed while no live call of their program was there to receive the
+        # read (issue 20): read at the program's next call; at expiry, audited as `abandoned`, not `expired`.
+        self._held: set[str] = set()
+        self._held_lock = threading.Lock()
 
     @property
     def confirmation_ttl(self) -> float:
@@ -267,6 +272,8 @@ class Executor:
             raise
         finally:
             self.sweep_expired()
+        with self._held_lock:
+            self._held.discard(pending.invocation_id)
         capability = REGISTRY[pending.capability]
         if not approve:
             self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED",
@@ -285,6 +292,17 @@ class Executor:
         except CapabilityError:
             return  # already answered, expired and swept, or never issued: nothing is left to withdraw
         self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
+
+    def hold(self, token: object, *, conversation_id: str) -> None:
+        """The household allowed a read whose program is not there now: nothing is read until it asks again."""
+        pending = self.confirmations.peek(token, conversation_id)
+        if pending is None:
+            return
+        with self._held_lock:
+            if pending.invocation_id in self._held:
+                return
+            self._held.add(pending.invocation_id)
+        self._audit("held", pending.capability, 4, pending.invocation_id, client=pending.client)
 
     def sweep_expired(self) -> None:
         """Audit and forget confirmations nobody answered in time."""
@@ -348,7 +366,14 @@ class Executor:
                                                "the household can repair it on the settings page.", stage=3) from None
 
     def _audit_expired(self, pending: PendingConfirmation) -> None:
-        # One line however the expiry is found: answered late, withdrawn late, or swept unanswered.
+        # One line however the expiry is found: answered late, withdrawn late, or swept unanswered. An
+        # allowed read that its program never came back for is `abandoned`: nothing was read either.
+        with self._held_lock:
+            held = pending.invocation_id in self._held
+            self._held.discard(pending.invocation_id)
+        if held:
+            self._audit("abandoned", pending.capability, 4, pending.invocation_id, client=pending.client)
+            return
         self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID",
                     client=pending.client)
 

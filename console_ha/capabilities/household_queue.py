@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
+from console_ha.capabilities.confirmations import canonical_arguments
 from console_ha.capabilities.executor import Executor, Proposal, Turn
 from console_ha.errors import CapabilityError, ConfirmationInvalid, InvocationLimitExceeded, TokenRevoked
 from console_ha.secret import find_by_token
@@ -33,6 +34,11 @@ def _always() -> bool:
 
 
 @dataclass(frozen=True)
+class ProgramGone(Exception):
+    """The live call's program hung up before its read ran: nothing was read; the card waits for its return."""
+
+
+@dataclass(frozen=True)
 class Asker:
     """A program asking for reads with an API token: its name on the card, and whether its token still holds."""
 
@@ -40,6 +46,14 @@ class Asker:
     token_id: str = ""
     # Asked once the household has answered: a token revoked while its read waited gets no read.
     still_allowed: Callable[[], bool] = _always
+
+
+@dataclass(eq=False)
+class Attachment:
+    """One live call on a card: whether its program is still there, and a future set when it must let go."""
+
+    present: Callable[[], bool] = _always
+    let_go: Future[None] = field(default_factory=Future)
 
 
 @dataclass
@@ -51,6 +65,13 @@ class WaitingRead:
     conversation_id: str
     deadline: float  # on the queue's timer; never before the confirmation store's own expiry
     decision: Future[bool] = field(default_factory=Future)
+    # -- issue 20: come back for the answer; read only for a live call --
+    # What a later MCP call joins this card by: (API token id, capability, canonical arguments).
+    joins: tuple[str, str, str] | None = None
+    # The live calls attached now (a newer call of the program takes the card over from an older one).
+    calls: list[Attachment] = field(default_factory=list)
+    # Stages 4-6, run once by the first live call after the household's answer (a denial: at the answer).
+    result: Future[dict[str, Any]] | None = None
 
     @property
     def token(self) -> str:
@@ -65,6 +86,42 @@ class WaitingRead:
         return {**self.to_dict(), "card": CARD_FOR_THE_ASKING_PROGRAM.to_dict()}
 
 
+@dataclass(frozen=True)
+class Answered:
+    """The household's answer as the Console tells it back: the contract's status, and what happens now."""
+
+    status: str  # "approved" or "denied"
+    message: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """One live MCP call attached to a card."""
+
+    waiting: WaitingRead
+    attachment: Attachment
+
+
+# What the household is told after answering (words.py keeps the error codes' words; these are the queue's).
+ALLOWED_NOW = "Allowed: the program gets this read once."
+ALLOWED_LATER = ("Allowed; the program will get it when it asks again. Nothing is read until then, and "
+                 "nothing at all if it does not ask before the card expires.")
+NOT_ALLOWED = "Not allowed: nothing was read."
+# A program may have this many cards of one tool open at once, each with other arguments (its calls
+# with the same arguments join one card); MAX_WAITING bounds them over every program.
+MAX_CARDS_PER_TOOL = 2
+
+
+def join_key(token_id: str, capability: object, arguments: object) -> tuple[str, str, str] | None:
+    """What a call joins an open card by: the same token, tool and arguments (canonical JSON); None if unkeyable."""
+    if not token_id or not isinstance(capability, str) or not isinstance(arguments, dict):
+        return None
+    try:
+        return token_id, capability, canonical_arguments(arguments)
+    except (TypeError, ValueError):  # not JSON (stage 2 will say so)
+        return None
+
+
 class HouseholdQueue:
     """The reads waiting for the household, bounded overall and to one per capability per client."""
 
@@ -76,12 +133,15 @@ class HouseholdQueue:
         self._waiting: dict[str, WaitingRead] = {}
         self._lock = threading.Lock()
 
-    def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None) -> WaitingRead:
+    def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None,
+            joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = _always) -> WaitingRead:
         """Stages 1-4 for `client`: a CapabilityError at once, or a read waiting for the household.
 
         `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
-        rule holds: one waiting card per capability per client.
+        rule holds: at most MAX_CARDS_PER_TOOL open cards per capability per client. The caller is the
+        card's one live call (`detach` when it goes).
         """
+        self._sweep()
         with self._lock:
             # Held across propose, so two calls at once cannot both find the slot free.
             own_turn = turn is not None
@@ -95,15 +155,88 @@ class HouseholdQueue:
             except CapabilityError as err:
                 raise self._explain_limit(err, client, capability, own_turn) from None
             ttl = self._executor.confirmation_ttl
-            waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl)
+            waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl, joins=joins)
+            waiting.calls.append(Attachment(present))
             self._waiting[proposal.token] = waiting
         return waiting
 
+    def call(self, asker: Asker, capability: object, arguments: object,
+             present: Callable[[], bool] = _always) -> Call:
+        """An MCP call: it joins its program's open card for the same tool and arguments, else asks anew.
+
+        A call that joins takes the card over from a call of the same program still attached to it (that
+        one lets go and returns early): a program that gave up on its first call and asked again is waiting
+        on the second, and only one thread is held for the card.
+        """
+        key = join_key(asker.token_id, capability, arguments)
+        if key is not None:
+            self._sweep()
+            with self._lock:
+                now = self._timer()
+                joined = next((w for w in self._waiting.values() if w.joins == key and w.deadline > now), None)
+                if joined is not None:
+                    for earlier in joined.calls:
+                        if not earlier.let_go.done():  # its call may have ended meanwhile
+                            earlier.let_go.set_result(None)
+                    joined.calls = [Attachment(present)]
+                    return Call(joined, joined.calls[0])
+        waiting = self.ask(asker.client, capability, arguments, joins=key, present=present)
+        return Call(waiting, waiting.calls[0])
+
+    def detach(self, waiting: WaitingRead, attachment: Attachment | None = None) -> None:
+        """A live call is gone (returned early, hung up, or done): an allowed read then waits for the next one.
+
+        `attachment` names the call; None is the card's only call (a conversation's).
+        """
+        held = False
+        with self._lock:
+            if attachment is None:
+                waiting.calls.clear()
+            elif attachment in waiting.calls:
+                waiting.calls.remove(attachment)
+            approved = waiting.decision.done() and not waiting.decision.cancelled() and waiting.decision.result()
+            if approved and not waiting.calls and waiting.result is None and waiting.token in self._waiting:
+                held = True
+        if held:
+            self._executor.hold(waiting.token, conversation_id=waiting.conversation_id)
+
+    def collect(self, waiting: WaitingRead, still_allowed: Callable[[], bool],
+                present: Callable[[], bool] = _always) -> dict[str, Any]:
+        """After the household's answer, for a live call: stages 4-6 run once, and every joined call gets it.
+
+        A call whose program is not `present` any more (it hung up) reads nothing: it is detached, and an
+        allowed read waits for the program's next call. ProgramGone then says so to the front end.
+        """
+        with self._lock:
+            running = waiting.result
+            if running is None and not present():
+                gone = True
+            else:
+                gone = False
+                if running is None:
+                    running = waiting.result = Future()
+                    mine = True
+                else:
+                    mine = False
+        if gone:
+            raise ProgramGone()
+        assert running is not None
+        if mine:
+            try:
+                running.set_result(self.outcome(waiting, still_allowed))
+            except CapabilityError as err:
+                running.set_exception(err)
+            finally:
+                with self._lock:
+                    self._waiting.pop(waiting.token, None)
+        return running.result(timeout=max(self.remaining(waiting), 0.0) + self._executor.confirmation_ttl)
+
     def pending(self, client: str | None = None) -> list[WaitingRead]:
-        """The reads waiting now, oldest first; only `client`'s own when given."""
+        """The reads waiting for the household's answer now, oldest first; only `client`'s own when given."""
+        self._sweep()
         now = self._timer()
         with self._lock:
-            items = [w for w in self._waiting.values() if w.deadline > now]
+            items = [w for w in self._waiting.values() if w.deadline > now and not w.decision.done()]
         return [w for w in items if client is None or w.client == client]
 
     def remaining(self, waiting: WaitingRead) -> float:
@@ -114,21 +247,39 @@ class HouseholdQueue:
         """How many reads wait for the household now."""
         return len(self.pending())
 
-    def answer(self, token: object, approve: bool) -> str:
-        """The household's answer to one card: "approved" or "denied"; ConfirmationInvalid when not open."""
+    def answer(self, token: object, approve: bool) -> Answered:
+        """The household's answer to one card, and what happens now; ConfirmationInvalid when not open.
+
+        Nothing is read here. An allowed read runs for the live call attached to the card (the waiting
+        call, or the program's next one); with none attached now, it is held for the next. A denial is
+        settled at once (it reads nothing), and the program's next call gets it.
+        """
         with self._lock:
             waiting = self._find(token)
-            if waiting is None:
+            if waiting is None or waiting.decision.done():
                 raise ConfirmationInvalid("unknown", "That request is not waiting any more: it was answered, "
                                           "withdrawn or never made.")
             if self._timer() >= waiting.deadline:
                 # Its own wait ends it (and audits the expiry); the household is told it came too late.
                 raise ConfirmationInvalid("expired", "That request has expired; nothing was read.")
-            del self._waiting[waiting.token]
             if not waiting.decision.set_running_or_notify_cancel():
                 raise ConfirmationInvalid("unknown", "The program withdrew that request.")
             waiting.decision.set_result(approve)
-        return "approved" if approve else "denied"
+            # A call whose program hung up a moment ago is not a live one (collect would find it so too).
+            live = any(call.present() for call in waiting.calls)
+            denial: Future[dict[str, Any]] = Future()
+            if not approve:
+                waiting.result = denial
+        if not approve:
+            try:
+                denial.set_result(self.complete(waiting))  # raises the denial, and audits it
+            except CapabilityError as err:
+                denial.set_exception(err)
+            return Answered("denied", NOT_ALLOWED)
+        if not live:
+            self._executor.hold(waiting.token, conversation_id=waiting.conversation_id)
+            return Answered("approved", ALLOWED_LATER)
+        return Answered("approved", ALLOWED_NOW)
 
     def settle(self, waiting: WaitingRead, asker: Asker) -> dict[str, Any]:
         """Wait in this thread for the household's answer, then stages 4-6: the shaped result or a CapabilityError.
@@ -140,7 +291,10 @@ class HouseholdQueue:
             waiting.decision.result(timeout=max(self.remaining(waiting), 0.0))
         except TimeoutError:
             pass
-        return self.outcome(waiting, asker.still_allowed)
+        try:
+            return self.collect(waiting, asker.still_allowed)
+        finally:
+            self.detach(waiting)
 
     def outcome(self, waiting: WaitingRead, still_allowed: Callable[[], bool]) -> dict[str, Any]:
         """After the wait, for every front end: expired if unanswered, nothing for a revoked token, else stages 4-6."""
@@ -179,27 +333,40 @@ class HouseholdQueue:
             waiting.decision.cancel()
         self._executor.withdraw(waiting.token, conversation_id=waiting.conversation_id)
 
-    def _turn_for(self, client: str, capability: object, turn: Turn | None) -> Turn:
-        # MCP has no conversation turn. Its "one invocation per turn" is one waiting card per capability
-        # per client; and when the Console already holds its bound of waiting reads, none at all (a
-        # conversation's own turn is then not touched: a copy says "no more").
+    def _sweep(self) -> None:
+        # Cards past their expiry that no live call waits on (a program that returned early and did not
+        # come back): forgotten here; the executor's sweep audits each, `expired` or, allowed, `abandoned`.
         now = self._timer()
-        open_reads = [w for w in self._waiting.values() if w.deadline > now]
+        with self._lock:
+            gone = [w for w in self._waiting.values() if w.deadline <= now and not w.calls]
+            for waiting in gone:
+                del self._waiting[waiting.token]
+                waiting.decision.cancel()
+        if gone:
+            self._executor.sweep_expired()
+
+    def _turn_for(self, client: str, capability: object, turn: Turn | None) -> Turn:
+        # MCP has no conversation turn. Its "one invocation per turn" is at most MAX_CARDS_PER_TOOL
+        # unanswered cards per capability per client; and when the Console already holds its bound of
+        # waiting reads, none at all (a conversation's own turn is then not touched: a copy says "no more").
+        now = self._timer()
+        open_reads = [w for w in self._waiting.values() if w.deadline > now and not w.decision.done()]
         if turn is None:
-            turn = Turn(Counter(w.proposal.capability for w in open_reads if w.client == client))
+            mine = Counter(w.proposal.capability for w in open_reads if w.client == client)
+            turn = Turn(Counter({name: 1 for name, count in mine.items() if count >= MAX_CARDS_PER_TOOL}))
         if isinstance(capability, str) and len(open_reads) >= self._max_waiting:
             return Turn(Counter({**turn.counts, capability: max(turn.counts[capability], 1 << 16)}))
         return turn
 
     def _explain_limit(self, err: CapabilityError, client: str, capability: object, own_turn: bool) -> CapabilityError:
         now = self._timer()
-        full = sum(w.deadline > now for w in self._waiting.values()) >= self._max_waiting
+        full = sum(w.deadline > now and not w.decision.done() for w in self._waiting.values()) >= self._max_waiting
         if not isinstance(err, InvocationLimitExceeded) or (own_turn and not full):
             return err  # not a limit, or the conversation's own "once a turn", in the executor's words
-        mine = not own_turn and any(w.client == client and w.proposal.capability == capability
-                                    for w in self._waiting.values())
-        message = ("A read of this kind from this program is already waiting for the household; wait for "
-                   "their answer first." if mine else
+        mine = not own_turn and not full
+        message = (f"{MAX_CARDS_PER_TOOL} reads of this kind from this program are already waiting for the "
+                   "household; wait for their answer first, or call again with the same arguments to "
+                   "collect one." if mine else
                    f"The Console already has {self._max_waiting} reads waiting for the household; "
                    "try again once they are answered.")
         return err.reworded(message)

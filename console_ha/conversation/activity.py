@@ -24,6 +24,8 @@ EVENT_WORDS = {
     "executed": "Read done",
     "failed": "Failed",
     "cancelled": "Withdrawn by the program",
+    "held": "Allowed; the program will get it when it asks again",
+    "abandoned": "The program had already gone; nothing was read",
 }
 
 # Who asked, when the audit line names no program: the household's own conversation page.
@@ -42,6 +44,7 @@ class CapabilityActivity:
     expired: int = 0
     completed: int = 0
     cancelled: int = 0
+    abandoned: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     failed: Counter[str] = field(default_factory=Counter)
 
@@ -73,6 +76,8 @@ class CapabilityActivity:
             self.failed[code] += 1
         elif kind == "cancelled":
             self.cancelled += 1
+        elif kind == "abandoned":
+            self.abandoned += 1
 
 
 @dataclass(frozen=True)

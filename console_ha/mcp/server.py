@@ -23,7 +23,7 @@ from mcp.server.lowlevel import Server
 
 from console_ha import __version__
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
-from console_ha.capabilities.household_queue import HouseholdQueue, WaitingRead
+from console_ha.capabilities.household_queue import Asker, Call, HouseholdQueue, ProgramGone, WaitingRead
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, error_body
@@ -37,8 +37,22 @@ PROGRESS_INTERVAL_SECONDS = 15.0
 INSTRUCTIONS = (
     "Reads a household's Home Assistant, read-only, within the entities the household allowed. "
     "Every call waits until the household approves or denies it on their Console (up to "
-    f"{CONFIRMATION_TTL_SECONDS // 60} minutes); a program using these tools cannot approve its own reads."
+    f"{CONFIRMATION_TTL_SECONDS // 60} minutes); a program using these tools cannot approve its own reads. "
+    "A call the household has not answered within this program's patience returns `waiting_for_household`: "
+    "make the same call again, with the same arguments, to collect the answer."
 )
+# How often a waiting call looks whether its program is still connected, in seconds (issue 20: a call
+# whose client hung up is detached from its card, so an approval then reads nothing).
+PRESENCE_INTERVAL_SECONDS = 1.0
+# The patience of a caller that does not say (the store's default for an API token).
+DEFAULT_PATIENCE_SECONDS = 50.0
+
+
+def come_back_words(answer_url: str, expires_at: str) -> str:
+    """What a call still unanswered says, in words a model can pass on to the person it talks to."""
+    return (f"The household has been asked on their Console ({answer_url}) to allow this read and has not "
+            "answered yet. Nothing has been read. Make this same call again, with the same arguments, to "
+            f"collect their answer; the request stays open until {expires_at}.")
 
 
 def _always() -> bool:
@@ -57,6 +71,10 @@ class Caller:
     # Held while the call runs: the web layer keeps the request's id in flight until the call ends, not
     # only until its response does (a client that hung up closed that, and the call answers later).
     running: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    # Issue 20. How long a call waits before it returns `waiting_for_household` (the token's patience).
+    patience: float = DEFAULT_PATIENCE_SECONDS
+    # Whether the call's program is still connected: a call whose client hung up is detached, not attached.
+    present: Callable[[], bool] = _always
 
 
 def tool_name(capability: Capability) -> str:
@@ -67,6 +85,49 @@ def tool_name(capability: Capability) -> str:
 CAPABILITY_FOR_TOOL = {tool_name(capability): capability.name for capability in REGISTRY.values()}
 
 
+# Issue 20: what a call still unanswered when its patience ran out returns, beside the capability's result.
+WAITING_FOR_HOUSEHOLD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["waiting_for_household"],
+    "additionalProperties": False,
+    "properties": {"waiting_for_household": {
+        "type": "object",
+        "required": ["message", "expires_at"],
+        "additionalProperties": False,
+        "properties": {"message": {"type": "string"}, "expires_at": {"type": "string", "format": "date-time"}},
+    }},
+}
+
+
+# A refusal, denial, expiry or failure: `error_body`'s shape, which an error result carries as structuredContent.
+ERROR_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "additionalProperties": False,
+    "properties": {"error": {
+        "type": "object",
+        "required": ["code", "message"],
+        "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+    }},
+}
+
+
+def output_schema(capability: Capability) -> dict[str, Any]:
+    """The tool's `outputSchema`: the capability's result, `waiting_for_household`, or an error result's body.
+
+    Clients check structuredContent against it: the Python SDK when the result is not an error, the
+    TypeScript SDK (1.32) even when it is (it rejected every refusal and denial before the error shape
+    was listed here). Definitions the result schema refers to (`#/$defs/...`) stay at the root.
+    """
+    result = dict(capability.result_schema)
+    definitions = result.pop("$defs", None)
+    schema: dict[str, Any] = {"type": "object",
+                              "anyOf": [result, WAITING_FOR_HOUSEHOLD_SCHEMA, ERROR_RESULT_SCHEMA]}
+    if definitions is not None:
+        schema["$defs"] = definitions
+    return schema
+
+
 def tools() -> list[types.Tool]:
     """One tool per capability: its description and schemas as registered, read-only and open-world."""
     return [
@@ -74,7 +135,7 @@ def tools() -> list[types.Tool]:
             name=tool_name(capability),
             description=capability.description,
             inputSchema=capability.published_arguments_schema,
-            outputSchema=capability.result_schema,
+            outputSchema=output_schema(capability),
             annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True, destructiveHint=False),
         )
         for capability in REGISTRY.values()
@@ -93,6 +154,13 @@ def error_of(err: ConsoleHaError) -> types.CallToolResult:
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=body,
                                 isError=True)
+
+
+def waiting_of(waiting: WaitingRead, answer_url: str) -> types.CallToolResult:
+    """A call still unanswered when its patience ran out: not an error; the same call again collects the answer."""
+    body = {"waiting_for_household": {"message": come_back_words(answer_url, waiting.proposal.expires_at),
+                                      "expires_at": waiting.proposal.expires_at}}
+    return result_of(body)
 
 
 def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> Server:
@@ -142,37 +210,69 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
 
 async def _call(queue: HouseholdQueue, caller: Caller, capability: str, arguments: dict[str, Any],
                 report: Any, progress_interval: float) -> types.CallToolResult:
+    asker = Asker(caller.client, caller.token_id, caller.still_allowed)
     try:
         # On the event loop itself (a settings read and an audit line, milliseconds): in a worker thread,
         # a cancellation arriving meanwhile would lose the card it made, left open with nobody waiting.
-        waiting = queue.ask(caller.client, capability, arguments)
+        call = queue.call(asker, capability, arguments, caller.present)
     except CapabilityError as err:
         return error_of(err)
+    waiting = call.waiting
     try:
-        await _wait_for_household(queue, waiting, report, progress_interval)
+        answered = await _wait_for_household(queue, call, caller, report, progress_interval)
     except BaseException:
-        # Cancelled by the client (notifications/cancelled, or its session ended): withdraw the card at
-        # once, without awaiting, since this task is being cancelled.
-        queue.withdraw(waiting)
+        if caller.present():
+            # Cancelled by the client (notifications/cancelled, or its session ended): withdraw the card at
+            # once, without awaiting, since this task is being cancelled.
+            queue.withdraw(waiting)
+        else:
+            # Its response closed because the client hung up (McpEndpoint.end): that is no withdrawal (the
+            # specification says so); the card stays, and an approval waits for the program's next call.
+            queue.detach(waiting, call.attachment)
         raise
+    # An answer that came as the patience ran out is still this call's to collect: the household was told
+    # the program gets it now.
+    answered = answered or (waiting.decision.done() and caller.present() and not call.attachment.let_go.done())
+    if not answered:
+        queue.detach(waiting, call.attachment)
+        return waiting_of(waiting, caller.answer_url)
     try:
-        return result_of(await anyio.to_thread.run_sync(queue.outcome, waiting, caller.still_allowed))
+        return result_of(await anyio.to_thread.run_sync(queue.collect, waiting, caller.still_allowed, caller.present))
+    except ProgramGone:
+        return waiting_of(waiting, caller.answer_url)  # sent to nobody: the program hung up
     except CapabilityError as err:
         return error_of(err)
+    finally:
+        queue.detach(waiting, call.attachment)
 
 
-async def _wait_for_household(queue: HouseholdQueue, waiting: WaitingRead, report: Any,
-                              progress_interval: float) -> None:
-    """Until the household answered or the card expired; `queue.outcome` then says which, as for every front end."""
+async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Caller, report: Any,
+                              progress_interval: float) -> bool:
+    """Whether the household answered (or the card expired) while this call waited: `queue.collect` then says
+    which. False when the call's patience ran out, a newer call of its program took the card over, or the
+    program hung up: the call then returns early, and the card stays open."""
+    waiting = call.waiting
     # asyncio.wait, not wait_for: a timeout here must not cancel the household's decision.
     decision = asyncio.wrap_future(waiting.decision)
+    let_go = asyncio.wrap_future(call.attachment.let_go)
     total = max(queue.remaining(waiting), 0.0)
     started = time.monotonic()
-    while True:
-        await report(min(time.monotonic() - started, total), total)
-        remaining = queue.remaining(waiting)
-        if remaining <= 0:
-            return  # an answer that came in the last moment still counts: outcome looks at the decision itself
-        done, _ = await asyncio.wait({decision}, timeout=min(remaining, progress_interval))
-        if done:
-            return
+    patience_ends = started + max(caller.patience, 0.0)
+    next_report = started
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_report:
+                await report(min(now - started, total), total)
+                next_report = now + progress_interval
+            if decision.done():
+                return True
+            remaining = queue.remaining(waiting)
+            if remaining <= 0:
+                return True  # an answer that came in the last moment still counts: collect looks at it
+            if let_go.done() or not caller.present() or now >= patience_ends:
+                return False
+            timeout = min(remaining, next_report - now, patience_ends - now, PRESENCE_INTERVAL_SECONDS)
+            await asyncio.wait((decision, let_go), timeout=max(timeout, 0.0))
+    finally:
+        let_go.cancel()

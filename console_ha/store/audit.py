@@ -29,6 +29,10 @@ EVENTS = (
     "failed",
     # The client that asked withdrew the request (MCP cancellation) before the household answered.
     "cancelled",
+    # Issue 20: allowed while no call of the program was there; the read waits for its next call.
+    "held",
+    # Allowed, but the program never came back before the card expired: nothing was read.
+    "abandoned",
 )
 
 

@@ -39,6 +39,13 @@ SESSION_SEEN_GRANULARITY = 3600
 # Browsers logged in at once; past it the longest-idle session ends. A household has a handful.
 MAX_SESSIONS = 64
 SESSION_ID_BYTES = 32
+# -- issue 20: an API token's patience (docs/mcp.md, "Come back for the answer") --
+# How long an MCP tool call of this token waits for the household before it returns early, in seconds.
+# The default fits the official TypeScript SDK, which gives up after 60 s; Home Assistant's own MCP client
+# gives up after 10 s, so a token for it wants a few seconds. The most stays below the card's 5 minutes.
+DEFAULT_PATIENCE_SECONDS = 50
+MIN_PATIENCE_SECONDS = 1
+MAX_PATIENCE_SECONDS = 290
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,7 @@ class ApiToken:
     created: str
     digest: str
     last_used: str | None = None
+    patience: int = DEFAULT_PATIENCE_SECONDS
 
     @property
     def token_id(self) -> str:
@@ -82,6 +90,27 @@ def check_token_name(value: object) -> str:
             field="name",
         )
     return name
+
+
+def check_patience(value: object) -> int:
+    """Validate an API token's patience: whole seconds within the bounds (field `patience`)."""
+    if isinstance(value, str) and value.strip().isdigit():  # a form's field
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or not MIN_PATIENCE_SECONDS <= value <= MAX_PATIENCE_SECONDS:
+        raise InvalidSettingsChange(
+            f"The patience must be a whole number of seconds from {MIN_PATIENCE_SECONDS} to {MAX_PATIENCE_SECONDS}.",
+            field="patience",
+        )
+    return value
+
+
+def _stored_patience(entry: dict[str, object]) -> int:
+    # A token file written before patience existed (or edited by hand) gets the default, not a refusal.
+    try:
+        return check_patience(entry.get("patience", DEFAULT_PATIENCE_SECONDS))
+    except InvalidSettingsChange:
+        return DEFAULT_PATIENCE_SECONDS
 
 
 def _parse_utc(text: str | None) -> float:
@@ -186,7 +215,8 @@ class ConsoleSecrets:
             return []
         try:
             entries = json.loads(raw)["tokens"]
-            return [ApiToken(e["name"], e["created"], e["sha256"], e.get("last_used")) for e in entries]
+            return [ApiToken(e["name"], e["created"], e["sha256"], e.get("last_used"), _stored_patience(e))
+                    for e in entries]
         except (ValueError, KeyError, TypeError) as err:
             # A damaged file must not let anyone in; it shuts every API token out until fixed.
             log.error("the API token file %s cannot be read (%s); no API token is accepted",
@@ -194,19 +224,20 @@ class ConsoleSecrets:
             return []
 
     def _write_api_tokens(self, tokens: list[ApiToken]) -> None:
-        body = {"tokens": [{"name": t.name, "created": t.created, "sha256": t.digest, "last_used": t.last_used}
-                           for t in tokens]}
+        body = {"tokens": [{"name": t.name, "created": t.created, "sha256": t.digest, "last_used": t.last_used,
+                            "patience": t.patience} for t in tokens]}
         atomic_write(self.api_tokens_path, (json.dumps(body, indent=2) + "\n").encode("utf-8"), mode=0o600)
 
-    def create_api_token(self, name: str) -> str:
+    def create_api_token(self, name: str, *, patience: int = DEFAULT_PATIENCE_SECONDS) -> str:
         """Make a new API token named `name`, store only its hash, and return it (shown once)."""
         name = check_token_name(name)
+        patience = check_patience(patience)
         token = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
         created = utc_z_now()
         self._ensure_dir()
         with path_lock(self.api_tokens_path):
             tokens = self.api_tokens()
-            tokens.append(ApiToken(name, created, _digest(token)))
+            tokens.append(ApiToken(name, created, _digest(token), patience=patience))
             self._write_api_tokens(tokens)
         log.info("API token %r created", name)
         return token
@@ -237,6 +268,20 @@ class ConsoleSecrets:
             self._write_api_tokens([t for t in tokens if t not in gone])
         log.info("revoked the API token %r", gone[0].name)
         return gone[0]
+
+    def set_api_token_patience(self, token_id: str, patience: object) -> ApiToken | None:
+        """Change one API token's patience; returns the token as now stored, or None when there is none."""
+        seconds = check_patience(patience)
+        if not self.api_tokens_path.exists():
+            return None
+        with path_lock(self.api_tokens_path):
+            tokens = self.api_tokens()
+            found = [t for t in tokens if hmac.compare_digest(t.token_id, token_id)]
+            if not found:
+                return None
+            changed = replace(found[0], patience=seconds)
+            self._write_api_tokens([changed if t is found[0] else t for t in tokens])
+        return changed
 
     def has_api_token(self, token_id: str) -> bool:
         """Whether the API token whose `token_id` this is is still stored (not revoked)."""

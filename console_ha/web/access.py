@@ -68,6 +68,7 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     # the household's: which programs hold a token
     "api_tokens.page": Access.HOUSEHOLD,
     "api_tokens.revoke": Access.HOUSEHOLD,
+    "api_tokens.set_patience": Access.HOUSEHOLD,  # issue 20: how long a token's MCP calls wait
 })
 
 ANSWERING_A_CARD = "answer a request"

@@ -52,6 +52,8 @@ class Principal:
     name: str
     # Which API token (its token_id), for a bearer: names are not unique, two devices may share one.
     token_id: str | None = None
+    # A bearer's patience, in seconds (issue 20): how long its MCP calls wait before they return early.
+    patience: float | None = None
 
 
 def current_principal() -> Principal | None:
@@ -123,7 +125,7 @@ def authenticate() -> Response | None:
             log.info("refused API token %r on %s %s: the household's alone", token.name, request.method, request.path)
             raise refusal_for(request.endpoint)
         # Bearer requests need no CSRF token: a browser never adds this header on another site's behalf.
-        g.principal = Principal("bearer", token.name, token.token_id)
+        g.principal = Principal("bearer", token.name, token.token_id, token.patience)
         return None
     if access is Access.PROGRAM:
         # A browser session, logged in or not, is not accepted: only an API token opens it.

@@ -50,7 +50,9 @@ def answer(token: str) -> Response:
     approve = json_object().get("approve")
     if not isinstance(approve, bool):
         raise InvalidRequest('Send {"approve": true} or {"approve": false}.', field="approve")
-    return jsonify(status=household_queue().answer(_token(token), approve))
+    answered = household_queue().answer(_token(token), approve)
+    # `message`: what happens now, in the household's words (the page shows it as it is).
+    return jsonify(status=answered.status, message=answered.message)
 
 
 @bp.get("/confirmations")
@@ -66,10 +68,10 @@ def page_post() -> ResponseReturnValue:
     form = request.form
     approve = form.get("decision") == "approve"
     try:
-        status = household_queue().answer(_token(form.get("token")), approve)
+        answered = household_queue().answer(_token(form.get("token")), approve)
     except ConsoleHaError as err:
         return _render(error=err), status_for(err.code)
-    flash("Allowed: the program gets this read once." if status == "approved" else "Not allowed: nothing was read.")
+    flash(answered.message)
     return redirect(url_for(".page"), code=303)
 
 

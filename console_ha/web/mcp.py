@@ -29,7 +29,13 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from console_ha.capabilities.household_queue import HouseholdQueue
 from console_ha.errors import InvalidRequest, NotFound, RateLimited, Unauthenticated, error_body
-from console_ha.mcp.server import CALLER_SCOPE_KEY, PROGRESS_INTERVAL_SECONDS, Caller, build_server
+from console_ha.mcp.server import (
+    CALLER_SCOPE_KEY,
+    DEFAULT_PATIENCE_SECONDS,
+    PROGRESS_INTERVAL_SECONDS,
+    Caller,
+    build_server,
+)
 from console_ha.web import services
 from console_ha.web.auth import current_principal
 
@@ -64,6 +70,8 @@ class _Exchange:
     """One request to /mcp: the event loop's task that serves it, once it has started."""
 
     task: asyncio.Task[Any] | None = None
+    # Set once the WSGI server closed the response (the client hung up, or it ended): its call is detached.
+    closed: bool = False
 
 
 class McpEndpoint:
@@ -137,6 +145,7 @@ class McpEndpoint:
         WSGI server closes the response early and the task would wait forever to send the call's answer,
         holding the SDK's stream for the id; the id is freed only once that stream is gone.
         """
+        exchange.closed = True
         task, loop = exchange.task, self._loop
         if task is not None and loop is not None and not task.done():
             try:
@@ -259,6 +268,10 @@ class McpEndpoint:
         # the event loop, as does every change to both maps.
         live = self._manager._server_instances
         return [sid for sid, owner in self._owners.items() if owner == token_id and sid in live]
+
+
+def _never() -> bool:
+    return False
 
 
 def _request_key(token_id: str, session_id: str | None, message: object) -> tuple[str, str, str] | None:
@@ -384,10 +397,19 @@ def endpoint() -> WerkzeugResponse:
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     secrets = services().secrets
-    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
-                                         lambda: secrets.has_api_token(token_id), lambda: served.holding(key))
     # Werkzeug hands the WSGI app a copy of the environ: the task is noted in an object both share.
     exchange = environ[TASK_ENVIRON_KEY] = _Exchange()
+    # waitress says when the client hung up (it keeps reading the connection: cli.WAITRESS_OPTIONS);
+    # another WSGI server may not, and then only a closed response says so.
+    disconnected = environ.get("waitress.client_disconnected")
+    hung_up: Callable[[], bool] = disconnected if callable(disconnected) else _never
+
+    def present() -> bool:
+        return not exchange.closed and not hung_up()
+
+    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
+                                         lambda: secrets.has_api_token(token_id), lambda: served.holding(key),
+                                         patience=principal.patience or DEFAULT_PATIENCE_SECONDS, present=present)
     try:
         response = Response.from_app(served.wsgi_app(), environ)
     except BaseException:

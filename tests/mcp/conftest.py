@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from waitress.server import BaseWSGIServer, create_server  # the stubs re-export only serve() from `waitress`
 
+from console_ha.cli import WAITRESS_OPTIONS
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
@@ -55,9 +57,22 @@ class ServedConsole:
         TokenStore(self.data_dir).write(Secret(token), base_url)
 
 
+def wait_until_idle(console: ServedConsole, timeout: float = 15.0) -> tuple[int, int, int]:
+    """(busy worker threads, responses open at /mcp, requests the event loop serves) once all are zero,
+    or as they are when `timeout` has passed."""
+    endpoint = console.app.extensions["console_ha_mcp"]
+    deadline = time.monotonic() + timeout
+    while True:
+        held = console.busy_threads(), endpoint.open_requests(), endpoint.serving()
+        if held == (0, 0, 0) or time.monotonic() > deadline:
+            return held
+        time.sleep(0.05)
+
+
 def serve(app: Flask) -> tuple[Any, threading.Thread, str]:
     """Serve `app` on waitress (the production server) on an ephemeral loopback port."""
-    server = create_server(app, host="127.0.0.1", port=0, threads=8)
+    server = create_server(app, host="127.0.0.1", port=0, threads=8,
+                           **WAITRESS_OPTIONS)  # type: ignore[arg-type]  # the stubs type no options dict
     assert isinstance(server, BaseWSGIServer)  # one host and port: one server, not a MultiSocketServer
     thread = threading.Thread(target=server.run, name="waitress-console", daemon=True)
     thread.start()

@@ -19,8 +19,9 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from console_ha.store.audit import AuditLog
 from console_ha.web.mcp import MAX_NESTING
-from tests.mcp.conftest import ServedConsole
+from tests.mcp.conftest import ServedConsole, wait_until_idle
 from tests.mcp.test_mcp_http import HISTORY, LIST, household_answers, pending_cards, run
 
 ENTITY = "sensor.living_room_temperature"
@@ -52,18 +53,6 @@ def call(request_id: Any, tool: str = LIST, *, progress: bool = False) -> dict[s
 
 def ping(request_id: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
-
-
-def wait_until_idle(console: ServedConsole, timeout: float = 15.0) -> tuple[int, int, int]:
-    """(busy worker threads, responses open at /mcp, requests the event loop serves) once all are zero,
-    or as they are when `timeout` has passed."""
-    endpoint = console.app.extensions["console_ha_mcp"]
-    deadline = time.monotonic() + timeout
-    while True:
-        held = console.busy_threads(), endpoint.open_requests(), endpoint.serving()
-        if held == (0, 0, 0) or time.monotonic() > deadline:
-            return held
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -154,21 +143,18 @@ def test_a_client_that_hangs_up_mid_call_holds_nothing_once_its_card_expires(mak
     assert requests.post(console.mcp_url, json=ping(5), headers=in_session, timeout=5).status_code == 200
 
 
-def test_the_id_of_a_call_whose_client_hung_up_stays_in_flight_until_the_call_ends(make_console, api_token,
-                                                                                     household_for, stub_ha):
-    """A hang-up closes the response but not the call, whose answer the SDK routes by `str(id)` once the
-    household answers: a new request reusing the id meanwhile would get that answer (another tool's read)
-    and lose its own. The id is refused until the call ends, then free."""
-    console = make_console(CONSOLE_HA_MCP_PROGRESS_INTERVAL=0.3)
+def test_a_call_whose_client_hung_up_ends_and_frees_its_id_and_its_approval_reads_nothing(
+        make_console, api_token, household_for, stub_ha):
+    """A hang-up is seen (waitress keeps reading the connection): the call detaches from its card and ends,
+    so its id is free again and nothing can route its answer to a newer request; the household's later
+    "Allow" reads nothing (issue 20: read only for a live call), and the request now holding the id gets
+    its own answer."""
+    console = make_console(CONSOLE_HA_MCP_PROGRESS_INTERVAL=30)
     console.configure(stub_ha.base_url, stub_ha.token)
     household = household_for(console)
     in_session = open_session(console, api_token)
-    hang_up_mid_call(console, in_session, call(1, HISTORY, progress=True))
-    endpoint = console.app.extensions["console_ha_mcp"]
-    deadline = time.monotonic() + 10
-    while (console.busy_threads(), endpoint.serving()) != (0, 0):  # a progress write failed: the response closed
-        assert time.monotonic() < deadline, "the response of the call whose client hung up is still open"
-        time.sleep(0.05)
+    hang_up_mid_call(console, in_session, call(1, HISTORY))  # no progress: only the hang-up can end it
+    assert wait_until_idle(console) == (0, 0, 0), "the call whose client hung up is still running"
 
     async def scenario() -> requests.Response:
         again = asyncio.create_task(anyio.to_thread.run_sync(lambda: requests.post(
@@ -176,16 +162,22 @@ def test_the_id_of_a_call_whose_client_hung_up_stays_in_flight_until_the_call_en
         await asyncio.sleep(0.5)
         cards = await anyio.to_thread.run_sync(
             lambda: household.get(console.url + "/api/v1/confirmations", timeout=5).json()["pending"])
-        # The hung-up history call's card is approved first: its answer goes to whoever holds id 1 then.
+        assert sorted(card["capability"] for card in cards) == ["home_assistant.get_history",
+                                                                "home_assistant.list_entities"]
+        # The hung-up history call's card is approved first: no live call is attached to it.
         for card in sorted(cards, key=lambda card: card["capability"] != "home_assistant.get_history"):
-            await household_answers(console, household, card["token"],
-                                    card["capability"] == "home_assistant.get_history")
+            answer = await household_answers(console, household, card["token"],
+                                             card["capability"] == "home_assistant.get_history")
+            if card["capability"] == "home_assistant.get_history":
+                assert answer.json()["message"].startswith("Allowed; the program will get it when it asks again")
         return await asyncio.wait_for(again, 15)
 
     again = run(scenario)
-    assert again.status_code == 400 and again.json()["error"]["code"] == "INVALID_REQUEST", again.text[:300]
+    assert again.status_code == 200 and '"CONFIRMATION_DENIED"' in again.text, again.text[:300]
+    assert stub_ha.requests_to("/api/history") == []
+    assert [e["event"] for e in AuditLog(console.data_dir).events()
+            if e["capability"] == "home_assistant.get_history"][-1] == "held"
     assert wait_until_idle(console) == (0, 0, 0)
-    assert requests.post(console.mcp_url, json=ping(1), headers=in_session, timeout=5).status_code == 200
 
 
 def hang_up_mid_call(console: ServedConsole, in_session: dict[str, str], message: dict[str, Any]) -> None:

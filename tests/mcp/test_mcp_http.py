@@ -18,11 +18,12 @@ from mcp.shared.exceptions import McpError
 
 from console_ha.capabilities.cards import destination_for
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.household_queue import ALLOWED_LATER, ALLOWED_NOW, NOT_ALLOWED
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.mcp.server import tool_name
+from console_ha.mcp.server import output_schema, tool_name
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
-from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session
+from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session, wait_until_idle
 
 HISTORY = "home_assistant_get_history"
 LIST = "home_assistant_list_entities"
@@ -102,7 +103,7 @@ def test_lists_a_tool_per_capability_with_its_schemas_and_read_only_annotations(
         tool = listed[tool_name(spec)]
         assert tool.description == spec.description
         assert tool.inputSchema == spec.published_arguments_schema
-        assert tool.outputSchema == spec.result_schema
+        assert tool.outputSchema == output_schema(spec)
         assert tool.annotations is not None
         assert tool.annotations.readOnlyHint is True and tool.annotations.openWorldHint is True
 
@@ -163,7 +164,7 @@ def test_a_call_waits_for_the_household_who_approves_it_on_the_console(configure
             assert not call.done(), "the call must wait for the household"
             requests_before = len(stub_ha.requests_to("/api/history"))
             answer = await household_answers(configured, household, cards[0]["token"], True)
-            assert answer.status_code == 200 and answer.json() == {"status": "approved"}
+            assert answer.status_code == 200 and answer.json() == {"status": "approved", "message": ALLOWED_NOW}
             return await asyncio.wait_for(call, 15), cards, requests_before
 
     result, cards, requests_before = run(scenario)
@@ -202,7 +203,7 @@ def test_a_denied_call_returns_confirmation_denied_and_reads_nothing(configured,
             call = asyncio.create_task(session.call_tool(LIST, {}))
             cards = await pending_cards(configured, household)
             answer = await household_answers(configured, household, cards[0]["token"], False)
-            assert answer.json() == {"status": "denied"}
+            assert answer.json() == {"status": "denied", "message": NOT_ALLOWED}
             return await asyncio.wait_for(call, 15)
 
     assert error_of(run(scenario))["code"] == "CONFIRMATION_DENIED"
@@ -308,8 +309,10 @@ def test_a_hung_home_assistant_gives_ha_timeout_within_the_bound(configured, api
     assert took < REGISTRY[GET_HISTORY].bounds.timeout_seconds + 3
 
 
-def test_one_waiting_card_per_tool_per_client(configured, api_token, household, data_dir):
-    """MCP's "one invocation per turn": a second call of the same tool waits for nothing and is refused."""
+def test_two_waiting_cards_per_tool_per_client_and_the_same_arguments_join_one(configured, api_token, household,
+                                                                                data_dir):
+    """MCP's "one invocation per turn" (issue 20): other arguments are a new card, up to two a tool per program;
+    the same arguments join the open card (the earlier call lets go, told to come back)."""
     from console_ha.store.console_secrets import ConsoleSecrets
 
     other_token = ConsoleSecrets(data_dir).create_api_token("kitchen tablet")
@@ -317,20 +320,24 @@ def test_one_waiting_card_per_tool_per_client(configured, api_token, household, 
     async def scenario() -> tuple[types.CallToolResult, types.CallToolResult, list[dict[str, Any]]]:
         async with mcp_session(configured.mcp_url, api_token) as session, \
                 mcp_session(configured.mcp_url, other_token) as other:
-            first = asyncio.create_task(session.call_tool(LIST, {}))
+            day = asyncio.create_task(session.call_tool(HISTORY, {"entity_id": ENTITY, "period": "day"}))
             await pending_cards(configured, household)
-            again = await session.call_tool(LIST, {})
-            history = asyncio.create_task(session.call_tool(HISTORY, {"entity_id": ENTITY, "period": "hour"}))
+            hour = asyncio.create_task(session.call_tool(HISTORY, {"entity_id": ENTITY, "period": "hour"}))
+            await pending_cards(configured, household, count=2)
+            week = await session.call_tool(HISTORY, {"entity_id": ENTITY, "period": "week"})
+            day_again = asyncio.create_task(session.call_tool(HISTORY, {"period": "day", "entity_id": ENTITY}))
+            let_go = await asyncio.wait_for(day, 10)  # the same call again took its card over
             others = asyncio.create_task(other.call_tool(LIST, {}))
             cards = await pending_cards(configured, household, count=3)
             for card in cards:
                 await household_answers(configured, household, card["token"], False)
-            results = await asyncio.gather(first, history, others)
+            results = await asyncio.gather(day_again, hour, others)
             assert all(error_of(r)["code"] == "CONFIRMATION_DENIED" for r in results)
-            return again, results[0], cards
+            return week, let_go, cards
 
-    again, _, cards = run(scenario)
-    assert error_of(again)["code"] == "INVOCATION_LIMIT_EXCEEDED"
+    week, let_go, cards = run(scenario)
+    assert error_of(week)["code"] == "INVOCATION_LIMIT_EXCEEDED"
+    assert let_go.isError is False and "waiting_for_household" in let_go.structuredContent
     assert sorted(card["client"] for card in cards) == sorted([CLIENT_NAME, CLIENT_NAME, "kitchen tablet"])
 
 
@@ -475,9 +482,11 @@ def test_a_client_that_drops_its_connection_mid_wait_leaves_the_console_working(
                     .encode() + call)
         assert raw.recv(4096).startswith(b"HTTP/1.1 200")
     cards = run(lambda: pending_cards(configured, household))
+    # The call sees the hang-up and ends (issue 20): its card stays, with no live call attached.
+    assert wait_until_idle(configured) == (0, 0, 0)
     answer = household.post(configured.url + f"/api/v1/confirmations/{cards[0]['token']}", json={"approve": True},
                             timeout=5)
-    assert answer.json() == {"status": "approved"}
+    assert answer.json() == {"status": "approved", "message": ALLOWED_LATER}
     listing = requests.post(configured.mcp_url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
                             headers=in_session, timeout=5)
     assert listing.status_code == 200 and HISTORY in listing.text

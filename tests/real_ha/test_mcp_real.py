@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.household_queue import ALLOWED_NOW
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
@@ -49,7 +50,7 @@ def test_an_mcp_client_reads_real_history_after_the_household_approves(console: 
             assert card["client"] == "real assistant"
             assert not call.done()
             answer = await household_answers(console, household, card["token"], True)
-            assert answer.json() == {"status": "approved"}
+            assert answer.json() == {"status": "approved", "message": ALLOWED_NOW}
             return await asyncio.wait_for(call, 30)
 
     result = run(scenario)

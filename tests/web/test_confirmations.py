@@ -8,7 +8,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.capabilities.household_queue import HouseholdQueue, WaitingRead
+from console_ha.capabilities.household_queue import ALLOWED_NOW, NOT_ALLOWED, HouseholdQueue, WaitingRead
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
 
@@ -56,7 +56,9 @@ def test_the_household_answers_a_card_once(app, household, configured, approve):
     read = waiting(app)
     answer = household.post(f"/api/v1/confirmations/{read.token}", json={"approve": approve})
     assert answer.status_code == 200
-    assert answer.get_json() == {"status": "approved" if approve else "denied"}
+    # The call waiting on the card is a live one: an approval is read for it now.
+    assert answer.get_json() == {"status": "approved" if approve else "denied",
+                                 "message": ALLOWED_NOW if approve else NOT_ALLOWED}
     assert read.decision.result(timeout=0) is approve
     again = household.post(f"/api/v1/confirmations/{read.token}", json={"approve": approve})
     assert again.status_code == 409 and again.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
