@@ -142,8 +142,13 @@ def set_password(args: argparse.Namespace) -> int:
 
 def api_token_create(args: argparse.Namespace) -> int:
     """Print a new API token once; only its hash is kept."""
-    token = _credentials(_data_dir(args)).create_api_token(args.name)
+    data_dir = _data_dir(args)
+    token = _credentials(data_dir).create_api_token(args.name)
     print(token, flush=True)
+    # A Console reads only its own data dir's tokens: say which one this is, so a token made for another
+    # Console (a missing --data-dir) is noticed now rather than as a 401 later.
+    print(f"Made for the Console whose data dir is {data_dir.root}; a Console with another data dir "
+          "will not accept it.", file=sys.stderr)
     print("Keep this token now: it is not shown again.", file=sys.stderr)
     return 0
 

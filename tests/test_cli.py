@@ -81,12 +81,13 @@ def test_on_a_terminal_the_password_is_asked_twice(data_dir: DataDir, monkeypatc
 def test_api_token_create_prints_a_token_that_authenticates(
     data_dir: DataDir, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """stdout is the token alone, once; it opens the API; list names it without showing it."""
+    """stdout is the token alone, once; stderr names the data dir; it opens the API; list names it, not the token."""
     assert cli.main(["api-token", "create", "--name", "node-red", "--data-dir", str(data_dir.root)]) == 0
     output = capsys.readouterr()
     token = output.out.strip()
     assert output.out.count("\n") == 1 and token.startswith("cha_")
     assert "not shown again" in output.err
+    assert f"data dir is {data_dir.root}" in output.err  # which Console it is for
 
     client = create_app(data_dir, {"TESTING": True}).test_client()
     # What a program's token may read: its own cards waiting for the household.
