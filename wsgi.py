@@ -1,10 +1,11 @@
-"""The Console as a WSGI application, `app`, for any WSGI server: `waitress-serve --threads=16 wsgi:app`.
+"""The Console as a WSGI application, `app`, for any WSGI server: `waitress-serve --threads=22 wsgi:app`.
 
 The data dir is `CONSOLE_HA_DATA_DIR`, else the documented per-user default; trusted host names beyond
-the loopback ones come from `CONSOLE_HA_TRUSTED_HOSTS`. Give the server 16 threads, as
+the loopback ones come from `CONSOLE_HA_TRUSTED_HOSTS`. Give the server 22 threads, as
 `console-ha serve` takes (`cli.server_threads(8)`): 8 of which calls to Home Assistant may hold all but 2
-(docs/security.md), 4 more for programs' reads waiting for the household (docs/mcp.md) and 4 for
-programs' conversation messages (docs/conversation.md).
+(docs/security.md), 4 more for programs' reads waiting for the household (docs/mcp.md), 4 for
+programs' conversation messages (docs/conversation.md) and 6 for open pages' long polls of the waiting
+count (docs/mcp.md, "Cards people see").
 """
 
 from __future__ import annotations

@@ -60,12 +60,14 @@ def server_threads(threads: int) -> int:
     A call waiting for the household keeps its worker thread until the answer (MAX_WAITING of them), and a
     program's conversation message keeps one while the model thinks (MAX_PROGRAM_MESSAGES; its waiting read
     is also one of the first). With threads of their own, programs never take the ones kept for the pages
-    or the Home Assistant calls (RESERVED_THREADS).
+    or the Home Assistant calls (RESERVED_THREADS). Open pages' long polls for the waiting count
+    (MAX_WATCHERS) have threads of their own too, so pages left open never hold the ones new pages need.
     """
     from console_ha.capabilities.household_queue import MAX_WAITING
+    from console_ha.capabilities.household_watch import MAX_WATCHERS
     from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
 
-    return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES
+    return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES + MAX_WATCHERS
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -277,11 +277,13 @@ def test_set_password_makes_a_new_data_dir_0700(
 def test_what_programs_can_hold_gets_worker_threads_of_their_own() -> None:
     """Programs hold threads two ways at once, each bounded: MCP calls waiting for the household (MAX_WAITING) and
     messages while the model thinks (MAX_PROGRAM_MESSAGES; a message's waiting read also counts in the first).
+    Open pages' long polls of the waiting count (MAX_WATCHERS) hold threads too, and have their own.
     The server has a thread for each beyond --threads, so even --threads 3 keeps its two for the pages."""
+    from console_ha.capabilities.household_watch import MAX_WATCHERS
     from console_ha.cli import server_threads
     from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
 
-    assert server_threads(3) == 3 + MAX_WAITING + MAX_PROGRAM_MESSAGES
+    assert server_threads(3) == 3 + MAX_WAITING + MAX_PROGRAM_MESSAGES + MAX_WATCHERS
 
 
 def test_commands_that_only_list_or_refuse_leave_the_data_dir_as_they_found_it(
