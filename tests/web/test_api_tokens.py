@@ -150,3 +150,20 @@ def test_the_configurations_are_json_with_the_token_and_the_consoles_address() -
         "env": {"CONSOLE_HA_API_TOKEN": token}}}}
     assert json.loads(http.text)["mcpServers"]["console-ha"]["url"] == "http://console.local:8000/mcp"
     assert token not in repr(command.title + command.explanation + http.title + http.explanation)
+
+
+def test_a_new_token_waits_for_its_page_two_minutes_at_most_and_sixteen_at_once() -> None:
+    """Taken once; too old, or pushed out by the seventeenth session's, it is gone (the household makes another)."""
+    import time
+
+    from console_ha.web.api_tokens import MAX_WAITING_TO_BE_SHOWN, SHOWN_FOR_SECONDS, NewToken, NewTokens
+
+    kept = NewTokens()
+    kept.keep("old", NewToken("old", Secret("cha_old"), time.monotonic() - SHOWN_FOR_SECONDS - 1))
+    assert kept.take("old") is None
+    for n in range(MAX_WAITING_TO_BE_SHOWN + 1):
+        kept.keep(f"s{n}", NewToken(f"t{n}", Secret(f"cha_{n}"), time.monotonic()))
+    assert kept.take("s0") is None  # the oldest went past the bound
+    new = kept.take("s1")
+    assert new is not None and new.token.reveal() == "cha_1" and "cha_1" not in repr(new)
+    assert kept.take("s1") is None  # once
