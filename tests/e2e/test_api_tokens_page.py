@@ -108,6 +108,12 @@ def test_the_household_makes_a_token_copies_it_and_its_configurations(
         assert token not in page.content()
         page.go_back()  # the page before the POST: the token is not there either (no-store, and taken once)
         assert token not in page.content()
+
+        # The question a Revoke leads to without JavaScript, checked by axe here (axe needs a script).
+        token_id = ConsoleSecrets(console.data_dir).api_tokens()[0].token_id
+        page.goto(console.at(f"{TOKENS_PAGE}/{token_id}/revoke"))
+        expect(page.get_by_role("heading", name="Revoke the token “Desk assistant”?")).to_be_visible()
+        assert serious_violations(page) == []
     finally:
         context.close()
 
