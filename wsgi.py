@@ -1,7 +1,7 @@
-"""The Console as a WSGI application, `app`, for any WSGI server: `waitress-serve --threads=16 wsgi:app`.
+"""The Console as a WSGI application, `app`, for any WSGI server: `waitress-serve --threads=22 wsgi:app`.
 
 The data dir is `CONSOLE_HA_DATA_DIR`, else the documented per-user default; trusted host names beyond
-the loopback ones come from `CONSOLE_HA_TRUSTED_HOSTS`. Give the server 16 threads, as `console-ha serve`
+the loopback ones come from `CONSOLE_HA_TRUSTED_HOSTS`. Give the server 22 threads, as `console-ha serve`
 runs them (`cli.server_threads`; why, in docs/security.md's table of limits).
 """
 

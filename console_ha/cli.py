@@ -61,12 +61,14 @@ def server_threads(threads: int) -> int:
     A call waiting for the household keeps its worker thread until the answer (MAX_WAITING of them), and a
     program's conversation message keeps one while the model thinks (MAX_PROGRAM_MESSAGES; its waiting read
     is also one of the first). With threads of their own, programs never take the ones kept for the pages
-    or the Home Assistant calls (RESERVED_THREADS).
+    or the Home Assistant calls (RESERVED_THREADS). Open pages' long polls for the waiting count
+    (MAX_WATCHERS) have threads of their own too, so pages left open never hold the ones new pages need.
     """
     from console_ha.capabilities.household_queue import MAX_WAITING
+    from console_ha.capabilities.household_watch import MAX_WATCHERS
     from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
 
-    return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES
+    return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES + MAX_WATCHERS
 
 
 # waitress keeps reading a connection while its request runs, so it sees a client that hung up (its
@@ -150,8 +152,13 @@ def set_password(args: argparse.Namespace) -> int:
 
 def api_token_create(args: argparse.Namespace) -> int:
     """Print a new API token once; only its hash is kept."""
-    token = _credentials(_data_dir(args)).create_api_token(args.name, patience=args.patience)
+    data_dir = _data_dir(args)
+    token = _credentials(data_dir).create_api_token(args.name, patience=args.patience)
     print(token, flush=True)
+    # A Console reads only its own data dir's tokens: say which one this is, so a token made for another
+    # Console (a missing --data-dir) is noticed now rather than as a 401 later.
+    print(f"Made for the Console whose data dir is {data_dir.root}; a Console with another data dir "
+          "will not accept it.", file=sys.stderr)
     print("Keep this token now: it is not shown again.", file=sys.stderr)
     return 0
 

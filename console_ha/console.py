@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.household_queue import MAX_WAITING, HouseholdQueue
+from console_ha.capabilities.household_watch import HouseholdWatch
 from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
@@ -86,6 +87,8 @@ class Console:
     model_environment: ModelEnvironment
     # The settings page's core: read, save, the token's rules, the picker's catalogue, test, discovery.
     settings: SettingsService
+    # Every open page's long poll for a change in the household's waiting cards (its count and alert).
+    household_watch: HouseholdWatch
 
     @classmethod
     def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
@@ -131,4 +134,5 @@ class Console:
                                      review_store=ReviewStore(data_dir),
                                      ca_store=CACertificateStore(data_dir, config_store), clients=clients,
                                      discover=discover, areas=AreaCache(), timeouts=options.settings_timeouts),
+            household_watch=HouseholdWatch(household.pending),
         )

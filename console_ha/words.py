@@ -68,3 +68,8 @@ def household_error(err: ConsoleHaError) -> ConsoleHaError:
         # save first), the error's own words, as it did when the script kept the sentences (de4fd72).
         detail["field_message"] = err.message
     return err.reworded(words, detail=detail)
+
+
+# -- issue 20: the system notification an open Console page shows for a new card (household_watch) --------
+NOTIFICATION_TITLE = "“{client}” asks to read Home Assistant"
+NOTIFICATION_BODY = "{card_title}. Allow it or not on the Console’s Confirmations page."

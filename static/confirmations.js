@@ -96,3 +96,5 @@ list.addEventListener("submit", (event) => {
 });
 
 window.setInterval(refresh, pollMs);
+// The nav's long poll (nav.js) hears of a change first: show it now rather than at the next round.
+document.addEventListener("console-ha:waiting", () => refresh());

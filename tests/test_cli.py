@@ -81,12 +81,13 @@ def test_on_a_terminal_the_password_is_asked_twice(data_dir: DataDir, monkeypatc
 def test_api_token_create_prints_a_token_that_authenticates(
     data_dir: DataDir, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """stdout is the token alone, once; it opens the API; list names it without showing it."""
+    """stdout is the token alone, once; stderr names the data dir; it opens the API; list names it, not the token."""
     assert cli.main(["api-token", "create", "--name", "node-red", "--data-dir", str(data_dir.root)]) == 0
     output = capsys.readouterr()
     token = output.out.strip()
     assert output.out.count("\n") == 1 and token.startswith("cha_")
     assert "not shown again" in output.err
+    assert f"data dir is {data_dir.root}" in output.err  # which Console it is for
 
     client = create_app(data_dir, {"TESTING": True}).test_client()
     # What a program's token may read: its own cards waiting for the household.
@@ -278,11 +279,13 @@ def test_set_password_makes_a_new_data_dir_0700(
 def test_what_programs_can_hold_gets_worker_threads_of_their_own() -> None:
     """Programs hold threads two ways at once, each bounded: MCP calls waiting for the household (MAX_WAITING) and
     messages while the model thinks (MAX_PROGRAM_MESSAGES; a message's waiting read also counts in the first).
+    Open pages' long polls of the waiting count (MAX_WATCHERS) hold threads too, and have their own.
     The server has a thread for each beyond --threads, so even --threads 3 keeps its two for the pages."""
+    from console_ha.capabilities.household_watch import MAX_WATCHERS
     from console_ha.cli import server_threads
     from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
 
-    assert server_threads(3) == 3 + MAX_WAITING + MAX_PROGRAM_MESSAGES
+    assert server_threads(3) == 3 + MAX_WAITING + MAX_PROGRAM_MESSAGES + MAX_WATCHERS
 
 
 def test_every_thread_count_the_docs_give_another_server_is_the_one_serve_runs() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,6 +13,8 @@ from console_ha.errors import ConsoleHaError, InvalidConfig
 from console_ha.store.atomic import path_lock, sweep_temp_files
 from console_ha.store.console_secrets import ConsoleSecrets, PasswordAlreadySet
 from console_ha.store.datadir import DataDir
+from console_ha.timestamps import utc_z
+from tests.conftest import Clock
 
 FAST = "pbkdf2:sha256:1000"
 
@@ -69,6 +72,26 @@ def test_a_new_password_changes_the_fingerprint(store: ConsoleSecrets) -> None:
     before = store.password_fingerprint()
     store.set_password("the second one", method=FAST)
     assert store.password_fingerprint() != before
+
+
+def test_last_use_is_exact_to_the_minute_and_written_once_a_minute(data_dir: DataDir, clock: Clock) -> None:
+    """The first use in each minute of the clock is written, later uses in that minute are not.
+
+    The old rule (at most 60 s after the last write) kept 10:00 on the page after a use at 10:01:10.
+    """
+    store = ConsoleSecrets(data_dir, clock=clock)
+    token = store.create_api_token("desk")
+    clock.now = 1_800_000_030.0  # hh:mm:30
+    store.verify_api_token(token)
+    assert store.api_tokens()[0].last_used == utc_z(datetime.fromtimestamp(clock.now, UTC))
+    written = store.api_tokens_path.stat().st_mtime_ns
+    for step in (5, 10, 29):  # the same minute: no write
+        clock.now = 1_800_000_030.0 + step
+        store.verify_api_token(token)
+    assert store.api_tokens_path.stat().st_mtime_ns == written
+    clock.now = 1_800_000_070.0  # 40 s after the write, but the next minute
+    store.verify_api_token(token)
+    assert store.api_tokens()[0].last_used == utc_z(datetime.fromtimestamp(clock.now, UTC))
 
 
 def test_an_api_token_is_shown_once_and_only_its_hash_is_kept(store: ConsoleSecrets) -> None:

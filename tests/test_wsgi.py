@@ -36,7 +36,7 @@ def test_waitress_serve_wsgi_app_answers_health_from_the_environment_data_dir(tm
     port = _free_port()
     env = {**os.environ, "CONSOLE_HA_DATA_DIR": str(data_dir), "CONSOLE_HA_MDNS_INTERFACES": "127.0.0.1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "waitress", f"--listen=127.0.0.1:{port}", "--threads=16", "wsgi:app"],
+        [sys.executable, "-m", "waitress", f"--listen=127.0.0.1:{port}", "--threads=22", "wsgi:app"],
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     try:

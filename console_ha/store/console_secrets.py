@@ -9,7 +9,9 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -19,7 +21,7 @@ from console_ha.errors import PasswordAlreadySet as PasswordAlreadySet
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
 from console_ha.store.files import read_if_present
-from console_ha.timestamps import utc_z_now
+from console_ha.timestamps import utc_z, utc_z_now
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,10 @@ MAX_PASSWORD_LENGTH = 1024
 MAX_TOKEN_NAME_LENGTH = 100
 API_TOKEN_PREFIX = "cha_"
 SESSION_KEY_BYTES = 32
-# A token's last use is written at most this often (seconds): a program polling every second must not
-# rewrite the token file every second.
+# A token's last use is kept to the minute, the resolution the API tokens page shows: the file is written at
+# the first use in each minute of the clock, and not again in that minute. A program polling every second
+# rewrites the token file at most once a minute, and the page is never a minute behind. (Before, a write came
+# at most 60 s after the last one, so a use at 10:01:10 after one at 10:00:30 left "10:00" on the page.)
 API_TOKEN_USE_GRANULARITY = 60
 # A session's last activity is written at most this often (seconds), for the same reason.
 SESSION_SEEN_GRANULARITY = 3600
@@ -122,6 +126,11 @@ def _parse_utc(text: str | None) -> float:
         return 0.0
 
 
+def _minute(moment: float) -> int:
+    """Which minute of the clock `moment` falls in (0 for a token never used)."""
+    return int(moment // API_TOKEN_USE_GRANULARITY) if moment else 0
+
+
 def _digest(token: str) -> str:
     # API tokens carry 256 random bits, so a fast hash is enough; a slow one would only slow every request.
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
@@ -130,8 +139,9 @@ def _digest(token: str) -> str:
 class ConsoleSecrets:
     """Reads and writes `secrets/console/`; every read is fresh, so the CLI's changes apply at once."""
 
-    def __init__(self, data_dir: DataDir) -> None:
+    def __init__(self, data_dir: DataDir, *, clock: Callable[[], float] = time.time) -> None:
         self._dd = data_dir
+        self._clock = clock
 
     @property
     def directory(self) -> Path:
@@ -297,16 +307,17 @@ class ConsoleSecrets:
             # No early exit: the time taken does not depend on which entry matched.
             if hmac.compare_digest(stored.digest, digest):
                 found = stored
-        if found is not None and time.time() - _parse_utc(found.last_used) >= API_TOKEN_USE_GRANULARITY:
-            self._note_use(found)
+        now = self._clock()
+        if found is not None and _minute(now) != _minute(_parse_utc(found.last_used)):
+            self._note_use(found, now)
         return found
 
-    def _note_use(self, used: ApiToken) -> None:
+    def _note_use(self, used: ApiToken, now: float) -> None:
         # Re-read under the lock: a token revoked meanwhile must not come back.
         with path_lock(self.api_tokens_path):
             tokens = self.api_tokens()
-            now = utc_z_now()
-            updated = [replace(t, last_used=now) if t.digest == used.digest else t for t in tokens]
+            when = utc_z(datetime.fromtimestamp(now, UTC))
+            updated = [replace(t, last_used=when) if t.digest == used.digest else t for t in tokens]
             if updated != tokens:
                 self._write_api_tokens(updated)
 

@@ -41,6 +41,7 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "confirmations.answer": Access.HOUSEHOLD,
     "confirmations.page": Access.HOUSEHOLD,
     "confirmations.page_post": Access.HOUSEHOLD,
+    "confirmations.watch": Access.HOUSEHOLD,  # every page's long poll for the count and notifications
     # the household's: the pages of the Console
     "auth.logout": Access.HOUSEHOLD,
     "pages.index": Access.HOUSEHOLD,
@@ -69,6 +70,8 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "api_tokens.page": Access.HOUSEHOLD,
     "api_tokens.revoke": Access.HOUSEHOLD,
     "api_tokens.set_patience": Access.HOUSEHOLD,  # issue 20: how long a token's MCP calls wait
+    "api_tokens.create": Access.HOUSEHOLD,  # a token cannot make tokens: it would outlive its own revocation
+    "api_tokens.confirm_revoke": Access.HOUSEHOLD,
 })
 
 ANSWERING_A_CARD = "answer a request"
@@ -82,7 +85,7 @@ _WHAT = MappingProxyType({
     "pages": "see or change the Home Assistant settings",
     "settings_api": "see or change the Home Assistant settings, its entities or its certificate",
     "model_settings": "see or change the language model's settings",
-    "api_tokens": "see or revoke API tokens",
+    "api_tokens": "see, make or revoke API tokens",
 })
 
 

@@ -6,13 +6,16 @@ token gets 403 FORBIDDEN from the access table (web/access.py), so a program can
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
+import hashlib
+
+from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 
 from console_ha.capabilities.household_queue import HouseholdQueue
+from console_ha.capabilities.household_watch import WATCH_SECONDS
 from console_ha.errors import ConsoleHaError, InvalidRequest
 from console_ha.web import services
-from console_ha.web.auth import current_principal, is_household
+from console_ha.web.auth import SESSION_ID, current_principal, is_household
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
 
@@ -20,8 +23,6 @@ bp = Blueprint("confirmations", __name__)
 
 MAX_TOKEN_CHARS = 256
 POLL_SECONDS = 3
-# Every other page refreshes the nav's count less often: it is a hint, the page itself is the place.
-NAV_POLL_SECONDS = 15
 
 
 def household_queue() -> HouseholdQueue:
@@ -53,6 +54,19 @@ def answer(token: str) -> Response:
     answered = household_queue().answer(_token(token), approve)
     # `message`: what happens now, in the household's words (the page shows it as it is).
     return jsonify(status=answered.status, message=answered.message)
+
+
+@bp.get("/api/v1/confirmations/watch")
+def watch() -> Response:
+    """Every open page's long poll: answered as soon as the waiting cards differ from version `seen`, else in ~25 s.
+
+    The household's session only (web/access.py); bounded per session and overall (capabilities/household_watch.py).
+    """
+    seen = request.args.get("seen", "")[:64]
+    seconds = float(current_app.config.get("CONSOLE_HA_WATCH_SECONDS", WATCH_SECONDS))
+    # One browser session's questions are counted together; its id is kept only as a digest.
+    who = hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
+    return jsonify(services().household_watch.wait(seen, who, seconds).to_dict())
 
 
 @bp.get("/confirmations")
@@ -89,5 +103,7 @@ def _waiting_count() -> dict[str, object]:
     """How many cards wait, for the nav of every page the household sees."""
     if not is_household():
         return {"waiting_count": None}
-    return {"waiting_count": household_queue().count(),
-            "nav_poll_seconds": current_app.config.get("CONSOLE_HA_NAV_POLL_SECONDS", NAV_POLL_SECONDS)}
+    now = services().household_watch.now()
+    # The version and the cards' ids let the page's first long poll wait for what is new to it.
+    return {"waiting_count": len(now.cards), "waiting_version": now.version,
+            "waiting_ids": " ".join(card["id"] for card in now.cards)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -152,7 +153,6 @@ def test_without_javascript_each_card_is_a_form_that_answers(
 def test_the_nav_count_appears_on_other_pages_while_a_read_waits(
     page: Page, configured: LiveConsole, household_password: str, api_token: str, calls: list[BackgroundCall],
 ) -> None:
-    configured.app.config["CONSOLE_HA_NAV_POLL_SECONDS"] = 1
     page.set_viewport_size(DESKTOP)
     log_in(page, configured, household_password, path="/activity")
     expect(page.locator("#waiting-count")).to_be_hidden()
@@ -161,3 +161,93 @@ def test_the_nav_count_appears_on_other_pages_while_a_read_waits(
     page.get_by_role("link", name="Confirmations").click()
     page.locator("section.confirm-card").get_by_role("button", name="Don't allow").click()
     assert call.wait().structuredContent["error"]["code"] == "CONFIRMATION_DENIED"
+
+
+# -- issue 20: cards people see -----------------------------------------------------------------------------
+
+# Wraps the page's Notification to record each construction (title, body, tag and when), then makes the real
+# one: what is observed is the page's own call of the browser's Notification API.
+RECORD_NOTIFICATIONS = """
+(() => {
+  const Real = window.Notification;
+  if (!Real) return;
+  window.__notifications = [];
+  class Recorded extends Real {
+    constructor(title, options = {}) {
+      super(title, options);
+      window.__notifications.push({ title, body: options.body, tag: options.tag, at: Date.now() });
+    }
+  }
+  window.Notification = Recorded;
+})();
+"""
+
+
+def test_a_new_card_shows_a_system_notification_and_the_title_count_within_two_seconds(
+    browser, configured: LiveConsole, household_password: str, api_token: str, calls: list[BackgroundCall],
+) -> None:
+    """Allowed once on /confirmations, then any open page: the notification and "(1)" in the title within 2 s."""
+    context = browser.new_context(viewport=DESKTOP)
+    context.add_init_script(RECORD_NOTIFICATIONS)
+    try:
+        page: Page = context.new_page()
+        log_in(page, configured, household_password, path="/confirmations")
+        notifications = page.get_by_role("region", name="Notifications")
+        expect(notifications).to_contain_text("can show a notification from your system")
+        # The household's "Allow" in the browser's own prompt, which Playwright gives as a grant.
+        context.grant_permissions(["notifications"], origin=configured.url)
+        notifications.get_by_role("button", name="Turn on notifications").click()
+        expect(notifications).to_contain_text("Notifications are on")
+        expect(notifications.get_by_role("button", name="Turn on notifications")).to_be_hidden()
+        assert serious_violations(page) == []
+
+        page.get_by_role("link", name="Activity").click()
+        expect(page).to_have_title("Activity · Console")
+        page.wait_for_timeout(500)  # the page's long poll is open, waiting
+
+        start_call(configured, api_token, calls)
+        queue = configured.services.household
+        deadline = time.monotonic() + 10
+        while not queue.pending() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        card_at = time.time()  # the card exists from here (within 5 ms)
+        page.wait_for_function("() => window.__notifications.length > 0", timeout=10_000)
+        shown = page.evaluate("window.__notifications")
+        assert len(shown) == 1
+        assert shown[0]["title"] == f"“{CLIENT}” asks to read Home Assistant"
+        assert shown[0]["body"].startswith("Read the history of Living room temperature?")
+        # From the card to the page's notification (the browser and this test share the machine's clock).
+        delay = shown[0]["at"] / 1000 - card_at
+        print(f"the notification came {delay:.2f} s after the card")
+        assert delay < 2.0, delay
+        expect(page).to_have_title("(1) Activity · Console", timeout=100)
+        expect(page.locator("#waiting-count")).to_have_text("1 waiting")
+        screenshot(page, "notification-title-count", phone=False, whole_page=False)
+
+        # Answered elsewhere: the count and the title follow, and no second notification is made.
+        other = context.new_page()
+        other.goto(configured.at("/confirmations"))
+        other.locator("section.confirm-card").get_by_role("button", name="Don't allow").click()
+        expect(page).to_have_title("Activity · Console", timeout=5_000)
+        expect(page.locator("#waiting-count")).to_be_hidden()
+        assert page.evaluate("window.__notifications.length") == 1
+        assert calls[0].wait().structuredContent["error"]["code"] == "CONFIRMATION_DENIED"
+    finally:
+        context.close()
+
+
+def test_without_the_permission_no_notification_is_made_but_the_count_still_comes(
+    browser, configured: LiveConsole, household_password: str, api_token: str, calls: list[BackgroundCall],
+) -> None:
+    """Before the household allows notifications the page makes none; the nav and the title still update."""
+    context = browser.new_context(viewport=DESKTOP)
+    context.add_init_script(RECORD_NOTIFICATIONS)
+    try:
+        page: Page = context.new_page()
+        log_in(page, configured, household_password, path="/activity")
+        page.wait_for_timeout(500)
+        start_call(configured, api_token, calls)
+        expect(page).to_have_title("(1) Activity · Console", timeout=2_000)
+        assert page.evaluate("window.__notifications.length") == 0
+    finally:
+        context.close()

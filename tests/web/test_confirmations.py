@@ -214,3 +214,54 @@ def _conversation_cannot_answer(app: Flask, bearer: FlaskClient, household: Flas
         assert answer.get_json()["error"]["code"] == code
     assert not read.decision.done()
     assert [p["token"] for p in household.get("/api/v1/confirmations").get_json()["pending"]] == [read.token]
+
+
+# -- issue 20: every page's long poll for the waiting count (GET /api/v1/confirmations/watch) ----------------
+
+WATCH = "/api/v1/confirmations/watch"
+
+
+def test_the_watch_answers_at_once_on_a_change_and_each_page_carries_its_version(make_app, password, configured):
+    """A page rendered before a card came learns of it at once; the nav carries its version, the title the count."""
+    from tests.web.conftest import log_in
+
+    app = make_app(CONSOLE_HA_WATCH_SECONDS=5)
+    household = app.test_client()
+    log_in(household, password)
+    html = household.get("/activity").get_data(as_text=True)
+    found = re.search(r'data-version="([0-9a-f]+)"', html)
+    assert found is not None
+    version = found.group(1)
+    assert "<title>Activity · Console</title>" in html
+    waiting(app)
+    answer = household.get(f"{WATCH}?seen={version}").get_json()
+    assert answer["count"] == 1 and answer["version"] != version and answer["busy"] is False
+    assert set(answer["cards"][0]) == {"id", "notification_title", "notification_body"}
+    html = household.get("/activity").get_data(as_text=True)
+    assert "<title>(1) Activity · Console</title>" in html
+    assert f'data-version="{answer["version"]}"' in html
+
+
+def test_the_watch_waits_while_nothing_changes(make_app, password, configured):
+    """The same version: the answer comes at the configured timeout, unchanged."""
+    import time
+
+    from tests.web.conftest import log_in
+
+    app = make_app(CONSOLE_HA_WATCH_SECONDS=0.5)
+    household = app.test_client()
+    log_in(household, password)
+    seen = household.get(WATCH).get_json()["version"]
+    started = time.monotonic()
+    answer = household.get(f"{WATCH}?seen={seen}").get_json()
+    assert time.monotonic() - started >= 0.45 and answer["version"] == seen
+
+
+def test_a_program_cannot_watch_the_household_s_cards(bearer, configured):
+    """The watch names every program's cards: the household's session only."""
+    response = bearer.get(WATCH)
+    assert response.status_code == 403 and response.get_json()["error"]["code"] == "FORBIDDEN"
+
+
+def test_logged_out_the_watch_is_401(client, password):
+    assert client.get(WATCH).status_code == 401
