@@ -463,6 +463,6 @@ def test_test_connection_without_a_token_says_so_beside_the_token_field(
     page.get_by_role("button", name="Test connection").click()
     expect(page.locator("#test-status")).to_contain_text("Enter the Home Assistant URL and an access token")
     expect(page.locator("#access-token-error")).to_have_text(
-        "Home Assistant is not set up yet: save an access token first."
+        "Paste an access token from Home Assistant above, then press Test connection."
     )
     expect(page.get_by_label("Access token")).to_have_attribute("aria-invalid", "true")
