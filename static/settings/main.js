@@ -64,6 +64,11 @@ function elements($) {
 
 function start(form) {
   const $ = (id) => document.getElementById(id);
+  // The filter of the page without JavaScript goes, and the live picker's own comes in its place: one
+  // "Search entities", "Kind of entity" and "Area" on the page either way.
+  $("nojs-picker")?.remove();
+  $("entity-filter")?.remove();
+  $("picker").prepend($("picker-toolbar-template").content.cloneNode(true));
   const el = elements($);
   const page = {
     form,
@@ -99,9 +104,6 @@ function start(form) {
     testedWith: null,
   };
 
-  // The filter of the page without JavaScript: the live picker has its own (same names), so it goes.
-  $("nojs-picker")?.remove();
-  $("entity-filter")?.remove();
   // The chosen entities: ticked boxes, and (on a page of the list without JavaScript) those kept hidden.
   for (const cb of el.fallback.querySelectorAll('input[name="allowlisted_entities"]')) {
     if (cb.checked || cb.type === "hidden") page.selected.add(cb.value);
