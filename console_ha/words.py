@@ -73,3 +73,97 @@ def household_error(err: ConsoleHaError) -> ConsoleHaError:
 # -- issue 20: the system notification an open Console page shows for a new card (household_watch) --------
 NOTIFICATION_TITLE = "“{client}” asks to read Home Assistant"
 NOTIFICATION_BODY = "{card_title}. Allow it or not on the Console’s Confirmations page."
+
+# --- issue 21: the settings page without JavaScript, the picker's kinds, the CA section -------------------
+
+# The picker's "Kind of entity": a Home Assistant domain in the household's words, plural, as Home
+# Assistant's own expose page names them (translated domain titles), with the everyday examples a household
+# would look for where the domain name says little. A domain not listed gets `kind_name`'s readable form.
+KIND_NAMES: MappingProxyType[str, str] = MappingProxyType({
+    "air_quality": "Air quality",
+    "alarm_control_panel": "Alarms",
+    "assist_satellite": "Voice assistants",
+    "automation": "Automations",
+    "binary_sensor": "On/off sensors (doors, windows, motion)",
+    "button": "Buttons",
+    "calendar": "Calendars",
+    "camera": "Cameras",
+    "climate": "Heating and cooling",
+    "conversation": "Conversation agents",
+    "counter": "Counters",
+    "cover": "Blinds, curtains and garage doors",
+    "date": "Dates",
+    "datetime": "Dates and times",
+    "device_tracker": "Where devices are (phones, tags)",
+    "event": "Events (doorbells, remotes)",
+    "fan": "Fans",
+    "group": "Groups",
+    "humidifier": "Humidifiers",
+    "image": "Images",
+    "input_boolean": "Helpers: on/off toggles",
+    "input_button": "Helpers: buttons",
+    "input_datetime": "Helpers: dates and times",
+    "input_number": "Helpers: numbers",
+    "input_select": "Helpers: lists of choices",
+    "input_text": "Helpers: text",
+    "lawn_mower": "Lawn mowers",
+    "light": "Lights",
+    "lock": "Locks",
+    "media_player": "TVs and speakers",
+    "notify": "Notifications",
+    "number": "Numbers",
+    "person": "People",
+    "plant": "Plants",
+    "remote": "Remotes",
+    "scene": "Scenes",
+    "schedule": "Schedules",
+    "script": "Scripts",
+    "select": "Choices",
+    "sensor": "Sensors (temperature, energy, humidity…)",
+    "siren": "Sirens",
+    "stt": "Speech to text",
+    "sun": "Sun",
+    "switch": "Switches and plugs",
+    "tag": "Tags",
+    "text": "Text",
+    "time": "Times",
+    "timer": "Timers",
+    "todo": "To-do lists",
+    "tts": "Text to speech",
+    "update": "Updates",
+    "vacuum": "Vacuum cleaners",
+    "valve": "Valves",
+    "wake_word": "Wake words",
+    "water_heater": "Water heaters",
+    "weather": "Weather",
+    "zone": "Zones",
+})
+
+
+def kind_name(domain: str) -> str:
+    """The household's name for a kind of entity: the table's, else the domain made readable."""
+    # "some_new_domain" -> "Some new domain": never the raw id, and still findable by what HA calls it.
+    return KIND_NAMES.get(domain) or domain.replace("_", " ").strip().capitalize() or domain
+
+
+# A Save that turns the assistant's access on with no entity chosen: said by both the page and the script.
+NOTHING_CHOSEN = ("Saved. The assistant can read nothing yet: no entity is chosen. Choose the entities it may "
+                  "read below, then press Save again.")
+# The picker without JavaScript lists entities from the saved URL and token: a GET cannot carry a token.
+PICKER_NEEDS_SAVED_CONNECTION = ("To choose entities without JavaScript, first save the Home Assistant URL and "
+                                 "an access token (press Save; the assistant stays off until you turn it on). "
+                                 "The entities then appear here.")
+# After Test connection without JavaScript, when a token was typed: the page never sends a token back.
+PASTE_TOKEN_AGAIN = ("This page never sends a token back to your browser, so paste it again before you press "
+                     "Save.")
+
+# The household's CA certificate is stored by its own buttons, at once: Save does not wait for it.
+CA_TAKES_EFFECT = "Adding or removing a certificate takes effect at once; it does not wait for Save."
+CA_ADDED = ("Added. It is used from now on, for Test connection and for every read of Home Assistant; "
+            "Save is not needed for it.")
+CA_REMOVE_QUESTION = ("Remove the certificate? From then on https is checked only against the authorities this "
+                      "Console trusts anyway, so a Home Assistant using this certificate can’t be reached "
+                      "over https. This takes effect at once.")
+CA_REMOVED = ("Removed. From now on https is checked against the authorities this Console trusts anyway; "
+              "Save is not needed for it.")
+CA_KEPT = "The certificate was kept."

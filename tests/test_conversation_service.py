@@ -17,7 +17,7 @@ from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
+from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation import (
     ConversationService,
     ConversationStore,

@@ -21,6 +21,7 @@ from console_ha.secret import Secret
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.review import Review
 from console_ha.timestamps import utc_z_now
+from console_ha.words import kind_name
 
 # What the picker reads from Home Assistant: every state, and the registries that place entities in areas.
 PICKER_READS = Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS)
@@ -99,6 +100,9 @@ def catalogue_json(states: Iterable[Mapping[str, Any]], config: HomeAssistantCon
         "new_entities": review.new_since(e["entity_id"] for e in narrowed) if review else [],
         "reviewed_at": review.reviewed_at if review else None,
         "areas_known": areas is not None,
+        # The household's name for each kind present (`words.KIND_NAMES`): the script shows these, and has
+        # no table of its own.
+        "kinds": {domain: kind_name(domain) for domain in {entry["domain"] for entry in narrowed}},
         "retrieved_at": utc_z_now(),
         # What the allowlist may cost in all: the sum of its entities' `cost` must stay within it.
         "budget_bytes": BUDGET_BYTES,

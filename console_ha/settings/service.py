@@ -25,7 +25,7 @@ from console_ha.secret import Secret
 from console_ha.settings import saving
 from console_ha.settings.catalogue import catalogue_json, holds_token
 from console_ha.settings.connection import HomeAssistantFound, check_home_assistant, not_home_assistant
-from console_ha.settings.tokens import TokenStatus, not_configured, optional_token, stored_token_for
+from console_ha.settings.tokens import TokenStatus, not_configured, not_entered, optional_token, stored_token_for
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
 from console_ha.store.ca_certificate import CACertificateStore, ca_bundle_path
 from console_ha.store.config import PAGE_SETTINGS, ConfigStore, HomeAssistantConfig, StoredConfig, refuse_unknown
@@ -268,7 +268,7 @@ class SettingsService:
         config = self._config_or_default() if given_url and given_token else self._stored_config()
         base_url = given_url or config.base_url
         if not base_url:
-            raise not_configured("base_url")
+            raise not_entered("base_url")
         token = given_token or stored_token_for(self._tokens, base_url, configured_url=config.base_url,
                                                 saved=False)
         return base_url, token, config

@@ -71,6 +71,14 @@ def not_configured(field: str) -> CapabilityNotConfigured:
     return CapabilityNotConfigured(f"Home Assistant is not set up yet: save {what} first.", field=field)
 
 
+def not_entered(field: str) -> CapabilityNotConfigured:
+    """409 CAPABILITY_NOT_CONFIGURED for a URL and token being tried: what to type, since nothing need be saved."""
+    # A test before anything is saved uses what is typed: "save ... first" would contradict the page's one Save.
+    what = ("Enter the Home Assistant URL" if field == "base_url"
+            else "Paste an access token from Home Assistant")
+    return CapabilityNotConfigured(f"{what} above, then press Test connection.", field=field)
+
+
 def _for_another_origin(lookup: TokenLookup) -> InvalidSettingsChange:
     return InvalidSettingsChange(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
 
@@ -105,5 +113,5 @@ def stored_token_for(token_store: TokenStore, base_url: str, *, configured_url: 
             raise _for_another_origin(lookup)
         raise CapabilityNotConfigured(lookup.message(), field="access_token", reason=TOKEN_FOR_ANOTHER_ORIGIN_REASON)
     if lookup.token is None:
-        raise not_configured("access_token")
+        raise not_configured("access_token") if saved else not_entered("access_token")
     return lookup.token

@@ -1,4 +1,9 @@
-"""Household-facing pages: the Home Assistant settings page, server-rendered first, enhanced by JS."""
+"""Household-facing pages: the Home Assistant settings page, server-rendered first, enhanced by JS.
+
+Without JavaScript the whole set-up works through plain forms: Save, Test connection and the CA
+certificate's buttons POST the settings form (CSRF-checked), and the picker is a GET form of search, kind
+and area over the entities of the saved URL and token (`settings.browse`), a page of at most 200 at a time.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +12,44 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
-from console_ha.errors import InvalidSettingsChange, SettingsChangedElsewhere
+from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, SettingsChangedElsewhere
 from console_ha.ha.addresses import ENTITY_ID_RE
-from console_ha.settings.service import SaveRequest, SettingsService, SettingsUnreadable, SettingsView
+from console_ha.settings.browse import PAGE_SIZE, QUERY_PARAMS, BrowsePage, BrowseQuery, browse
+from console_ha.settings.service import (
+    TRY_FIELDS,
+    SaveRequest,
+    SettingsService,
+    SettingsUnreadable,
+    SettingsView,
+    TryRequest,
+)
 from console_ha.settings.tokens import TokenStatus, optional_token, typed_origin
 from console_ha.store.ca_certificate import MAX_PEM_BYTES
 from console_ha.store.config import MAX_ALLOWLIST, PAGE_SETTINGS, HomeAssistantConfig
 from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN
 from console_ha.store.review import MAX_SENT_BY_PAGE
 from console_ha.web import services
+from console_ha.words import (
+    CA_ADDED,
+    CA_KEPT,
+    CA_REMOVE_QUESTION,
+    CA_REMOVED,
+    CA_TAKES_EFFECT,
+    NOTHING_CHOSEN,
+    PASTE_TOKEN_AGAIN,
+    PICKER_NEEDS_SAVED_CONNECTION,
+    household_error,
+)
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("pages", __name__)
-
 
 
 @dataclass(frozen=True)
@@ -53,6 +77,17 @@ def home_assistant_settings() -> str | tuple[str, int]:
     return _render(view)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What a button without JavaScript did, said in its own place on the page (`where`: "test" or "ca")."""
+
+    where: str
+    message: str
+    ok: bool
+    field: str | None = None  # the field the message is about, marked invalid
+    field_message: str = ""
+
+
 @bp.post("/settings/home-assistant")
 def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     """Save the form as posted without JavaScript (with it, the page posts JSON to the API instead).
@@ -60,10 +95,13 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     The session's CSRF token was checked before this ran (auth.authenticate).
     """
     form = request.form
-    if form.get("action") == "reset":
+    action = form.get("action", "save")
+    if action == "reset":
         _settings().save(SaveRequest({}, reset=True))
         flash("Started again with empty settings. The damaged file was kept beside the new one.")
         return redirect(url_for("pages.home_assistant_settings"), 303)
+    if action in _BUTTONS:
+        return _BUTTONS[action](form)
 
     changes = _from_form(form)
     submitted = changes["allowlisted_entities"]
@@ -71,15 +109,107 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
         # The token is checked before anything is written, so a bad one leaves everything as it was.
         token = optional_token(form.get("access_token", ""))
         # The same save as the API's (`SettingsService.save`); only the form's fields differ.
-        _settings().save(SaveRequest(changes, token=token, remove_token=form.get("remove_access_token") == "on",
+        saved = _settings().save(SaveRequest(changes, token=token, remove_token=form.get("remove_access_token") == "on",
                                      expected_revision=form.get("revision") or None))
     except SettingsUnreadable as err:
         return _render_broken(err)
     except InvalidSettingsChange as err:
         return _render_refused(err, changes, submitted)
     log.info("Home Assistant settings saved from the page without JavaScript")
-    flash("Saved.")
-    return redirect(url_for("pages.home_assistant_settings"), 303)
+    if saved.config.enabled and not saved.config.allowlisted_entities:
+        flash(NOTHING_CHOSEN, "warn")
+    else:
+        flash("Saved.")
+    args: dict[str, Any] = _browse_args()
+    if not args and _can_list(saved):
+        # The URL and token are saved: show their entities at once, to choose from (the list is asked for
+        # by the GET form's parameters; an empty search lists them all).
+        args = {"q": ""}
+    return redirect(url_for("pages.home_assistant_settings", **args), 303)
+
+
+def _can_list(view: SettingsView) -> bool:
+    """Whether the saved settings have a URL and a token for it, so the picker can list their entities."""
+    return bool(view.config.base_url) and view.token.stored and not view.token.asked_again_for(view.config.base_url)
+
+
+def _browse_args() -> dict[str, Any]:
+    """The picker's GET parameters this request came with, to go back to the same list after a POST."""
+    return {name: request.args[name] for name in QUERY_PARAMS if name in request.args}
+
+
+# --- the buttons besides Save, without JavaScript: each answers on the page, keeping what was typed -----
+
+
+def _test_connection(form: MultiDict[str, str]) -> tuple[str, int]:
+    """Test connection with what is typed (the URL, the token), by the same rule as the API's test."""
+    try:
+        attempt = TryRequest.from_json({field: form.get(field, "") for field in TRY_FIELDS})
+        found = _settings().test_connection(attempt)
+    except ConsoleHaError as err:
+        worded = household_error(err)
+        log.info("connection test without JavaScript: %s", err.code)
+        field = err.detail.get("field")
+        outcome = Outcome("test", worded.message, False, field if isinstance(field, str) else None,
+                          str(worded.detail.get("field_message") or worded.message))
+        return _render_in_place(form, outcome, status=400 if err.code == InvalidSettingsChange.code else 200)
+    where = f"“{found.location_name}”" if found.location_name else "Home Assistant"
+    words = f"Connected to {where}, Home Assistant {found.version}."
+    if attempt.token is not None:
+        words += f" {PASTE_TOKEN_AGAIN}"
+    return _render_in_place(form, Outcome("test", words, True))
+
+
+def _add_ca_certificate(form: MultiDict[str, str]) -> tuple[str, int]:
+    """Store the pasted (or uploaded) CA certificate at once; it does not wait for Save."""
+    pem: str = form.get("ca_pem", "")
+    upload = request.files.get("ca_file")
+    if not pem.strip() and upload is not None and upload.filename:
+        pem = upload.read().decode("utf-8", "replace")
+    try:
+        _settings().store_ca_certificate(pem)
+    except InvalidSettingsChange as err:
+        return _render_in_place(form, Outcome("ca", "Nothing was changed.", False, "ca_certificate", err.message),
+                                status=400)
+    return _render_in_place(form, Outcome("ca", CA_ADDED, True))
+
+
+def _ask_before_removing_ca(form: MultiDict[str, str]) -> tuple[str, int]:
+    """Remove asks first: the page again, with the question and its two answers."""
+    return _render_in_place(form, None, ca_question=True)
+
+
+def _remove_ca_certificate(form: MultiDict[str, str]) -> tuple[str, int]:
+    try:
+        _settings().remove_ca_certificate()
+    except InvalidSettingsChange as err:
+        return _render_in_place(form, Outcome("ca", err.message, False), status=400)
+    return _render_in_place(form, Outcome("ca", CA_REMOVED, True))
+
+
+def _keep_ca_certificate(form: MultiDict[str, str]) -> tuple[str, int]:
+    return _render_in_place(form, Outcome("ca", CA_KEPT, True))
+
+
+_BUTTONS: dict[str, Callable[[MultiDict[str, str]], tuple[str, int]]] = {
+    "test": _test_connection,
+    "ca-add": _add_ca_certificate,
+    "ca-remove": _ask_before_removing_ca,
+    "ca-remove-confirmed": _remove_ca_certificate,
+    "ca-keep": _keep_ca_certificate,
+}
+
+
+def _render_in_place(form: MultiDict[str, str], outcome: Outcome | None, *, ca_question: bool = False,
+                     status: int = 200) -> tuple[str, int]:
+    """The page again with what the household typed and ticked (never the token) and what the button did."""
+    view = _settings().read()
+    if view.config_error is not None:
+        return _render_broken(view.config_error)
+    changes = _from_form(form)
+    values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
+    return _render(view, values=values, chosen=changes["allowlisted_entities"], outcome=outcome,
+                   ca_question=ca_question, status=status)
 
 
 def _settings() -> SettingsService:
@@ -105,11 +235,19 @@ def _render(
     *,
     form_error: InvalidSettingsChange | None = None,
     values: dict[str, object] | None = None,
-    allowlist: list[AllowlistItem] | None = None,
+    chosen: list[str] | None = None,
+    outcome: Outcome | None = None,
+    ca_question: bool = False,
     status: int = 200,
 ) -> tuple[str, int]:
     config = view.config
     values = values or {"enabled": config.enabled, "base_url": config.base_url}
+    chosen = list(config.allowlisted_entities) if chosen is None else chosen
+    query = BrowseQuery.from_args(request.args) if BrowseQuery.asked(request.args) else None
+    listing, picker_words = _listing(view, chosen, query) if query is not None else (None, "")
+    shown = {row.entity_id for row in listing.rows} if listing is not None else set()
+    field_error = form_error.detail.get("field") if form_error else (outcome.field if outcome else None)
+    field_message = form_error.message if form_error else (outcome.field_message if outcome else "")
     html = render_template(
         "settings.html",
         config_error=None,
@@ -117,9 +255,24 @@ def _render(
         values=values,
         has_token=view.token.stored,
         token_note=_token_note(view.token, str(values.get("base_url") or "")),
-        allowlist=allowlist if allowlist is not None else _allowlist(config, config.allowlisted_entities),
+        allowlist=_allowlist(config, _unique([*config.allowlisted_entities, *chosen]), set(chosen)),
         form_error=form_error,
-        error_field=form_error.detail.get("field") if form_error else None,
+        error_field=field_error,
+        field_message=field_message,
+        outcome=outcome,
+        # The picker without JavaScript: the GET form's query, its page of entities, or why there is none.
+        query=query,
+        listing=listing,
+        picker_words=picker_words,
+        # The chosen entities not on the page shown: posted as they are, so a Save loses none of them.
+        kept=[entity_id for entity_id in chosen if entity_id not in shown] if listing is not None else [],
+        action_url=url_for("pages.home_assistant_settings", **_browse_args()),
+        ca=_settings().ca_certificate(),
+        ca_question=ca_question,
+        ca_words={"takes_effect": CA_TAKES_EFFECT, "question": CA_REMOVE_QUESTION, "removed": CA_REMOVED,
+                  "added": CA_ADDED},
+        nothing_chosen=NOTHING_CHOSEN,
+        page_size=PAGE_SIZE,
         # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
         budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
         # For static/settings/main.js: the settings a save sends, as declared (`store.config.SETTINGS`).
@@ -130,6 +283,20 @@ def _render(
         **_urls(),
     )
     return html, status
+
+
+def _listing(view: SettingsView, chosen: list[str], query: BrowseQuery) -> tuple[BrowsePage | None, str]:
+    """The page of entities the GET form asks for, from the saved URL and token; else why not, in words."""
+    if not _can_list(view):
+        return None, PICKER_NEEDS_SAVED_CONNECTION
+    try:
+        catalogue = orjson.loads(_settings().entities())
+    except CapabilityNotConfigured as err:
+        return None, err.message if "reason" in err.detail else PICKER_NEEDS_SAVED_CONNECTION
+    except ConsoleHaError as err:
+        log.info("picker without JavaScript: %s", err.code)
+        return None, household_error(err).message
+    return browse(catalogue, chosen, query), ""
 
 
 @dataclass(frozen=True)
@@ -174,13 +341,7 @@ def _render_refused(err: InvalidSettingsChange, changes: dict[str, Any], submitt
     view = _settings().read()
     if view.config_error is not None:
         return _render_broken(view.config_error)
-    # Keep every entity on the list: the stored ones unticked where the household unticked them.
-    ids = _unique([*view.config.allowlisted_entities, *submitted])
-    chosen = set(submitted)
-    allowlist = [
-        AllowlistItem(item.entity_id, item.name, item.stored_name, item.entity_id in chosen)
-        for item in _allowlist(view.config, ids)
-    ]
+    # Every entity stays on the list: the stored ones unticked where the household unticked them (`_render`).
     if err.code == "CONFIG_STALE":
         # The new revision goes into the form: saving again replaces the other change, knowingly.
         err = SettingsChangedElsewhere(
@@ -190,16 +351,16 @@ def _render_refused(err: InvalidSettingsChange, changes: dict[str, Any], submitt
         )
     values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
     status = 409 if err.code == "CONFIG_STALE" else 400
-    return _render(view, form_error=err, values=values, allowlist=allowlist, status=status)
+    return _render(view, form_error=err, values=values, chosen=submitted, status=status)
 
 
-def _allowlist(config: HomeAssistantConfig, entity_ids: Iterable[str]) -> list[AllowlistItem]:
+def _allowlist(config: HomeAssistantConfig, entity_ids: Iterable[str], chosen: set[str]) -> list[AllowlistItem]:
     items = []
     for entity_id in entity_ids:
         # Submitted ids that are not entity ids are still shown (escaped) so the error makes sense.
         stored_name = config.entity_names.get(entity_id, "")
         name = config.display_name(entity_id) if "." in entity_id else entity_id
-        items.append(AllowlistItem(entity_id, name, stored_name))
+        items.append(AllowlistItem(entity_id, name, stored_name, entity_id in chosen))
     return items
 
 

@@ -18,6 +18,7 @@ export function setUpCa(page) {
     status: $("ca-status"),
     error: $("ca-pem-error"),
     template: $("ca-cert-template"),
+    dialog: $("ca-remove-dialog"),
   };
   // The largest PEM the server accepts (console_ha.store.ca_certificate.MAX_PEM_BYTES), from the page.
   const maxBytes = Number(ca.section.dataset.caMaxBytes) || Infinity;
@@ -93,7 +94,9 @@ export function setUpCa(page) {
     setStatus(ca.status, `Read ${file.name}. Press Add certificate to use it.`);
   });
 
-  ca.add.addEventListener("click", async () => {
+  // Add and Remove are submit buttons, for the page without JavaScript; here they act in place.
+  ca.add.addEventListener("click", async (event) => {
+    event.preventDefault();
     clearCaError();
     setStatus(ca.status, "Checking the certificate…", "busy");
     const result = await api("POST", ca.section.dataset.caUrl, { pem: ca.pem.value });
@@ -105,10 +108,21 @@ export function setUpCa(page) {
     ca.pem.value = "";
     ca.file.value = "";
     setStatus(el.testStatus, ""); // a certificate error said before no longer holds; test again to know
-    setStatus(ca.status, "Added. Test connection now checks Home Assistant’s certificate against it.", "ok");
+    setStatus(ca.status, $("ca-added-words").content.textContent, "ok");
   });
 
-  ca.remove.addEventListener("click", async () => {
+  // Remove asks first (#ca-remove-dialog, the server's question); it acts at once, without Save.
+  ca.remove.addEventListener("click", (event) => {
+    event.preventDefault();
+    ca.dialog.returnValue = "";
+    ca.dialog.showModal();
+  });
+
+  ca.dialog.addEventListener("close", async () => {
+    if (ca.dialog.returnValue !== "remove") {
+      ca.remove.focus();
+      return;
+    }
     clearCaError();
     const result = await api("DELETE", ca.section.dataset.caUrl);
     if (!result.ok) {
@@ -116,7 +130,8 @@ export function setUpCa(page) {
       return;
     }
     showCa(result.data);
-    setStatus(ca.status, "Removed. https is now checked against the authorities this Console trusts anyway.", "ok");
+    setStatus(ca.status, $("ca-removed-words").content.textContent, "ok");
+    ca.pem.focus();
   });
 
   ca.section.hidden = false;

@@ -94,7 +94,9 @@ export function setUpConnection(page) {
 
   // ---------- test connection ----------
 
-  el.test.addEventListener("click", async () => {
+  // A submit button, for the page without JavaScript; here the test runs in place and nothing is posted.
+  el.test.addEventListener("click", async (event) => {
+    event.preventDefault();
     page.clearFieldErrors();
     const body = {};
     if (el.url.value.trim()) body.base_url = el.url.value.trim();

@@ -37,6 +37,7 @@ function elements($) {
     fallback: $("allowlist-fallback"),
     search: $("entity-search"),
     domain: $("domain-filter"),
+    area: $("area-filter"),
     onlySelected: $("only-selected"),
     count: $("picker-count"),
     selectShown: $("select-shown"),
@@ -63,6 +64,11 @@ function elements($) {
 
 function start(form) {
   const $ = (id) => document.getElementById(id);
+  // The filter of the page without JavaScript goes, and the live picker's own comes in its place: one
+  // "Search entities", "Kind of entity" and "Area" on the page either way.
+  $("nojs-picker")?.remove();
+  $("entity-filter")?.remove();
+  $("picker").prepend($("picker-toolbar-template").content.cloneNode(true));
   const el = elements($);
   const page = {
     form,
@@ -98,8 +104,9 @@ function start(form) {
     testedWith: null,
   };
 
+  // The chosen entities: ticked boxes, and (on a page of the list without JavaScript) those kept hidden.
   for (const cb of el.fallback.querySelectorAll('input[name="allowlisted_entities"]')) {
-    if (cb.checked) page.selected.add(cb.value);
+    if (cb.checked || cb.type === "hidden") page.selected.add(cb.value);
     page.acknowledged.add(cb.value); // chosen before: already confirmed once
     if (cb.dataset.name) page.names.set(cb.value, cb.dataset.name);
   }
@@ -198,12 +205,16 @@ function setUpSave(page) {
       page.dirty = false;
       const n = (data.allowlisted_entities || allowlist).length;
       const entitiesText = n === 1 ? "1 entity" : `${number.format(n)} entities`;
+      // On with nothing chosen: the server's words (words.NOTHING_CHOSEN, rendered in #nothing-chosen-words).
+      const nothing = data.enabled && n === 0;
       setStatus(
         el.saveStatus,
-        data.enabled
-          ? `Saved. The assistant may read ${entitiesText}, asking you first each time.`
-          : "Saved. The assistant can’t read Home Assistant while “Let the assistant read Home Assistant” is unticked.",
-        "ok",
+        nothing
+          ? page.$("nothing-chosen-words").content.textContent
+          : data.enabled
+            ? `Saved. The assistant may read ${entitiesText}, asking you first each time.`
+            : "Saved. The assistant can’t read Home Assistant while “Let the assistant read Home Assistant” is unticked.",
+        nothing ? "" : "ok",
       );
       page.showSteps();
       if (reviewed) page.clearNew();

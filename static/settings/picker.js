@@ -188,15 +188,25 @@ export function setUpPicker(page) {
     el.groups.replaceChildren(fragment);
     entities = ordered;
 
-    // Domain filter: every kind present, with how many of each.
+    // Kind filter: every kind present, with how many of each, in the server's words for it (data.kinds,
+    // console_ha.words.KIND_NAMES); a kind it did not name (a missing entity's) shows its domain.
+    const kindName = (d) => (data.kinds && data.kinds[d]) || d;
     const domains = new Map();
     for (const e of entities) domains.set(e.domain, (domains.get(e.domain) || 0) + 1);
     const current = el.domain.value;
     el.domain.replaceChildren(new Option(`All kinds (${number.format(entities.length)})`, ""));
-    for (const d of [...domains.keys()].sort()) {
-      el.domain.append(new Option(`${d} (${number.format(domains.get(d))})`, d));
+    for (const d of [...domains.keys()].sort((a, b) => collator.compare(kindName(a), kindName(b)))) {
+      el.domain.append(new Option(`${kindName(d)} (${number.format(domains.get(d))})`, d));
     }
     el.domain.value = domains.has(current) ? current : "";
+
+    // Area filter: the areas the groups are (missing ones have none to filter by), in the groups' order.
+    const currentArea = el.area.value;
+    el.area.replaceChildren(new Option("All areas", ""));
+    for (const key of keys) {
+      if (key !== "") el.area.append(new Option(`${key} (${number.format(byArea.get(key).length)})`, key));
+    }
+    el.area.value = byArea.has(currentArea) && currentArea !== "" ? currentArea : "";
 
     el.fallback.remove(); // the picker is the list now; the selection carried over
     el.picker.hidden = false;
@@ -208,13 +218,14 @@ export function setUpPicker(page) {
   function applyFilter() {
     const words = el.search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
     const domain = el.domain.value;
+    const area = el.area.value;
     const onlySelected = el.onlySelected.checked;
     const onlyNew = el.onlyNew.checked;
     for (const g of groups) g.visible = 0;
     let shown = 0;
     for (const e of entities) {
       let visible =
-        (!domain || e.domain === domain) && (!onlySelected || selected.has(e.id)) && (!onlyNew || e.isNew);
+        (!domain || e.domain === domain) && (!area || (!e.missing && e.area === area)) && (!onlySelected || selected.has(e.id)) && (!onlyNew || e.isNew);
       if (visible) {
         for (const w of words) {
           if (!e.hay.includes(w)) {
@@ -264,6 +275,7 @@ export function setUpPicker(page) {
     if (event.key === "Enter") event.preventDefault();
   });
   el.domain.addEventListener("change", applyFilter);
+  el.area.addEventListener("change", applyFilter);
   el.onlySelected.addEventListener("change", applyFilter);
   el.onlyNew.addEventListener("change", applyFilter);
 

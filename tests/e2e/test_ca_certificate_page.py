@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from console_ha.words import CA_ADDED, CA_REMOVE_QUESTION, CA_REMOVED, CA_TAKES_EFFECT
 from tests.certs import Issued, make_ca
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
@@ -44,7 +45,7 @@ def test_adding_the_households_ca_makes_https_work_from_the_page(
     page.get_by_label("Or choose the certificate file").set_input_files(str(ca_file))
     expect(page.get_by_label("CA certificate (PEM)")).to_have_value(issued.ca_pem)
     page.get_by_role("button", name="Add certificate").click()
-    expect(page.locator("#ca-status")).to_contain_text("Added")
+    expect(page.locator("#ca-status")).to_have_text(CA_ADDED)  # says when it takes effect: at once
     expect(page.locator("#test-status")).to_have_text("")  # the old certificate error is gone
     current = page.locator("#ca-current")
     expect(current).to_contain_text("A certificate authority (CA)")
@@ -64,8 +65,18 @@ def test_adding_the_households_ca_makes_https_work_from_the_page(
 
     page.reload()
     expect(page.locator("#ca-current")).to_contain_text("CN=Test household CA")
+    expect(page.locator("#ca-section")).to_contain_text(CA_TAKES_EFFECT)
+    # Remove asks first (issue 21): keeping it changes nothing; yes removes it at once, without Save.
     page.get_by_role("button", name="Remove certificate").click()
-    expect(page.locator("#ca-status")).to_contain_text("Removed")
+    dialog = page.get_by_role("dialog", name="Remove the certificate?")
+    expect(dialog).to_contain_text(CA_REMOVE_QUESTION)
+    assert serious_violations(page) == []
+    dialog.get_by_role("button", name="Keep it").click()
+    expect(dialog).to_be_hidden()
+    assert console.data_dir.ha_ca_bundle.exists()
+    page.get_by_role("button", name="Remove certificate").click()
+    dialog.get_by_role("button", name="Yes, remove the certificate").click()
+    expect(page.locator("#ca-status")).to_have_text(CA_REMOVED)
     expect(page.locator("#ca-current")).to_contain_text("No certificate added")
     assert not console.data_dir.ha_ca_bundle.exists()
 

@@ -21,7 +21,7 @@ from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.mcp.server import tool_name
 from tests.mcp.conftest import CLIENT_NAME
-from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, STATISTICS, error_of, household_answers, pending_cards, run
+from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, error_of, household_answers, pending_cards, run
 
 PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 

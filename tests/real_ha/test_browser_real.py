@@ -18,6 +18,7 @@ from tests.e2e.conftest import (  # noqa: F401
     browser_type_launch_args,
     console,
     household_password,
+    log_in,
     settings_page,
 )
 from tests.real_ha.harness import HA_VERSION, LOCATION_NAME, RealHomeAssistant
@@ -82,6 +83,55 @@ def test_discover_paste_test_pick_save_and_reload(
         expect(entity(page, entity_id)).to_be_checked()
     expect(entity(page, "sensor.living_room_temperature")).not_to_be_checked()
     expect(page.get_by_label("Access token")).to_have_value("")
+    saved = json.loads(console.config.path.read_text())
+    assert (saved["enabled"], saved["base_url"]) == (True, real_ha.base_url)
+    assert sorted(saved["allowlisted_entities"]) == sorted(CHOSEN)
+    assert real_ha.token not in page.content()
+
+
+@pytest.mark.browser_context_args(java_script_enabled=False)
+def test_the_whole_set_up_without_javascript_against_the_real_home_assistant(
+    page: Page,
+    console: LiveConsole,  # noqa: F811
+    household_password: str,  # noqa: F811
+    real_ha: RealHomeAssistant,
+) -> None:
+    """Issue 21: first run to a saved allowlist of 3 entities, by search, area and kind, with no script at all."""
+    log_in(page, console, household_password)
+    page.get_by_label("Home Assistant URL").fill(real_ha.base_url)
+    page.get_by_label("Access token").fill(real_ha.token)
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.locator("#test-status")).to_contain_text(f"Connected to “{LOCATION_NAME}”, Home Assistant {HA_VERSION}")
+    assert not console.config.path.exists()
+
+    page.get_by_label("Access token").fill(real_ha.token)
+    page.get_by_role("button", name="Save", exact=True).click()
+    live = real_ha.get("/api/states").json()
+    expect(page.locator("#nojs-count")).to_contain_text(f"of {len(live)} matching")
+    kinds = page.get_by_label("Kind of entity").locator("option").all_text_contents()
+    assert "Helpers: numbers (3)" in kinds and not any(text.startswith("input_number") for text in kinds)
+
+    # By search.
+    page.get_by_label("Search entities").fill("humidity")
+    page.get_by_label("Search entities").press("Enter")
+    entity(page, "sensor.kitchen_humidity").check()
+    page.get_by_role("button", name="Save", exact=True).click()
+    # By area: Home Assistant's own area registry.
+    page.get_by_label("Search entities").fill("")
+    page.get_by_label("Area", exact=True).select_option("area:Living Room")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator("#nojs-count")).to_contain_text("of 2 matching")
+    entity(page, "light.living_room_lamp").check()
+    page.get_by_role("button", name="Save", exact=True).click()
+    # By kind, then on.
+    page.get_by_label("Area", exact=True).select_option("")
+    page.get_by_label("Kind of entity").select_option("counter")
+    page.get_by_role("button", name="Search", exact=True).click()
+    entity(page, "counter.doorbell_rings").check()
+    page.get_by_role("checkbox", name="Let the assistant read Home Assistant").check()
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_role("status").first).to_have_text("Saved.")
+
     saved = json.loads(console.config.path.read_text())
     assert (saved["enabled"], saved["base_url"]) == (True, real_ha.base_url)
     assert sorted(saved["allowlisted_entities"]) == sorted(CHOSEN)

@@ -60,20 +60,22 @@ def test_a_failure_outside_home_assistant_keeps_its_message(household: FlaskClie
 
 def test_test_connection_not_set_up_keeps_the_words_for_its_field(household: FlaskClient,
                                                                   stub_ha: StubHomeAssistant) -> None:
-    """The status line gets the household's sentence; the field named keeps its own words (which to save first).
+    """The status line gets the household's sentence; the field named keeps its own words (what to type).
 
     Before the words moved to the server (de4fd72) the page showed the sentence in the status line and the
-    server's own message beside the field; both still reach it.
+    server's own message beside the field; both still reach it. A test uses what is typed, so the field's
+    words say what to type, never "save ... first" (issue 21: the page promises one Save).
     """
     no_token = household.post(f"{API}/test", json={"base_url": stub_ha.base_url})
     assert no_token.status_code == 409
     error = no_token.get_json()["error"]
     assert error["message"] == SETTINGS_WORDS["CAPABILITY_NOT_CONFIGURED"]
     assert error["field"] == "access_token"
-    assert error["field_message"] == "Home Assistant is not set up yet: save an access token first."
+    assert error["field_message"] == "Paste an access token from Home Assistant above, then press Test connection."
     no_url = household.post(f"{API}/test", json={}).get_json()["error"]
     assert no_url["field"] == "base_url"
-    assert no_url["field_message"] == "Home Assistant is not set up yet: save the Home Assistant URL first."
+    assert no_url["field_message"] == "Enter the Home Assistant URL above, then press Test connection."
+    assert "save" not in error["field_message"].lower() + no_url["field_message"].lower()
 
 
 def test_every_code_the_words_are_for_is_owned_by_an_error_class() -> None:

@@ -102,7 +102,8 @@ def test_the_form_saves_without_javascript_and_keeps_the_stored_token(
         allowlisted_entities=["light.kitchen"],
         access_token="",
     ))  # `enabled` unticked: a checkbox that is off is not posted
-    assert response.status_code == 303 and response.location == PAGE
+    # Back to the page, listing the saved Home Assistant's entities to choose from (issue 21).
+    assert response.status_code == 303 and response.location == PAGE + "?q="
     config = stored.load()
     assert config.enabled is False
     assert config.base_url == "http://homeassistant.local:8123"  # the same origin: the token stays usable

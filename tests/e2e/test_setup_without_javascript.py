@@ -1,0 +1,174 @@
+"""The whole set-up in Chromium, from first run to 3 entities picked by search, area and kind (issue 21).
+
+Once with JavaScript off, through the page's plain forms; once with it on, at phone width.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Locator, Page, expect
+
+from console_ha.words import NOTHING_CHOSEN, PASTE_TOKEN_AGAIN, PICKER_NEEDS_SAVED_CONNECTION
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
+from tests.stub_ha import StubHomeAssistant
+
+pytestmark = pytest.mark.browser
+
+CHOSEN = ["light.bedroom", "light.living_room", "switch.coffee_machine"]
+
+
+def entity(page: Page, entity_id: str) -> Locator:
+    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
+
+
+def saved_file(console: LiveConsole) -> dict[str, Any]:
+    return json.loads(console.config.path.read_text())  # type: ignore[no-any-return]
+
+
+def violations_without_script(browser: Browser, console: LiveConsole, page: Page) -> list[dict[str, Any]]:
+    """axe's serious and critical findings on the page as a browser without JavaScript has it now.
+
+    axe is a script, and a page with JavaScript off runs none: the same HTML is loaded in a context with
+    JavaScript on, at the Console's origin (so its stylesheet applies), with the page's own scripts blocked.
+    """
+    html = page.content()
+    context = browser.new_context(viewport=page.viewport_size or DESKTOP, bypass_csp=True)
+    try:
+        copy = context.new_page()
+        copy.route(re.compile(r".*\.js(\?.*)?$"), lambda route: route.abort())
+        copy.goto(console.at("/login"))  # an HTML page of the Console, for its origin
+        copy.set_content(html)
+        assert copy.locator("#nojs-picker").count() == 1  # no script of the page ran
+        return serious_violations(copy)
+    finally:
+        context.close()
+
+
+def save(page: Page) -> None:
+    page.get_by_role("button", name="Save", exact=True).click()
+
+
+@pytest.mark.browser_context_args(java_script_enabled=False)
+def test_the_whole_set_up_without_javascript(
+    page: Page, browser: Browser, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant,
+    areas: dict[str, str],
+) -> None:
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password)
+
+    # Nothing saved yet: the list says what it needs, in words.
+    page.get_by_role("button", name="Show entities").click()
+    expect(page.locator("#nojs-picker-status")).to_have_text(PICKER_NEEDS_SAVED_CONNECTION)
+
+    # Test connection with what is typed, before anything is saved; the token is never sent back.
+    page.get_by_label("Home Assistant URL").fill(stub_ha.base_url)
+    page.get_by_label("Access token").fill(stub_ha.token)
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.locator("#test-status")).to_contain_text("Connected to “Home”")
+    expect(page.locator("#test-status")).to_contain_text(PASTE_TOKEN_AGAIN)
+    expect(page.get_by_label("Home Assistant URL")).to_have_value(stub_ha.base_url)
+    expect(page.get_by_label("Access token")).to_have_value("")
+    assert not console.config.path.exists()
+    assert violations_without_script(browser, console, page) == []
+
+    # Save the connection (the assistant stays off): the entities are listed at once.
+    page.get_by_label("Access token").fill(stub_ha.token)
+    save(page)
+    expect(page.get_by_role("status").first).to_have_text("Saved.")
+    expect(page.locator("#nojs-count")).to_contain_text("Showing 1–")
+    kinds = page.get_by_label("Kind of entity").locator("option").all_text_contents()
+    assert "Lights (2)" in kinds and not any(text.startswith("binary_sensor") for text in kinds)
+    assert violations_without_script(browser, console, page) == []
+    screenshot(page, "settings-picker-without-javascript", phone=False)
+
+    # One by search: Enter in the search field sends the GET form, never the settings.
+    page.get_by_label("Search entities").fill("coffee")
+    page.get_by_label("Search entities").press("Enter")
+    expect(page.locator("#nojs-count")).to_contain_text("of 1 matching")
+    assert "q=coffee" in page.url
+    entity(page, "switch.coffee_machine").check()
+    save(page)
+    expect(page.get_by_label("Search entities")).to_have_value("coffee")  # back to the same list
+    assert saved_file(console)["allowlisted_entities"] == ["switch.coffee_machine"]
+
+    # One by area: the chosen one above is not on this list, and is kept.
+    page.get_by_label("Search entities").fill("")
+    page.get_by_label("Area", exact=True).select_option("area:Living room")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator("#nojs-count")).to_contain_text("of 2 matching")
+    expect(entity(page, "switch.coffee_machine")).to_have_count(0)
+    expect(page.locator("#nojs-kept")).to_contain_text("1 chosen entity is not on this page")
+    entity(page, "light.living_room").check()
+    save(page)
+
+    # One by kind, in the household's words; then turn it on.
+    page.get_by_label("Area", exact=True).select_option("")
+    page.get_by_label("Kind of entity").select_option("light")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(entity(page, "light.living_room")).to_be_checked()
+    entity(page, "light.bedroom").check()
+    page.get_by_role("checkbox", name="Let the assistant read Home Assistant").check()
+    save(page)
+    expect(page.get_by_role("status").first).to_have_text("Saved.")
+    saved = saved_file(console)
+    assert saved["enabled"] is True and sorted(saved["allowlisted_entities"]) == CHOSEN
+    assert stub_ha.token not in page.content()
+    assert violations_without_script(browser, console, page) == []
+
+    # Unticking one on a list keeps the others.
+    entity(page, "light.bedroom").uncheck()
+    save(page)
+    assert sorted(saved_file(console)["allowlisted_entities"]) == ["light.living_room", "switch.coffee_machine"]
+
+
+@pytest.mark.browser_context_args(java_script_enabled=False)
+def test_switching_on_with_nothing_chosen_says_so_without_javascript(
+    page: Page, browser: Browser, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant
+) -> None:
+    log_in(page, console, household_password)
+    page.get_by_label("Home Assistant URL").fill(stub_ha.base_url)
+    page.get_by_label("Access token").fill(stub_ha.token)
+    page.get_by_role("checkbox", name="Let the assistant read Home Assistant").check()
+    save(page)
+    expect(page.get_by_role("status").first).to_have_text(NOTHING_CHOSEN)
+    assert violations_without_script(browser, console, page) == []
+
+
+def test_the_whole_set_up_with_javascript_at_phone_width(
+    settings_page: Page, console: LiveConsole, stub_ha: StubHomeAssistant, areas: dict[str, str]
+) -> None:
+    page = settings_page
+    page.set_viewport_size(PHONE)
+    page.get_by_label("Home Assistant URL").fill(stub_ha.base_url)
+    page.get_by_label("Access token").fill(stub_ha.token)
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.locator("#picker-status")).to_contain_text("Loaded", timeout=10_000)
+    # The filter of the page without JavaScript is gone: one "Search entities", one "Kind of entity".
+    expect(page.get_by_label("Search entities")).to_have_count(1)
+
+    # Switched on with nothing chosen, the save says the assistant can read nothing yet.
+    page.get_by_role("checkbox", name="Let the assistant read Home Assistant").check()
+    save(page)
+    expect(page.locator("#save-status")).to_have_text(NOTHING_CHOSEN)
+
+    page.get_by_label("Search entities").fill("coffee")
+    entity(page, "switch.coffee_machine").check()
+    page.get_by_label("Search entities").fill("")
+    page.get_by_label("Area", exact=True).select_option("Living room")
+    expect(entity(page, "light.bedroom")).to_be_hidden()
+    entity(page, "light.living_room").check()
+    page.get_by_label("Area", exact=True).select_option("")
+    kinds = page.get_by_label("Kind of entity").locator("option").all_text_contents()
+    assert "Lights (2)" in kinds and not any(text.startswith("binary_sensor") for text in kinds)
+    page.get_by_label("Kind of entity").select_option("light")
+    entity(page, "light.bedroom").check()
+    assert serious_violations(page) == []
+    save(page)
+    expect(page.locator("#save-status")).to_contain_text("The assistant may read 3 entities")
+    saved = saved_file(console)
+    assert saved["enabled"] is True and sorted(saved["allowlisted_entities"]) == CHOSEN
+    screenshot(page, "settings-set-up-phone", phone=False)

@@ -1,0 +1,160 @@
+"""The settings page's plain forms (issue 21): the picker's GET form, Test connection and the CA buttons."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from console_ha.settings.browse import PAGE_SIZE
+from console_ha.store.ca_certificate import DAMAGED
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.words import (
+    CA_ADDED,
+    CA_REMOVE_QUESTION,
+    CA_REMOVED,
+    NOTHING_CHOSEN,
+    PASTE_TOKEN_AGAIN,
+    PICKER_NEEDS_SAVED_CONNECTION,
+    SETTINGS_WORDS,
+)
+from tests.certs import make_ca
+from tests.stub_ha import StubHomeAssistant
+
+from .conftest import configure, page_csrf
+
+PAGE = "/settings/home-assistant"
+
+
+def boxes(html: str) -> dict[str, bool]:
+    """The entity checkboxes a page holds: entity_id -> ticked."""
+    found = re.findall(r'<input type="checkbox" id="(?:row|allow)-[^"]+" name="allowlisted_entities"\s+'
+                       r'value="([^"]+)"[^>]*?( checked)?>', html)
+    return {entity_id: bool(checked) for entity_id, checked in found}
+
+
+def kept(html: str) -> list[str]:
+    return re.findall(r'<input type="hidden" name="allowlisted_entities" value="([^"]+)">', html)
+
+
+def post(client: FlaskClient, path: str = PAGE, **fields: object) -> tuple[int, str, str | None]:
+    response = client.post(path, data={"csrf_token": page_csrf(client), "revision": "", **fields})
+    return response.status_code, response.get_data(as_text=True), response.location
+
+
+@pytest.fixture
+def saved(household: FlaskClient, stub_ha: StubHomeAssistant, data_dir: DataDir) -> StubHomeAssistant:
+    """A household that saved the stub's URL and token, with 450 more sensors in its Home Assistant."""
+    for i in range(450):
+        stub_ha.states.append({"entity_id": f"sensor.extra_{i:03d}", "state": str(i), "attributes": {},
+                               "last_changed": "2026-01-01T00:00:00+00:00",
+                               "last_updated": "2026-01-01T00:00:00+00:00"})
+    configure(household, stub_ha.base_url, stub_ha.token,
+              allowlisted_entities=["sensor.extra_000", "light.living_room"])
+    return stub_ha
+
+
+def test_without_a_query_the_page_does_not_ask_home_assistant(household: FlaskClient,
+                                                              saved: StubHomeAssistant) -> None:
+    """The page with JavaScript stays as quick as before: only the GET form's query lists entities."""
+    before = len(saved.requests_to("/api/states"))
+    html = household.get(PAGE).get_data(as_text=True)
+    assert len(saved.requests_to("/api/states")) == before
+    assert boxes(html) == {"sensor.extra_000": True, "light.living_room": True}
+    assert 'id="entity-filter" method="get"' in html and "Show entities" in html
+
+
+def test_the_get_form_lists_a_page_and_keeps_the_chosen_ones_not_on_it(household: FlaskClient,
+                                                                      saved: StubHomeAssistant) -> None:
+    html = household.get(PAGE, query_string={"q": "extra", "kind": "sensor", "area": "", "page": "2"}).get_data(
+        as_text=True)
+    shown = boxes(html)
+    assert len(shown) == PAGE_SIZE and "sensor.extra_200" in shown and "sensor.extra_000" not in shown
+    assert "Showing 201–400 of 450 matching" in html
+    # The chosen entities not on this page go along hidden, so a Save cannot lose them.
+    assert kept(html) == ["sensor.extra_000", "light.living_room"]
+    assert '<option value="sensor" selected>Sensors (temperature, energy, humidity…) (' in html
+    assert re.search(r'href="/settings/home-assistant\?q=extra&amp;kind=sensor&amp;area=&amp;page=3"', html)
+    # The settings form posts back to the same list.
+    assert 'action="/settings/home-assistant?q=extra&amp;kind=sensor&amp;area=&amp;page=2"' in html
+
+
+def test_a_save_from_a_page_of_the_list_keeps_every_entity_chosen_elsewhere(
+    household: FlaskClient, saved: StubHomeAssistant, data_dir: DataDir
+) -> None:
+    query = "?q=extra_2&kind=&area=&page=1"
+    html = household.get(PAGE + query).get_data(as_text=True)
+    status, _, location = post(household, PAGE + query, base_url=saved.base_url, enabled="on",
+                               allowlisted_entities=[*kept(html), "sensor.extra_201"])
+    assert status == 303 and location == PAGE + query
+    assert ConfigStore(data_dir).load().allowlisted_entities == (
+        "sensor.extra_000", "light.living_room", "sensor.extra_201")
+
+
+def test_the_list_needs_a_saved_url_and_token(household: FlaskClient) -> None:
+    html = household.get(PAGE, query_string={"q": ""}).get_data(as_text=True)
+    assert PICKER_NEEDS_SAVED_CONNECTION in html
+
+
+def test_a_failing_home_assistant_is_said_in_the_households_words(household: FlaskClient,
+                                                                  saved: StubHomeAssistant) -> None:
+    saved.stop()
+    html = household.get(PAGE, query_string={"q": ""}).get_data(as_text=True)
+    assert SETTINGS_WORDS["HA_UNREACHABLE"] in html
+    assert boxes(html) == {"sensor.extra_000": True, "light.living_room": True}  # nothing chosen is lost
+
+
+def test_switching_on_with_nothing_chosen_says_the_assistant_can_read_nothing(household: FlaskClient,
+                                                                                stub_ha: StubHomeAssistant) -> None:
+    status, _, location = post(household, base_url=stub_ha.base_url, access_token=stub_ha.token, enabled="on")
+    assert status == 303
+    assert location == PAGE + "?q="  # the saved Home Assistant's entities, to choose from at once
+    assert NOTHING_CHOSEN in household.get(location).get_data(as_text=True)
+
+
+def test_test_connection_uses_what_is_typed_and_never_sends_the_token_back(
+    household: FlaskClient, stub_ha: StubHomeAssistant, data_dir: DataDir
+) -> None:
+    status, html, _ = post(household, action="test", base_url=stub_ha.base_url, access_token=stub_ha.token,
+                           allowlisted_entities=["light.kitchen"])
+    assert status == 200
+    assert "Connected to “Home”" in html and PASTE_TOKEN_AGAIN in html
+    assert stub_ha.token not in html
+    assert f'value="{stub_ha.base_url}"' in html and boxes(html) == {"light.kitchen": True}
+    assert not ConfigStore(data_dir).path.exists()  # a test saves nothing
+
+
+def test_test_connection_without_a_token_says_what_to_type(household: FlaskClient,
+                                                           stub_ha: StubHomeAssistant) -> None:
+    _, html, _ = post(household, action="test", base_url=stub_ha.base_url)
+    assert "Paste an access token from Home Assistant above, then press Test connection." in html
+    assert re.search(r'<input type="password" id="access-token"[^>]*aria-invalid=true', html)
+    assert re.search(r'id="access-token-error" >Paste an access token', html)
+    assert "save an access token first" not in html
+
+
+def test_the_ca_buttons_work_as_plain_forms_and_remove_asks_first(
+    household: FlaskClient, data_dir: DataDir, tmp_path: Path
+) -> None:
+    pem = make_ca(tmp_path / "ca").ca_pem
+    lines = pem.strip().split("\n")
+    damaged = "\n".join([*lines[:2], lines[2][:10] + "!" + lines[2][11:], *lines[3:]])
+    status, html, _ = post(household, action="ca-add", ca_pem=damaged)
+    assert status == 400 and DAMAGED in html
+    assert "It should start with" not in html and not data_dir.ha_ca_bundle.exists()
+
+    status, html, _ = post(household, action="ca-add", ca_pem=pem, base_url="http://typed.example:8123")
+    assert status == 200 and CA_ADDED in html and "CN=Test household CA" in html
+    assert 'value="http://typed.example:8123"' in html  # what was typed is still there
+    assert data_dir.ha_ca_bundle.exists()
+
+    _, html, _ = post(household, action="ca-remove")
+    assert CA_REMOVE_QUESTION in html
+    assert data_dir.ha_ca_bundle.exists()  # asked, not done
+    _, html, _ = post(household, action="ca-keep")
+    assert data_dir.ha_ca_bundle.exists()
+    _, html, _ = post(household, action="ca-remove-confirmed")
+    assert CA_REMOVED in html and not data_dir.ha_ca_bundle.exists()
