@@ -2,6 +2,7 @@
 // The page works without this module (plain form posts); this makes it live and keeps focus sensible.
 
 import { api } from "./api.js";
+import { localise } from "./clock.js";
 
 const root = document.getElementById("conversation");
 const transcript = document.getElementById("transcript");
@@ -72,7 +73,7 @@ function showCard(pending) {
   slot("body").id = "confirm-body";
   slot("body").textContent = pending.card.body;
   slot("expires").dateTime = pending.expires_at;
-  slot("expires").textContent = `${pending.expires_at.slice(11, 16)} UTC`;
+  localise(slot("expires"));
   slot("token").value = pending.token;
   slot("approve").textContent = pending.card.approve_label;
   slot("deny").textContent = pending.card.deny_label;
