@@ -98,6 +98,10 @@ CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_BUSY": BUSY_MESSAGE,
     "RESULT_TOO_LARGE": "Home Assistant's answer was too large to pass on, so the assistant got none of it.",
 })
+# What /conversation adds when the language model cannot be used: where to go next.
+MODEL_NEXT_STEP = ("Check that the model server is running, then send your message again; on the Model page, "
+                   "Test model says what is wrong.")
+
 CHAT_FALLBACK = "The read did not work, so the assistant got nothing from Home Assistant."
 
 CHAT_ALLOWED = "You allowed: {title}"

@@ -13,6 +13,8 @@ const messageField = document.getElementById("message");
 const sendButton = document.getElementById("send");
 const cardTemplate = document.getElementById("confirm-card-template");
 const messageUrl = root.dataset.messageUrl;
+const linesUrl = root.dataset.linesUrl;
+const modelHelp = document.getElementById("model-help");
 
 let conversationId = root.dataset.conversationId || null;
 let lastQuestion = root.dataset.lastQuestion || "";
@@ -49,6 +51,17 @@ function addMessage(role, text) {
   transcript.append(item);
   item.scrollIntoView({ block: "nearest" });
   return item;
+}
+
+/** The transcript as the server keeps it (the Console's own lines among the rest); false if it could not be read. */
+async function refreshLines() {
+  const url = new URL(linesUrl, window.location.href);
+  url.searchParams.set("conversation_id", conversationId);
+  const result = await api("GET", url.pathname + url.search);
+  if (!result.ok) return false;
+  transcript.replaceChildren();
+  for (const line of result.data.messages) addMessage(line.role, line.content);
+  return true;
 }
 
 function clearCard() {
@@ -121,9 +134,12 @@ async function post(body) {
   return { data: result.data };
 }
 
-function showTurn(data) {
+async function showTurn(data) {
   rememberConversation(data.conversation_id);
-  if (data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
+  // The Console's own lines (refused, denied, withdrawn, failed) come with the transcript; the reply alone
+  // is shown if it cannot be read.
+  const shown = await refreshLines();
+  if (!shown && data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
   if (data.pending_confirmation) {
     setStatus("The assistant asks to read Home Assistant. Allow it?");
     showCard(data.pending_confirmation);
@@ -158,10 +174,12 @@ async function sendMessage(text) {
     shown.remove();
     messageField.value = question;
     setStatus(outcome.error.message, "error");
+    modelHelp.hidden = !outcome.error.code?.startsWith("MODEL_");
     messageField.focus();
     return;
   }
-  showTurn(outcome.data);
+  modelHelp.hidden = true;
+  await showTurn(outcome.data);
 }
 
 async function answerCard(pending, approve) {
@@ -180,8 +198,7 @@ async function answerCard(pending, approve) {
     }
     return;
   }
-  addMessage("note", `${approve ? "You allowed" : "You did not allow"}: ${pending.card.title}`);
-  showTurn(outcome.data);
+  await showTurn(outcome.data);
 }
 
 // The server-rendered forms (message, card, "ask again") become requests from this page.

@@ -374,6 +374,11 @@ class ConversationService:
                 checkpoint.restore(conversation)
                 raise
 
+    def recent(self, limit: int = RECENT_SHOWN) -> list[dict[str, Any]]:
+        """The household's conversations to reopen, the most recently used first: id, question, updated, waiting."""
+        return [{"conversation_id": c.id, "question": c.first_question(), "updated": c.updated,
+                 "waiting": c.pending is not None} for c in self.store.recent(HOUSEHOLD, limit)]
+
     def transcript(self, conversation_id: str | None) -> tuple[list[dict[str, str]], Proposal | None] | None:
         """The visible messages and the open card of a live conversation; None when unknown."""
         conversation = self.store.get(conversation_id)

@@ -68,6 +68,8 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     # the household's: which programs hold a token
     "api_tokens.page": Access.HOUSEHOLD,
     "api_tokens.revoke": Access.HOUSEHOLD,
+    # issue 21: the conversation page's script rereads the lines of the household's own conversation
+    "conversation.lines": Access.HOUSEHOLD,
 })
 
 ANSWERING_A_CARD = "answer a request"
