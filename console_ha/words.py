@@ -44,7 +44,10 @@ SETTINGS_WORDS: MappingProxyType[str, str] = MappingProxyType({
 MODEL_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_UNREACHABLE": "Home Assistant could not be reached.",
     "HA_TIMEOUT": "Home Assistant did not answer in time.",
-    "HA_UNAUTHORIZED": "Home Assistant refused the Console's access token; the household needs to paste a new one.",
+    # Relayed by a model or an MCP client to the household, so it says how to make a new token (issue 21).
+    "HA_UNAUTHORIZED": "Home Assistant refused the Console's access token (it may have been revoked). The household "
+                       "can create a new one in Home Assistant (their profile, then Security, then Long-lived "
+                       "access tokens) and paste it on the Console's settings page.",
     "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
     "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
     "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
