@@ -223,3 +223,15 @@ def test_the_model_page_chooses_a_server_s_only_model_for_you(page: Page, consol
     expect(status_line).to_have_class(re.compile("status--ok"))
     expect(page.get_by_label("Model", exact=True)).to_have_value("qwen2.5:3b")
     assert serious_violations(page) == []
+
+
+def test_the_api_tokens_page_shows_when_a_token_was_made_in_the_browser_s_zone(chat: Page, console: LiveConsole):
+    from console_ha.store.console_secrets import ConsoleSecrets
+    ConsoleSecrets(console.data_dir).create_api_token("kitchen tablet")
+    chat.goto(console.at("/settings/api-tokens"))
+    made = chat.locator(".token-list time").first
+    moment = made.get_attribute("datetime")
+    assert moment is not None and moment.endswith("Z")
+    expect(made).to_contain_text(re.compile(rf"\b0?{re.escape(in_tokyo(moment, '%H:%M').lstrip('0') or '0')}\b"))
+    assert "UTC" not in made.inner_text()
+    assert serious_violations(chat) == []
