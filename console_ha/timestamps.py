@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
 def utc_z(moment: datetime) -> str:
@@ -26,3 +27,36 @@ def utc_z_exact(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("times must be timezone-aware")
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def time_zone(name: str | None) -> tzinfo | None:
+    """The IANA zone of that name (`Europe/Paris`), or None for the machine's own zone when the name is empty.
+
+    An unknown name is a ValueError naming it, so a typo stops the Console at start rather than showing
+    every time an hour off.
+    """
+    if not name:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r}: use an IANA name such as Europe/Paris or UTC") from None
+
+
+def parse_utc_z(text: str) -> datetime | None:
+    """A moment the Console wrote (utc_z, utc_z_exact, or an offset), aware; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def in_zone(moment: datetime, zone: tzinfo | None, *, with_date: bool = True) -> str:
+    """A moment as a person reads it in `zone` (None: the machine's zone, per moment, so summer time counts).
+
+    "2026-12-02 14:03 CET", or "14:03 CET" without the date. The zone's abbreviation is always said,
+    because this is what a page shows when the browser's own clock cannot be used.
+    """
+    local = moment.astimezone(zone) if zone is not None else moment.astimezone()
+    return local.strftime("%Y-%m-%d %H:%M %Z" if with_date else "%H:%M %Z")

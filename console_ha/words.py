@@ -44,7 +44,10 @@ SETTINGS_WORDS: MappingProxyType[str, str] = MappingProxyType({
 MODEL_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_UNREACHABLE": "Home Assistant could not be reached.",
     "HA_TIMEOUT": "Home Assistant did not answer in time.",
-    "HA_UNAUTHORIZED": "Home Assistant refused the Console's access token; the household needs to paste a new one.",
+    # Relayed by a model or an MCP client to the household, so it says how to make a new token (issue 21).
+    "HA_UNAUTHORIZED": "Home Assistant refused the Console's access token (it may have been revoked). The household "
+                       "can create a new one in Home Assistant (their profile, then Security, then Long-lived "
+                       "access tokens) and paste it on the Console's settings page.",
     "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
     "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
     "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
@@ -167,3 +170,55 @@ CA_REMOVE_QUESTION = ("Remove the certificate? From then on https is checked onl
 CA_REMOVED = ("Removed. From now on https is checked against the authorities this Console trusts anyway; "
               "Save is not needed for it.")
 CA_KEPT = "The certificate was kept."
+
+# --- The conversation's own lines (issue 21) ---------------------------------------------------------
+# What the Console itself says in the chat, beside the model's reply, when a read is refused, denied,
+# withdrawn, expires or fails. The model words its own answer; these are the Console's, so the household
+# always learns what happened even when the model tells it differently.
+
+# A read refused before any card, or failed after the household allowed it: by the error's code.
+CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
+    "UNKNOWN_CAPABILITY": "The assistant asked for a kind of read the Console does not have, so it was refused.",
+    "INVALID_ARGUMENTS": "The assistant asked in a way the Console does not accept, so the read was refused.",
+    "CAPABILITY_DISABLED":
+        "Reading Home Assistant is switched off in Settings, so the Console refused the read.",
+    "CAPABILITY_NOT_CONFIGURED":
+        "Home Assistant is not fully set up in Settings (address, access token and chosen devices), so the "
+        "Console refused the read.",
+    "ENTITY_NOT_ALLOWLISTED":
+        "The assistant asked about a device that is not on your list, so the Console refused it. You can add "
+        "devices in Settings.",
+    "INVOCATION_LIMIT_EXCEEDED":
+        "The assistant asked for the same kind of read twice for one question; the Console allows one, so it "
+        "refused the second.",
+    "CONFIG_INVALID":
+        "The Home Assistant settings file cannot be read, so the Console refused the read. Open Settings.",
+    "HA_UNAUTHORIZED": SETTINGS_WORDS["HA_UNAUTHORIZED"],
+    "HA_UNREACHABLE": "The Console could not reach Home Assistant, so nothing was read. Check that it is switched on.",
+    "HA_TIMEOUT": "Home Assistant took too long to answer, so nothing was read. Try again in a minute.",
+    "HA_TLS_ERROR":
+        "The secure connection to Home Assistant failed its certificate check, so nothing was read. Open Settings.",
+    "HA_NOT_FOUND": "Home Assistant does not know that device any more; it may have been renamed or removed.",
+    "HA_BAD_RESPONSE": "Home Assistant's answer could not be used, so nothing was read.",
+    "HA_BUSY": BUSY_MESSAGE,
+    "HA_NO_STATISTICS":
+        "Home Assistant keeps no long-term statistics for that device, so there were no figures to read.",
+    "RESULT_TOO_LARGE": "Home Assistant's answer was too large to pass on, so the assistant got none of it.",
+})
+# What /conversation adds when the language model cannot be used: where to go next.
+MODEL_NEXT_STEP = ("Check that the model server is running, then send your message again; on the Model page, "
+                   "Test model says what is wrong.")
+
+CHAT_FALLBACK = "The read did not work, so the assistant got nothing from Home Assistant."
+
+CHAT_ALLOWED = "You allowed: {title}"
+CHAT_DENIED = "You did not allow: {title}. Nothing was read."
+CHAT_WITHDRAWN = "You asked something else, so the Console withdrew the open question “{title}”. Nothing was read."
+CHAT_EXPIRED = "The question “{title}” expired before it was answered, so nothing was read."
+# Calls the model made in the same message as the open card, dropped with it by a new message.
+CHAT_WAITING_DROPPED = "The assistant's other reads for that question were not asked either."
+
+
+def chat_line(err: ConsoleHaError) -> str:
+    """The Console's own line in the chat for a refused or failed read, by the error's code."""
+    return CHAT_WORDS.get(err.code, CHAT_FALLBACK)

@@ -3,6 +3,7 @@
 // server-rendered <template> and setting textContent: no HTML is assembled here.
 
 import { api } from "./api.js";
+import { localise } from "./clock.js";
 
 const root = document.getElementById("confirmations");
 const list = document.getElementById("confirmations-list");
@@ -41,7 +42,7 @@ function cardFor(item, index) {
   slot("body").textContent = item.card.body;
   slot("destination").textContent = item.destination ?? `Asked by “${item.client}”.`;
   slot("expires").dateTime = item.expires_at;
-  slot("expires").textContent = `${item.expires_at.slice(11, 16)} UTC`;
+  localise(slot("expires"));
   slot("token").value = item.token;
   slot("approve").textContent = item.card.approve_label;
   slot("deny").textContent = item.card.deny_label;

@@ -2,6 +2,7 @@
 // The page works without this module (plain form posts); this makes it live and keeps focus sensible.
 
 import { api } from "./api.js";
+import { localise } from "./clock.js";
 
 const root = document.getElementById("conversation");
 const transcript = document.getElementById("transcript");
@@ -12,6 +13,8 @@ const messageField = document.getElementById("message");
 const sendButton = document.getElementById("send");
 const cardTemplate = document.getElementById("confirm-card-template");
 const messageUrl = root.dataset.messageUrl;
+const linesUrl = root.dataset.linesUrl;
+const modelHelp = document.getElementById("model-help");
 
 let conversationId = root.dataset.conversationId || null;
 let lastQuestion = root.dataset.lastQuestion || "";
@@ -50,6 +53,17 @@ function addMessage(role, text) {
   return item;
 }
 
+/** The transcript as the server keeps it (the Console's own lines among the rest); false if it could not be read. */
+async function refreshLines() {
+  const url = new URL(linesUrl, window.location.href);
+  url.searchParams.set("conversation_id", conversationId);
+  const result = await api("GET", url.pathname + url.search);
+  if (!result.ok) return false;
+  transcript.replaceChildren();
+  for (const line of result.data.messages) addMessage(line.role, line.content);
+  return true;
+}
+
 function clearCard() {
   window.clearTimeout(expiryTimer);
   cardSlot.replaceChildren();
@@ -72,7 +86,7 @@ function showCard(pending) {
   slot("body").id = "confirm-body";
   slot("body").textContent = pending.card.body;
   slot("expires").dateTime = pending.expires_at;
-  slot("expires").textContent = `${pending.expires_at.slice(11, 16)} UTC`;
+  localise(slot("expires"));
   slot("token").value = pending.token;
   slot("approve").textContent = pending.card.approve_label;
   slot("deny").textContent = pending.card.deny_label;
@@ -120,9 +134,12 @@ async function post(body) {
   return { data: result.data };
 }
 
-function showTurn(data) {
+async function showTurn(data) {
   rememberConversation(data.conversation_id);
-  if (data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
+  // The Console's own lines (refused, denied, withdrawn, failed) come with the transcript; the reply alone
+  // is shown if it cannot be read.
+  const shown = await refreshLines();
+  if (!shown && data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
   if (data.pending_confirmation) {
     setStatus("The assistant asks to read Home Assistant. Allow it?");
     showCard(data.pending_confirmation);
@@ -157,10 +174,12 @@ async function sendMessage(text) {
     shown.remove();
     messageField.value = question;
     setStatus(outcome.error.message, "error");
+    modelHelp.hidden = !outcome.error.code?.startsWith("MODEL_");
     messageField.focus();
     return;
   }
-  showTurn(outcome.data);
+  modelHelp.hidden = true;
+  await showTurn(outcome.data);
 }
 
 async function answerCard(pending, approve) {
@@ -179,8 +198,7 @@ async function answerCard(pending, approve) {
     }
     return;
   }
-  addMessage("note", `${approve ? "You allowed" : "You did not allow"}: ${pending.card.title}`);
-  showTurn(outcome.data);
+  await showTurn(outcome.data);
 }
 
 // The server-rendered forms (message, card, "ask again") become requests from this page.

@@ -86,7 +86,9 @@ async function testModel() {
   }
   const answer = result.data;
   showModels(answer.models ?? []);
-  say(testStatus, answer.message, answer.ok ? "ok" : "error");
+  // The one model a server offers is chosen for you; choosing among several is a question, not an error.
+  if (answer.chosen) model.value = answer.chosen;
+  say(testStatus, answer.message, answer.ok ? "ok" : answer.is_error ? "error" : "");
 }
 
 async function save() {

@@ -640,7 +640,8 @@ def test_a_model_failure_after_old_turns_were_trimmed_restores_the_whole_convers
     assert [m["content"][:3] for m in messages] == ["one", "A.", "two", "B."]
 
 
-def test_the_transcript_shows_the_household_s_words_and_the_answers_only(configured, service, model):
+def test_the_transcript_shows_the_household_s_words_the_console_s_lines_and_the_answers_only(configured, service,
+                                                                                              model):
     thinking = tool_call(LIST, {})
     thinking["choices"][0]["message"]["content"] = "Let me look."
     model.script(thinking, answer_from_tool_result)
@@ -650,8 +651,10 @@ def test_the_transcript_shows_the_household_s_words_and_the_answers_only(configu
     service.confirm(paused.conversation_id, pending.token, True)
     messages, pending = service.transcript(paused.conversation_id)
     assert pending is None
-    assert [m["role"] for m in messages] == ["user", "assistant"]
-    assert "21.4" in messages[1]["content"]
+    assert [m["role"] for m in messages] == ["user", "note", "assistant"]
+    assert messages[1]["content"] == "You allowed: Read your Home Assistant devices?"
+    assert "21.4" in messages[2]["content"]
+    assert "Let me look." not in str(messages)
 
 
 @pytest.mark.parametrize("message", ["", "   ", "x" * 4001])
@@ -827,7 +830,7 @@ def test_each_tool_call_dialect_leads_to_the_card_the_read_and_the_answer(
     assert "summary" in json.loads(result["content"]) or "changes" in json.loads(result["content"])
     # Text said alongside a tool call is thinking aloud: never shown as the reply.
     assert [m["content"] for m in service.transcript(paused.conversation_id)[0]] == [
-        "how was the living room today?", done.reply]
+        "how was the living room today?", "You allowed: Read the history of Living room temperature?", done.reply]
 
 
 # --- settings read per turn --------------------------------------------------------------------

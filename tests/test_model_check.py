@@ -143,3 +143,20 @@ def test_the_offered_models_are_bounded_in_number_and_length_and_printable(model
     result = checked(model, name="")
     assert result.models[0] == "ok" and len(result.models) == 200
     assert all(0 < len(name) <= 256 and name.isprintable() for name in result.models)
+
+
+def test_the_only_model_a_server_offers_is_chosen_for_you_and_tested(model):
+    model.models = ["qwen2.5:3b"]
+    model.script(tool_call("report_ready", {}))
+    result = checked(model, name="")
+    assert result.ok and result.chosen == "qwen2.5:3b" and not result.is_error
+    assert result.message.startswith("The model server offers one model, qwen2.5:3b, so the Console chose it")
+    assert model.requests[-1].body["model"] == "qwen2.5:3b"
+    assert result.to_json()["chosen"] == "qwen2.5:3b"
+
+
+def test_several_models_to_choose_from_are_a_question_not_an_error(model):
+    model.models = ["a", "b"]
+    result = checked(model, name="")
+    assert not result.ok and not result.is_error and result.to_json()["is_error"] is False
+    assert "offers 2 models" in result.message

@@ -282,16 +282,20 @@ class Executor:
         self._audit("approved", capability.name, 4, pending.invocation_id, client=pending.client)
         return self._run(capability, pending)
 
-    def withdraw(self, token: object, *, conversation_id: str) -> None:
-        """The asker took its request back before the household answered: forget the card, nothing is read."""
+    def withdraw(self, token: object, *, conversation_id: str) -> str | None:
+        """The asker took its request back before the household answered: forget the card, nothing is read.
+
+        Returns what was audited: "cancelled", "expired" (its time had come), or None (nothing was open).
+        """
         try:
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
             self._audit_expired(err.pending)
-            return
+            return "expired"
         except CapabilityError:
-            return  # already answered, expired and swept, or never issued: nothing is left to withdraw
+            return None  # already answered, expired and swept, or never issued: nothing is left to withdraw
         self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
+        return "cancelled"
 
     def hold(self, token: object, *, conversation_id: str) -> None:
         """The household allowed a read whose program is not there now: nothing is read until it asks again."""

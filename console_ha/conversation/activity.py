@@ -30,6 +30,8 @@ EVENT_WORDS = {
 
 # Who asked, when the audit line names no program: the household's own conversation page.
 CONVERSATION_PAGE = "Conversation page"
+# A card of the conversation page withdrawn because the household sent another message instead.
+WITHDRAWN_BY_A_NEW_MESSAGE = "Withdrawn: you asked something else"
 
 
 @dataclass
@@ -118,7 +120,8 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
             time=str(event.get("time") or ""),
             capability=name,
             event=kind,
-            words=EVENT_WORDS.get(kind, kind),
+            words=WITHDRAWN_BY_A_NEW_MESSAGE if kind == "cancelled" and not event.get("client")
+            else EVENT_WORDS.get(kind, kind),
             stage=_int_or_none(event.get("stage")),
             code=str(event["code"]) if event.get("code") else None,
             duration_ms=_int_or_none(event.get("duration_ms")),

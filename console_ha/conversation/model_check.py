@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from console_ha.conversation.model import (
@@ -43,9 +43,13 @@ PROBLEMS: Mapping[str, str] = {
     "no_tool_calls": "The model answered, but without calling the test tool, so it could not read your home. "
                      "Use a model that supports tool calls; llama.cpp's server must be started with --jinja.",
     "refused": "The model server refused the test request (HTTP {status}).",
-    "no_model": "The model server answers and lists {count} model(s). Choose one under Model, then test again.",
+    "no_model": "The model server answers and offers {count} models. Choose one under Model, then test again.",
 }
 READY = "The model answered with a tool call: it is ready. Press Save to use it."
+# The server offers exactly one model and none was typed: the Console takes it (issue 21), and says so first.
+CHOSEN = "The model server offers one model, {model}, so the Console chose it for you. "
+# A finding that asks the household to choose, not a failure: the page shows it without the error's colour.
+NOT_AN_ERROR = frozenset({"no_model"})
 
 PROBE_TOOL = {
     "type": "function",
@@ -72,10 +76,18 @@ class ModelCheck:
     problem: str | None
     message: str
     models: tuple[str, ...] = ()
+    # The model the test chose because the server offers only that one ("" when the household typed one).
+    chosen: str = ""
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the page shows the finding as an error (choosing among models is not one)."""
+        return not self.ok and self.problem not in NOT_AN_ERROR
 
     def to_json(self) -> dict[str, Any]:
         """The API's answer."""
-        return {"ok": self.ok, "problem": self.problem, "message": self.message, "models": list(self.models)}
+        return {"ok": self.ok, "problem": self.problem, "message": self.message, "models": list(self.models),
+                "chosen": self.chosen, "is_error": self.is_error}
 
 
 def _failed(problem: str, models: tuple[str, ...] = (), **words: Any) -> ModelCheck:
@@ -96,8 +108,18 @@ def check_model(settings: ModelSettings, **adapter_options: Any) -> ModelCheck:
         models = tuple(dict.fromkeys(listed))[:MAX_LISTED_MODELS]
     except ModelUnavailable as err:
         return _classify(err, url, settings.model, (), listing=True)
-    if not settings.model:
+    if not settings.model and len(models) != 1:
         return _failed("no_model", models, count=len(models))
+    if not settings.model:
+        chosen = replace(settings, model=models[0])
+        found = _chat_test(OpenAICompatibleModel(chosen, tools=[PROBE_TOOL], **adapter_options), chosen, models)
+        return replace(found, message=CHOSEN.format(model=models[0]) + found.message, chosen=models[0])
+    return _chat_test(adapter, settings, models)
+
+
+def _chat_test(adapter: OpenAICompatibleModel, settings: ModelSettings, models: tuple[str, ...]) -> ModelCheck:
+    """The test's second request: one tiny chat that must come back as a tool call."""
+    url = settings.endpoints[0]
     try:
         reply = adapter.complete(PROBE_MESSAGES, tool_choice="required", max_tokens=PROBE_MAX_TOKENS)
     except ModelUnavailable as err:

@@ -31,6 +31,15 @@ from console_ha.errors import (
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import same_token
 from console_ha.store.config import ConfigStore
+from console_ha.timestamps import utc_z_now
+from console_ha.words import (
+    CHAT_ALLOWED,
+    CHAT_DENIED,
+    CHAT_EXPIRED,
+    CHAT_WAITING_DROPPED,
+    CHAT_WITHDRAWN,
+    chat_line,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +47,8 @@ MAX_ROUNDS_PER_TURN = 6
 # Each capability may run once per turn, so more calls than this in one message are noise.
 MAX_TOOL_CALLS_PER_MESSAGE = 8
 MAX_CONVERSATIONS = 100
+# How many of the household's conversations /conversation lists, newest first (all it keeps are reopenable).
+RECENT_SHOWN = 20
 # Programs' conversations are kept apart, under their own count: a program starting conversation after
 # conversation (a failed message starts one too) pushes out only programs' ones, never the household's.
 MAX_PROGRAM_CONVERSATIONS = 50
@@ -52,6 +63,9 @@ MAX_PROGRAM_MESSAGES = 4
 
 # Whose a conversation is: the household's own page, or one program's API token (by its id).
 HOUSEHOLD = "household"
+# The Console's own lines in a conversation (refused, denied, withdrawn, expired, failed): shown to the
+# household, never sent to the model, which has the tool result instead.
+CONSOLE = "console"
 
 # The prompt says how many tools there are in words, as it always has ("through two tools").
 _COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -114,18 +128,28 @@ class Conversation:
     pending: tuple[ToolCall, Proposal] | None = None
     queue: list[ToolCall] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # When the household last wrote or answered, in UTC (the list of recent conversations shows it).
+    updated: str = field(default_factory=utc_z_now)
 
     def transcript(self) -> list[dict[str, str]]:
-        """The household-visible exchange: user messages and the assistant's answers."""
+        """The household-visible exchange: user messages, the assistant's answers and the Console's own lines."""
         # Read from a copy without the lock (a turn holds it while the model thinks, which can take
         # minutes); copying a list is atomic under the GIL, so the page sees a consistent moment.
         messages = list(self.messages)
         # Text that came with tool calls is the model thinking aloud; the API never returns it as a reply.
         return [
-            {"role": m["role"], "content": m["content"]}
+            {"role": "note" if m["role"] == CONSOLE else m["role"], "content": m["content"]}
             for m in messages
-            if m["role"] in ("user", "assistant") and m.get("content") and not m.get("tool_calls")
+            if m["role"] in ("user", "assistant", CONSOLE) and m.get("content") and not m.get("tool_calls")
         ]
+
+    def note(self, text: str) -> None:
+        """A line of the Console's own in the conversation, for the household only."""
+        self.messages.append({"role": CONSOLE, "content": text})
+
+    def first_question(self) -> str:
+        """The household's first message still kept (what the list of conversations names it by)."""
+        return next((m["content"] for m in list(self.messages) if m["role"] == "user"), "")
 
 
 @dataclass(frozen=True)
@@ -206,6 +230,13 @@ class ConversationStore:
             self._items[conversation.id] = conversation
             return conversation
 
+    def recent(self, owner: str = HOUSEHOLD, limit: int = RECENT_SHOWN) -> list[Conversation]:
+        """`owner`'s live conversations that have a message, the most recently used first, at most `limit`."""
+        with self._lock:
+            self._evict_idle()
+            live = [c for c in self._items.values() if c.owner == owner and c.first_question()]
+        return live[::-1][:limit]
+
     def __len__(self) -> int:
         with self._lock:
             self._evict_idle()
@@ -271,9 +302,12 @@ class ConversationService:
             raise ConversationBusy("This conversation's last message is still waiting for the household's "
                                    "answer on the Console; send the next one once it has its reply.")
         try:
+            conversation.updated = utc_z_now()
+            # Before the checkpoint: a withdrawn card is gone from the executor (and audited), so a failed
+            # model leaves the conversation with the card withdrawn, as the chat says, not with a dead card.
+            self._abandon_pending(conversation)
             checkpoint = _Checkpoint.of(conversation)
             try:
-                self._abandon_pending(conversation)
                 conversation.messages.append({"role": "user", "content": text})
                 conversation.turn = Turn()
                 conversation.rounds = 0
@@ -307,6 +341,7 @@ class ConversationService:
                 # conversation's token.
                 raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
             call, proposal = pending
+            title = proposal.card.title
             try:
                 content: dict[str, Any] = self.executor.answer(
                     proposal.token, approve=approve, conversation_id=conversation.id)
@@ -319,6 +354,11 @@ class ConversationService:
                 raise
             except CapabilityError as err:
                 content = error_body(err)
+                conversation.note(CHAT_DENIED.format(title=title) if not approve else
+                                  f"{CHAT_ALLOWED.format(title=title)}. {chat_line(err)}")
+            else:
+                conversation.note(CHAT_ALLOWED.format(title=title))
+            conversation.updated = utc_z_now()
             conversation.pending = None
             conversation.messages.append(_tool_message(call, content))
             following = self._process_queue(conversation)
@@ -334,6 +374,11 @@ class ConversationService:
             except Exception:
                 checkpoint.restore(conversation)
                 raise
+
+    def recent(self, limit: int = RECENT_SHOWN) -> list[dict[str, Any]]:
+        """The household's conversations to reopen, the most recently used first: id, question, updated, waiting."""
+        return [{"conversation_id": c.id, "question": c.first_question(), "updated": c.updated,
+                 "waiting": c.pending is not None} for c in self.store.recent(HOUSEHOLD, limit)]
 
     def transcript(self, conversation_id: str | None) -> tuple[list[dict[str, str]], Proposal | None] | None:
         """The visible messages and the open card of a live conversation; None when unknown."""
@@ -375,6 +420,7 @@ class ConversationService:
                                                  conversation_id=conversation.id, turn=conversation.turn)
             except CapabilityError as err:
                 conversation.messages.append(_tool_message(call, _refusal(call, err)))
+                conversation.note(chat_line(err))
                 continue
             conversation.pending = (call, proposal)
             return proposal
@@ -407,17 +453,27 @@ class ConversationService:
             conversation.rounds = min(conversation.rounds, self._max_rounds - 1)
 
     def _abandon_pending(self, conversation: Conversation) -> None:
-        """A new message while a card is open: the open and the waiting calls are answered as not run."""
+        """A new message while a card is open: the card is withdrawn (Activity says so at once), the chat says so,
+        and the open and the waiting calls are answered to the model as not run."""
         waiting = [conversation.pending[0]] if conversation.pending is not None else []
         for call in [*waiting, *conversation.queue]:
             conversation.messages.append(_tool_message(call, error_body(ConfirmationInvalid(
                 None, "The household asked something else instead; this read did not run."))))
+        if conversation.pending is not None:
+            proposal = conversation.pending[1]
+            # Audited now as withdrawn ("cancelled"), not as "expired" minutes later; unless its time had come.
+            withdrawn = self.executor.withdraw(proposal.token, conversation_id=conversation.id)
+            words = CHAT_WITHDRAWN if withdrawn == "cancelled" else CHAT_EXPIRED
+            conversation.note(words.format(title=proposal.card.title))
+            if conversation.queue:
+                conversation.note(CHAT_WAITING_DROPPED)
         conversation.pending = None
         conversation.queue = []
 
     def _model_messages(self, conversation: Conversation) -> list[dict[str, Any]]:
         """What the model sees: the system prompt, then the conversation (tool results, never tokens)."""
-        return [{"role": "system", "content": self._system_prompt}, *conversation.messages]
+        return [{"role": "system", "content": self._system_prompt},
+                *(m for m in conversation.messages if m["role"] != CONSOLE)]
 
     def _trim_history(self, conversation: Conversation) -> None:
         """Drop the oldest whole turns until the history fits; the newest turn always stays."""

@@ -99,7 +99,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     A Console handed in keeps the options it was opened with; the CONSOLE_HA_* settings of `test_config`
     that shape a Console (confirmation TTL, MCP waiting, model variables) apply only to one opened here.
     """
-    from console_ha.web import api_tokens, auth, confirmations, conversation, mcp, model_page, settings_api
+    from console_ha.web import api_tokens, auth, clock, confirmations, conversation, mcp, model_page, settings_api
     from console_ha.web import settings_page as pages
     from console_ha.web.errors import register_error_handlers
     from console_ha.web.security import init_app as init_security
@@ -136,6 +136,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     app.extensions["console_ha_web"] = WebServices(csrf=CSRFProtect(app), login_throttle=LoginThrottle())
     mcp.init_app(app, console.household)
 
+    clock.init_app(app)
     register_error_handlers(app)
     init_security(app)
     for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp, mcp.bp, confirmations.bp,

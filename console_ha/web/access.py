@@ -72,6 +72,8 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "api_tokens.set_patience": Access.HOUSEHOLD,  # issue 20: how long a token's MCP calls wait
     "api_tokens.create": Access.HOUSEHOLD,  # a token cannot make tokens: it would outlive its own revocation
     "api_tokens.confirm_revoke": Access.HOUSEHOLD,
+    # issue 21: the conversation page's script rereads the lines of the household's own conversation
+    "conversation.lines": Access.HOUSEHOLD,
 })
 
 ANSWERING_A_CARD = "answer a request"

@@ -42,6 +42,8 @@ SESSION_ID = "sid"
 WRONG_PASSWORD = "That password is not right. Try again."
 STALE_FORM = "The form was out of date. Try again."
 NO_PASSWORD = "Type the password."
+# Said on the login page a logout lands on (`?logged_out=1`): a page with no word looked like a failure.
+LOGGED_OUT = "You are logged out. Log in again to use the Console."
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,8 @@ def login() -> Response | tuple[str, int] | str:
     if request.method == "GET":
         if _session_is_valid():
             return redirect(next_url)
-        return render_template("login.html", next=next_url, error=None)
+        notice = LOGGED_OUT if request.args.get("logged_out") == "1" else None
+        return render_template("login.html", next=next_url, error=None, notice=notice)
     try:
         web_services().csrf.protect()
     except CSRFError:
@@ -239,7 +242,7 @@ def logout() -> Response:
     """End the session on the server too, so a copy of its cookie opens nothing (CSRF was checked)."""
     services().secrets.end_session(session.get(SESSION_ID))
     session.clear()
-    return redirect(url_for("auth.login"))
+    return redirect(url_for("auth.login", logged_out=1))
 
 
 def init_app(app: Flask) -> None:

@@ -11,14 +11,15 @@ from flask.typing import ResponseReturnValue
 from console_ha.capabilities.executor import Proposal
 from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
-from console_ha.conversation.service import MAX_MESSAGE_CHARS
-from console_ha.errors import ConsoleHaError, InvalidRequest
+from console_ha.conversation.service import MAX_CONVERSATIONS, MAX_IDLE_SECONDS, MAX_MESSAGE_CHARS
+from console_ha.errors import ConsoleHaError, InvalidRequest, NotFound
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
 from console_ha.web.auth import asker_for, current_principal, is_household
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
 from console_ha.web.model_page import current_setup
+from console_ha.words import MODEL_NEXT_STEP
 
 bp = Blueprint("conversation", __name__)
 
@@ -85,6 +86,22 @@ def _confirmation(value: object) -> tuple[str, bool]:
     return token, approve
 
 
+@bp.get("/api/v1/conversation/lines")
+def lines() -> Response:
+    """The household's conversation as its page shows it (the Console's own lines too), for the page's script.
+
+    Household only; an unknown id is 404. The contract's message answer stays as it is; the page rereads
+    its lines from here after each answer.
+    """
+    conversation_id = _conversation_id(request.args.get("conversation_id"))
+    found = conversation_service().transcript(conversation_id) if conversation_id else None
+    if found is None:
+        raise NotFound("That conversation is not kept any more.")
+    messages, pending = found
+    return jsonify({"conversation_id": conversation_id, "messages": messages,
+                    "pending_confirmation": pending.to_dict() if pending is not None else None})
+
+
 # --- the pages ---------------------------------------------------------------------------------
 
 @bp.get("/conversation")
@@ -130,6 +147,10 @@ def _render_page(conversation_id: str | None, *, error: ConsoleHaError | None = 
         max_message_chars=MAX_MESSAGE_CHARS,
         # Said on load, before a first message would fail on it.
         model_problem=current_setup().problem,
+        model_next_step=MODEL_NEXT_STEP,
+        recent=conversation_service().recent(),
+        kept=MAX_CONVERSATIONS,
+        kept_hours=MAX_IDLE_SECONDS // 3600,
     )
 
 

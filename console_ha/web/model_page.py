@@ -112,7 +112,8 @@ def page_post() -> ResponseReturnValue:
             check = _test(ModelTryRequest(values["base_url"], values["model"], values["api_key"]))
         except (InvalidSettingsChange, ModelTestBusy) as err:
             return _render(current_setup(), values=values, form_error=err), status_for(err.code)
-        return _render(current_setup(), values=values, check=check)
+        # The one model the server offers goes in the field, as the script does, ready to save.
+        return _render(current_setup(), values={**values, "model": check.chosen or values["model"]}, check=check)
     try:
         _, dropped = model_settings().save(ModelSaveRequest.typed(
             values["base_url"], values["model"], values["api_key"], remove_api_key=form.get("remove_api_key") == "on"))

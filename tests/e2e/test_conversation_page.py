@@ -160,7 +160,7 @@ def test_the_activity_page_shows_the_approved_and_the_denied_read_without_values
     # proposed, asked, approved, denied, expired, refused, read done, failed, withdrawn (by an MCP client)
     expect(list_row.get_by_role("cell")).to_have_text(["1", "1", "1", "0", "0", "0", "1", "0", "0"])
     expect(history_row.get_by_role("cell")).to_have_text(["1", "1", "0", "1", "0", "0", "0", "0", "0"])
-    latest = chat.get_by_role("table").nth(1)
+    latest = chat.get_by_role("list", name=re.compile("most recent events"))
     expect(latest).to_contain_text("You allowed it")
     expect(latest).to_contain_text("You did not allow it")
     expect(latest).to_contain_text("CONFIRMATION_DENIED")

@@ -991,3 +991,22 @@ def _insert_states(
         records,
     )
     return len(records)
+
+
+def mint_and_revoke(real_ha: RealHomeAssistant, client_name: str) -> tuple[str, Callable[[], None]]:
+    """A new long-lived token from the real Home Assistant, and a function that revokes it there.
+
+    The revocation is Home Assistant's own WebSocket `auth/delete_refresh_token`, sent by the test with
+    the harness's token (the Console never sends it: it is not a read).
+    """
+    with real_ha.websocket() as ws:
+        token = ws.command("auth/long_lived_access_token", client_name=client_name, lifespan=30)
+
+    def revoke() -> None:
+        with real_ha.websocket() as ws:
+            ids = [t["id"] for t in ws.command("auth/refresh_tokens") if t.get("client_name") == client_name]
+            if len(ids) != 1:
+                raise RuntimeError(f"expected one refresh token named {client_name!r}, found {len(ids)}")
+            ws.command("auth/delete_refresh_token", refresh_token_id=ids[0])
+
+    return token, revoke

@@ -301,8 +301,11 @@ def test_logout_ends_the_session_and_needs_the_csrf_token(household: FlaskClient
     assert household.get("/logout").status_code == 405
     assert household.get(API).status_code == 200
     response = household.post("/logout")
-    assert response.status_code == 302 and response.location == "/login"
+    assert response.status_code == 302 and response.location == "/login?logged_out=1"
     assert household.get(API).status_code == 401
+    landed = household.get(response.location).get_data(as_text=True)
+    assert "You are logged out." in landed and 'role="status"' in landed
+    assert "You are logged out." not in household.get("/login").get_data(as_text=True)
 
 
 def test_logout_without_the_csrf_token_keeps_the_session(logged_in: FlaskClient) -> None:

@@ -366,7 +366,7 @@ def _row(html: str, capability: str) -> list[str]:
     row = re.search(rf"<tr>\s*<th scope=\"row\">[^<]*<br><code class=\"capability-id\">{re.escape(capability)}</code>"
                     r"</th>(.*?)</tr>", html, re.S)
     assert row, f"no row for {capability}"
-    return [_first_number(cell) for cell in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    return [_first_number(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
 
 
 def _first_number(cell: str) -> str:

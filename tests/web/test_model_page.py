@@ -216,7 +216,7 @@ def test_the_test_reports_ready_and_the_server_s_models(household, model):
     response = household.post(MODEL_API + "/test", json={"base_url": model.url, "model": "fake-model"})
     assert response.status_code == 200
     assert response.get_json() == {"ok": True, "problem": None, "message": response.get_json()["message"],
-                                   "models": ["fake-model", "small"]}
+                                   "models": ["fake-model", "small"], "chosen": "", "is_error": False}
 
 
 @pytest.mark.parametrize(("setup", "problem"), [

@@ -1,0 +1,237 @@
+"""Issue 21 in Chromium: the household's clock, past conversations, the Console's own lines, the words that help."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
+from tests.fake_model import FakeModel, status, text, tool_call
+from tests.stub_ha import StubHomeAssistant
+
+pytestmark = pytest.mark.browser
+
+ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+LIST = "home_assistant__list_entities"
+HISTORY = "home_assistant__get_history"
+TITLE = "Read your Home Assistant devices?"
+BROWSER_ZONE = "Asia/Tokyo"  # far from the machine's (UTC here) and from the Console's configured zone
+
+
+@pytest.fixture
+def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]:
+    """This module's browser lives in Tokyo."""
+    return {**browser_context_args, "timezone_id": BROWSER_ZONE}
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture(autouse=True)
+def _model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
+    monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
+    monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
+    monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)
+
+
+@pytest.fixture
+def chat(page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> Page:
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=ALLOWED)
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password, path="/conversation")
+    return page
+
+
+def send(page: Page, words: str) -> None:
+    page.get_by_label("Message", exact=True).fill(words)
+    page.get_by_role("button", name="Send", exact=True).click()
+
+
+def transcript(page: Page):
+    return page.get_by_role("log", name="Conversation")
+
+
+def in_tokyo(moment: str, pattern: str) -> str:
+    return datetime.fromisoformat(moment.replace("Z", "+00:00")).astimezone(ZoneInfo(BROWSER_ZONE)).strftime(pattern)
+
+
+def test_the_card_s_expiry_and_activity_are_in_the_browser_s_zone_while_the_server_keeps_utc(
+        chat: Page, console: LiveConsole, model: FakeModel):
+    model.script(tool_call(LIST, {}))
+    send(chat, "what's on?")
+    expires = chat.locator("#confirm-card time")
+    expect(expires).to_be_visible()
+    moment = expires.get_attribute("datetime")
+    assert moment is not None and moment.endswith("Z")  # the element keeps UTC
+    tokyo_hour = in_tokyo(moment, "%H:%M").lstrip("0") or "0"
+    expect(expires).to_contain_text(re.compile(rf"\b0?{re.escape(tokyo_hour)}\b"))
+    assert "UTC" not in expires.inner_text()
+    # After a reload the server's card is localised too.
+    chat.reload()
+    expect(chat.locator("#confirm-card time")).to_contain_text(re.compile(rf"\b0?{re.escape(tokyo_hour)}\b"))
+    chat.goto(console.at("/activity"))
+    first = chat.locator(".event-card time").first
+    when = first.get_attribute("datetime")
+    assert when is not None
+    expect(first).to_contain_text(in_tokyo(when, "%Y").lstrip("0"))
+    expect(first).to_contain_text(re.compile(rf"\b0?{re.escape(in_tokyo(when, '%H:%M').lstrip('0') or '0')}\b"))
+
+
+def test_without_javascript_times_are_in_the_console_s_configured_zone(
+        browser: Browser, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant,
+        model: FakeModel, recorded_responses: list[bytes]):
+    from console_ha.web.clock import _ZONE
+    console.app.extensions[_ZONE] = ZoneInfo("America/New_York")  # as CONSOLE_HA_TIME_ZONE would set it
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=ALLOWED)
+    context = browser.new_context(java_script_enabled=False, timezone_id=BROWSER_ZONE)
+    page = context.new_page()
+    page.on("response", lambda r: recorded_responses.append(r.body() if r.status < 300 else b""))
+    try:
+        log_in(page, console, household_password, path="/conversation")
+        model.script(tool_call(LIST, {}))
+        send(page, "what's on?")
+        expires = page.locator("#confirm-card time")
+        moment = expires.get_attribute("datetime")
+        assert moment is not None
+        new_york = datetime.fromisoformat(moment.replace("Z", "+00:00")).astimezone(ZoneInfo("America/New_York"))
+        expect(expires).to_have_text(new_york.strftime("%H:%M %Z"))
+    finally:
+        context.close()
+
+
+def test_a_new_message_while_a_card_waits_withdraws_it_in_the_chat_and_in_activity_at_once(
+        chat: Page, console: LiveConsole, model: FakeModel):
+    model.script(tool_call(LIST, {}), text("The door is shut."))
+    send(chat, "what devices are there?")
+    expect(chat.get_by_role("region", name=TITLE)).to_be_visible()
+    send(chat, "never mind: is the front door shut?")
+    expect(transcript(chat)).to_contain_text(
+        f"You asked something else, so the Console withdrew the open question “{TITLE}”")
+    expect(transcript(chat)).to_contain_text("The door is shut.")
+    expect(chat.get_by_role("region", name=TITLE)).to_have_count(0)
+    chat.goto(console.at("/activity"))
+    expect(chat.locator(".event-card").first).to_contain_text("Withdrawn: you asked something else")
+
+
+def test_past_conversations_are_listed_and_one_reopens_with_its_waiting_card(
+        chat: Page, console: LiveConsole, model: FakeModel):
+    model.script(text("Hello!"), tool_call(LIST, {}))
+    send(chat, "hello there")
+    expect(transcript(chat)).to_contain_text("Hello!")
+    chat.get_by_role("link", name="New conversation").click()
+    send(chat, "which devices can you see?")
+    expect(chat.get_by_role("region", name=TITLE)).to_be_visible()
+    chat.get_by_role("link", name="New conversation").click()
+    recent = chat.get_by_role("region", name="Recent conversations")
+    expect(recent.get_by_role("link")).to_have_text(["which devices can you see?", "hello there"])
+    expect(recent.get_by_role("listitem").first).to_contain_text("a question waits for your answer")
+    assert serious_violations(chat) == []
+    recent.get_by_role("link", name="which devices can you see?").click()
+    card = chat.get_by_role("region", name=TITLE)
+    expect(card).to_be_visible()
+    model.script(text("You have two devices."))
+    card.get_by_role("button", name="Allow this once").click()
+    expect(transcript(chat)).to_contain_text(f"You allowed: {TITLE}")
+    expect(transcript(chat)).to_contain_text("You have two devices.")
+    screenshot(chat, "conversation-recent")
+
+
+def test_a_refused_read_has_the_console_s_own_line_beside_the_model_s_reply(chat: Page, model: FakeModel):
+    model.script(tool_call(HISTORY, {"entity_id": "lock.front_door", "period": "day"}), text("I can't see that lock."))
+    send(chat, "is the front door locked?")
+    line = transcript(chat).locator(".msg--note")
+    expect(line).to_have_text(re.compile("Console\\s*The assistant asked about a device that is not on your list"))
+    expect(transcript(chat)).to_contain_text("I can't see that lock.")
+    assert serious_violations(chat) == []
+
+
+def test_a_denial_has_the_console_s_own_line(chat: Page, model: FakeModel):
+    model.script(tool_call(LIST, {}), text("Alright."))
+    send(chat, "what's on?")
+    chat.get_by_role("button", name="Don't allow").click()
+    expect(transcript(chat)).to_contain_text(f"You did not allow: {TITLE}. Nothing was read.")
+
+
+def test_a_model_that_cannot_be_reached_says_what_to_do_and_links_to_model(chat: Page, console: LiveConsole,
+                                                                            model: FakeModel):
+    model.script(status(500))
+    send(chat, "hello?")
+    help_line = chat.locator("#model-help")
+    expect(help_line).to_be_visible()
+    expect(help_line).to_contain_text("Check that the model server is running")
+    assert serious_violations(chat) == []
+    help_line.get_by_role("link", name="Open Model").click()
+    expect(chat).to_have_url(console.at("/settings/model"))
+
+
+def test_logout_says_you_are_logged_out(chat: Page):
+    chat.get_by_role("button", name="Log out").click()
+    expect(chat.get_by_role("status")).to_have_text("You are logged out. Log in again to use the Console.")
+    expect(chat.get_by_label("Password", exact=True)).to_be_visible()
+    assert serious_violations(chat) == []
+
+
+def test_activity_at_phone_width_shows_each_event_as_a_card_what_happened_first_and_nothing_off_screen(
+        chat: Page, console: LiveConsole, model: FakeModel):
+    model.script(tool_call(LIST, {}), text("Fine."), tool_call(HISTORY, {"entity_id": "lock.front_door",
+                                                                          "period": "day"}), text("No."))
+    send(chat, "what's on?")
+    chat.get_by_role("button", name="Don't allow").click()
+    expect(transcript(chat)).to_contain_text("Fine.")
+    send(chat, "and the lock?")
+    expect(transcript(chat)).to_contain_text("No.")
+    chat.set_viewport_size(PHONE)
+    chat.goto(console.at("/activity"))
+    cards = chat.locator(".event-card")
+    expect(cards.first).to_be_visible()
+    first_text = cards.first.locator(".event-card__what")
+    expect(first_text).to_contain_text("Refused")
+    # "What happened" is the card's first line, and no element of the page reaches past the screen's edge.
+    assert cards.first.evaluate("c => c.firstElementChild.classList.contains('event-card__what')")
+    overflowing = chat.evaluate("""() => [...document.querySelectorAll('main *')]
+        .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+        .map(e => e.tagName + '.' + e.className)""")
+    assert overflowing == []
+    assert chat.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert serious_violations(chat) == []
+    screenshot(chat, "activity-phone", phone=False)
+
+
+def test_the_model_page_chooses_a_server_s_only_model_for_you(page: Page, console: LiveConsole,
+                                                              household_password: str, model: FakeModel,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    for name in ("CONSOLE_HA_LLM_URL", "CONSOLE_HA_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password, path="/settings/model")
+    model.models = ["qwen2.5:3b"]
+    model.script(tool_call("report_ready", {"ready": True}))
+    page.get_by_label("Model server URL").fill(model.url)
+    page.get_by_label("Model", exact=True).fill("")
+    page.get_by_role("button", name="Test model").click()
+    status_line = page.locator("#test-status")
+    expect(status_line).to_contain_text("offers one model, qwen2.5:3b, so the Console chose it for you")
+    expect(status_line).to_have_class(re.compile("status--ok"))
+    expect(page.get_by_label("Model", exact=True)).to_have_value("qwen2.5:3b")
+    assert serious_violations(page) == []
+
+
+def test_the_api_tokens_page_shows_when_a_token_was_made_in_the_browser_s_zone(chat: Page, console: LiveConsole):
+    from console_ha.store.console_secrets import ConsoleSecrets
+    ConsoleSecrets(console.data_dir).create_api_token("kitchen tablet")
+    chat.goto(console.at("/settings/api-tokens"))
+    made = chat.locator(".token-list time").first
+    moment = made.get_attribute("datetime")
+    assert moment is not None and moment.endswith("Z")
+    expect(made).to_contain_text(re.compile(rf"\b0?{re.escape(in_tokyo(moment, '%H:%M').lstrip('0') or '0')}\b"))
+    assert "UTC" not in made.inner_text()
+    assert serious_violations(chat) == []
