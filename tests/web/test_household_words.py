@@ -81,7 +81,6 @@ def test_test_connection_not_set_up_keeps_the_words_for_its_field(household: Fla
 def test_every_code_the_words_are_for_is_owned_by_an_error_class() -> None:
     """The tables are keyed by code; a code no class owns (a typo, a renamed code) would never be looked up."""
     from console_ha.errors import error_classes
-
     from console_ha.words import CHAT_WORDS
 
     assert set(SETTINGS_WORDS) | set(MODEL_WORDS) | set(CHAT_WORDS) <= set(error_classes())
