@@ -209,7 +209,7 @@ def test_a_query_of_stop_words_or_punctuation_finds_nothing_and_says_what_next(h
 
 
 def test_odd_states_from_home_assistant_are_searched_without_a_crash() -> None:
-    states = [{"entity_id": "light.a", "state": 3, "attributes": None},
+    states: list[dict[str, Any]] = [{"entity_id": "light.a", "state": 3, "attributes": None},
               {"entity_id": "light.b", "attributes": {"friendly_name": 7, "device_class": ["door"]}},
               {"entity_id": "sensor.c", "state": "x" * 5000, "attributes": {"friendly_name": "Lamp\u202e\x00 " * 400}},
               {"state": "on"}]

@@ -182,6 +182,9 @@ class Candidate:
     haystack: str
 
 
+# Kept, as the folded texts are: the same allowlisted entities come back read after read, so a search's
+# own time is the matching alone.
+@lru_cache(maxsize=4096)
 def candidate(entity_id: str, name: str, area: str | None, device_class: str | None) -> Candidate:
     """`entity_id` ready for matching: its friendly name, area, id (the part after the dot) and domain."""
     domain, _, object_id = entity_id.partition(".")
@@ -206,7 +209,8 @@ def match_word(word: Word, entity: Candidate) -> tuple[int, str] | None:
     """How well `word` matches `entity`, and in which field; None when it does not."""
     best: tuple[int, str] | None = None
     # A whole word, a prefix and a substring are each somewhere in the haystack: most entities stop here.
-    if any(form in entity.haystack for form in word.forms):
+    haystack = entity.haystack
+    if word.forms[0] in haystack or (len(word.forms) > 1 and word.forms[1] in haystack):
         for field in FIELDS:
             text = entity.fields[field]
             if not any(form in text for form in word.forms):
@@ -263,7 +267,11 @@ def find(states: Iterable[Mapping[str, Any]], config: HomeAssistantConfig, area_
         attributes = found[entity_id].get("attributes")
         attributes = attributes if isinstance(attributes, Mapping) else {}
         name = _text(attributes.get("friendly_name")) or entity_id
-        entities.append(candidate(entity_id, name, area_of(entity_id), _text(attributes.get("device_class"))))
+        area = area_of(entity_id)
+        device_class = _text(attributes.get("device_class"))
+        # Cut before the kept candidate holds them: a megabyte "name" is kept as 256 characters, not whole.
+        entities.append(candidate(entity_id, name[:MATCHED_CHARS], area[:MATCHED_CHARS] if area else None,
+                                  device_class[:MATCHED_CHARS] if device_class else None))
     ranked = rank(words, entities)
     matches = []
     for entity, why in ranked[:MAX_MATCHES]:
