@@ -110,8 +110,9 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
         # The token is checked before anything is written, so a bad one leaves everything as it was.
         token = optional_token(form.get("access_token", ""))
         # The same save as the API's (`SettingsService.save`); only the form's fields differ.
-        saved = _settings().save(SaveRequest(changes, token=token, remove_token=form.get("remove_access_token") == "on",
-                                     expected_revision=form.get("revision") or None))
+        saved = _settings().save(SaveRequest(changes, token=token,
+                                             remove_token=form.get("remove_access_token") == "on",
+                                             expected_revision=form.get("revision") or None))
     except SettingsUnreadable as err:
         return _render_broken(err)
     except InvalidSettingsChange as err:
