@@ -1,19 +1,7 @@
-// The entity budget's arithmetic, the page's one copy of console_ha/capabilities/entity_budget.py: it runs
-// here because the meter follows every tick. Its numbers are the server's, served on the page
-// (#budget-script's data-budget-bytes and data-entity-bytes); tests/e2e/test_budget_meter.py checks that
-// these functions give the server's costs and its "about N fit" and "Untick N" for a range of entities.
-
-/** The most bytes one entity can add to list_entities' result (entity_cost): `entityBytes`, its id, its domain. */
-export function entityCost(entityId, entityBytes) {
-  return entityBytes + entityId.length + entityId.indexOf(".");
-}
-
-/** What `entityIds` cost in all (allowlist_cost). */
-export function allowlistCost(entityIds, entityBytes) {
-  let cost = 0;
-  for (const id of entityIds) cost += entityCost(id, entityBytes);
-  return cost;
-}
+// The entity budget's proportions, for the meter (static/budget.js). The costs they are given are the
+// server's own (console_ha/capabilities/entity_budget.py prices each entity; the page and the picker's
+// JSON carry the prices), so no cost formula is copied here. tests/e2e/test_budget_meter.py checks that
+// these give the server's "about N fit" and "Untick N" for a range of entities.
 
 /** About how many entities like `count` that cost `cost` in all fit in `budgetBytes` (check_fits' `fits`). */
 export function howManyFit(count, cost, budgetBytes) {

@@ -78,6 +78,7 @@ class EntityRow:
     sensitive: bool
     missing: bool  # allowlisted, but Home Assistant no longer reports it
     chosen: bool
+    cost: int  # the server's price for it (`entity_budget.entity_cost`, in the catalogue), for the meter
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,12 @@ def _rows(catalogue: Mapping[str, Any], chosen: set[str]) -> list[EntityRow]:
     rows = [
         EntityRow(e["entity_id"], e.get("friendly_name") or e["entity_id"], e.get("area") or "",
                   "" if e.get("state") is None else str(e["state"]), bool(e.get("unavailable")),
-                  bool(e.get("sensitive")), False, e["entity_id"] in chosen)
+                  bool(e.get("sensitive")), False, e["entity_id"] in chosen, int(e.get("cost") or 0))
         for e in catalogue.get("entities", [])
     ]
     rows += [
         EntityRow(m["entity_id"], m.get("friendly_name") or m["entity_id"], "", "", False,
-                  bool(m.get("sensitive")), True, m["entity_id"] in chosen)
+                  bool(m.get("sensitive")), True, m["entity_id"] in chosen, int(m.get("cost") or 0))
         for m in catalogue.get("missing", [])
     ]
     return rows

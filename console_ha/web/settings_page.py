@@ -17,7 +17,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
-from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, SettingsChangedElsewhere
 from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.settings.browse import PAGE_SIZE, QUERY_PARAMS, BrowsePage, BrowseQuery, browse
@@ -60,6 +60,7 @@ class AllowlistItem:
     name: str  # what the page shows
     stored_name: str  # the friendly name the picker saw, "" when none; sent back on save
     checked: bool = True
+    cost: int = 0  # what it costs of what the assistant can read at once (`entity_budget.entity_cost`), for the meter
 
 
 @bp.get("/")
@@ -109,8 +110,9 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
         # The token is checked before anything is written, so a bad one leaves everything as it was.
         token = optional_token(form.get("access_token", ""))
         # The same save as the API's (`SettingsService.save`); only the form's fields differ.
-        saved = _settings().save(SaveRequest(changes, token=token, remove_token=form.get("remove_access_token") == "on",
-                                     expected_revision=form.get("revision") or None))
+        saved = _settings().save(SaveRequest(changes, token=token,
+                                             remove_token=form.get("remove_access_token") == "on",
+                                             expected_revision=form.get("revision") or None))
     except SettingsUnreadable as err:
         return _render_broken(err)
     except InvalidSettingsChange as err:
@@ -265,7 +267,7 @@ def _render(
         listing=listing,
         picker_words=picker_words,
         # The chosen entities not on the page shown: posted as they are, so a Save loses none of them.
-        kept=[entity_id for entity_id in chosen if entity_id not in shown] if listing is not None else [],
+        kept=[(entity_id, _cost(entity_id)) for entity_id in chosen if entity_id not in shown] if listing else [],
         action_url=url_for("pages.home_assistant_settings", **_browse_args()),
         ca=_settings().ca_certificate(),
         ca_question=ca_question,
@@ -273,8 +275,8 @@ def _render(
                   "added": CA_ADDED},
         nothing_chosen=NOTHING_CHOSEN,
         page_size=PAGE_SIZE,
-        # For static/budget.js: an entity costs entity_bytes plus its id and domain, of budget_bytes.
-        budget={"budget_bytes": BUDGET_BYTES, "entity_bytes": ENTITY_BYTES},
+        # For static/budget.js: what the chosen entities may cost in all; each box carries its own cost.
+        budget={"budget_bytes": BUDGET_BYTES},
         # For static/settings/main.js: the settings a save sends, as declared (`store.config.SETTINGS`).
         fields=[setting.to_json() for setting in PAGE_SETTINGS],
         # For static/settings/ and budget.js: the rules a save checks, so the scripts hold no copies.
@@ -360,8 +362,13 @@ def _allowlist(config: HomeAssistantConfig, entity_ids: Iterable[str], chosen: s
         # Submitted ids that are not entity ids are still shown (escaped) so the error makes sense.
         stored_name = config.entity_names.get(entity_id, "")
         name = config.display_name(entity_id) if "." in entity_id else entity_id
-        items.append(AllowlistItem(entity_id, name, stored_name, entity_id in chosen))
+        items.append(AllowlistItem(entity_id, name, stored_name, entity_id in chosen, _cost(entity_id)))
     return items
+
+
+def _cost(entity_id: str) -> int:
+    """An entity's cost for the meter; 0 for a posted value that is no entity id (its own error says why)."""
+    return entity_cost(entity_id) if ENTITY_ID_RE.fullmatch(entity_id) else 0
 
 
 def _urls() -> dict[str, object]:

@@ -99,6 +99,9 @@ function start(form) {
     selected: new Set(), // the page's truth, kept whatever fails
     names: new Map(), // entity_id -> friendly name, for entity_names on save
     acknowledged: new Set(), // sensitive entities the household confirmed
+    // entity_id -> what it costs of what the assistant can read at once, as the server priced it
+    // (data-cost on the server's boxes, `cost` in the picker's JSON): the script has no formula of its own.
+    costs: new Map(),
     dirty: false, // unsaved changes: the settings and the choices, not the search or filter
     savedUrl: el.url.value.trim(),
     testedWith: null,
@@ -109,12 +112,24 @@ function start(form) {
     if (cb.checked || cb.type === "hidden") page.selected.add(cb.value);
     page.acknowledged.add(cb.value); // chosen before: already confirmed once
     if (cb.dataset.name) page.names.set(cb.value, cb.dataset.name);
+    if (cb.dataset.cost) page.costs.set(cb.value, Number(cb.dataset.cost));
   }
+
+  /** Tell static/budget.js what the chosen entities cost, and what those listed cost (a synchronous event). */
+  page.reportCost = () => {
+    let used = 0;
+    for (const id of page.selected) used += page.costs.get(id) || 0;
+    let listedCost = 0;
+    for (const cost of page.costs.values()) listedCost += cost;
+    const detail = { chosen: page.selected.size, used, listed: page.costs.size, listedCost };
+    document.dispatchEvent(new CustomEvent("allowlist-cost", { detail }));
+  };
   el.fallback.addEventListener("change", (event) => {
     const cb = event.target;
     if (cb.name !== "allowlisted_entities") return;
     if (cb.checked) page.selected.add(cb.value);
     else page.selected.delete(cb.value);
+    page.reportCost();
   });
 
   const markDirty = () => (page.dirty = true);
@@ -132,6 +147,7 @@ function start(form) {
   setUpSteps(page);
 
   el.test.hidden = false;
+  page.reportCost();
   page.loadCa();
   page.showTokenOrigin();
   page.showSteps();

@@ -128,6 +128,7 @@ export function setUpPicker(page) {
         sensitive: Boolean(item.sensitive),
         missing: false,
       };
+      page.costs.set(e.id, Number(item.cost) || 0);
       if (item.friendly_name) names.set(e.id, item.friendly_name);
       entities.push(e);
       byId.set(e.id, e);
@@ -149,6 +150,7 @@ export function setUpPicker(page) {
         sensitive: Boolean(m.sensitive),
         missing: true,
       };
+      if (m.cost != null) page.costs.set(e.id, Number(m.cost) || 0);
       entities.push(e);
       byId.set(e.id, e);
     }
@@ -265,6 +267,7 @@ export function setUpPicker(page) {
     if (selected.size > limit) text += ` · at most ${number.format(limit)} can be saved`;
     el.count.textContent = text;
     el.count.className = selected.size > limit ? "status--error" : "";
+    page.reportCost(); // the meter, in this same task: it moves in the frame the count does
     showMissing();
     page.showSteps();
   }

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES, allowlist_cost, entity_cost
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, allowlist_cost, entity_cost
 from tests.e2e.conftest import DESKTOP, LiveConsole, log_in, screenshot
 from tests.stub_ha import StubHomeAssistant
 
@@ -29,6 +29,11 @@ def about(entity_ids: list[str]) -> int:
     return BUDGET_BYTES * len(entity_ids) // sum(entity_cost(e) for e in entity_ids)
 
 
+def listed(stub_ha: StubHomeAssistant) -> list[str]:
+    """Every entity the picker lists from the stub."""
+    return [state["entity_id"] for state in stub_ha.states]
+
+
 @pytest.fixture
 def picker(page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> Page:
     """The settings page of a Console connected to the stub, its picker loaded."""
@@ -39,30 +44,49 @@ def picker(page: Page, console: LiveConsole, household_password: str, stub_ha: S
     return page
 
 
-def test_ticking_entities_moves_the_meter(picker: Page) -> None:
-    """Each tick adds the entity's cost: the sentence and the bar follow, in the server's numbers."""
+def test_ticking_entities_moves_the_meter(picker: Page, stub_ha: StubHomeAssistant) -> None:
+    """Each tick adds the entity's cost: the sentence and the bar follow, in the server's numbers.
+
+    "About N" is reckoned from every entity listed, so ticking does not make it drift (issue 21).
+    """
     page = picker
     meter = page.get_by_role("status").filter(has_text="the assistant can read")
-    expect(meter).to_contain_text("Nothing chosen yet. The assistant can read about")
+    fits = about(listed(stub_ha))
+    expect(meter).to_have_text(f"Nothing chosen yet. The assistant can read about {fits} entities at once.")
 
     first = ["sensor.living_room_temperature"]
     entity(page, first[0]).check()
     percent = entity_cost(first[0]) * 100 // BUDGET_BYTES
     expect(meter).to_have_text(f"Uses {percent}% of what the assistant can read at once "
-                               f"(1 of about {about(first)} entities).")
+                               f"(1 of about {fits} entities).")
     one = page.locator("#allowlist-budget-meter").evaluate("m => m.value")
 
     both = [*first, "light.living_room"]
     entity(page, both[1]).check()
     percent = sum(entity_cost(e) for e in both) * 100 // BUDGET_BYTES
     expect(meter).to_have_text(f"Uses {percent}% of what the assistant can read at once "
-                               f"(2 of about {about(both)} entities).")
+                               f"(2 of about {fits} entities).")
     two = page.locator("#allowlist-budget-meter").evaluate("m => m.value")
     assert 0 < one < two < 1
     assert two == pytest.approx(sum(entity_cost(e) for e in both) / BUDGET_BYTES)
 
     entity(page, both[1]).uncheck()
     expect(meter).to_contain_text("(1 of about")
+
+
+def test_the_meter_moves_in_the_same_task_as_the_count(picker: Page, stub_ha: StubHomeAssistant) -> None:
+    """Issue 21: the meter lagged the count; both now change before the tick's task ends (so in one frame)."""
+    count, sentence, value = picker.evaluate("""() => {
+        const box = [...document.querySelectorAll("#entity-groups input[type=checkbox]")]
+            .find((cb) => cb.value === "light.living_room");
+        box.click();
+        return [document.getElementById("picker-count").textContent,
+                document.getElementById("allowlist-budget").textContent,
+                document.getElementById("allowlist-budget-meter").value];
+    }""")
+    assert count.startswith("1 chosen")
+    assert sentence.endswith(f"(1 of about {about(listed(stub_ha))} entities).")
+    assert value == pytest.approx(entity_cost("light.living_room") / BUDGET_BYTES)
 
 
 def test_past_the_limit_the_meter_says_so_and_a_save_is_refused(
@@ -131,29 +155,23 @@ def too_many(shapes: list[str], extra: int) -> list[str]:
 
 def test_the_meters_arithmetic_is_the_servers(
         page: Page, console: LiveConsole, household_password: str) -> None:
-    """static/entity_budget.js, fed the numbers the page serves, prices every shape of id as entity_budget
-    does, and says the server's own "about N fit" and "Untick N" for each save the server refuses."""
+    """static/entity_budget.js, fed the server's prices for ids of every shape and the budget the page serves,
+    says the server's own "about N fit" and "Untick N" for each save the server refuses."""
     page.set_viewport_size(DESKTOP)
     log_in(page, console, household_password)
-    budget, entity_bytes = page.locator("#budget-script").evaluate(
-        "s => [Number(s.dataset.budgetBytes), Number(s.dataset.entityBytes)]")
-    assert (budget, entity_bytes) == (BUDGET_BYTES, ENTITY_BYTES)
-
-    costs = page.evaluate("""async ([ids, entityBytes]) => {
-        const budget = await import("/static/entity_budget.js");
-        return ids.map((id) => budget.entityCost(id, entityBytes));
-    }""", [SHAPES, entity_bytes])
-    assert costs == [entity_cost(e) for e in SHAPES]
+    budget = page.locator("#budget-script").evaluate("s => Number(s.dataset.budgetBytes)")
+    assert budget == BUDGET_BYTES
 
     allowlists = [too_many([shape], extra) for shape in SHAPES[::7] for extra in (0, 1, 40)]
     allowlists.append(too_many(SHAPES, 0))
     allowlists.append(too_many(SHAPES[::-1], 123))
-    pairs = page.evaluate("""async ([allowlists, url, budgetBytes, entityBytes]) => {
+    # Each allowlist with its cost as the server prices it (the picker's JSON and the boxes carry these).
+    priced = [[ids, allowlist_cost(ids)] for ids in allowlists]
+    pairs = page.evaluate("""async ([priced, url, budgetBytes]) => {
         const budget = await import("/static/entity_budget.js");
         const csrf = document.querySelector('meta[name="csrf-token"]').content;
         const pairs = [];
-        for (const ids of allowlists) {
-            const cost = budget.allowlistCost(ids, entityBytes);
+        for (const [ids, cost] of priced) {
             const page = [budget.howManyFit(ids.length, cost, budgetBytes),
                           budget.howManyToUntick(ids.length, cost, budgetBytes)];
             const response = await fetch(url, {
@@ -163,7 +181,7 @@ def test_the_meters_arithmetic_is_the_servers(
             pairs.push([page, [response.status, error.code, error.fits, error.chosen - error.fits]]);
         }
         return pairs;
-    }""", [allowlists, console.at(API), budget, entity_bytes])
+    }""", [priced, console.at(API), budget])
     assert len(pairs) == len(allowlists) > 10
     for (fits, untick), (status, code, server_fits, server_untick) in pairs:
         assert (status, code) == (400, "INVALID_CONFIG")

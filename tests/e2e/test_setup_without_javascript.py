@@ -7,12 +7,23 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from console_ha.words import NOTHING_CHOSEN, PASTE_TOKEN_AGAIN, PICKER_NEEDS_SAVED_CONNECTION
+from console_ha.store.ca_certificate import DAMAGED
+from console_ha.words import (
+    CA_ADDED,
+    CA_REMOVE_QUESTION,
+    CA_REMOVED,
+    CA_TAKES_EFFECT,
+    NOTHING_CHOSEN,
+    PASTE_TOKEN_AGAIN,
+    PICKER_NEEDS_SAVED_CONNECTION,
+)
+from tests.certs import make_ca
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
@@ -172,3 +183,50 @@ def test_the_whole_set_up_with_javascript_at_phone_width(
     saved = saved_file(console)
     assert saved["enabled"] is True and sorted(saved["allowlisted_entities"]) == CHOSEN
     screenshot(page, "settings-set-up-phone", phone=False)
+
+
+@pytest.mark.browser_context_args(java_script_enabled=False)
+def test_the_ca_certificate_without_javascript_says_what_is_wrong_and_remove_asks_first(
+    page: Page, browser: Browser, console: LiveConsole, household_password: str, tmp_path: Path
+) -> None:
+    pem = make_ca(tmp_path / "ca").ca_pem
+    lines = pem.strip().split("\n")
+    damaged = "\n".join([*lines[:2], lines[2][:10] + "!" + lines[2][11:], *lines[3:]])  # the first line is right
+    log_in(page, console, household_password)
+    page.get_by_label("Home Assistant URL").fill("https://127.0.0.1:8443")
+    page.locator("#ca-section summary").click()
+    expect(page.locator("#ca-section")).to_contain_text(CA_TAKES_EFFECT)
+
+    page.get_by_label("CA certificate (PEM)").fill(damaged)
+    page.get_by_role("button", name="Add certificate").click()
+    expect(page.locator("#ca-pem-error")).to_have_text(DAMAGED)
+    expect(page.get_by_label("CA certificate (PEM)")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("Home Assistant URL")).to_have_value("https://127.0.0.1:8443")  # what was typed stays
+    assert violations_without_script(browser, console, page) == []
+
+    page.get_by_label("CA certificate (PEM)").fill(pem)
+    page.get_by_role("button", name="Add certificate").click()
+    expect(page.locator("#ca-status")).to_have_text(CA_ADDED)
+    expect(page.locator("#ca-current")).to_contain_text("CN=Test household CA")
+    assert console.data_dir.ha_ca_bundle.exists()
+
+    page.get_by_role("button", name="Remove certificate").click()
+    question = page.locator("#ca-remove-question")
+    expect(question).to_contain_text(CA_REMOVE_QUESTION)
+    assert console.data_dir.ha_ca_bundle.exists()  # asked, not yet done
+    assert violations_without_script(browser, console, page) == []
+    question.get_by_role("button", name="Keep it").click()
+    assert console.data_dir.ha_ca_bundle.exists()
+    page.get_by_role("button", name="Remove certificate").click()
+    page.get_by_role("button", name="Yes, remove the certificate").click()
+    expect(page.locator("#ca-status")).to_have_text(CA_REMOVED)
+    assert not console.data_dir.ha_ca_bundle.exists()
+
+
+def test_a_damaged_certificate_body_is_named_as_such_with_javascript(settings_page: Page, tmp_path: Path) -> None:
+    page = settings_page
+    lines = make_ca(tmp_path / "ca").ca_pem.strip().split("\n")
+    page.locator("#ca-section summary").click()
+    page.get_by_label("CA certificate (PEM)").fill("\n".join([*lines[:3], *lines[5:]]))  # two lines lost
+    page.get_by_role("button", name="Add certificate").click()
+    expect(page.locator("#ca-pem-error")).to_have_text(DAMAGED)

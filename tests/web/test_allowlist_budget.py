@@ -8,7 +8,7 @@ from pathlib import Path
 from flask.testing import FlaskClient
 from markupsafe import escape
 
-from console_ha.capabilities.entity_budget import BUDGET_BYTES, ENTITY_BYTES, entity_cost
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore
 from console_ha.store.datadir import DataDir
@@ -52,14 +52,21 @@ def test_without_javascript_the_refusal_says_how_many_fit(logged_in: FlaskClient
     assert not data_dir.ha_config.exists()
 
 
-def test_the_page_gives_the_meter_the_servers_numbers(logged_in: FlaskClient) -> None:
-    """budget.js is loaded with the budget and the per-entity bytes of entity_budget, not copies."""
+def test_the_page_gives_the_meter_the_servers_numbers(logged_in: FlaskClient, data_dir: DataDir) -> None:
+    """budget.js is loaded with the budget of entity_budget, not a copy; each box carries the server's cost.
+
+    No per-entity formula goes to a script (issue 21): the picker's JSON and the boxes carry each cost.
+    """
+    ConfigStore(data_dir).update({"allowlisted_entities": ["light.kitchen"]})
     html = logged_in.get(PAGE).get_data(as_text=True)
     tag = re.search(r'<script[^>]*id="budget-script"[^>]*>', html)
     assert tag, "the page does not load budget.js"
     assert 'src="/static/budget.js"' in tag.group(0)
     assert f'data-budget-bytes="{BUDGET_BYTES}"' in tag.group(0)
-    assert f'data-entity-bytes="{ENTITY_BYTES}"' in tag.group(0)
+    assert "data-entity-bytes" not in html
+    box = re.search(r'<input type="checkbox" id="allow-1"[^>]*>', html)
+    assert box and 'value="light.kitchen"' in box.group(0)
+    assert f'data-cost="{entity_cost("light.kitchen")}"' in box.group(0)
 
 
 def test_the_page_gives_the_picker_the_servers_limits(logged_in: FlaskClient) -> None:

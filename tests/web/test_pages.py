@@ -7,6 +7,7 @@ import re
 import pytest
 from flask.testing import FlaskClient
 
+from console_ha.capabilities.entity_budget import entity_cost
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
@@ -54,8 +55,10 @@ def test_the_page_renders_the_current_settings_and_never_the_token(
     assert "A token is stored" in html
     assert f'name="revision" id="revision" value="{stored.read().revision}"' in html
     # Each allowlisted entity is listed, ticked, with its name escaped, removable without JavaScript.
-    assert 'value="light.kitchen" data-name="Kitchen &lt;light&gt;" checked' in html
-    assert 'value="sensor.hall_temperature" data-name="" checked' in html
+    # Each box carries the server's cost of its entity, for the meter (issue 21).
+    kitchen, hall = entity_cost("light.kitchen"), entity_cost("sensor.hall_temperature")
+    assert f'value="light.kitchen" data-name="Kitchen &lt;light&gt;" data-cost="{kitchen}" checked' in html
+    assert f'value="sensor.hall_temperature" data-name="" data-cost="{hall}" checked' in html
     assert "Hall temperature" in html
     assert TOKEN not in html
 
@@ -153,7 +156,7 @@ def test_a_refused_form_writes_nothing_and_keeps_what_was_typed(
     if field:
         assert re.search(rf'id="{field}"[^>]*aria-invalid=true', html, re.DOTALL)
     # The entity unticked by the household stays on the list, unticked.
-    assert re.search(r'value="sensor.hall_temperature" data-name=""\s*>', html)
+    assert re.search(r'value="sensor.hall_temperature" data-name="" data-cost="\d+"\s*>', html)
 
 
 def test_a_stale_form_saves_nothing_and_offers_to_save_again(

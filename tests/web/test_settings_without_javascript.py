@@ -37,7 +37,7 @@ def boxes(html: str) -> dict[str, bool]:
 
 
 def kept(html: str) -> list[str]:
-    return re.findall(r'<input type="hidden" name="allowlisted_entities" value="([^"]+)">', html)
+    return re.findall(r'<input type="hidden" name="allowlisted_entities" value="([^"]+)"', html)
 
 
 def post(client: FlaskClient, path: str = PAGE, **fields: object) -> tuple[int, str, str | None]:

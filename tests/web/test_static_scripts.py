@@ -115,7 +115,8 @@ def test_every_page_script_asks_the_server_through_api_js() -> None:
 
 def test_the_entity_budget_arithmetic_is_in_one_script() -> None:
     """budget.js imports static/entity_budget.js (which tests/e2e/test_budget_meter.py checks against the
-    server) and holds no copy of the cost formula's domain term."""
+    server); no script holds the cost formula's domain term: every cost is the server's (issue 21)."""
     domain_term = re.compile(r"""\.indexOf\(\s*["']\.["']\s*\)""")
-    assert {path.name for path in scripts() if domain_term.search(path.read_text())} == {"entity_budget.js"}
+    assert {path.name for path in scripts() if domain_term.search(path.read_text())} == set()
+    assert "entityBytes" not in "".join(path.read_text() for path in scripts())
     assert 'from "./entity_budget.js"' in (STATIC / "budget.js").read_text()
