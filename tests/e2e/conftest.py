@@ -139,6 +139,9 @@ def log_in(page: Page, console: LiveConsole, password: str = PASSWORD, path: str
     page.get_by_label("Password", exact=True).fill(password)
     page.get_by_role("button", name="Log in").click()
     expect(page).to_have_url(console.at(path))
+    # The URL changes when the page starts to arrive; its module scripts run before "load". A click
+    # before then is a plain form post, which a test of the scripted page must not make by chance.
+    page.wait_for_load_state()
 
 
 @pytest.fixture
