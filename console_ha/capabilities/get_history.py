@@ -44,17 +44,16 @@ ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"  # "hour, day o
 # prompt's lines both come from here, so a small model reads `seconds_in_state` the same way wherever it
 # looks.
 HISTORY_FIELD_MEANINGS: dict[str, str] = {
-    "initial_state": "the state already in force when the period began (not a change); null if none was recorded",
-    "changes": (f"up to {MAX_CHANGES} changes, oldest first, spread over the period; the first and last change "
-                "always included"),
-    "total_changes": f"how many times the state changed in the period (truncated is true when over {MAX_CHANGES})",
-    "seconds_in_state": "seconds spent in that state within the period; the state in force now counts up to now",
-    "times_changed_to": "how many times it changed into that state within the period",
-    "last_changed_to": "when it last changed into that state; null means it was already in it when the period began",
-    "other_states": f"states not named (only the {MAX_REPORTED_STATES} with the most time are), added together",
-    "min_at": "when the lowest value was first reached (the period's start if it was already that low)",
-    "max_at": "when the highest value was first reached (the period's start if it was already that high)",
-    "mean": "the time-weighted average; time unavailable or unknown is left out",
+    "initial_state": "the state when the period began (not a change); null if none recorded",
+    "changes": f"up to {MAX_CHANGES}, oldest first, spread over the period; the first and last always kept",
+    "total_changes": f"changes in the whole period (truncated: over {MAX_CHANGES})",
+    "seconds_in_state": "seconds in that state in the period; the state now counts up to now",
+    "times_changed_to": "changes into that state in the period",
+    "last_changed_to": "the last change into that state; null: already in it when the period began",
+    "other_states": f"the states not named (only {MAX_REPORTED_STATES} are), added together",
+    "min_at": "when the lowest value was first reached",
+    "max_at": "when the highest value was first reached",
+    "mean": "time-weighted; unavailable or unknown time left out",
 }
 
 
@@ -222,7 +221,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     activity_words="History of one device",
-    prompt_summary=f"how one allowed device changed over the past {ONE_OF_THE_PERIODS}.",
+    prompt_summary=f"how one device changed over the past {ONE_OF_THE_PERIODS}.",
     # The entity's state (its name, unit, and a 404 for one gone), then its history: over the WebSocket,
     # or REST's where Home Assistant offers no WebSocket.
     reads=Reads(paths=("/api/states/{entity_id}", "/api/history/period/{start}"), commands=(HISTORY_COMMAND,)),

@@ -57,17 +57,14 @@ _RUN_EVENTS = {"automation_triggered": "automation", "script_started": "script"}
 _SCRIPT_SERVICES = frozenset({"turn_on", "turn_off", "toggle", "reload"})
 
 LOGBOOK_FIELD_MEANINGS: dict[str, str] = {
-    "entries": (f"up to {MAX_ENTRIES} logbook entries, oldest first, spread over the period; the first and "
-                "last always included"),
-    "when": "when it happened, in UTC (the Z)",
-    "state": "the state the entity changed to",
-    "message": (f"for an event rather than a change of state: \"{EVENT_WORDS['automation']}\" (an automation "
-                f"ran), \"{EVENT_WORDS['script']}\" (a script ran) or \"{OTHER_EVENT_WORDS}\" (anything else)"),
-    "cause": ("what made it happen: kind person (someone's Home Assistant account: the app, a voice "
-              "assistant, a program with their token), automation, script, service (a service call with no "
-              "person behind it) or unknown (the device itself, a switch pressed, or nothing recorded); name "
-              "is given only for people, automations and scripts the household allowed"),
-    "total": f"how many entries the period holds (truncated is true when over {MAX_ENTRIES})",
+    "entries": f"up to {MAX_ENTRIES}, oldest first, spread over the period; the first and last always kept",
+    "when": "UTC (the Z)",
+    "state": "the state it changed to",
+    "message": (f"for an event: \"{EVENT_WORDS['automation']}\" (an automation ran), \"{EVENT_WORDS['script']}\" "
+                f"(a script ran) or \"{OTHER_EVENT_WORDS}\""),
+    "cause": ("kind person (someone's account: app, voice, token), automation, script, service (no person) or "
+              "unknown (the device, a switch); a name only for those the household allowed"),
+    "total": f"entries in the period (truncated: over {MAX_ENTRIES})",
 }
 
 
@@ -334,8 +331,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     activity_words="Logbook of one device: what changed it and why",
-    prompt_summary=(f"what changed one allowed device over the past {ONE_OF_THE_PERIODS} and why (a person, "
-                    "an automation, a script or a service): \"what turned the hall light on at 3 am?\""),
+    prompt_summary=f"what changed one device over the past {ONE_OF_THE_PERIODS}, and who or what did it.",
     # The entity's state (its name, a 404 for one gone) and the allowlisted person entities' states (whose
     # user is whom), then the logbook over the WebSocket.
     reads=Reads(paths=("/api/states/{entity_id}",), commands=(LOGBOOK_COMMAND,)),

@@ -171,7 +171,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     activity_words="Current state of one device",
-    prompt_summary="one device now, by entity id: state, area, details such as temperatures, brightness, position.",
+    prompt_summary="one device now: state, area and details (temperatures, brightness, position).",
     # The entity's state, then the areas (kept per Home Assistant, or one registry round).
     reads=Reads(paths=("/api/states/{entity_id}",), commands=REGISTRY_COMMANDS),
 )

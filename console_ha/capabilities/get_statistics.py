@@ -82,16 +82,14 @@ _NAMES = list(PERIODS)
 ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
 
 STATISTICS_FIELD_MEANINGS: dict[str, str] = {
-    "kind": "meter (energy, water, gas: points and summary give how much was used) or measurement "
-            "(temperature, humidity, power: mean, min and max)",
-    "points": "one per day (month periods) or per month (year periods) that has statistics, oldest first; "
-              "date and month are the household's calendar",
-    "change": "how much the meter counted up in that day, month or period, in unit",
-    "mean": "the average over the hours with statistics, each hour weighing the same",
-    "min_at": "the start of the first hour in which the period's lowest value was reached",
-    "max_at": "the start of the first hour in which the period's highest value was reached",
-    "hours": "how many hours of the period have statistics (fewer than the period's hours: some are missing)",
-    "summary": "null when Home Assistant has no statistics for any hour of the period",
+    "kind": "meter (energy, water: how much was used) or measurement (temperature: mean, min, max)",
+    "points": "per day (month periods) or month (year periods), oldest first, on the household's calendar",
+    "change": "how much the meter counted up (in unit)",
+    "mean": "the average of the hours with statistics",
+    "min_at": "the first hour at the period's lowest",
+    "max_at": "the first hour at the period's highest",
+    "hours": "hours with statistics (some may be missing)",
+    "summary": "null when no hour of the period has statistics",
 }
 
 
@@ -263,8 +261,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     activity_words="Statistics of one device by day or month",
-    prompt_summary=(f"how much an allowed meter used, or how warm (or high) an allowed measurement was, day by "
-                    f"day or month by month over {ONE_OF_THE_PERIODS}."),
+    prompt_summary="a meter's use, or a measurement's mean, min and max, by day or month over months or a year.",
     # On one WebSocket: the configuration (its time zone) and the statistics metadata, then the hourly rows.
     reads=Reads(commands=(CONFIG_COMMAND, STATISTICS_METADATA_COMMAND, STATISTICS_COMMAND)),
     result_meanings=STATISTICS_FIELD_MEANINGS,

@@ -118,7 +118,7 @@ CAPABILITY = Capability(
     card=card,
     binds=binds,
     activity_words="Areas of your devices",
-    prompt_summary="which rooms (areas) hold allowed devices, how many in each, how many unavailable.",
+    prompt_summary="the rooms (areas) holding devices, with how many and how many unavailable.",
     # Every state (to count the unavailable), and the three registry lists that place entities in areas.
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),
 )

@@ -233,8 +233,7 @@ CAPABILITY = Capability(
     card=card,
     binds=binds,
     activity_words="Current state of your devices",
-    prompt_summary=("what allowed devices are doing now, with their areas (\"which lights are on in the kitchen\": "
-                    "filter by domain, area or name)."),
+    prompt_summary="what devices are doing now, with their areas; filter by domain, area or name.",
     # Every state, and the three registry lists that place entities in areas (one round, kept a minute).
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),
 )
