@@ -155,8 +155,7 @@ def shaped_entry(moment: int, raw: Mapping[str, Any], causes: CauseNamer) -> dic
         entry["state"] = cut(state, STATE_BYTES)
     else:
         domain = raw.get("domain")
-        entry["message"] = EVENT_WORDS.get(domain, OTHER_EVENT_WORDS) if isinstance(domain, str) else \
-            OTHER_EVENT_WORDS
+        entry["message"] = EVENT_WORDS.get(domain if isinstance(domain, str) else "", OTHER_EVENT_WORDS)
     entry["cause"] = causes.cause_of(raw)
     return entry
 
