@@ -16,6 +16,15 @@ if ! command -v chromium >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
+# Debian's node and npm run the official MCP TypeScript SDK against the Console (tests/mcp/sdk_clients.py
+# installs the SDK pinned by tests/mcp/ts_client/package-lock.json with `npm ci` the first time a test needs it).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo "Installing Debian's node and npm for the MCP TypeScript SDK tests..."
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+
 bash scripts/install-ha.sh
 
 # Lint first: it takes a second and names the line.
