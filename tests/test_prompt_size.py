@@ -48,3 +48,18 @@ def test_the_stand_ins_are_no_shorter_than_the_longest_registered_line() -> None
     """So the measure above never flatters the prompt: an unmerged read costs at least what a real one does."""
     longest = max(len(c.prompt_summary) for c in CAPABILITIES)
     assert all(len(c.prompt_summary) >= longest for c in every_read() if c.name not in REGISTRY)
+
+
+# What every request to the model carries besides the conversation: the system prompt and the tools. At about
+# 4 bytes a token this is some 2,500 tokens, a third of the 8k context of a household's small local model.
+MAX_PROMPT_AND_TOOLS_BYTES = 10 * 1024
+
+
+def test_the_prompt_and_every_tool_definition_together_leave_room_in_a_small_context() -> None:
+    import json
+
+    from console_ha.conversation.model import tool_definitions
+    from console_ha.conversation.service import SYSTEM_PROMPT
+
+    size = len(SYSTEM_PROMPT.encode("utf-8")) + len(json.dumps(tool_definitions()).encode("utf-8"))
+    assert size < MAX_PROMPT_AND_TOOLS_BYTES, f"{size} bytes"

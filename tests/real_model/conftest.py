@@ -59,6 +59,12 @@ def _install(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
+# The tiny model's vocabulary is one token per byte, so a request costs a token per byte: the system prompt
+# and the seven reads' tool definitions alone are about 9.4 KB (tests/test_prompt_size.py keeps them under
+# 10 KiB), past the 4,096 tokens this server had before issue 18.
+N_CTX = 16384
+
+
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama-cpp-python's server on a free loopback port, serving a freshly built tiny GGUF model."""
@@ -66,12 +72,12 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     python = _install(venv)
     work = tmp_path_factory.mktemp("llama")
     model = work / "tiny.gguf"
-    subprocess.run([str(python), str(_HERE / "make_tiny_gguf.py"), str(model)], check=True, timeout=120)
+    subprocess.run([str(python), str(_HERE / "make_tiny_gguf.py"), str(model), str(N_CTX)], check=True, timeout=120)
     port = _free_port()
     log = (work / "server.log").open("wb")
     process = subprocess.Popen(
         [str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
-         "--chat_format", "chatml", "--n_ctx", "4096", "--n_threads", "1", "--seed", "18",
+         "--chat_format", "chatml", "--n_ctx", str(N_CTX), "--n_threads", "1", "--seed", "18",
          "--host", "127.0.0.1", "--port", str(port)],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "NO_PROXY": "*"},
     )

@@ -15,7 +15,7 @@ import sys
 import numpy as np  # type: ignore[import-not-found]
 from gguf import GGUFWriter  # type: ignore[import-not-found]
 
-N_EMBD, N_FF, N_HEAD, N_CTX = 32, 64, 2, 4096
+N_EMBD, N_FF, N_HEAD = 32, 64, 2
 
 
 def vocabulary() -> tuple[list[str], list[float], list[int]]:
@@ -27,7 +27,7 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def main(path: str) -> None:
+def main(path: str, context_length: int) -> None:
     rng = np.random.default_rng(18)
     tokens, scores, types = vocabulary()
     n_vocab = len(tokens)
@@ -37,7 +37,7 @@ def main(path: str) -> None:
 
     writer = GGUFWriter(path, "llama")
     writer.add_name("console-ha tiny random")
-    writer.add_context_length(N_CTX)
+    writer.add_context_length(context_length)
     writer.add_embedding_length(N_EMBD)
     writer.add_block_count(1)
     writer.add_feed_forward_length(N_FF)
@@ -71,4 +71,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]))
