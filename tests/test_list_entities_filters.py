@@ -199,6 +199,17 @@ def test_through_the_executor_the_read_is_confirmed_and_audited_without_values(
     assert all(word not in audit for word in ("Küche", "kitchen", "Kitchen window", "area"))
 
 
+def test_a_whole_limit_written_as_a_float_reads_that_many(data_dir: DataDir, rooms: StubHomeAssistant) -> None:
+    """JSON Schema's "integer" takes 2.0: it passed stage 2, then slicing by it was INTERNAL_ERROR."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED})
+    TokenStore(data_dir).write(check_token(rooms.token), rooms.base_url)
+    executor: Executor = executor_over(data_dir)
+    proposal = executor.propose(NAME, {"limit": 2.0}, conversation_id="c")
+    assert "at most 2 of them" in proposal.card.body
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert ids(result) == ALLOWED[:2] and result["total"] == len(ALLOWED)
+
+
 # --- hypothesis: whatever the allowlist and the filters, nothing outside the allowlist is told ------------
 
 STUB_IDS = [s["entity_id"] for s in StubHomeAssistant().states]
