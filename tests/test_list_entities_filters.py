@@ -124,6 +124,14 @@ def test_a_name_is_a_case_and_accent_blind_substring_of_the_name_or_id(
     assert ids(read(rooms, {"name": name})) == expected
 
 
+@pytest.mark.parametrize("name", ["\u0301", "\u0301\u0308 \u0327"])
+def test_a_name_that_folds_to_nothing_matches_nothing_rather_than_everything(
+        rooms: StubHomeAssistant, name: str) -> None:
+    """Combining marks alone pass the schema's "not only spaces" and fold to "", which every name contains."""
+    result = read(rooms, {"name": name})
+    assert ids(result) == [] and result["total"] == 0
+
+
 def test_filters_combine_and_limit_cuts_after_total_is_counted(rooms: StubHomeAssistant) -> None:
     result = read(rooms, {"domain": "light", "area": "living room"})
     assert ids(result) == ["light.living_room"]

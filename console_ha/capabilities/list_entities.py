@@ -53,8 +53,10 @@ class Filters:
         # A name matches the friendly name, or the entity id read as words ("living room" in
         # sensor.living_room_temperature), anywhere in it. A name is looked at as far as a result reads it
         # (SCAN_CHARS): a megabyte-long one costs no more than a long one.
-        return (self.name is None or self.name in fold(name[:SCAN_CHARS])
-                or self.name in fold(entity_id.replace("_", " ")))
+        # A name the folding leaves nothing of (combining marks alone) matches nothing: "" is in every name,
+        # and a filter that keeps everything is what the schema's "not only spaces" refuses.
+        return (self.name is None or bool(self.name) and (self.name in fold(name[:SCAN_CHARS])
+                                                          or self.name in fold(entity_id.replace("_", " "))))
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
