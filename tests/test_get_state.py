@@ -104,10 +104,31 @@ def test_only_listed_keys_of_the_domain_are_kept(domain: str, attributes: dict[s
     "http://192.168.1.5/stream.m3u8", "rtsp://cam.local/live", "/api/camera_proxy/camera.x?token=1",
     "song?token=abc", "Bearer-token-abc", "data:image/png;base64,AAAA", "x" * (MAX_ATTRIBUTE_CHARS + 1),
     "safe\u202etext", "line\nbreak", "", None, [1, 2], {"a": 1}, float("nan"), float("inf"), 2**60,
+    # Links without a scheme (these came through): credentials, a host and its path, an address and port.
+    "admin:hunter2@192.168.1.20/live", "admin:hunter2@cam", "192.168.1.20:8554/live", "cam.local/stream",
+    "10.0.0.7/live",
 ], ids=lambda v: repr(v)[:20])
 def test_a_listed_key_whose_value_is_a_link_a_blob_or_odd_is_dropped(value: object) -> None:
     state = {"entity_id": "media_player.tv", "state": "playing", "attributes": {"media_title": value}}
     assert household_attributes(state) == {}
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("media_title", "AC/DC"), ("media_title", "Track 1/12"), ("media_title", "Rated 3.5/5"),
+    ("media_title", "Mr. Brightside"), ("media_artist", "Sigur Rós"), ("source", "HDMI 1"),
+])
+def test_titles_that_merely_hold_a_slash_or_a_dot_are_kept(key: str, value: str) -> None:
+    state = {"entity_id": "media_player.tv", "state": "playing", "attributes": {key: value}}
+    assert household_attributes(state) == {key: value}
+
+
+def test_versions_times_and_durations_are_kept() -> None:
+    assert household_attributes({"entity_id": "update.core", "attributes": {
+        "installed_version": "2025.4.4", "latest_version": "1.0.0.25"}}) == {
+        "installed_version": "2025.4.4", "latest_version": "1.0.0.25"}
+    assert household_attributes({"entity_id": "timer.tea", "attributes": {
+        "duration": "0:10:00", "finishes_at": "2026-12-02T07:00:00+00:00"}}) == {
+        "duration": "0:10:00", "finishes_at": "2026-12-02T07:00:00+00:00"}
 
 
 def test_a_domain_without_a_list_gives_no_attributes() -> None:

@@ -124,6 +124,14 @@ def test_a_name_is_a_case_and_accent_blind_substring_of_the_name_or_id(
     assert ids(read(rooms, {"name": name})) == expected
 
 
+@pytest.mark.parametrize("name", ["\u0301", "\u0301\u0308 \u0327"])
+def test_a_name_that_folds_to_nothing_matches_nothing_rather_than_everything(
+        rooms: StubHomeAssistant, name: str) -> None:
+    """Combining marks alone pass the schema's "not only spaces" and fold to "", which every name contains."""
+    result = read(rooms, {"name": name})
+    assert ids(result) == [] and result["total"] == 0
+
+
 def test_filters_combine_and_limit_cuts_after_total_is_counted(rooms: StubHomeAssistant) -> None:
     result = read(rooms, {"domain": "light", "area": "living room"})
     assert ids(result) == ["light.living_room"]
@@ -197,6 +205,17 @@ def test_through_the_executor_the_read_is_confirmed_and_audited_without_values(
     assert NAME in audit and '"event":"proposed"' in audit
     # The audit has no field for arguments, entities or states: nothing of the filter or the answer is there.
     assert all(word not in audit for word in ("Küche", "kitchen", "Kitchen window", "area"))
+
+
+def test_a_whole_limit_written_as_a_float_reads_that_many(data_dir: DataDir, rooms: StubHomeAssistant) -> None:
+    """JSON Schema's "integer" takes 2.0: it passed stage 2, then slicing by it was INTERNAL_ERROR."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED})
+    TokenStore(data_dir).write(check_token(rooms.token), rooms.base_url)
+    executor: Executor = executor_over(data_dir)
+    proposal = executor.propose(NAME, {"limit": 2.0}, conversation_id="c")
+    assert "at most 2 of them" in proposal.card.body
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert ids(result) == ALLOWED[:2] and result["total"] == len(ALLOWED)
 
 
 # --- hypothesis: whatever the allowlist and the filters, nothing outside the allowlist is told ------------

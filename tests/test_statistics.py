@@ -184,6 +184,17 @@ def test_thirty_one_days_of_the_longest_figures_stay_under_8_kib(stub: StubHomeA
     assert size < RESULT_BUDGET_BYTES
 
 
+@pytest.mark.parametrize("unit", ["k" * 9000, "kWh\u202e\x00" + "h" * 70_000])
+def test_a_unit_home_assistant_makes_long_or_odd_is_cut_and_the_result_stays_under_8_kib(
+        stub: StubHomeAssistant, unit: str) -> None:
+    stub.statistics.add(meter_metadata("sensor.odd_unit", unit),  # type: ignore[union-attr]
+                        energy_rows(hour_starts(NOW, 50 * 24), seed=5))
+    result = read(stub, "sensor.odd_unit", "last_month")
+    assert len(json.dumps(result, ensure_ascii=False).encode()) < RESULT_BUDGET_BYTES
+    assert result["unit"].startswith(unit[:3]) and result["unit"].endswith("…")
+    assert "\u202e" not in result["unit"] and "\x00" not in result["unit"]
+
+
 def test_this_month_asked_at_its_first_instant_is_empty_not_a_crash(stub: StubHomeAssistant) -> None:
     first_instant = datetime(2026, 12, 1, tzinfo=AMSTERDAM).astimezone(UTC)
     result = read(stub, ENERGY, "this_month", now=first_instant)
@@ -307,7 +318,9 @@ def test_an_empty_result_in_home_assistants_layout_is_no_points(stub: StubHomeAs
     assert read(stub, ENERGY, "last_month")["points"] == []
 
 
-@pytest.mark.parametrize("zone", [None, "", "Mars/Olympus_Mons", "../../etc/passwd", 5])
+# "a/a/.../b" (a thousand levels) made zoneinfo's lookup recurse past Python's limit: a crash, not a refusal.
+@pytest.mark.parametrize("zone", [None, "", "Mars/Olympus_Mons", "../../etc/passwd", 5, "a/" * 1000 + "b",
+                                  "Europe/" + "x" * 100_000])
 def test_a_time_zone_the_console_does_not_know_is_a_bad_response(stub: StubHomeAssistant, zone: Any) -> None:
     stub.config["time_zone"] = zone
     with pytest.raises(HABadResponse):

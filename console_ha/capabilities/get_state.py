@@ -63,8 +63,11 @@ HOUSEHOLD_ATTRIBUTES: dict[str, tuple[str, ...]] = {
 MAX_ATTRIBUTE_CHARS = 64
 # A value that is, or holds, a link or a token: a scheme (http://, rtsp://, data:), an absolute path
 # (/api/camera_proxy/...), a query string, or "token"/"signature" anywhere. Dropped even under a listed key,
-# for an integration that puts a URL where a title should be.
-_LINK = re.compile(r"(?i)[a-z][a-z0-9+.-]*:(//|[^\s]*;base64,)|^\s*/|\?[^\s]*=|token|signature|^data:|www\.")
+# for an integration that puts a URL where a title should be. A link needs no scheme to be one: credentials
+# before an "@" ("admin:pw@cam"), a host with a path ("cam.local/live") and an IPv4 address with a port or
+# a path are links too (a bare four-part number is more often a firmware version).
+_LINK = re.compile(r"(?i)[a-z][a-z0-9+.-]*:(//|[^\s]*;base64,)|^\s*/|\?[^\s]*=|token|signature|^data:|www\."
+                   r"|[^\s/@:]+:[^\s/@]*@|\b(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*(?::\d+)?/|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d|/)")
 
 
 def household_attributes(state: Mapping[str, Any]) -> dict[str, Any]:

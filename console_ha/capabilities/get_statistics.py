@@ -9,6 +9,7 @@ periods) in that time zone.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -16,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
@@ -33,6 +35,14 @@ NAME = "home_assistant.get_statistics"
 MAX_STATISTICS_BYTES = 8 * 1024 * 1024
 # The issue's bound on a result: a small model reads it whole (31 daily points fit in about 2.5 KiB).
 RESULT_BUDGET_BYTES = 8 * 1024
+# The unit is Home Assistant's text, of any length: cut as list_entities cuts a unit (controls and bidi dropped),
+# so the result stays within RESULT_BUDGET_BYTES whatever it sends. "kWh", "m³", "µg/m³" are whole.
+UNIT_BYTES = CAP_LEVELS[0].unit
+# An IANA zone's name (the longest is about 30 characters): anything else is not looked up at all. zoneinfo
+# turns each "/" of a name into a package to import, so a name a thousand levels deep recursed past
+# Python's limit (a crash where a bad answer belongs).
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+){0,3}")
+_ZONE_NAME_CHARS = 64
 
 Window = Callable[[datetime], tuple[datetime, datetime]]
 
@@ -97,7 +107,7 @@ def household_zone(answer: Any) -> ZoneInfo:
     """The time zone Home Assistant reports in its configuration; a missing or unknown one is a bad answer."""
     name = answer.get("time_zone") if isinstance(answer, dict) else None
     try:
-        if not isinstance(name, str):
+        if not isinstance(name, str) or len(name) > _ZONE_NAME_CHARS or not _ZONE_NAME.fullmatch(name):
             raise ValueError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -142,7 +152,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         "entity_id": entity_id,
         "period": arguments["period"],
         "kind": meta.kind,
-        "unit": meta.unit,
+        "unit": None if meta.unit is None else cut(meta.unit, UNIT_BYTES),
         "time_zone": zone.key,
         "start": utc_z(start),
         "end": utc_z(end),
@@ -245,7 +255,7 @@ CAPABILITY = Capability(
             "entity_id": {"type": "string"},
             "period": {"type": "string", "enum": list(PERIODS)},
             "kind": {"enum": ["meter", "measurement"], "description": STATISTICS_FIELD_MEANINGS["kind"]},
-            "unit": {"type": ["string", "null"]},
+            "unit": {"type": ["string", "null"], "maxLength": UNIT_BYTES},
             "time_zone": {"type": "string"},
             "start": TIMESTAMP_SCHEMA,
             "end": TIMESTAMP_SCHEMA,

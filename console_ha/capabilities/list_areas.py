@@ -54,12 +54,20 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         if json_size(result) <= MAX_RESULT_BYTES:
             return result
     # More areas than 8 KiB can name even cut short (hundreds): the smallest go, and the result says how many.
-    left_out = 0
-    while json_size(result) > MAX_RESULT_BYTES and lines:
-        lines.pop()
-        left_out += 1
-        result = {"areas": lines + nowhere, "areas_left_out": left_out, "retrieved_at": utc_z(now)}
-    return result
+    # The most lines that fit, found by halving: each line kept adds more bytes than a digit of the count
+    # left out can take away, so the size grows with the lines kept. Dropping one line at a time re-measured
+    # the whole result per line, about 2,000 times for a full allowlist: seconds past the 8 s bound.
+    def trimmed(kept: int) -> dict[str, Any]:
+        return {"areas": lines[:kept] + nowhere, "areas_left_out": len(lines) - kept, "retrieved_at": utc_z(now)}
+
+    low, high = 0, len(lines) - 1  # `trimmed(low)` fits (no line at all is a few dozen bytes); all of them did not
+    while low < high:
+        middle = (low + high + 1) // 2
+        if json_size(trimmed(middle)) <= MAX_RESULT_BYTES:
+            low = middle
+        else:
+            high = middle - 1
+    return trimmed(low)
 
 
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:

@@ -53,8 +53,10 @@ class Filters:
         # A name matches the friendly name, or the entity id read as words ("living room" in
         # sensor.living_room_temperature), anywhere in it. A name is looked at as far as a result reads it
         # (SCAN_CHARS): a megabyte-long one costs no more than a long one.
-        return (self.name is None or self.name in fold(name[:SCAN_CHARS])
-                or self.name in fold(entity_id.replace("_", " ")))
+        # A name the folding leaves nothing of (combining marks alone) matches nothing: "" is in every name,
+        # and a filter that keeps everything is what the schema's "not only spaces" refuses.
+        return (self.name is None or bool(self.name) and (self.name in fold(name[:SCAN_CHARS])
+                                                          or self.name in fold(entity_id.replace("_", " "))))
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
@@ -77,7 +79,8 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
                and filters.keeps(e, _name(found[e], config, e), areas, area_ids)]
     missing = [e for e in config.allowlisted_entities if e not in found
                and filters.keeps(e, config.display_name(e), areas, area_ids)]
-    shown = present[:arguments["limit"]] if "limit" in arguments else present
+    limit = _limit(arguments)
+    shown = present[:limit] if limit is not None else present
     result: dict[str, Any] = {}
     # Names and states are cut no further than this result needs: the roomiest level that fits. The
     # tightest always fits an allowlist a save accepted (entity_budget.check_fits).
@@ -114,6 +117,11 @@ def _name(state: Mapping[str, Any], config: HomeAssistantConfig, entity_id: str)
     return name if isinstance(name, str) and name else config.display_name(entity_id)
 
 
+def _limit(arguments: Mapping[str, Any]) -> int | None:
+    """The limit as a whole number: JSON Schema's "integer" also takes 2.0, which no slice or card should show."""
+    return int(arguments["limit"]) if "limit" in arguments else None
+
+
 def _quoted(value: str) -> str:
     return f"“{cut(value, CARD_FILTER_BYTES)}”"
 
@@ -128,7 +136,7 @@ def which(arguments: Mapping[str, Any]) -> str:
     if "name" in arguments:
         parts.append(f"whose name contains {_quoted(arguments['name'])}")
     if "limit" in arguments:
-        parts.append(f"at most {arguments['limit']} of them")
+        parts.append(f"at most {_limit(arguments)} of them")
     return ", ".join(parts)
 
 
