@@ -85,3 +85,12 @@ def test_pages_hold_at_most_200_and_a_page_past_the_last_shows_the_last() -> Non
 ])
 def test_the_get_form_is_read_forgivingly(args: dict[str, str], query: BrowseQuery) -> None:
     assert BrowseQuery.from_args(args) == query
+
+
+def test_an_area_whose_name_has_spaces_at_its_ends_is_found_by_its_own_option() -> None:
+    """Home Assistant keeps an area's name as typed ("Kitchen "): the option's value comes back exactly."""
+    catalogue = {"entities": [entry("light.pantry", "Pantry light", " Pantry "), entry("light.hall", "Hall", "Hall")]}
+    listing = browse(catalogue, (), BrowseQuery())
+    option = next(choice for choice in listing.areas if choice.label.strip() == "Pantry")
+    query = BrowseQuery.from_args({"area": option.value, "q": ""})
+    assert [row.entity_id for row in browse(catalogue, (), query).rows] == ["light.pantry"]

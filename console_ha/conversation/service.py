@@ -380,9 +380,13 @@ class ConversationService:
                  "waiting": c.pending is not None} for c in self.store.recent(HOUSEHOLD, limit)]
 
     def transcript(self, conversation_id: str | None) -> tuple[list[dict[str, str]], Proposal | None] | None:
-        """The visible messages and the open card of a live conversation; None when unknown."""
+        """The visible messages and the open card of the household's live conversation; None when unknown.
+
+        A program's conversation is its own (`owner_of`): the household's pages show it no more than a
+        program can continue the household's.
+        """
         conversation = self.store.get(conversation_id)
-        if conversation is None:
+        if conversation is None or conversation.owner != HOUSEHOLD:
             return None
         # No lock: a page reload must not wait behind a model that is still answering.
         pending = conversation.pending

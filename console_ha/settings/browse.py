@@ -42,8 +42,9 @@ class BrowseQuery:
             page = int(args.get("page", "1"))
         except ValueError:
             page = 1
+        # Kind and area are the select's own values, taken exactly: an area's name may end in a space.
         return cls(args.get("q", "").strip()[:MAX_SEARCH], args.get("kind", "").strip(),
-                   args.get("area", "").strip(), max(page, 1))
+                   args.get("area", ""), max(page, 1))
 
     @staticmethod
     def asked(args: Mapping[str, str]) -> bool:

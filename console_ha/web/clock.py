@@ -47,5 +47,8 @@ def moment(value: object, *, with_date: bool = True, slot: str = "") -> Markup:
     if parsed is None:
         empty = Markup('<time datetime="" data-clock="{}"{}></time>').format(style, slot_attribute)
         return empty if slot else Markup("")
-    words = in_zone(parsed, configured_zone(), with_date=with_date)
+    try:
+        words = in_zone(parsed, configured_zone(), with_date=with_date)
+    except OverflowError:  # a moment the zone cannot hold (year 1 or 9999, hand-edited): shown as written
+        return Markup("<span{}>{}</span>").format(slot_attribute, text)
     return Markup('<time datetime="{}" data-clock="{}"{}>{}</time>').format(text, style, slot_attribute, words)

@@ -210,8 +210,10 @@ def _render_in_place(form: MultiDict[str, str], outcome: Outcome | None, *, ca_q
         return _render_broken(view.config_error)
     changes = _from_form(form)
     values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
+    # The revision the page was opened with, not the file's current one: what is ticked is what was seen
+    # then, so a Save after this button is still refused if another tab saved meanwhile (CONFIG_STALE).
     return _render(view, values=values, chosen=changes["allowlisted_entities"], outcome=outcome,
-                   ca_question=ca_question, status=status)
+                   ca_question=ca_question, status=status, revision=form.get("revision", view.revision))
 
 
 def _settings() -> SettingsService:
@@ -241,6 +243,7 @@ def _render(
     outcome: Outcome | None = None,
     ca_question: bool = False,
     status: int = 200,
+    revision: str | None = None,
 ) -> tuple[str, int]:
     config = view.config
     values = values or {"enabled": config.enabled, "base_url": config.base_url}
@@ -253,7 +256,7 @@ def _render(
     html = render_template(
         "settings.html",
         config_error=None,
-        revision=view.revision,
+        revision=view.revision if revision is None else revision,
         values=values,
         has_token=view.token.stored,
         token_note=_token_note(view.token, str(values.get("base_url") or "")),

@@ -89,3 +89,21 @@ def test_the_activity_page_shows_each_event_in_the_configured_zone_and_keeps_utc
     html = client.get("/activity").get_data(as_text=True)
     assert '<time datetime="2026-12-02T09:30:00Z" data-clock="date">2026-12-02 10:30 CET</time>' in html
     assert "clock.js" in html
+
+
+@pytest.mark.parametrize(("zone", "value"), [("Asia/Tokyo", "9999-12-31T23:59:59Z"),
+                                             ("America/New_York", "0001-01-01T00:00:00Z")])
+def test_a_moment_at_the_edge_of_the_calendar_is_shown_as_written_not_a_crash(
+        make_app: Callable[..., Flask], data_dir: DataDir, password: str, zone: str, value: str) -> None:
+    """A moment the zone cannot hold (a damaged or hand-edited log line) is shown as it is, like any other odd text."""
+    from tests.web.conftest import log_in
+    app = make_app(CONSOLE_HA_TIME_ZONE=zone)
+    assert render(app, "{{ moment(v) }}", v=value) == f"<span>{value}</span>"
+    AuditLog(data_dir).record("proposed", capability="home_assistant.list_entities", classification="read",
+                              stage=1, invocation="x")
+    line = json.loads(data_dir.audit_log.read_text())
+    data_dir.audit_log.write_text(json.dumps({**line, "time": value}) + "\n")
+    client: FlaskClient = app.test_client()
+    log_in(client, password)
+    response = client.get("/activity")
+    assert response.status_code == 200 and value in response.get_data(as_text=True)

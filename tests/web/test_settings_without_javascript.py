@@ -24,7 +24,7 @@ from console_ha.words import (
 from tests.certs import make_ca
 from tests.stub_ha import StubHomeAssistant
 
-from .conftest import configure, page_csrf
+from .conftest import API, configure, page_csrf
 
 PAGE = "/settings/home-assistant"
 
@@ -158,3 +158,31 @@ def test_the_ca_buttons_work_as_plain_forms_and_remove_asks_first(
     assert data_dir.ha_ca_bundle.exists()
     _, html, _ = post(household, action="ca-remove-confirmed")
     assert CA_REMOVED in html and not data_dir.ha_ca_bundle.exists()
+
+
+def _revision(html: str) -> str:
+    match = re.search(r'name="revision" id="revision" value="([^"]*)"', html)
+    assert match
+    return match.group(1)
+
+
+@pytest.mark.parametrize("action", ["test", "ca-remove", "ca-keep"])
+def test_a_button_besides_save_keeps_the_revision_the_page_was_opened_with(
+    household: FlaskClient, saved: StubHomeAssistant, data_dir: DataDir, action: str
+) -> None:
+    """Two tabs: a button that answers in place must not let the old tab's Save replace the other's change."""
+    opened = household.get(PAGE).get_data(as_text=True)
+    old_ticks = list(boxes(opened))
+    # Another tab adds an entity meanwhile.
+    answer = household.post(API, json={"allowlisted_entities": [*old_ticks, "sensor.extra_001"]})
+    assert answer.status_code == 200
+    # The first tab presses a button that answers on the page, with its old ticks...
+    status, html, _ = post(household, base_url=saved.base_url, enabled="on", revision=_revision(opened),
+                           allowlisted_entities=old_ticks, action=action)
+    assert status in (200, 400)
+    assert _revision(html) == _revision(opened)
+    # ...then Save: the other tab's change is not replaced unseen.
+    status, html, _ = post(household, base_url=saved.base_url, enabled="on", revision=_revision(html),
+                           allowlisted_entities=old_ticks)
+    assert status == 409
+    assert "sensor.extra_001" in ConfigStore(data_dir).load().allowlisted_entities
