@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from console_ha.capabilities.executor import validate
@@ -19,6 +19,7 @@ from console_ha.errors import CapabilityError
 from console_ha.unknown_keys import first_unknown
 
 ENTITY_ID = re.compile(r"[a-z0-9_]+\.[a-z0-9_]+")
+LIST_FILTERS = frozenset(REGISTRY[LIST_ENTITIES].arguments_schema["properties"])
 
 
 def hand_written(name: str, arguments: object) -> tuple[str, Any]:
@@ -71,7 +72,13 @@ argument_sets = st.one_of(
 @settings(max_examples=600, deadline=None)
 @given(name=st.sampled_from([LIST_ENTITIES, GET_HISTORY]), arguments=argument_sets)
 def test_the_schema_refuses_and_accepts_exactly_as_the_hand_written_rules_did(name: str, arguments: object) -> None:
-    """Same verdict, same canonical arguments, same words, for anything a model may send."""
+    """Same verdict, same canonical arguments, same words, for anything a model may send.
+
+    The hand-written rules knew list_entities without arguments; its filters (issue 18) came with the schema
+    alone, so arguments naming one of them have no hand-written verdict to compare with (their own tests are in
+    tests/test_list_entities_filters.py).
+    """
+    assume(not (name == LIST_ENTITIES and isinstance(arguments, Mapping) and set(arguments) & LIST_FILTERS))
     assert by_the_schema(name, arguments) == hand_written(name, arguments)
 
 
