@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,8 @@ from console_ha.secret import find_by_token
 # program's conversation message holds one of the web server's worker threads (its response stays open),
 # so `console-ha serve` adds this many threads to its own: the household's pages always find a free one.
 MAX_WAITING = 4
+# How often a program's conversation message waiting in `settle` looks whether its program is still there.
+PRESENCE_SECONDS = 1.0
 
 
 def _always() -> bool:
@@ -46,6 +48,9 @@ class Asker:
     token_id: str = ""
     # Asked once the household has answered: a token revoked while its read waited gets no read.
     still_allowed: Callable[[], bool] = _always
+    # Whether the program's request is still connected: a program's conversation message whose client hung
+    # up while its card waited gets no read (the web layer asks waitress; issue 20).
+    present: Callable[[], bool] = _always
 
 
 @dataclass(eq=False)
@@ -288,13 +293,23 @@ class HouseholdQueue:
         server awaits `decision` on its event loop instead. Never longer than the card stays open.
         """
         try:
-            waiting.decision.result(timeout=max(self.remaining(waiting), 0.0))
-        except TimeoutError:
-            pass
-        try:
-            return self.collect(waiting, asker.still_allowed)
+            # Looked at every PRESENCE_SECONDS: a program that hung up withdraws its card, and nothing is read.
+            while not waiting.decision.done() and self.remaining(waiting) > 0:
+                if not asker.present():
+                    raise self._hung_up(waiting)
+                wait([waiting.decision], timeout=min(max(self.remaining(waiting), 0.0), PRESENCE_SECONDS))
+            try:
+                return self.collect(waiting, asker.still_allowed, asker.present)
+            except ProgramGone:
+                raise self._hung_up(waiting) from None
         finally:
             self.detach(waiting)
+
+    def _hung_up(self, waiting: WaitingRead) -> ConfirmationInvalid:
+        # A conversation message cannot be called again to collect its read: its card goes (audited as
+        # withdrawn), and an answer the household gives later is told so.
+        self.withdraw(waiting)
+        return ConfirmationInvalid(None, "The program hung up before its read ran; nothing was read.")
 
     def outcome(self, waiting: WaitingRead, still_allowed: Callable[[], bool]) -> dict[str, Any]:
         """After the wait, for every front end: expired if unanswered, nothing for a revoked token, else stages 4-6."""
