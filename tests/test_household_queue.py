@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.household_queue import (
     ALLOWED_LATER,
+    ALLOWED_NOW,
     NOT_ALLOWED,
     Answered,
     Asker,
@@ -16,6 +19,7 @@ from console_ha.capabilities.household_queue import (
 )
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
+from console_ha.mcp.server import Caller, _call
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
@@ -182,3 +186,30 @@ def test_a_held_read_nobody_came_back_for_expires_as_abandoned(queue, data_dir, 
     assert events(data_dir)[-2:] == ["held", "abandoned"]
     assert stub_ha.requests_to("/api/history") == []
     assert queue.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting is not first.waiting
+
+
+def test_an_allow_that_lands_as_the_patience_runs_out_is_told_as_it_happened(queue, data_dir, stub_ha, monkeypatch):
+    """The household's Allow arriving between the call's last look and its early return: the page's words
+    and the audit match what the call did (before, the page said "gets this read once" and the call
+    returned `waiting_for_household`, the read held)."""
+    told: list[Answered] = []
+    original = HouseholdQueue.detach
+
+    def allowed_just_now(self, waiting, attachment=None):
+        if not told:
+            told.append(self.answer(waiting.token, True))
+        original(self, waiting, attachment)
+
+    monkeypatch.setattr(HouseholdQueue, "detach", allowed_just_now)
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=0.05)
+    result = asyncio.run(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+    assert told, "the call never let go of its card"
+    if "waiting_for_household" in (result.structuredContent or {}):
+        assert told[0].message == ALLOWED_LATER
+        assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
+    else:
+        assert told[0].message == ALLOWED_NOW and events(data_dir)[-1] == "executed"

@@ -188,6 +188,16 @@ class HouseholdQueue:
         waiting = self.ask(asker.client, capability, arguments, joins=key, present=present)
         return Call(waiting, waiting.calls[0])
 
+    def answered_or_let_go(self, waiting: WaitingRead, attachment: Attachment) -> bool:
+        """A call whose patience ran out: True if the household answered first (the call collects it), else
+        the call is detached in the same step, so an answer a moment later finds no live call and says so."""
+        with self._lock:
+            if waiting.decision.done():
+                return True
+            if attachment in waiting.calls:
+                waiting.calls.remove(attachment)
+            return False
+
     def detach(self, waiting: WaitingRead, attachment: Attachment | None = None) -> None:
         """A live call is gone (returned early, hung up, or done): an allowed read then waits for the next one.
 

@@ -231,8 +231,10 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
             queue.detach(waiting, call.attachment)
         raise
     # An answer that came as the patience ran out is still this call's to collect: the household was told
-    # the program gets it now.
-    answered = answered or (waiting.decision.done() and caller.present() and not call.attachment.let_go.done())
+    # the program gets it now. Looked at and let go of in one step: an answer in between was told "now"
+    # while the call returned early (and held the read).
+    answered = answered or (caller.present() and not call.attachment.let_go.done()
+                            and queue.answered_or_let_go(waiting, call.attachment))
     if not answered:
         queue.detach(waiting, call.attachment)
         return waiting_of(waiting, caller.answer_url)
