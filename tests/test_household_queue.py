@@ -213,3 +213,19 @@ def test_an_allow_that_lands_as_the_patience_runs_out_is_told_as_it_happened(que
         assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
     else:
         assert told[0].message == ALLOWED_NOW and events(data_dir)[-1] == "executed"
+
+
+@pytest.mark.parametrize("returned_early", [False, True], ids=["waiting", "returned-early"])
+def test_a_card_of_a_revoked_token_is_never_told_allowed(queue, data_dir, stub_ha, returned_early):
+    """The token was revoked (on the page or with the CLI) while its card waited: Allow reads nothing, and
+    the household is told that, not that the program gets the read."""
+    revoked = {"yes": False}
+    asker = Asker("desk", token_id="0123456789abcdef", still_allowed=lambda: not revoked["yes"])
+    call = queue.call(asker, GET_HISTORY, HISTORY_ARGS)
+    if returned_early:
+        queue.detach(call.waiting, call.attachment)
+    revoked["yes"] = True
+    with pytest.raises(ConfirmationInvalid) as refused:
+        queue.answer(call.waiting.token, True)
+    assert "revoked" in refused.value.message and queue.pending() == []
+    assert events(data_dir)[-1] == "cancelled" and stub_ha.requests_to("/api/history") == []

@@ -77,6 +77,8 @@ class WaitingRead:
     calls: list[Attachment] = field(default_factory=list)
     # Stages 4-6, run once by the first live call after the household's answer (a denial: at the answer).
     result: Future[dict[str, Any]] | None = None
+    # Whether the asking program's API token still holds: a card of a revoked token is never "allowed".
+    still_allowed: Callable[[], bool] = _always
 
     @property
     def token(self) -> str:
@@ -139,7 +141,8 @@ class HouseholdQueue:
         self._lock = threading.Lock()
 
     def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None,
-            joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = _always) -> WaitingRead:
+            joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = _always,
+            still_allowed: Callable[[], bool] = _always) -> WaitingRead:
         """Stages 1-4 for `client`: a CapabilityError at once, or a read waiting for the household.
 
         `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
@@ -160,7 +163,8 @@ class HouseholdQueue:
             except CapabilityError as err:
                 raise self._explain_limit(err, client, capability, own_turn) from None
             ttl = self._executor.confirmation_ttl
-            waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl, joins=joins)
+            waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl, joins=joins,
+                                  still_allowed=still_allowed)
             waiting.calls.append(Attachment(present))
             self._waiting[proposal.token] = waiting
         return waiting
@@ -185,7 +189,8 @@ class HouseholdQueue:
                             earlier.let_go.set_result(None)
                     joined.calls = [Attachment(present)]
                     return Call(joined, joined.calls[0])
-        waiting = self.ask(asker.client, capability, arguments, joins=key, present=present)
+        waiting = self.ask(asker.client, capability, arguments, joins=key, present=present,
+                           still_allowed=asker.still_allowed)
         return Call(waiting, waiting.calls[0])
 
     def answered_or_let_go(self, waiting: WaitingRead, attachment: Attachment) -> bool:
@@ -269,6 +274,13 @@ class HouseholdQueue:
         call, or the program's next one); with none attached now, it is held for the next. A denial is
         settled at once (it reads nothing), and the program's next call gets it.
         """
+        with self._lock:
+            found = self._find(token)
+        if found is not None and not found.decision.done() and not found.still_allowed():
+            # Revoked while its card waited (on the page, or with the CLI in another process): nothing is read
+            # for it, whether its call waits or returned early, so the card goes and the household is told so.
+            self.withdraw(found)
+            raise ConfirmationInvalid("unknown", "That program's API token was revoked; nothing was read.")
         with self._lock:
             waiting = self._find(token)
             if waiting is None or waiting.decision.done():
