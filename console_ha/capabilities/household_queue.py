@@ -79,6 +79,8 @@ class WaitingRead:
     result: Future[dict[str, Any]] | None = None
     # Whether the asking program's API token still holds: a card of a revoked token is never "allowed".
     still_allowed: Callable[[], bool] = _always
+    # The asking API token's id: two tokens may share a name, and each program sees only its own cards.
+    token_id: str = ""
 
     @property
     def token(self) -> str:
@@ -142,7 +144,7 @@ class HouseholdQueue:
 
     def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None,
             joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = _always,
-            still_allowed: Callable[[], bool] = _always) -> WaitingRead:
+            still_allowed: Callable[[], bool] = _always, token_id: str = "") -> WaitingRead:
         """Stages 1-4 for `client`: a CapabilityError at once, or a read waiting for the household.
 
         `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
@@ -164,7 +166,7 @@ class HouseholdQueue:
                 raise self._explain_limit(err, client, capability, own_turn) from None
             ttl = self._executor.confirmation_ttl
             waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl, joins=joins,
-                                  still_allowed=still_allowed)
+                                  still_allowed=still_allowed, token_id=token_id)
             waiting.calls.append(Attachment(present))
             self._waiting[proposal.token] = waiting
         return waiting
@@ -190,7 +192,7 @@ class HouseholdQueue:
                     joined.calls = [Attachment(present)]
                     return Call(joined, joined.calls[0])
         waiting = self.ask(asker.client, capability, arguments, joins=key, present=present,
-                           still_allowed=asker.still_allowed)
+                           still_allowed=asker.still_allowed, token_id=asker.token_id)
         return Call(waiting, waiting.calls[0])
 
     def answered_or_let_go(self, waiting: WaitingRead, attachment: Attachment) -> bool:
@@ -251,13 +253,15 @@ class HouseholdQueue:
                     self._waiting.pop(waiting.token, None)
         return running.result(timeout=max(self.remaining(waiting), 0.0) + self._executor.confirmation_ttl)
 
-    def pending(self, client: str | None = None) -> list[WaitingRead]:
-        """The reads waiting for the household's answer now, oldest first; only `client`'s own when given."""
+    def pending(self, client: str | None = None, token_id: str | None = None) -> list[WaitingRead]:
+        """The reads waiting for the household's answer now, oldest first; only `client`'s own when given
+        (and of its API token `token_id`, when the card knows its token)."""
         self._sweep()
         now = self._timer()
         with self._lock:
             items = [w for w in self._waiting.values() if w.deadline > now and not w.decision.done()]
-        return [w for w in items if client is None or w.client == client]
+        return [w for w in items if (client is None or w.client == client)
+                and (token_id is None or not w.token_id or w.token_id == token_id)]
 
     def remaining(self, waiting: WaitingRead) -> float:
         """Seconds until `waiting` expires (0 or less once it has)."""

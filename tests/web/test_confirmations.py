@@ -286,3 +286,23 @@ def test_the_first_activity_page_after_an_allowed_card_expired_says_the_program_
     html = household.get("/activity").get_data(as_text=True)
     assert EVENT_WORDS["abandoned"] in html
     assert configured.requests == []
+
+
+def test_a_program_does_not_see_the_cards_of_another_token_with_the_same_name(app, bearer, configured,
+                                                                              console_secrets):
+    """Two tokens may share a name (the household named both "tests"): each program sees its own cards only."""
+    from console_ha.capabilities.household_queue import Asker
+
+    console_secrets.create_api_token("tests")
+    mine, other = sorted(console_secrets.api_tokens(), key=lambda t: t.created)[:2]
+    bearer_id = {t.token_id for t in console_secrets.api_tokens()}
+    assert len(bearer_id) == 2
+    cards = {}
+    for token in (mine, other):
+        cards[token.token_id] = queue_of(app).call(Asker("tests", token_id=token.token_id),
+                                                   "home_assistant.get_history",
+                                                   {"entity_id": "sensor.living_room_temperature",
+                                                    "period": "day"}).waiting.token
+    seen = [p["token"] for p in bearer.get("/api/v1/confirmations").get_json()["pending"]]
+    # The bearer fixture's token is the first made.
+    assert seen == [cards[mine.token_id]]
