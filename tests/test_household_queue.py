@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from mcp.types import CallToolResult
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
@@ -14,8 +15,10 @@ from console_ha.capabilities.household_queue import (
     NOT_ALLOWED,
     Answered,
     Asker,
+    Call,
     HouseholdQueue,
     ProgramGone,
+    WaitingRead,
 )
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
@@ -229,3 +232,51 @@ def test_a_card_of_a_revoked_token_is_never_told_allowed(queue, data_dir, stub_h
         queue.answer(call.waiting.token, True)
     assert "revoked" in refused.value.message and queue.pending() == []
     assert events(data_dir)[-1] == "cancelled" and stub_ha.requests_to("/api/history") == []
+
+
+def test_a_cancelled_call_that_was_already_taken_over_does_not_withdraw_the_newer_call_s_card(queue, data_dir,
+                                                                                                stub_ha):
+    """The program called again (the new call took the card over) and cancelled the old call before that one
+    noticed: the card is the new call's now, and stays open for it."""
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    async def scenario() -> tuple[WaitingRead, Call]:
+        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=60)
+        old = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+        await asyncio.sleep(0.05)  # the old call waits on its card
+        (card,) = queue.pending()
+        newer = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # the same call again: it takes the card over
+        assert newer.waiting is card
+        old.cancel()  # notifications/cancelled for the old call, before it ran again
+        with pytest.raises(asyncio.CancelledError):
+            await old
+        return card, newer
+
+    card, newer = asyncio.run(scenario())
+    assert queue.pending() == [card] and "cancelled" not in events(data_dir)
+    assert queue.answer(card.token, True).message == ALLOWED_NOW
+    assert queue.collect(card, DESK.still_allowed)["entity_id"] == ENTITY
+
+
+def test_an_allowed_card_taken_over_at_the_same_moment_gives_its_read_to_one_call_only(queue, data_dir, stub_ha):
+    """The household allows just as the program's same call again takes the card over: the newer call gets
+    the read, the older returns early; the read is given once (before, both calls got it)."""
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    async def scenario() -> tuple[CallToolResult, Call]:
+        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=60)
+        old = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+        await asyncio.sleep(0.05)
+        (card,) = queue.pending()
+        queue.answer(card.token, True)
+        newer = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # before the old call woke up
+        return await old, newer
+
+    old_result, newer = asyncio.run(scenario())
+    assert "waiting_for_household" in (old_result.structuredContent or {})
+    assert queue.collect(newer.waiting, DESK.still_allowed)["entity_id"] == ENTITY
+    assert len(stub_ha.requests_to("/api/history")) == 1 and events(data_dir).count("executed") == 1

@@ -196,13 +196,16 @@ class HouseholdQueue:
         return Call(waiting, waiting.calls[0])
 
     def answered_or_let_go(self, waiting: WaitingRead, attachment: Attachment) -> bool:
-        """A call whose patience ran out: True if the household answered first (the call collects it), else
-        the call is detached in the same step, so an answer a moment later finds no live call and says so."""
+        """A live call done waiting: True if it collects (the household answered, or the card expired), else
+        it is detached in the same step, so an answer a moment later finds no live call and says so. False
+        too for a call a newer call of its program took the card over from: that one collects, and the read
+        is given once."""
         with self._lock:
-            if waiting.decision.done():
+            if attachment not in waiting.calls:
+                return False
+            if waiting.decision.done() or self._timer() >= waiting.deadline:
                 return True
-            if attachment in waiting.calls:
-                waiting.calls.remove(attachment)
+            waiting.calls.remove(attachment)
             return False
 
     def detach(self, waiting: WaitingRead, attachment: Attachment | None = None) -> None:
