@@ -280,3 +280,32 @@ def test_an_allowed_card_taken_over_at_the_same_moment_gives_its_read_to_one_cal
     assert "waiting_for_household" in (old_result.structuredContent or {})
     assert queue.collect(newer.waiting, DESK.still_allowed)["entity_id"] == ENTITY
     assert len(stub_ha.requests_to("/api/history")) == 1 and events(data_dir).count("executed") == 1
+
+
+def test_a_call_arriving_while_an_allowed_read_runs_for_another_does_not_get_it_too(queue, data_dir, stub_ha,
+                                                                                    monkeypatch):
+    """The household allowed one read; it runs for the call attached. The program's same call again at that
+    moment is a new question, not a second delivery of the read (before, it joined and got the same result)."""
+    import threading
+
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    assert queue.answer(first.waiting.token, True).message == ALLOWED_NOW
+    reading, go_on = threading.Event(), threading.Event()
+    original = queue._executor.answer
+
+    def slow_read(*args, **kwargs):
+        reading.set()
+        go_on.wait(10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(queue._executor, "answer", slow_read)
+    results: list[dict] = []
+    runner = threading.Thread(target=lambda: results.append(queue.collect(first.waiting, DESK.still_allowed)))
+    runner.start()
+    assert reading.wait(10)
+    again = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    go_on.set()
+    runner.join(10)
+    assert results and results[0]["entity_id"] == ENTITY
+    assert again.waiting is not first.waiting and not again.waiting.decision.done()
+    assert len(stub_ha.requests_to("/api/history")) == 1

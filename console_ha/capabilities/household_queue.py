@@ -131,6 +131,12 @@ def join_key(token_id: str, capability: object, arguments: object) -> tuple[str,
         return None
 
 
+def _read_given(waiting: WaitingRead) -> bool:
+    """Whether the household allowed `waiting` and its read runs, or ran, for a live call (called under the lock)."""
+    decision = waiting.decision
+    return waiting.result is not None and decision.done() and not decision.cancelled() and decision.result() is True
+
+
 class HouseholdQueue:
     """The reads waiting for the household, bounded overall and to one per capability per client."""
 
@@ -184,7 +190,10 @@ class HouseholdQueue:
             self._sweep()
             with self._lock:
                 now = self._timer()
-                joined = next((w for w in self._waiting.values() if w.joins == key and w.deadline > now), None)
+                # Not a card whose allowed read already runs (or ran) for another call: given once, it is a
+                # new question now. A denial stays to be joined (its result is set at the answer).
+                joined = next((w for w in self._waiting.values() if w.joins == key and w.deadline > now
+                               and not _read_given(w)), None)
                 if joined is not None:
                     for earlier in joined.calls:
                         if not earlier.let_go.done():  # its call may have ended meanwhile
