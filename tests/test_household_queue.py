@@ -309,3 +309,28 @@ def test_a_call_arriving_while_an_allowed_read_runs_for_another_does_not_get_it_
     assert results and results[0]["entity_id"] == ENTITY
     assert again.waiting is not first.waiting and not again.waiting.decision.done()
     assert len(stub_ha.requests_to("/api/history")) == 1
+
+
+def test_a_waiting_call_whose_token_is_revoked_and_whose_card_is_then_allowed_ends_with_the_revocation(
+        queue, data_dir, stub_ha):
+    """The household revoked the program's token and then pressed Allow on its waiting card: the call ends at
+    once with TOKEN_REVOKED's error result (not an internal error), and nothing is read."""
+    revoked = {"yes": False}
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    async def scenario() -> CallToolResult:
+        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id,
+                        still_allowed=lambda: not revoked["yes"], patience=60)
+        waiting_call = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+        await asyncio.sleep(0.05)
+        (card,) = queue.pending()
+        revoked["yes"] = True
+        with pytest.raises(ConfirmationInvalid):
+            queue.answer(card.token, True)
+        return await asyncio.wait_for(waiting_call, 5)
+
+    result = asyncio.run(scenario())
+    assert result.isError and (result.structuredContent or {})["error"]["code"] == "UNAUTHENTICATED"
+    assert stub_ha.requests_to("/api/history") == []
