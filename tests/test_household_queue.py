@@ -334,3 +334,15 @@ def test_a_waiting_call_whose_token_is_revoked_and_whose_card_is_then_allowed_en
     result = asyncio.run(scenario())
     assert result.isError and (result.structuredContent or {})["error"]["code"] == "UNAUTHENTICATED"
     assert stub_ha.requests_to("/api/history") == []
+
+
+def test_allowing_a_card_that_cannot_be_called_again_for_once_its_program_hung_up_withdraws_it(queue, data_dir,
+                                                                                              stub_ha):
+    """A program's conversation message has no "same call again": allowed the moment after its program hung
+    up (before its wait noticed), the card is withdrawn and the household told so, never "the program will
+    get it when it asks again"."""
+    card = queue.ask("desk", GET_HISTORY, HISTORY_ARGS, present=lambda: False)
+    with pytest.raises(ConfirmationInvalid) as refused:
+        queue.answer(card.token, True)
+    assert "hung up" in refused.value.message and queue.pending() == []
+    assert events(data_dir)[-1] == "cancelled" and stub_ha.requests_to("/api/history") == []

@@ -297,6 +297,12 @@ class HouseholdQueue:
             # for it, whether its call waits or returned early, so the card goes and the household is told so.
             self.withdraw(found)
             raise ConfirmationInvalid("unknown", "That program's API token was revoked; nothing was read.")
+        if found is not None and not found.decision.done() and found.joins is None and found.calls \
+                and not any(call.present() for call in found.calls):
+            # A card no call can join (a program's conversation message) whose program hung up a moment ago:
+            # it can never be collected, so it goes now rather than being held for a return that cannot come.
+            self.withdraw(found)
+            raise ConfirmationInvalid("unknown", "The program hung up before its read ran; nothing was read.")
         with self._lock:
             waiting = self._find(token)
             if waiting is None or waiting.decision.done():
