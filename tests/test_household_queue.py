@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from mcp.types import CallToolResult
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.household_queue import (
     ALLOWED_LATER,
+    ALLOWED_NOW,
     NOT_ALLOWED,
     Answered,
     Asker,
+    Call,
     HouseholdQueue,
     ProgramGone,
+    WaitingRead,
 )
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
+from console_ha.mcp.server import Caller, _call
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
@@ -182,3 +189,160 @@ def test_a_held_read_nobody_came_back_for_expires_as_abandoned(queue, data_dir, 
     assert events(data_dir)[-2:] == ["held", "abandoned"]
     assert stub_ha.requests_to("/api/history") == []
     assert queue.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting is not first.waiting
+
+
+def test_an_allow_that_lands_as_the_patience_runs_out_is_told_as_it_happened(queue, data_dir, stub_ha, monkeypatch):
+    """The household's Allow arriving between the call's last look and its early return: the page's words
+    and the audit match what the call did (before, the page said "gets this read once" and the call
+    returned `waiting_for_household`, the read held)."""
+    told: list[Answered] = []
+    original = HouseholdQueue.detach
+
+    def allowed_just_now(self, waiting, attachment=None):
+        if not told:
+            told.append(self.answer(waiting.token, True))
+        original(self, waiting, attachment)
+
+    monkeypatch.setattr(HouseholdQueue, "detach", allowed_just_now)
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=0.05)
+    result = asyncio.run(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+    assert told, "the call never let go of its card"
+    if "waiting_for_household" in (result.structuredContent or {}):
+        assert told[0].message == ALLOWED_LATER
+        assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
+    else:
+        assert told[0].message == ALLOWED_NOW and events(data_dir)[-1] == "executed"
+
+
+@pytest.mark.parametrize("returned_early", [False, True], ids=["waiting", "returned-early"])
+def test_a_card_of_a_revoked_token_is_never_told_allowed(queue, data_dir, stub_ha, returned_early):
+    """The token was revoked (on the page or with the CLI) while its card waited: Allow reads nothing, and
+    the household is told that, not that the program gets the read."""
+    revoked = {"yes": False}
+    asker = Asker("desk", token_id="0123456789abcdef", still_allowed=lambda: not revoked["yes"])
+    call = queue.call(asker, GET_HISTORY, HISTORY_ARGS)
+    if returned_early:
+        queue.detach(call.waiting, call.attachment)
+    revoked["yes"] = True
+    with pytest.raises(ConfirmationInvalid) as refused:
+        queue.answer(call.waiting.token, True)
+    assert "revoked" in refused.value.message and queue.pending() == []
+    assert events(data_dir)[-1] == "cancelled" and stub_ha.requests_to("/api/history") == []
+
+
+def test_a_cancelled_call_that_was_already_taken_over_does_not_withdraw_the_newer_call_s_card(queue, data_dir,
+                                                                                                stub_ha):
+    """The program called again (the new call took the card over) and cancelled the old call before that one
+    noticed: the card is the new call's now, and stays open for it."""
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    async def scenario() -> tuple[WaitingRead, Call]:
+        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=60)
+        old = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+        await asyncio.sleep(0.05)  # the old call waits on its card
+        (card,) = queue.pending()
+        newer = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # the same call again: it takes the card over
+        assert newer.waiting is card
+        old.cancel()  # notifications/cancelled for the old call, before it ran again
+        with pytest.raises(asyncio.CancelledError):
+            await old
+        return card, newer
+
+    card, newer = asyncio.run(scenario())
+    assert queue.pending() == [card] and "cancelled" not in events(data_dir)
+    assert queue.answer(card.token, True).message == ALLOWED_NOW
+    assert queue.collect(card, DESK.still_allowed)["entity_id"] == ENTITY
+
+
+def test_an_allowed_card_taken_over_at_the_same_moment_gives_its_read_to_one_call_only(queue, data_dir, stub_ha):
+    """The household allows just as the program's same call again takes the card over: the newer call gets
+    the read, the older returns early; the read is given once (before, both calls got it)."""
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    async def scenario() -> tuple[CallToolResult, Call]:
+        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=60)
+        old = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+        await asyncio.sleep(0.05)
+        (card,) = queue.pending()
+        queue.answer(card.token, True)
+        newer = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # before the old call woke up
+        return await old, newer
+
+    old_result, newer = asyncio.run(scenario())
+    assert "waiting_for_household" in (old_result.structuredContent or {})
+    assert queue.collect(newer.waiting, DESK.still_allowed)["entity_id"] == ENTITY
+    assert len(stub_ha.requests_to("/api/history")) == 1 and events(data_dir).count("executed") == 1
+
+
+def test_a_call_arriving_while_an_allowed_read_runs_for_another_does_not_get_it_too(queue, data_dir, stub_ha,
+                                                                                    monkeypatch):
+    """The household allowed one read; it runs for the call attached. The program's same call again at that
+    moment is a new question, not a second delivery of the read (before, it joined and got the same result)."""
+    import threading
+
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    assert queue.answer(first.waiting.token, True).message == ALLOWED_NOW
+    reading, go_on = threading.Event(), threading.Event()
+    original = queue._executor.answer
+
+    def slow_read(*args, **kwargs):
+        reading.set()
+        go_on.wait(10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(queue._executor, "answer", slow_read)
+    results: list[dict] = []
+    runner = threading.Thread(target=lambda: results.append(queue.collect(first.waiting, DESK.still_allowed)))
+    runner.start()
+    assert reading.wait(10)
+    again = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    go_on.set()
+    runner.join(10)
+    assert results and results[0]["entity_id"] == ENTITY
+    assert again.waiting is not first.waiting and not again.waiting.decision.done()
+    assert len(stub_ha.requests_to("/api/history")) == 1
+
+
+def test_a_waiting_call_whose_token_is_revoked_and_whose_card_is_then_allowed_ends_with_the_revocation(
+        queue, data_dir, stub_ha):
+    """The household revoked the program's token and then pressed Allow on its waiting card: the call ends at
+    once with TOKEN_REVOKED's error result (not an internal error), and nothing is read."""
+    revoked = {"yes": False}
+
+    async def report(waited: float, total: float) -> None:
+        return None
+
+    async def scenario() -> CallToolResult:
+        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id,
+                        still_allowed=lambda: not revoked["yes"], patience=60)
+        waiting_call = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+        await asyncio.sleep(0.05)
+        (card,) = queue.pending()
+        revoked["yes"] = True
+        with pytest.raises(ConfirmationInvalid):
+            queue.answer(card.token, True)
+        return await asyncio.wait_for(waiting_call, 5)
+
+    result = asyncio.run(scenario())
+    assert result.isError and (result.structuredContent or {})["error"]["code"] == "UNAUTHENTICATED"
+    assert stub_ha.requests_to("/api/history") == []
+
+
+def test_allowing_a_card_that_cannot_be_called_again_for_once_its_program_hung_up_withdraws_it(queue, data_dir,
+                                                                                              stub_ha):
+    """A program's conversation message has no "same call again": allowed the moment after its program hung
+    up (before its wait noticed), the card is withdrawn and the household told so, never "the program will
+    get it when it asks again"."""
+    card = queue.ask("desk", GET_HISTORY, HISTORY_ARGS, present=lambda: False)
+    with pytest.raises(ConfirmationInvalid) as refused:
+        queue.answer(card.token, True)
+    assert "hung up" in refused.value.message and queue.pending() == []
+    assert events(data_dir)[-1] == "cancelled" and stub_ha.requests_to("/api/history") == []

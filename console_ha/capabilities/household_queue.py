@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,8 @@ from console_ha.secret import find_by_token
 # program's conversation message holds one of the web server's worker threads (its response stays open),
 # so `console-ha serve` adds this many threads to its own: the household's pages always find a free one.
 MAX_WAITING = 4
+# How often a program's conversation message waiting in `settle` looks whether its program is still there.
+PRESENCE_SECONDS = 1.0
 
 
 def _always() -> bool:
@@ -46,6 +48,9 @@ class Asker:
     token_id: str = ""
     # Asked once the household has answered: a token revoked while its read waited gets no read.
     still_allowed: Callable[[], bool] = _always
+    # Whether the program's request is still connected: a program's conversation message whose client hung
+    # up while its card waited gets no read (the web layer asks waitress; issue 20).
+    present: Callable[[], bool] = _always
 
 
 @dataclass(eq=False)
@@ -72,6 +77,10 @@ class WaitingRead:
     calls: list[Attachment] = field(default_factory=list)
     # Stages 4-6, run once by the first live call after the household's answer (a denial: at the answer).
     result: Future[dict[str, Any]] | None = None
+    # Whether the asking program's API token still holds: a card of a revoked token is never "allowed".
+    still_allowed: Callable[[], bool] = _always
+    # The asking API token's id: two tokens may share a name, and each program sees only its own cards.
+    token_id: str = ""
 
     @property
     def token(self) -> str:
@@ -122,6 +131,12 @@ def join_key(token_id: str, capability: object, arguments: object) -> tuple[str,
         return None
 
 
+def _read_given(waiting: WaitingRead) -> bool:
+    """Whether the household allowed `waiting` and its read runs, or ran, for a live call (called under the lock)."""
+    decision = waiting.decision
+    return waiting.result is not None and decision.done() and not decision.cancelled() and decision.result() is True
+
+
 class HouseholdQueue:
     """The reads waiting for the household, bounded overall and to one per capability per client."""
 
@@ -134,7 +149,8 @@ class HouseholdQueue:
         self._lock = threading.Lock()
 
     def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None,
-            joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = _always) -> WaitingRead:
+            joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = _always,
+            still_allowed: Callable[[], bool] = _always, token_id: str = "") -> WaitingRead:
         """Stages 1-4 for `client`: a CapabilityError at once, or a read waiting for the household.
 
         `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
@@ -155,7 +171,8 @@ class HouseholdQueue:
             except CapabilityError as err:
                 raise self._explain_limit(err, client, capability, own_turn) from None
             ttl = self._executor.confirmation_ttl
-            waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl, joins=joins)
+            waiting = WaitingRead(client, proposal, conversation_id, self._timer() + ttl, joins=joins,
+                                  still_allowed=still_allowed, token_id=token_id)
             waiting.calls.append(Attachment(present))
             self._waiting[proposal.token] = waiting
         return waiting
@@ -173,15 +190,32 @@ class HouseholdQueue:
             self._sweep()
             with self._lock:
                 now = self._timer()
-                joined = next((w for w in self._waiting.values() if w.joins == key and w.deadline > now), None)
+                # Not a card whose allowed read already runs (or ran) for another call: given once, it is a
+                # new question now. A denial stays to be joined (its result is set at the answer).
+                joined = next((w for w in self._waiting.values() if w.joins == key and w.deadline > now
+                               and not _read_given(w)), None)
                 if joined is not None:
                     for earlier in joined.calls:
                         if not earlier.let_go.done():  # its call may have ended meanwhile
                             earlier.let_go.set_result(None)
                     joined.calls = [Attachment(present)]
                     return Call(joined, joined.calls[0])
-        waiting = self.ask(asker.client, capability, arguments, joins=key, present=present)
+        waiting = self.ask(asker.client, capability, arguments, joins=key, present=present,
+                           still_allowed=asker.still_allowed, token_id=asker.token_id)
         return Call(waiting, waiting.calls[0])
+
+    def answered_or_let_go(self, waiting: WaitingRead, attachment: Attachment) -> bool:
+        """A live call done waiting: True if it collects (the household answered, or the card expired), else
+        it is detached in the same step, so an answer a moment later finds no live call and says so. False
+        too for a call a newer call of its program took the card over from: that one collects, and the read
+        is given once."""
+        with self._lock:
+            if attachment not in waiting.calls:
+                return False
+            if waiting.decision.done() or self._timer() >= waiting.deadline:
+                return True
+            waiting.calls.remove(attachment)
+            return False
 
     def detach(self, waiting: WaitingRead, attachment: Attachment | None = None) -> None:
         """A live call is gone (returned early, hung up, or done): an allowed read then waits for the next one.
@@ -231,13 +265,15 @@ class HouseholdQueue:
                     self._waiting.pop(waiting.token, None)
         return running.result(timeout=max(self.remaining(waiting), 0.0) + self._executor.confirmation_ttl)
 
-    def pending(self, client: str | None = None) -> list[WaitingRead]:
-        """The reads waiting for the household's answer now, oldest first; only `client`'s own when given."""
+    def pending(self, client: str | None = None, token_id: str | None = None) -> list[WaitingRead]:
+        """The reads waiting for the household's answer now, oldest first; only `client`'s own when given
+        (and of its API token `token_id`, when the card knows its token)."""
         self._sweep()
         now = self._timer()
         with self._lock:
             items = [w for w in self._waiting.values() if w.deadline > now and not w.decision.done()]
-        return [w for w in items if client is None or w.client == client]
+        return [w for w in items if (client is None or w.client == client)
+                and (token_id is None or not w.token_id or w.token_id == token_id)]
 
     def remaining(self, waiting: WaitingRead) -> float:
         """Seconds until `waiting` expires (0 or less once it has)."""
@@ -254,6 +290,19 @@ class HouseholdQueue:
         call, or the program's next one); with none attached now, it is held for the next. A denial is
         settled at once (it reads nothing), and the program's next call gets it.
         """
+        with self._lock:
+            found = self._find(token)
+        if found is not None and not found.decision.done() and not found.still_allowed():
+            # Revoked while its card waited (on the page, or with the CLI in another process): nothing is read
+            # for it, whether its call waits or returned early, so the card goes and the household is told so.
+            self.withdraw(found)
+            raise ConfirmationInvalid("unknown", "That program's API token was revoked; nothing was read.")
+        if found is not None and not found.decision.done() and found.joins is None and found.calls \
+                and not any(call.present() for call in found.calls):
+            # A card no call can join (a program's conversation message) whose program hung up a moment ago:
+            # it can never be collected, so it goes now rather than being held for a return that cannot come.
+            self.withdraw(found)
+            raise ConfirmationInvalid("unknown", "The program hung up before its read ran; nothing was read.")
         with self._lock:
             waiting = self._find(token)
             if waiting is None or waiting.decision.done():
@@ -288,13 +337,23 @@ class HouseholdQueue:
         server awaits `decision` on its event loop instead. Never longer than the card stays open.
         """
         try:
-            waiting.decision.result(timeout=max(self.remaining(waiting), 0.0))
-        except TimeoutError:
-            pass
-        try:
-            return self.collect(waiting, asker.still_allowed)
+            # Looked at every PRESENCE_SECONDS: a program that hung up withdraws its card, and nothing is read.
+            while not waiting.decision.done() and self.remaining(waiting) > 0:
+                if not asker.present():
+                    raise self._hung_up(waiting)
+                wait([waiting.decision], timeout=min(max(self.remaining(waiting), 0.0), PRESENCE_SECONDS))
+            try:
+                return self.collect(waiting, asker.still_allowed, asker.present)
+            except ProgramGone:
+                raise self._hung_up(waiting) from None
         finally:
             self.detach(waiting)
+
+    def _hung_up(self, waiting: WaitingRead) -> ConfirmationInvalid:
+        # A conversation message cannot be called again to collect its read: its card goes (audited as
+        # withdrawn), and an answer the household gives later is told so.
+        self.withdraw(waiting)
+        return ConfirmationInvalid(None, "The program hung up before its read ran; nothing was read.")
 
     def outcome(self, waiting: WaitingRead, still_allowed: Callable[[], bool]) -> dict[str, Any]:
         """After the wait, for every front end: expired if unanswered, nothing for a revoked token, else stages 4-6."""

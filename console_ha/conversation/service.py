@@ -441,7 +441,11 @@ class ConversationService:
                     TokenRevoked("This program's API token was revoked; nothing was asked or read."))))
                 continue
             try:
-                waiting = self._household.ask(asker.client, call.capability, call.arguments, turn=conversation.turn)
+                if not asker.present():  # the program hung up: nobody would receive the read
+                    raise ConfirmationInvalid(None, "The program hung up; nothing was asked or read.")
+                waiting = self._household.ask(asker.client, call.capability, call.arguments, turn=conversation.turn,
+                                              present=asker.present, still_allowed=asker.still_allowed,
+                                              token_id=asker.token_id)
             except CapabilityError as err:
                 conversation.messages.append(_tool_message(call, _refusal(call, err)))
                 continue

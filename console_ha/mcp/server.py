@@ -219,21 +219,23 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
         return error_of(err)
     waiting = call.waiting
     try:
-        answered = await _wait_for_household(queue, call, caller, report, progress_interval)
+        await _wait_for_household(queue, call, caller, report, progress_interval)
     except BaseException:
-        if caller.present():
+        if caller.present() and call.attachment in waiting.calls:
             # Cancelled by the client (notifications/cancelled, or its session ended): withdraw the card at
             # once, without awaiting, since this task is being cancelled.
             queue.withdraw(waiting)
         else:
             # Its response closed because the client hung up (McpEndpoint.end): that is no withdrawal (the
             # specification says so); the card stays, and an approval waits for the program's next call.
+            # So too for a call a newer call of its program took the card over from: the card is that one's.
             queue.detach(waiting, call.attachment)
         raise
-    # An answer that came as the patience ran out is still this call's to collect: the household was told
-    # the program gets it now.
-    answered = answered or (waiting.decision.done() and caller.present() and not call.attachment.let_go.done())
-    if not answered:
+    # Whether the household answered (an answer that came as the patience ran out is still this call's to
+    # collect: the household was told the program gets it now), looked at and let go of in one step: an
+    # answer in between was told "now" while the call returned early (and held the read). A call another
+    # took the card over from returns early even if the answer came: the newer call collects it.
+    if not (caller.present() and queue.answered_or_let_go(waiting, call.attachment)):
         queue.detach(waiting, call.attachment)
         return waiting_of(waiting, caller.answer_url)
     try:
@@ -248,9 +250,9 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
 
 async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Caller, report: Any,
                               progress_interval: float) -> bool:
-    """Whether the household answered (or the card expired) while this call waited: `queue.collect` then says
-    which. False when the call's patience ran out, a newer call of its program took the card over, or the
-    program hung up: the call then returns early, and the card stays open."""
+    """Wait until the household answered (or the card expired): True; False when the call's patience ran
+    out, a newer call of its program took the card over, or the program hung up. `_call` then decides, with
+    the queue, whether it collects or returns early."""
     waiting = call.waiting
     # asyncio.wait, not wait_for: a timeout here must not cancel the household's decision.
     decision = asyncio.wrap_future(waiting.decision)

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -98,7 +99,9 @@ def check_token_name(value: object) -> str:
 
 def check_patience(value: object) -> int:
     """Validate an API token's patience: whole seconds within the bounds (field `patience`)."""
-    if isinstance(value, str) and value.strip().isdigit():  # a form's field
+    # A form's field: ASCII digits only, and few ("²" is a digit to isdigit() but not to int(), and int()
+    # refuses over 4,300 digits), so that anything else is this refusal, not a ValueError.
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}", value.strip()):
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) \
             or not MIN_PATIENCE_SECONDS <= value <= MAX_PATIENCE_SECONDS:

@@ -149,6 +149,11 @@ def authenticate() -> Response | None:
 def asker_for(principal: Principal) -> Asker:
     """A program's API token as the household queue names it on a card; revoked, it gets no read."""
     token_id, secrets = principal.token_id or "", services().secrets
+    # waitress says when the client hung up (cli.WAITRESS_OPTIONS); another WSGI server may not.
+    disconnected = request.environ.get("waitress.client_disconnected")
+    if callable(disconnected):
+        return Asker(principal.name, token_id, lambda: secrets.has_api_token(token_id),
+                     lambda: not disconnected())
     return Asker(principal.name, token_id, lambda: secrets.has_api_token(token_id))
 
 

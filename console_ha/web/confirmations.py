@@ -41,7 +41,8 @@ def pending() -> Response:
     """The cards waiting now: all of them for the household; a program sees only its own."""
     principal = current_principal()
     if principal is not None and principal.method == "bearer":
-        return jsonify(pending=[waiting.to_program_dict() for waiting in household_queue().pending(principal.name)])
+        own = household_queue().pending(principal.name, principal.token_id or "")
+        return jsonify(pending=[waiting.to_program_dict() for waiting in own])
     return jsonify(pending=[waiting.to_dict() for waiting in household_queue().pending()])
 
 

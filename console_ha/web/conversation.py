@@ -162,6 +162,9 @@ def _expired(proposal: Proposal) -> bool:
 @bp.get("/activity")
 def activity() -> str:
     """The audit log for the household: counts per capability and the latest events, never values."""
+    # Cards whose time ran out are audited (expired, or abandoned by their program) when the queue is next
+    # looked at: looked at here first, so this page says what happened and not what was true before.
+    services().household.pending()
     return render_template("activity.html", activity=summarise(services().audit.events()))
 
 

@@ -74,3 +74,24 @@ def test_patience_changes_need_the_csrf_token_and_never_an_api_token(logged_in: 
     refused = bearer.post(f"{TOKENS_PAGE}/{token.token_id}/patience", data={"patience": "3"})
     assert refused.status_code == 403 and "FORBIDDEN" in refused.get_data(as_text=True)
     assert console_secrets.api_tokens()[0].patience == DEFAULT_PATIENCE_SECONDS
+
+
+@pytest.mark.parametrize("typed", ["²", "9" * 5000, " 0x1 ", "1e2"])
+def test_a_patience_typed_in_odd_digits_is_refused_not_a_crash(household: FlaskClient,
+                                                              console_secrets: ConsoleSecrets, typed: str) -> None:
+    # "²" is a digit to str.isdigit() but not to int(); 5,000 digits pass isdigit() and exceed int()'s limit.
+    console_secrets.create_api_token("node-red")
+    (token,) = console_secrets.api_tokens()
+    refused = household.post(f"{TOKENS_PAGE}/{token.token_id}/patience", data={"patience": typed})
+    assert refused.status_code == 303 and console_secrets.api_tokens()[0].patience == DEFAULT_PATIENCE_SECONDS
+    assert "whole number of seconds" in household.get(TOKENS_PAGE).get_data(as_text=True)
+
+
+def test_a_hand_edited_patience_in_odd_digits_does_not_lock_every_program_out(data_dir: DataDir) -> None:
+    secrets = ConsoleSecrets(data_dir)
+    token = secrets.create_api_token("old program")
+    stored = json.loads(secrets.api_tokens_path.read_text())
+    stored["tokens"][0]["patience"] = "²"
+    secrets.api_tokens_path.write_text(json.dumps(stored))
+    assert [t.patience for t in secrets.api_tokens()] == [DEFAULT_PATIENCE_SECONDS]
+    assert secrets.verify_api_token(token) is not None

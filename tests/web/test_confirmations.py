@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from flask import Flask
@@ -265,3 +266,43 @@ def test_a_program_cannot_watch_the_household_s_cards(bearer, configured):
 
 def test_logged_out_the_watch_is_401(client, password):
     assert client.get(WATCH).status_code == 401
+
+
+def test_the_first_activity_page_after_an_allowed_card_expired_says_the_program_had_gone(make_app, password,
+                                                                                         configured):
+    """A held read whose program never came back: the very next look at Activity says so (before, that
+    look still showed "Allowed; the program will get it when it asks again", the sweep coming after it)."""
+    from console_ha.capabilities.household_queue import Asker
+    from console_ha.conversation.activity import EVENT_WORDS
+    from tests.web.test_conversation_api import household_of
+
+    app = make_app(CONSOLE_HA_CONFIRMATION_TTL=1.0)
+    household = household_of(app, password)
+    call = queue_of(app).call(Asker("desk assistant", token_id="0123456789abcdef"), "home_assistant.get_history",
+                              {"entity_id": "sensor.living_room_temperature", "period": "day"})
+    queue_of(app).detach(call.waiting, call.attachment)  # it returned early and never came back
+    assert household.post(f"/api/v1/confirmations/{call.waiting.token}", json={"approve": True}).status_code == 200
+    time.sleep(1.2)
+    html = household.get("/activity").get_data(as_text=True)
+    assert EVENT_WORDS["abandoned"] in html
+    assert configured.requests == []
+
+
+def test_a_program_does_not_see_the_cards_of_another_token_with_the_same_name(app, bearer, configured,
+                                                                              console_secrets):
+    """Two tokens may share a name (the household named both "tests"): each program sees its own cards only."""
+    from console_ha.capabilities.household_queue import Asker
+
+    console_secrets.create_api_token("tests")
+    mine, other = sorted(console_secrets.api_tokens(), key=lambda t: t.created)[:2]
+    bearer_id = {t.token_id for t in console_secrets.api_tokens()}
+    assert len(bearer_id) == 2
+    cards = {}
+    for token in (mine, other):
+        cards[token.token_id] = queue_of(app).call(Asker("tests", token_id=token.token_id),
+                                                   "home_assistant.get_history",
+                                                   {"entity_id": "sensor.living_room_temperature",
+                                                    "period": "day"}).waiting.token
+    seen = [p["token"] for p in bearer.get("/api/v1/confirmations").get_json()["pending"]]
+    # The bearer fixture's token is the first made.
+    assert seen == [cards[mine.token_id]]
