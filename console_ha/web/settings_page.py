@@ -149,10 +149,11 @@ class SensitiveItem:
 def _sensitive_to_confirm(submitted: list[str], confirmed: set[str]) -> list[SensitiveItem]:
     """The sensitive entities among those `submitted` that are not allowlisted yet nor `confirmed`.
 
-    Sensitivity is the picker's (`catalogue.is_sensitive`, carried in its catalogue from the saved URL and
-    token, which is where the page without JavaScript lists entities from). When the catalogue cannot be
-    read, the domain alone decides (locks, cameras, people...), so a door sensor then goes unasked: the
-    question is the household's safeguard against a slip, not the access control (that is the allowlist).
+    Sensitivity is the picker's (`catalogue.is_sensitive`): by the domain, and for an on/off sensor by its
+    device class, from the picker's catalogue of the saved URL and token (where the page without JavaScript
+    lists entities from). When the catalogue cannot be read, the domain alone decides, so a door sensor then
+    goes unasked: the question is the household's safeguard against a slip, not the access control (that
+    is the allowlist).
     """
     view = _settings().read()
     if view.config_error is not None:
@@ -162,7 +163,9 @@ def _sensitive_to_confirm(submitted: list[str], confirmed: set[str]) -> list[Sen
     if not new:
         return []
     known: dict[str, dict[str, Any]] = {}
-    if _can_list(view):
+    # The domain decides for every kind but on/off sensors, whose device class only Home Assistant knows:
+    # only then is it asked (the catalogue also gives their names).
+    if _can_list(view) and any(e.partition(".")[0] == "binary_sensor" for e in new):
         try:
             known = {e["entity_id"]: e for e in orjson.loads(_settings().entities()).get("entities", [])}
         except ConsoleHaError as err:

@@ -240,10 +240,12 @@ def test_already_allowlisted_sensitive_entities_and_plain_ones_are_saved_without
 def test_a_confirmation_covers_only_the_entities_it_names(household: FlaskClient, saved: StubHomeAssistant,
                                                           data_dir: DataDir) -> None:
     """Ticking another sensitive entity on the question page, then "Save anyway", asks about that one."""
+    before = len(saved.requests_to("/api/states"))
     status, html, _ = post(household, base_url=saved.base_url,
                            allowlisted_entities=["lock.front_door", "camera.driveway", "person.alex"],
                            confirm_sensitive="lock.front_door")
     assert status == 200 and question(html) == ["camera.driveway", "person.alex"]
+    assert len(saved.requests_to("/api/states")) == before  # their domains decide: Home Assistant is not asked
     assert ConfigStore(data_dir).load().allowlisted_entities == ("sensor.extra_000", "light.living_room")
 
 
@@ -273,3 +275,19 @@ def test_the_question_needs_the_csrf_token_to_be_answered(household: FlaskClient
                                           "confirm_sensitive": "lock.front_door"})
     assert response.status_code in (400, 403)
     assert ConfigStore(data_dir).load().allowlisted_entities == ("sensor.extra_000", "light.living_room")
+
+
+def test_save_anyway_still_finds_a_change_made_elsewhere_meanwhile(household: FlaskClient, saved: StubHomeAssistant,
+                                                                    data_dir: DataDir) -> None:
+    seen = re.search(r'name="revision" id="revision" value="([^"]+)"', household.get(PAGE).get_data(as_text=True))
+    assert seen is not None
+    configure(household, saved.base_url, saved.token, allowlisted_entities=["sensor.extra_003"])  # elsewhere
+    fields = {"base_url": saved.base_url, "allowlisted_entities": ["lock.front_door"]}
+    response = household.post(PAGE, data={"csrf_token": page_csrf(household), "revision": seen.group(1), **fields})
+    html = response.get_data(as_text=True)
+    assert question(html) == ["lock.front_door"]
+    assert f'name="revision" id="revision" value="{seen.group(1)}"' in html  # the page's own, kept
+    response = household.post(PAGE, data={"csrf_token": page_csrf(household), "revision": seen.group(1),
+                                          "confirm_sensitive": "lock.front_door", **fields})
+    assert response.status_code == 409
+    assert ConfigStore(data_dir).load().allowlisted_entities == ("sensor.extra_003",)
