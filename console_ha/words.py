@@ -160,6 +160,12 @@ PICKER_NEEDS_SAVED_CONNECTION = ("To choose entities without JavaScript, first s
 PASTE_TOKEN_AGAIN = ("This page never sends a token back to your browser, so paste it again before you press "
                      "Save.")
 
+# Sensitive entities (`settings.catalogue.is_sensitive`): why the page asks before the assistant may read one
+# (the script's dialog and the question of the page without JavaScript say the same).
+SENSITIVE_WHY = ("Locks, alarms, cameras, and where people are can tell someone when your home is empty or open. "
+                 "The assistant would see it in your conversations.")
+SENSITIVE_QUESTION = "Let the assistant read these sensitive entities? Nothing was saved yet."
+
 # The household's CA certificate is stored by its own buttons, at once: Save does not wait for it.
 CA_TAKES_EFFECT = "Adding or removing a certificate takes effect at once; it does not wait for Save."
 CA_ADDED = ("Added. It is used from now on, for Test connection and for every read of Home Assistant; "

@@ -53,15 +53,29 @@ function addMessage(role, text) {
   return item;
 }
 
-/** The transcript as the server keeps it (the Console's own lines among the rest); false if it could not be read. */
+/** The transcript as the server keeps it (the Console's own lines among the rest); null if it could not be read. */
 async function refreshLines() {
   const url = new URL(linesUrl, window.location.href);
   url.searchParams.set("conversation_id", conversationId);
   const result = await api("GET", url.pathname + url.search);
-  if (!result.ok) return false;
+  if (!result.ok) return null;
   transcript.replaceChildren();
   for (const line of result.data.messages) addMessage(line.role, line.content);
-  return true;
+  return result.data;
+}
+
+// How often, and how many times, the page rereads the conversation after its card expired, until the
+// server has closed the card too (the card's expires_at is to the second, the server's deadline is not).
+const EXPIRY_RETRY_MS = 1000;
+const EXPIRY_TRIES = 10;
+
+/** After card `token` expired: the Console's own line for it, once the server has recorded the expiry. */
+async function showExpiryLine(token, tries = EXPIRY_TRIES) {
+  // Another message or card since then brings its own lines.
+  if (!conversationId || busy || document.getElementById("confirm-card")?.dataset.token !== token) return;
+  const data = await refreshLines();
+  if (data && data.pending_confirmation?.token !== token) return;
+  if (tries > 1) window.setTimeout(() => showExpiryLine(token, tries - 1), EXPIRY_RETRY_MS);
 }
 
 function clearCard() {
@@ -96,7 +110,13 @@ function showCard(pending) {
   // Focus moves to the card so a keyboard or screen-reader user meets the question at once.
   card.focus();
   const remaining = Date.parse(pending.expires_at) - (Date.now() + clockSkewMs);
-  expiryTimer = window.setTimeout(() => showExpired(), Math.max(0, remaining));
+  expiryTimer = window.setTimeout(expireCard, Math.max(0, remaining));
+}
+
+/** The card's time has come: it says so at once, and the chat gets the Console's line for it. */
+function expireCard() {
+  showExpired();
+  showExpiryLine(document.getElementById("confirm-card")?.dataset.token);
 }
 
 /** The card's question replaced by why it closed, and the question to ask again (#expired-template). */
@@ -139,7 +159,7 @@ async function showTurn(data) {
   // The Console's own lines (refused, denied, withdrawn, failed) come with the transcript; the reply alone
   // is shown if it cannot be read.
   const shown = await refreshLines();
-  if (!shown && data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
+  if (shown === null && data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
   if (data.pending_confirmation) {
     setStatus("The assistant asks to read Home Assistant. Allow it?");
     showCard(data.pending_confirmation);
@@ -191,6 +211,7 @@ async function answerCard(pending, approve) {
     if (outcome.error.code === "CONFIRMATION_INVALID") {
       showExpired(outcome.error.reason === "expired" ? null : "This request is no longer open, so nothing was read.");
       setStatus("");
+      if (outcome.error.reason === "expired") showExpiryLine(pending.token);
     } else {
       setStatus(outcome.error.message, "error");
       clearCard();
@@ -228,5 +249,5 @@ messageField.addEventListener("keydown", (event) => {
 const renderedCard = document.getElementById("confirm-card");
 if (renderedCard && !renderedCard.classList.contains("confirm-card--expired")) {
   const remaining = Date.parse(renderedCard.dataset.expiresAt) - Date.now();
-  expiryTimer = window.setTimeout(() => showExpired(), Math.max(0, remaining));
+  expiryTimer = window.setTimeout(expireCard, Math.max(0, remaining));
 }

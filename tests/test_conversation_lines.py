@@ -171,3 +171,49 @@ def test_the_household_s_pages_never_show_a_program_s_conversation(service: Conv
     program.messages.append({"role": "user", "content": "what the program asked"})
     assert service.transcript(program.id) is None
     assert service.recent() == []
+
+
+def test_a_card_that_expires_with_the_page_open_gets_its_line_when_the_conversation_is_read(
+        data_dir, configured, service, model, clock):
+    """No new message needed: the next read of the conversation after the expiry says it, once, and Activity
+    has recorded "expired" by then (the page's script rereads the lines when its card's time comes)."""
+    model.script(tool_call(LIST, {}), text("Asked again."))
+    paused = service.send(None, "what's on?")
+    assert paused.pending_confirmation is not None
+    clock.now += 299
+    assert notes(service, paused.conversation_id) == []  # still open: nothing said, nothing audited
+    assert "expired" not in audit(data_dir)
+    found = service.transcript(paused.conversation_id, open_only=True)
+    assert found is not None and found[1] is not None
+    clock.now += 2
+    expired_line = f"The question “{TITLE}” expired before it was answered, so nothing was read."
+    assert notes(service, paused.conversation_id) == [expired_line]
+    assert audit(data_dir).count("expired") == 1
+    for _ in range(3):  # said once, however often it is read
+        assert notes(service, paused.conversation_id) == [expired_line]
+    # The card stays the conversation's, to show expired; only an open one is given to the page's script.
+    found = service.transcript(paused.conversation_id)
+    assert found is not None and found[1] is not None and found[1].token == paused.pending_confirmation.token
+    found = service.transcript(paused.conversation_id, open_only=True)
+    assert found is not None and found[1] is None
+    # A late answer is told it expired; a new message says nothing more about the old card.
+    with pytest.raises(Exception) as caught:
+        service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    assert getattr(caught.value, "detail", {}).get("reason") == "expired"
+    service.send(paused.conversation_id, "and now?")
+    assert notes(service, paused.conversation_id) == [expired_line]
+    assert audit(data_dir).count("expired") == 1 and "cancelled" not in audit(data_dir)
+    assert configured.requests == []
+
+
+def test_a_running_turn_is_not_waited_for_when_the_lines_are_read(data_dir, configured, service, model, clock):
+    """A reload must not wait behind a model that is still answering: the expiry is said by whoever holds the
+    conversation (the turn), or at the next read."""
+    model.script(tool_call(LIST, {}))
+    paused = service.send(None, "what's on?")
+    clock.now += 301
+    conversation = service.store.get(paused.conversation_id)
+    assert conversation is not None
+    with conversation.lock:  # a turn in progress
+        assert notes(service, paused.conversation_id) == []
+    assert len(notes(service, paused.conversation_id)) == 1

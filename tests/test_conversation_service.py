@@ -35,6 +35,7 @@ from console_ha.errors import CapabilityError
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
+from console_ha.words import CHAT_EXPIRED
 from tests.executors import executor_over
 from tests.fake_model import (
     FakeModel,
@@ -310,7 +311,10 @@ def test_an_expired_token_is_confirmation_invalid_nothing_runs_and_the_conversat
     err = refusal(lambda: service.confirm(paused.conversation_id, paused.pending_confirmation.token, True))
     assert err.code == "CONFIRMATION_INVALID" and err.detail["reason"] == "expired"
     assert configured.requests == [] and len(model.requests) == 1
-    assert service.transcript(paused.conversation_id) == before
+    # Unchanged but for the Console's own line saying it expired (issue 21); the card stays, shown expired.
+    after = service.transcript(paused.conversation_id)
+    assert before is not None and after is not None and after[1] == before[1] is not None
+    assert after[0] == [*before[0], {"role": "note", "content": CHAT_EXPIRED.format(title=before[1].card.title)}]
     assert ("expired", capability_name(function), "CONFIRMATION_INVALID") in audit(data_dir)
 
 

@@ -308,6 +308,11 @@ class Executor:
             self._held.add(pending.invocation_id)
         self._audit("held", pending.capability, 4, pending.invocation_id, client=pending.client)
 
+    def is_open(self, token: object, *, conversation_id: str) -> bool:
+        """Whether `token`'s card can still be answered; expired cards are swept (and audited) first."""
+        self.sweep_expired()
+        return self.confirmations.peek(token, conversation_id) is not None
+
     def sweep_expired(self) -> None:
         """Audit and forget confirmations nobody answered in time."""
         for pending in self.confirmations.expire():

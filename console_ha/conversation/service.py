@@ -129,6 +129,8 @@ class Conversation:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # When the household last wrote or answered, in UTC (the list of recent conversations shows it).
     updated: str = field(default_factory=utc_z_now)
+    # The token of the open card whose expiry the chat already says (`ConversationService._note_expiry`).
+    expiry_noted: str | None = None
 
     def transcript(self) -> list[dict[str, str]]:
         """The household-visible exchange: user messages, the assistant's answers and the Console's own lines."""
@@ -379,18 +381,55 @@ class ConversationService:
         return [{"conversation_id": c.id, "question": c.first_question(), "updated": c.updated,
                  "waiting": c.pending is not None} for c in self.store.recent(HOUSEHOLD, limit)]
 
-    def transcript(self, conversation_id: str | None) -> tuple[list[dict[str, str]], Proposal | None] | None:
-        """The visible messages and the open card of the household's live conversation; None when unknown.
+    def transcript(self, conversation_id: str | None, *, open_only: bool = False,
+                   ) -> tuple[list[dict[str, str]], Proposal | None] | None:
+        """The visible messages and the card of the household's live conversation; None when unknown.
 
         A program's conversation is its own (`owner_of`): the household's pages show it no more than a
         program can continue the household's.
+
+        A card that has expired is said in the chat as soon as the conversation is read after its expiry
+        (`_note_expiry`). It stays the conversation's card (the page shows it expired, and a late answer
+        is told it expired) unless `open_only`, which gives only a card that can still be answered.
         """
         conversation = self.store.get(conversation_id)
         if conversation is None or conversation.owner != HOUSEHOLD:
             return None
-        # No lock: a page reload must not wait behind a model that is still answering.
+        closed = self._note_expiry(conversation)
         pending = conversation.pending
-        return conversation.transcript(), pending[1] if pending else None
+        proposal = pending[1] if pending and not (open_only and closed) else None
+        return conversation.transcript(), proposal
+
+    def expiry_said(self, conversation_id: str | None, proposal: Proposal) -> bool:
+        """Whether the chat of `conversation_id` says that `proposal`'s card expired (it is closed)."""
+        conversation = self.store.get(conversation_id)
+        return conversation is not None and conversation.expiry_noted == proposal.token
+
+    def _note_expiry(self, conversation: Conversation) -> bool:
+        """Say in the chat that the open card expired, once its time has come; whether it has (and is said).
+
+        Activity records the expiry first (`Executor.is_open` sweeps). Only when no turn holds the
+        conversation: a page reload must not wait behind a model that is still answering, and a turn that
+        is running settles the card itself (an answer is told it expired; a new message withdraws it).
+        """
+        pending = conversation.pending
+        if pending is None:
+            return False
+        token = pending[1].token
+        if conversation.expiry_noted == token:
+            return True
+        if not conversation.lock.acquire(blocking=False):
+            return False
+        try:
+            if conversation.pending is None or conversation.pending[1].token != token:
+                return False
+            if self.executor.is_open(token, conversation_id=conversation.id):
+                return False
+            conversation.note(CHAT_EXPIRED.format(title=pending[1].card.title))
+            conversation.expiry_noted = token
+            return True
+        finally:
+            conversation.lock.release()
 
     # --- the turn loop -------------------------------------------------------------------------
 
@@ -470,8 +509,9 @@ class ConversationService:
             proposal = conversation.pending[1]
             # Audited now as withdrawn ("cancelled"), not as "expired" minutes later; unless its time had come.
             withdrawn = self.executor.withdraw(proposal.token, conversation_id=conversation.id)
-            words = CHAT_WITHDRAWN if withdrawn == "cancelled" else CHAT_EXPIRED
-            conversation.note(words.format(title=proposal.card.title))
+            if conversation.expiry_noted != proposal.token:  # its expiry not yet said when the page read it
+                words = CHAT_WITHDRAWN if withdrawn == "cancelled" else CHAT_EXPIRED
+                conversation.note(words.format(title=proposal.card.title))
             if conversation.queue:
                 conversation.note(CHAT_WAITING_DROPPED)
         conversation.pending = None

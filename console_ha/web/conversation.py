@@ -94,7 +94,8 @@ def lines() -> Response:
     its lines from here after each answer.
     """
     conversation_id = _conversation_id(request.args.get("conversation_id"))
-    found = conversation_service().transcript(conversation_id) if conversation_id else None
+    # Only a card that can still be answered: once it has expired, the page's script has its line instead.
+    found = conversation_service().transcript(conversation_id, open_only=True) if conversation_id else None
     if found is None:
         raise NotFound("That conversation is not kept any more.")
     messages, pending = found
@@ -132,8 +133,10 @@ def _render_page(conversation_id: str | None, *, error: ConsoleHaError | None = 
     found = conversation_service().transcript(conversation_id) if conversation_id else None
     messages, pending = found if found is not None else ([], None)
     last_question = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    expired = pending is not None and (_expired(pending) or (
-        error is not None and error.code == "CONFIRMATION_INVALID" and error.detail.get("reason") == "expired"))
+    # Expired by its time, or closed by the server (which then said so in the chat), or a late answer's 409.
+    expired = pending is not None and (
+        _expired(pending) or conversation_service().expiry_said(conversation_id, pending)
+        or (error is not None and error.code == "CONFIRMATION_INVALID" and error.detail.get("reason") == "expired"))
     return render_template(
         "conversation.html",
         conversation_id=conversation_id if found is not None else None,

@@ -21,6 +21,7 @@ from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, SettingsChangedElsewhere
 from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.settings.browse import PAGE_SIZE, QUERY_PARAMS, BrowsePage, BrowseQuery, browse
+from console_ha.settings.catalogue import is_sensitive
 from console_ha.settings.service import (
     TRY_FIELDS,
     SaveRequest,
@@ -44,6 +45,8 @@ from console_ha.words import (
     NOTHING_CHOSEN,
     PASTE_TOKEN_AGAIN,
     PICKER_NEEDS_SAVED_CONNECTION,
+    SENSITIVE_QUESTION,
+    SENSITIVE_WHY,
     household_error,
 )
 
@@ -106,6 +109,11 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
 
     changes = _from_form(form)
     submitted = changes["allowlisted_entities"]
+    # As the script's picker asks before a sensitive entity is ticked, the form asks before it saves one
+    # that is not allowlisted yet; "Save anyway" posts the same form with the entities it confirms.
+    to_confirm = _sensitive_to_confirm(submitted, set(form.get("confirm_sensitive", "").split()))
+    if to_confirm:
+        return _render_in_place(form, None, sensitive_question=to_confirm)
     try:
         # The token is checked before anything is written, so a bad one leaves everything as it was.
         token = optional_token(form.get("access_token", ""))
@@ -128,6 +136,48 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
         # by the GET form's parameters; an empty search lists them all).
         args = {"q": ""}
     return redirect(url_for("pages.home_assistant_settings", **args), 303)
+
+
+@dataclass(frozen=True)
+class SensitiveItem:
+    """A sensitive entity a Save would newly let the assistant read, as the question names it."""
+
+    entity_id: str
+    name: str
+
+
+def _sensitive_to_confirm(submitted: list[str], confirmed: set[str]) -> list[SensitiveItem]:
+    """The sensitive entities among those `submitted` that are not allowlisted yet nor `confirmed`.
+
+    Sensitivity is the picker's (`catalogue.is_sensitive`): by the domain, and for an on/off sensor by its
+    device class, from the picker's catalogue of the saved URL and token (where the page without JavaScript
+    lists entities from). When the catalogue cannot be read, the domain alone decides, so a door sensor then
+    goes unasked: the question is the household's safeguard against a slip, not the access control (that
+    is the allowlist).
+    """
+    view = _settings().read()
+    if view.config_error is not None:
+        return []  # the save refuses a damaged file by itself
+    saved = set(view.config.allowlisted_entities)
+    new = [e for e in submitted if e not in saved and e not in confirmed and ENTITY_ID_RE.fullmatch(e)]
+    if not new:
+        return []
+    known: dict[str, dict[str, Any]] = {}
+    # The domain decides for every kind but on/off sensors, whose device class only Home Assistant knows:
+    # only then is it asked (the catalogue also gives their names).
+    if _can_list(view) and any(e.partition(".")[0] == "binary_sensor" for e in new):
+        try:
+            known = {e["entity_id"]: e for e in orjson.loads(_settings().entities()).get("entities", [])}
+        except ConsoleHaError as err:
+            log.info("sensitive entities without the catalogue (%s): judged by their domain", err.code)
+    items = []
+    for entity_id in new:
+        entry = known.get(entity_id)
+        sensitive = bool(entry.get("sensitive")) if entry else is_sensitive(entity_id.partition(".")[0], {})
+        if sensitive:
+            name = (entry or {}).get("friendly_name") or view.config.display_name(entity_id)
+            items.append(SensitiveItem(entity_id, str(name)))
+    return items
 
 
 def _can_list(view: SettingsView) -> bool:
@@ -203,17 +253,20 @@ _BUTTONS: dict[str, Callable[[MultiDict[str, str]], tuple[str, int]]] = {
 
 
 def _render_in_place(form: MultiDict[str, str], outcome: Outcome | None, *, ca_question: bool = False,
-                     status: int = 200) -> tuple[str, int]:
+                     sensitive_question: list[SensitiveItem] | None = None, status: int = 200) -> tuple[str, int]:
     """The page again with what the household typed and ticked (never the token) and what the button did."""
     view = _settings().read()
     if view.config_error is not None:
         return _render_broken(view.config_error)
     changes = _from_form(form)
-    values = {"enabled": changes["enabled"], "base_url": changes["base_url"]}
+    values = {"enabled": changes["enabled"], "base_url": changes["base_url"],
+              "remove_access_token": form.get("remove_access_token") == "on"}
     # The revision the page was opened with, not the file's current one: what is ticked is what was seen
     # then, so a Save after this button is still refused if another tab saved meanwhile (CONFIG_STALE).
     return _render(view, values=values, chosen=changes["allowlisted_entities"], outcome=outcome,
-                   ca_question=ca_question, status=status, revision=form.get("revision", view.revision))
+                   ca_question=ca_question, sensitive_question=sensitive_question,
+                   token_typed=bool(form.get("access_token", "").strip()), status=status,
+                   revision=form.get("revision", view.revision))
 
 
 def _settings() -> SettingsService:
@@ -242,6 +295,8 @@ def _render(
     chosen: list[str] | None = None,
     outcome: Outcome | None = None,
     ca_question: bool = False,
+    sensitive_question: list[SensitiveItem] | None = None,
+    token_typed: bool = False,
     status: int = 200,
     revision: str | None = None,
 ) -> tuple[str, int]:
@@ -277,6 +332,9 @@ def _render(
         ca_words={"takes_effect": CA_TAKES_EFFECT, "question": CA_REMOVE_QUESTION, "removed": CA_REMOVED,
                   "added": CA_ADDED},
         nothing_chosen=NOTHING_CHOSEN,
+        sensitive_question=sensitive_question or [],
+        token_typed=token_typed,
+        sensitive_words={"question": SENSITIVE_QUESTION, "why": SENSITIVE_WHY, "paste_token": PASTE_TOKEN_AGAIN},
         page_size=PAGE_SIZE,
         # For static/budget.js: what the chosen entities may cost in all; each box carries its own cost.
         budget={"budget_bytes": BUDGET_BYTES},

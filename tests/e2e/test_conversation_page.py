@@ -11,7 +11,10 @@ from playwright.sync_api import Page, expect
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
+from console_ha.conversation.activity import EVENT_WORDS
+from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
+from console_ha.words import CHAT_EXPIRED
 from tests.e2e.conftest import DESKTOP, LiveConsole, Received, log_in, screenshot, serious_violations
 from tests.executors import executor_over
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
@@ -138,6 +141,36 @@ def test_an_expired_card_says_so_and_asking_again_gives_a_new_card(chat: Page, c
     expect(chat.get_by_role("button", name="Allow this once")).to_be_visible()
     chat.get_by_role("button", name="Allow this once").click()
     expect(transcript(chat)).to_contain_text("21.4 °C")
+
+
+def test_a_card_that_expires_with_the_page_open_gets_the_console_s_line_in_the_chat(
+        chat: Page, console: LiveConsole, model: FakeModel, stub_ha: StubHomeAssistant):
+    """Issue 21: no new message needed; the page rereads the conversation when its card's time comes."""
+    ttl = 4.0  # a card that stays open four seconds, on the real clock the page and the server share
+    executor = executor_over(console.data_dir, confirmations=ConfirmationStore(ttl=ttl))
+    console.app.extensions["console_ha"].conversation = ConversationService(
+        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")),
+        config_store=ConfigStore(console.data_dir))
+    model.script(tool_call(LIST, {}))
+    send(chat, QUESTION)
+    card = chat.get_by_role("region", name="Read your Home Assistant devices?")
+    expect(card).to_be_visible()
+    line = CHAT_EXPIRED.format(title="Read your Home Assistant devices?")
+    expect(transcript(chat)).not_to_contain_text(line)
+
+    expect(card).to_contain_text("This request expired before it was answered", timeout=ttl * 1000 + 5000)
+    expect(transcript(chat).locator(".msg--note .msg__text")).to_have_text([line], timeout=15_000)
+    assert "expired" in [e["event"] for e in AuditLog(console.data_dir).events()]
+    assert stub_ha.requests == [] and len(model.requests) == 1
+    assert serious_violations(chat) == []
+    screenshot(chat, "conversation-expired-line", phone=False)
+
+    # A reload shows the same: the line once, the card expired.
+    chat.reload()
+    expect(transcript(chat).locator(".msg--note .msg__text")).to_have_text([line])
+    expect(chat.get_by_role("button", name="Ask again")).to_be_visible()
+    chat.get_by_role("link", name="Activity").click()
+    expect(chat.locator("main")).to_contain_text(EVENT_WORDS["expired"])
 
 
 def test_the_activity_page_shows_the_approved_and_the_denied_read_without_values(

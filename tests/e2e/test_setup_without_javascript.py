@@ -22,6 +22,7 @@ from console_ha.words import (
     NOTHING_CHOSEN,
     PASTE_TOKEN_AGAIN,
     PICKER_NEEDS_SAVED_CONNECTION,
+    SENSITIVE_QUESTION,
 )
 from tests.certs import make_ca
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
@@ -230,3 +231,46 @@ def test_a_damaged_certificate_body_is_named_as_such_with_javascript(settings_pa
     page.get_by_label("CA certificate (PEM)").fill("\n".join([*lines[:3], *lines[5:]]))  # two lines lost
     page.get_by_role("button", name="Add certificate").click()
     expect(page.locator("#ca-pem-error")).to_have_text(DAMAGED)
+
+
+@pytest.mark.browser_context_args(java_script_enabled=False)
+def test_a_sensitive_entity_asks_before_it_is_saved_without_javascript(
+    page: Page, browser: Browser, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant
+) -> None:
+    log_in(page, console, household_password)
+    page.get_by_label("Home Assistant URL").fill(stub_ha.base_url)
+    page.get_by_label("Access token").fill(stub_ha.token)
+    save(page)
+    page.get_by_label("Search entities").fill("front door")
+    page.get_by_label("Search entities").press("Enter")
+    expect(entity(page, "binary_sensor.front_door")).to_be_visible()
+    entity(page, "binary_sensor.front_door").check()
+    entity(page, "lock.front_door").check()
+    save(page)
+
+    question = page.locator("#sensitive-question")
+    expect(question).to_contain_text(SENSITIVE_QUESTION)
+    expect(question.locator("code")).to_have_text(["binary_sensor.front_door", "lock.front_door"])
+    assert saved_file(console)["allowlisted_entities"] == []  # asked, nothing saved
+    expect(entity(page, "lock.front_door")).to_be_checked()
+    assert violations_without_script(browser, console, page) == []
+    screenshot(page, "settings-sensitive-question-without-javascript", phone=False)
+
+    # Going back saves nothing and shows the saved list.
+    question.get_by_role("link", name="Go back without saving").click()
+    expect(page.locator("#sensitive-question")).to_have_count(0)
+    expect(entity(page, "lock.front_door")).not_to_be_checked()
+    assert saved_file(console)["allowlisted_entities"] == []
+
+    # Asked again, "Save anyway" saves what was ticked.
+    entity(page, "lock.front_door").check()
+    save(page)
+    expect(page.locator("#sensitive-question code")).to_have_text(["lock.front_door"])
+    page.get_by_role("button", name="Save anyway").click()
+    expect(page.get_by_role("status").first).to_have_text("Saved.")
+    assert saved_file(console)["allowlisted_entities"] == ["lock.front_door"]
+    expect(page.get_by_label("Search entities")).to_have_value("front door")  # back to the same list
+
+    # Already allowlisted, it is not asked about again.
+    save(page)
+    expect(page.get_by_role("status").first).to_have_text("Saved.")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,8 +22,19 @@ from mcp.client.stdio import stdio_client
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.mcp.server import tool_name
+from console_ha.store.console_secrets import ConsoleSecrets
 from tests.mcp.conftest import CLIENT_NAME
-from tests.mcp.test_mcp_http import ENTITY, HISTORY, LIST, error_of, household_answers, pending_cards, run
+from tests.mcp.test_mcp_http import (
+    ENTITY,
+    HISTORY,
+    LIST,
+    audit_events,
+    error_of,
+    household_answers,
+    pending_cards,
+    run,
+    text_of,
+)
 
 PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
@@ -186,3 +199,53 @@ def test_the_stdio_command_still_trusts_a_household_ca_named_in_ssl_cert_file(tm
             return [str(cert["subject"]) for cert in context.get_ca_certs()]
 
     assert any("Test household CA" in subject for subject in run(authorities))
+
+
+def test_waiting_for_household_passes_through_the_stdio_command_and_the_same_call_again_collects_it(
+    console, data_dir, household, stub_ha
+):
+    """Issue 20's early return through the forwarder: as the Console sent it, not an error; calling again with
+    the same arguments joins the same card (no new one) and, once allowed, gets the read."""
+    patience = 2
+    token = ConsoleSecrets(data_dir).create_api_token(CLIENT_NAME, patience=patience)
+    console.configure(stub_ha.base_url, stub_ha.token)
+    arguments = {"entity_id": ENTITY, "period": "day"}
+
+    async def scenario() -> tuple[list[types.CallToolResult], list[dict[str, Any]], list[float], dict[str, Any]]:
+        async with stdio_client(command(console.url, token)) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            (tool,) = [t for t in (await session.list_tools()).tools if t.name == HISTORY]
+            assert tool.outputSchema is not None
+            results: list[types.CallToolResult] = []
+            cards: list[dict[str, Any]] = []
+            seconds: list[float] = []
+            for _ in range(2):  # unanswered: each call returns early, the second joining the first one's card
+                started = time.monotonic()
+                results.append(await asyncio.wait_for(session.call_tool(HISTORY, arguments), patience + 20))
+                seconds.append(time.monotonic() - started)
+                cards += await pending_cards(console, household)
+            assert stub_ha.requests_to("/api/history") == []
+            assert (await household_answers(console, household, cards[0]["token"], True)).status_code == 200
+            # Different key order, the same arguments (compared as canonical JSON).
+            results.append(await asyncio.wait_for(session.call_tool(HISTORY, dict(reversed(arguments.items()))),
+                                                  20))
+            return results, cards, seconds, tool.outputSchema
+
+    (first, again, collected), cards, seconds, output_schema = run(scenario)
+    assert cards[0]["token"] == cards[1]["token"]  # one card, joined
+    for early, took in ((first, seconds[0]), (again, seconds[1])):
+        assert early.isError is False
+        assert set(early.structuredContent) == {"waiting_for_household"}
+        waiting = early.structuredContent["waiting_for_household"]
+        assert set(waiting) == {"message", "expires_at"} and waiting["expires_at"] == cards[0]["expires_at"]
+        assert "same call again" in waiting["message"] and console.url + "/confirmations" in waiting["message"]
+        assert json.loads(text_of(early)) == early.structuredContent  # the text is the same JSON, unchanged
+        jsonschema.validate(early.structuredContent, output_schema)  # as the SDK's client checks it
+        assert took < patience + 5
+    assert collected.isError is False
+    jsonschema.validate(collected.structuredContent, REGISTRY[GET_HISTORY].result_schema)
+    assert collected.structuredContent["entity_id"] == ENTITY
+    assert len(stub_ha.requests_to("/api/history")) == 1  # read once, for the call that collected it
+    events = [e["event"] for e in audit_events(console) if e["capability"] == "home_assistant.get_history"]
+    assert events.count("confirmation_requested") == 1 and events.count("executed") == 1, events

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from markupsafe import escape
 
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
-from console_ha.words import CHAT_WORDS, MODEL_NEXT_STEP
+from console_ha.words import CHAT_EXPIRED, CHAT_WORDS, MODEL_NEXT_STEP
 from tests.fake_model import FakeModel, status, text, tool_call
 from tests.web.conftest import household_client
 
@@ -90,3 +91,24 @@ def test_a_program_s_conversations_are_not_listed_on_the_household_s_page(
     page = household.get("/conversation").get_data(as_text=True)
     assert "program&#39;s question" not in page and "program's question" not in page
     assert "None yet." in page
+
+
+def test_lines_after_the_card_s_expiry_give_the_console_s_line_and_no_open_card(
+        app: Flask, household: FlaskClient, data_dir, configured, model: FakeModel) -> None:
+    from tests.web.test_conversation_api import with_clock
+
+    clock = with_clock(app, data_dir, model)
+    model.script(tool_call("home_assistant__list_entities", {}))
+    paused = household.post(MESSAGE, json={"message": "what devices are there?"}).get_json()
+    title = paused["pending_confirmation"]["card"]["title"]
+    before = household.get(LINES, query_string={"conversation_id": paused["conversation_id"]}).get_json()
+    assert before["pending_confirmation"]["token"] == paused["pending_confirmation"]["token"]
+    clock.now += 301
+    after = household.get(LINES, query_string={"conversation_id": paused["conversation_id"]}).get_json()
+    assert after["pending_confirmation"] is None
+    assert after["messages"][-1] == {"role": "note", "content": CHAT_EXPIRED.format(title=title)}
+    # Without JavaScript the page shows the same line, and the card expired with its "Ask again".
+    page = household.get(f'/conversation?c={paused["conversation_id"]}').get_data(as_text=True)
+    assert page.count(str(escape(CHAT_EXPIRED.format(title=title)))) == 1
+    assert 'class="card confirm-card confirm-card--expired" id="confirm-card"' in page and "Ask again" in page
+    assert "Expired unanswered" in household.get("/activity").get_data(as_text=True)

@@ -19,6 +19,7 @@ from console_ha.words import (
     NOTHING_CHOSEN,
     PASTE_TOKEN_AGAIN,
     PICKER_NEEDS_SAVED_CONNECTION,
+    SENSITIVE_QUESTION,
     SETTINGS_WORDS,
 )
 from tests.certs import make_ca
@@ -186,3 +187,107 @@ def test_a_button_besides_save_keeps_the_revision_the_page_was_opened_with(
                            allowlisted_entities=old_ticks)
     assert status == 409
     assert "sensor.extra_001" in ConfigStore(data_dir).load().allowlisted_entities
+
+
+# --- sensitive entities ask first, as the script's picker does ------------------------------------------
+
+
+def question(html: str) -> list[str]:
+    """The entity ids the page asks about before saving, in the order named ([] when it does not ask)."""
+    found = re.search(r'<div class="notice notice--warn" role="alert" id="sensitive-question">(.*?)</div>\s*</div>',
+                      html, re.S)
+    return re.findall(r"<code>([^<]+)</code>", found.group(1)) if found else []
+
+
+def test_a_save_that_newly_adds_sensitive_entities_asks_first_and_saves_nothing(
+    household: FlaskClient, saved: StubHomeAssistant, data_dir: DataDir
+) -> None:
+    query = "?q=&kind=&area=&page=1"
+    chosen = ["sensor.extra_000", "light.living_room", "binary_sensor.front_door", "lock.front_door",
+              "binary_sensor.hallway_motion", "sensor.extra_001"]
+    revision_before = data_dir.ha_config.read_bytes()
+    status, html, _ = post(household, PAGE + query, base_url=saved.base_url, enabled="on",
+                           allowlisted_entities=chosen)
+    assert status == 200
+    # The door sensor by its device class (from Home Assistant), the lock by its domain; motion is not sensitive.
+    assert question(html) == ["binary_sensor.front_door", "lock.front_door"]
+    assert SENSITIVE_QUESTION in html and "Front door lock" in html
+    assert data_dir.ha_config.read_bytes() == revision_before  # nothing saved
+    # What was ticked stays chosen: ticked on the page shown, or posted along hidden.
+    assert {e for e, ticked in boxes(html).items() if ticked} | set(kept(html)) == set(chosen)
+    assert 'href="/settings/home-assistant?q=&amp;kind=&amp;area=&amp;page=1">Go back without saving' in html
+    assert re.search(r'id="enabled" name="enabled" value="on" checked', html)
+
+    # "Save anyway" posts the same form with the entities it confirms.
+    status, _, location = post(household, PAGE + query, base_url=saved.base_url, enabled="on",
+                               allowlisted_entities=chosen,
+                               confirm_sensitive="binary_sensor.front_door lock.front_door")
+    assert status == 303 and location == PAGE + query
+    config = ConfigStore(data_dir).load()
+    assert config.enabled and list(config.allowlisted_entities) == chosen
+
+
+def test_already_allowlisted_sensitive_entities_and_plain_ones_are_saved_without_asking(
+    household: FlaskClient, saved: StubHomeAssistant, data_dir: DataDir
+) -> None:
+    configure(household, saved.base_url, saved.token, allowlisted_entities=["lock.front_door"])
+    status, _, _ = post(household, base_url=saved.base_url,
+                        allowlisted_entities=["lock.front_door", "sensor.extra_002"])
+    assert status == 303
+    assert ConfigStore(data_dir).load().allowlisted_entities == ("lock.front_door", "sensor.extra_002")
+
+
+def test_a_confirmation_covers_only_the_entities_it_names(household: FlaskClient, saved: StubHomeAssistant,
+                                                          data_dir: DataDir) -> None:
+    """Ticking another sensitive entity on the question page, then "Save anyway", asks about that one."""
+    before = len(saved.requests_to("/api/states"))
+    status, html, _ = post(household, base_url=saved.base_url,
+                           allowlisted_entities=["lock.front_door", "camera.driveway", "person.alex"],
+                           confirm_sensitive="lock.front_door")
+    assert status == 200 and question(html) == ["camera.driveway", "person.alex"]
+    assert len(saved.requests_to("/api/states")) == before  # their domains decide: Home Assistant is not asked
+    assert ConfigStore(data_dir).load().allowlisted_entities == ("sensor.extra_000", "light.living_room")
+
+
+def test_without_the_catalogue_the_domain_decides(household: FlaskClient, saved: StubHomeAssistant) -> None:
+    saved.stop()
+    status, html, _ = post(household, base_url=saved.base_url,
+                           allowlisted_entities=["lock.front_door", "binary_sensor.front_door", "sensor.x"])
+    assert status == 200 and question(html) == ["lock.front_door"]
+
+
+def test_the_question_keeps_forget_the_token_and_asks_for_a_typed_token_again(
+    household: FlaskClient, saved: StubHomeAssistant, data_dir: DataDir
+) -> None:
+    status, html, _ = post(household, base_url=saved.base_url, access_token=saved.token, remove_access_token="on",
+                           allowlisted_entities=["camera.driveway"])
+    assert status == 200 and question(html) == ["camera.driveway"]
+    assert saved.token not in html
+    assert PASTE_TOKEN_AGAIN in html
+    assert re.search(r'name="remove_access_token" value="on" checked', html)
+
+
+def test_the_question_needs_the_csrf_token_to_be_answered(household: FlaskClient, saved: StubHomeAssistant,
+                                                          data_dir: DataDir) -> None:
+    del household.environ_base["HTTP_X_CSRFTOKEN"]  # the fixture sends it with every request
+    response = household.post(PAGE, data={"revision": "", "base_url": saved.base_url,
+                                          "allowlisted_entities": ["lock.front_door"],
+                                          "confirm_sensitive": "lock.front_door"})
+    assert response.status_code in (400, 403)
+    assert ConfigStore(data_dir).load().allowlisted_entities == ("sensor.extra_000", "light.living_room")
+
+
+def test_save_anyway_still_finds_a_change_made_elsewhere_meanwhile(household: FlaskClient, saved: StubHomeAssistant,
+                                                                    data_dir: DataDir) -> None:
+    seen = re.search(r'name="revision" id="revision" value="([^"]+)"', household.get(PAGE).get_data(as_text=True))
+    assert seen is not None
+    configure(household, saved.base_url, saved.token, allowlisted_entities=["sensor.extra_003"])  # elsewhere
+    fields = {"base_url": saved.base_url, "allowlisted_entities": ["lock.front_door"]}
+    response = household.post(PAGE, data={"csrf_token": page_csrf(household), "revision": seen.group(1), **fields})
+    html = response.get_data(as_text=True)
+    assert question(html) == ["lock.front_door"]
+    assert f'name="revision" id="revision" value="{seen.group(1)}"' in html  # the page's own, kept
+    response = household.post(PAGE, data={"csrf_token": page_csrf(household), "revision": seen.group(1),
+                                          "confirm_sensitive": "lock.front_door", **fields})
+    assert response.status_code == 409
+    assert ConfigStore(data_dir).load().allowlisted_entities == ("sensor.extra_003",)
