@@ -26,6 +26,7 @@ from console_ha.mcp.server import Caller, _call
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
+from tests.async_run import run_to_end
 from tests.executors import executor_over
 
 ENTITY = "sensor.living_room_temperature"
@@ -209,7 +210,7 @@ def test_an_allow_that_lands_as_the_patience_runs_out_is_told_as_it_happened(que
         return None
 
     caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=0.05)
-    result = asyncio.run(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
+    result = run_to_end(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
     assert told, "the call never let go of its card"
     if "waiting_for_household" in (result.structuredContent or {}):
         assert told[0].message == ALLOWED_LATER
@@ -254,7 +255,7 @@ def test_a_cancelled_call_that_was_already_taken_over_does_not_withdraw_the_newe
             await old
         return card, newer
 
-    card, newer = asyncio.run(scenario())
+    card, newer = run_to_end(scenario())
     assert queue.pending() == [card] and "cancelled" not in events(data_dir)
     assert queue.answer(card.token, True).message == ALLOWED_NOW
     assert queue.collect(card, DESK.still_allowed)["entity_id"] == ENTITY
@@ -276,7 +277,7 @@ def test_an_allowed_card_taken_over_at_the_same_moment_gives_its_read_to_one_cal
         newer = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # before the old call woke up
         return await old, newer
 
-    old_result, newer = asyncio.run(scenario())
+    old_result, newer = run_to_end(scenario())
     assert "waiting_for_household" in (old_result.structuredContent or {})
     assert queue.collect(newer.waiting, DESK.still_allowed)["entity_id"] == ENTITY
     assert len(stub_ha.requests_to("/api/history")) == 1 and events(data_dir).count("executed") == 1
@@ -331,7 +332,7 @@ def test_a_waiting_call_whose_token_is_revoked_and_whose_card_is_then_allowed_en
             queue.answer(card.token, True)
         return await asyncio.wait_for(waiting_call, 5)
 
-    result = asyncio.run(scenario())
+    result = run_to_end(scenario())
     assert result.isError and (result.structuredContent or {})["error"]["code"] == "UNAUTHENTICATED"
     assert stub_ha.requests_to("/api/history") == []
 

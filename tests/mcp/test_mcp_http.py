@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -23,6 +22,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.mcp.server import output_schema, tool_name
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
+from tests.async_run import run_to_end
 from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session, wait_until_idle
 
 HISTORY = "home_assistant_get_history"
@@ -32,13 +32,8 @@ ENTITY = "sensor.living_room_temperature"
 
 
 def run(scenario: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-    """Run an async scenario to its end (the SDK's client is async).
-
-    In a thread of its own: after the browser tests, Playwright's sync API keeps an event loop marked
-    running in the main thread, where asyncio.run refuses to start another.
-    """
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, scenario()).result()
+    """Run an async scenario to its end (the SDK's client is async), in a thread of its own (`run_to_end`)."""
+    return run_to_end(scenario())
 
 
 async def pending_cards(console: ServedConsole, household: requests.Session, count: int = 1,
