@@ -74,6 +74,17 @@ class _Exchange:
     closed: bool = False
 
 
+async def _cancel_the_rest() -> None:
+    """Cancel every other task on the running loop and wait for them, as asyncio.run does before it closes one
+    (the SDK's streams leave watchers such as sse_starlette's shutdown watcher pending)."""
+    rest = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in rest:
+        task.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=5)
+    await asyncio.get_running_loop().shutdown_asyncgens()
+
+
 class McpEndpoint:
     """The household queue, the MCP server over it, and the bridge that serves it from WSGI."""
 
@@ -196,8 +207,18 @@ class McpEndpoint:
             done.result(timeout=10)
         except Exception:
             log.warning("the MCP session manager did not stop in time")
+        try:
+            asyncio.run_coroutine_threadsafe(_cancel_the_rest(), loop).result(timeout=10)
+        except Exception:
+            log.warning("the MCP event loop's remaining tasks did not end in time")
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        if thread.is_alive():
+            log.warning("the MCP event loop did not stop in time; it is left open")
+            return
+        # Closed here, not left to the garbage collector: an unclosed loop keeps its self-pipe and epoll
+        # descriptors open and its pending tasks are destroyed later, in whichever thread collects them.
+        loop.close()
 
     async def _start(self) -> None:
         started = asyncio.Event()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -102,11 +103,29 @@ def stop(server: Any, thread: threading.Thread) -> None:
     for channel in list(server._map.values()):
         channel.will_close = True
     server.task_dispatcher.shutdown(timeout=2)
+    check_trigger(server)
     # Closed on waitress's own loop thread (its trigger runs the call there): closing the listening socket
     # from this thread while the loop waits in select() on it made the loop die with EBADF.
     server.trigger.pull_trigger(server.close)
     thread.join(5)
     assert not thread.is_alive(), "waitress did not stop"
+
+
+def check_trigger(server: Any) -> None:
+    """Fail with the cause, not waitress's EBADF, if the server's trigger pipe is no longer its own.
+
+    Waitress closes the trigger only in server.close(); closed before stop() means the server closed itself
+    (an uncaught error on its listening socket), and an open descriptor that is not the pipe means some code
+    closed a descriptor it did not own and the number was reused.
+    """
+    trigger = server.trigger
+    assert not trigger._closed, "waitress closed this server before stop(): see its 'uncaptured python exception'"
+    read_end, write_end = trigger._fds
+    try:
+        same_pipe = os.fstat(write_end).st_ino == os.fstat(read_end).st_ino
+    except OSError as err:
+        raise AssertionError(f"the trigger pipe's descriptors were closed by someone else: {err}") from err
+    assert same_pipe, "a trigger descriptor now belongs to another file: something closed a descriptor twice"
 
 
 @pytest.fixture
