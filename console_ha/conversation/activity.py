@@ -1,37 +1,99 @@
-"""What the household's activity page shows: outcome counts per capability and the latest audit events."""
+"""What the household's activity page shows: the latest audit events in words, then how often each read ended how."""
 
 from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from console_ha.capabilities.registry import REGISTRY
+from console_ha.errors import ConfirmationInvalid
+from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 
 LATEST_EVENTS = 50
 # What a capability the log names but the Console does not register (or "unknown") is called.
 UNKNOWN_CAPABILITY_WORDS = "Something the Console does not know"
 
-# Audit events in the household's words.
-EVENT_WORDS = {
-    "proposed": "Proposed by the assistant",
-    "rejected": "Refused",
-    "confirmation_requested": "Asked you",
-    "approved": "You allowed it",
-    "denied": "You did not allow it",
-    "expired": "Expired unanswered",
-    "executed": "Read done",
-    "failed": "Failed",
-    "cancelled": "Withdrawn by the program",
-    "held": "Allowed; the program will get it when it asks again",
-    "abandoned": "The program had already gone; nothing was read",
-}
+
+@dataclass(frozen=True)
+class EventWords:
+    """One kind of audit event in the household's words: its line among the latest events, its counter's label."""
+
+    line: str
+    counter: str
+
+
+# Every audit event (store.audit.EVENTS) in the household's words, one entry each, in the order "How often"
+# lists its counters. Each line is one whole sentence, so it can be translated as it is (issue 26); why a read
+# was refused or did not work is the code's own sentence (`reason`), never a code.
+EVENT_TABLE: Mapping[str, EventWords] = MappingProxyType({
+    "proposed": EventWords("Asked to read Home Assistant.", "Asked to read"),
+    "rejected": EventWords("Refused by the Console before you were asked.", "Refused before asking you"),
+    "confirmation_requested": EventWords("The Console asked you whether to allow it.", "Asked you"),
+    "approved": EventWords("You allowed it.", "You allowed"),
+    "denied": EventWords("You did not allow it, so nothing was read.", "You did not allow"),
+    # Issue 25: a program's call that joins a card the household already denied; it is told no again.
+    "asked_again": EventWords("Asked again after you said no.", "Asked again after you said no"),
+    "expired": EventWords("It expired before you answered, so nothing was read.", "Expired unanswered"),
+    "held": EventWords("Allowed; the program will get it when it asks again.", "Allowed, waiting for the program"),
+    "executed": EventWords("The read was done.", "Read done"),
+    "failed": EventWords("You allowed it, but the read did not work.", "Did not work"),
+    "cancelled": EventWords("Withdrawn by the program before you answered.", "Withdrawn"),
+    "abandoned": EventWords("The program had already gone; nothing was read.", "The program had gone"),
+})
+# Each event's line, for callers that need only that (tests look a line up by its event).
+EVENT_WORDS: Mapping[str, str] = MappingProxyType({event: words.line for event, words in EVENT_TABLE.items()})
+# A line of a log written by a newer Console, whose event this one has no words for.
+UNKNOWN_EVENT_WORDS = "Something happened that this Console has no words for."
 
 # Who asked, when the audit line names no program: the household's own conversation page.
 CONVERSATION_PAGE = "Conversation page"
 # A card of the conversation page withdrawn because the household sent another message instead.
-WITHDRAWN_BY_A_NEW_MESSAGE = "Withdrawn: you asked something else"
+WITHDRAWN_BY_A_NEW_MESSAGE = "Withdrawn: you asked something else."
+
+# The events whose code says why, in the household's words (`reason`).
+EXPLAINED = ("rejected", "failed")
+# The one refusal whose code has no chat line: approved, but the settings changed while the card was open.
+SETTINGS_CHANGED = "The Home Assistant settings changed after you were asked, so nothing was read."
+REFUSED_FALLBACK = "The Console refused it for a reason this Console has no words for."
+
+
+def reason(event: str, code: str | None) -> str | None:
+    """Why a refused or failed read ended as it did, in the household's words (the chat's, words.CHAT_WORDS)."""
+    if event not in EXPLAINED:
+        return None  # the event's own line says it all ("You did not allow it", "It expired…")
+    if code is not None and code in CHAT_WORDS:
+        return CHAT_WORDS[code]
+    if event == "rejected":
+        return SETTINGS_CHANGED if code == ConfirmationInvalid.code else REFUSED_FALLBACK
+    return CHAT_FALLBACK  # INTERNAL_ERROR among them: the household is told it did not work, nothing more
+
+
+def capability_words(capability: str) -> str:
+    """The capability in the household's words (its own `activity_words`); its id stays in the page's data."""
+    known = REGISTRY.get(capability)
+    return known.activity_words if known is not None else UNKNOWN_CAPABILITY_WORDS
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One reason a capability was refused or did not work, and how often."""
+
+    event: str
+    code: str
+    words: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One counter of a capability that is not zero: the event, its label and how often."""
+
+    event: str
+    label: str
+    count: int
 
 
 @dataclass
@@ -39,52 +101,42 @@ class CapabilityActivity:
     """How often one capability reached each outcome; refusals and failures by code."""
 
     capability: str
-    proposed: int = 0
-    asked: int = 0
-    approved: int = 0
-    denied: int = 0
-    expired: int = 0
-    completed: int = 0
-    cancelled: int = 0
-    abandoned: int = 0
-    refused: Counter[str] = field(default_factory=Counter)
-    failed: Counter[str] = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
+    codes: dict[str, Counter[str]] = field(default_factory=dict)
 
     @property
     def words(self) -> str:
-        """The capability in plain words (its own, `activity_words`); the id stays beside them for the log's reader."""
-        capability = REGISTRY.get(self.capability)
-        return capability.activity_words if capability is not None else UNKNOWN_CAPABILITY_WORDS
+        """The capability in plain words."""
+        return capability_words(self.capability)
 
     def add(self, event: Mapping[str, Any]) -> None:
-        """Count one audit event."""
-        kind = event.get("event")
-        code = str(event.get("code") or "UNKNOWN")
-        if kind == "proposed":
-            self.proposed += 1
-        elif kind == "confirmation_requested":
-            self.asked += 1
-        elif kind == "approved":
-            self.approved += 1
-        elif kind == "denied":
-            self.denied += 1
-        elif kind == "expired":
-            self.expired += 1
-        elif kind == "executed":
-            self.completed += 1
-        elif kind == "rejected":
-            self.refused[code] += 1
-        elif kind == "failed":
-            self.failed[code] += 1
-        elif kind == "cancelled":
-            self.cancelled += 1
-        elif kind == "abandoned":
-            self.abandoned += 1
+        """Count one audit event (one this Console has no words for is not counted)."""
+        kind = str(event.get("event") or "")
+        if kind not in EVENT_TABLE:
+            return
+        self.counts[kind] += 1
+        if kind in EXPLAINED:
+            self.codes.setdefault(kind, Counter())[str(event.get("code") or "UNKNOWN")] += 1
+
+    @property
+    def tally(self) -> list[Tally]:
+        """The counters that are not zero, in the table's order."""
+        return [Tally(kind, words.counter, self.counts[kind]) for kind, words in EVENT_TABLE.items()
+                if self.counts[kind]]
+
+    @property
+    def reasons(self) -> list[Reason]:
+        """Why it was refused, then why it did not work: the most frequent first."""
+        found = []
+        for kind in EXPLAINED:
+            codes = sorted(self.codes.get(kind, Counter()).items(), key=lambda item: (-item[1], item[0]))
+            found += [Reason(kind, code, reason(kind, code) or "", count) for code, count in codes]
+        return found
 
 
 @dataclass(frozen=True)
 class ActivityEvent:
-    """One audit line as the page shows it: outcome, never values (the log holds none)."""
+    """One audit line as the page shows it: what happened and why, in words, never values (the log holds none)."""
 
     time: str
     capability: str
@@ -95,6 +147,12 @@ class ActivityEvent:
     duration_ms: int | None
     # The API token's name of the program (an MCP client) that asked, or the conversation page.
     asked_by: str = CONVERSATION_PAGE
+    why: str | None = None
+
+    @property
+    def capability_words(self) -> str:
+        """The read in the household's words."""
+        return capability_words(self.capability)
 
 
 @dataclass(frozen=True)
@@ -104,6 +162,16 @@ class Activity:
     capabilities: list[CapabilityActivity]
     latest: list[ActivityEvent]
     total_events: int
+
+    @property
+    def asked_for(self) -> list[CapabilityActivity]:
+        """The capabilities with at least one counted event, in registry order (then as the log met them)."""
+        return [item for item in self.capabilities if item.tally]
+
+    @property
+    def not_asked_for(self) -> list[CapabilityActivity]:
+        """The capabilities nothing happened to yet: named once, with no row of zeros."""
+        return [item for item in self.capabilities if not item.tally]
 
 
 def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENTS) -> Activity:
@@ -115,19 +183,29 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
         total += 1
         name = str(event.get("capability") or "unknown")
         per_capability.setdefault(name, CapabilityActivity(name)).add(event)
-        kind = str(event.get("event") or "")
-        recent.append(ActivityEvent(
-            time=str(event.get("time") or ""),
-            capability=name,
-            event=kind,
-            words=WITHDRAWN_BY_A_NEW_MESSAGE if kind == "cancelled" and not event.get("client")
-            else EVENT_WORDS.get(kind, kind),
-            stage=_int_or_none(event.get("stage")),
-            code=str(event["code"]) if event.get("code") else None,
-            duration_ms=_int_or_none(event.get("duration_ms")),
-            asked_by=str(event["client"]) if event.get("client") else CONVERSATION_PAGE,
-        ))
+        recent.append(_shown(name, event))
     return Activity(list(per_capability.values()), list(reversed(recent)), total)
+
+
+def _shown(capability: str, event: Mapping[str, Any]) -> ActivityEvent:
+    kind = str(event.get("event") or "")
+    code = str(event["code"]) if event.get("code") else None
+    client = str(event["client"]) if event.get("client") else None
+    if kind == "cancelled" and client is None:
+        words = WITHDRAWN_BY_A_NEW_MESSAGE  # the conversation page's card: the household moved on
+    else:
+        words = EVENT_WORDS.get(kind, UNKNOWN_EVENT_WORDS)
+    return ActivityEvent(
+        time=str(event.get("time") or ""),
+        capability=capability,
+        event=kind,
+        words=words,
+        stage=_int_or_none(event.get("stage")),
+        code=code,
+        duration_ms=_int_or_none(event.get("duration_ms")),
+        asked_by=client or CONVERSATION_PAGE,
+        why=reason(kind, code),
+    )
 
 
 def _int_or_none(value: object) -> int | None:

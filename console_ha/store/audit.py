@@ -24,6 +24,8 @@ EVENTS = (
     "confirmation_requested",
     "approved",
     "denied",
+    # Issue 25: a program called again, joining a card the household denied; it is told no again (stage 4).
+    "asked_again",
     "expired",
     "executed",
     "failed",

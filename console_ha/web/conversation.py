@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, url_for
@@ -170,10 +169,3 @@ def activity() -> str:
     services().household.pending()
     return render_template("activity.html", activity=summarise(services().audit.events()))
 
-
-def summary_for_template(mapping: Mapping[str, int]) -> list[tuple[str, int]]:
-    """A counter's entries, largest first, for a readable list."""
-    return sorted(mapping.items(), key=lambda item: (-item[1], item[0]))
-
-
-bp.add_app_template_filter(summary_for_template, "by_count")

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
-from console_ha.conversation.activity import EVENT_WORDS
+from console_ha.conversation.activity import EVENT_TABLE, EVENT_WORDS
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_EXPIRED
@@ -187,16 +187,21 @@ def test_the_activity_page_shows_the_approved_and_the_denied_read_without_values
 
     chat.get_by_role("link", name="Activity").click()
     expect(chat).to_have_url(console.at("/activity"))
-    counts = chat.get_by_role("table").first
-    list_row = counts.get_by_role("row", name=re.compile(r"home_assistant\.list_entities"))
-    history_row = counts.get_by_role("row", name=re.compile(r"home_assistant\.get_history"))
-    # proposed, asked, approved, denied, expired, refused, read done, failed, withdrawn (by an MCP client)
-    expect(list_row.get_by_role("cell")).to_have_text(["1", "1", "1", "0", "0", "0", "1", "0", "0"])
-    expect(history_row.get_by_role("cell")).to_have_text(["1", "1", "0", "1", "0", "0", "0", "0", "0"])
+    # Only the counts that are not zero, each with its name (issue 25: the ten-column table was cut off).
+    counts = chat.get_by_role("region", name="How often")
+    list_block = counts.locator('.tally[data-capability="home_assistant.list_entities"]')
+    history_block = counts.locator('.tally[data-capability="home_assistant.get_history"]')
+    expect(list_block.locator(".tally__counts dt")).to_have_text(
+        [EVENT_TABLE[e].counter for e in ("proposed", "confirmation_requested", "approved", "executed")])
+    expect(list_block.locator(".tally__counts dd")).to_have_text(["1", "1", "1", "1"])
+    expect(history_block.locator(".tally__counts dt")).to_have_text(
+        [EVENT_TABLE[e].counter for e in ("proposed", "confirmation_requested", "denied")])
+    expect(history_block.locator(".tally__counts dd")).to_have_text(["1", "1", "1"])
     latest = chat.get_by_role("list", name=re.compile("most recent events"))
-    expect(latest).to_contain_text("You allowed it")
-    expect(latest).to_contain_text("You did not allow it")
-    expect(latest).to_contain_text("CONFIRMATION_DENIED")
+    expect(latest).to_contain_text(EVENT_WORDS["approved"])
+    expect(latest).to_contain_text(EVENT_WORDS["denied"])
+    expect(latest.locator('[data-event="denied"]')).to_have_attribute("data-code", "CONFIRMATION_DENIED")
+    expect(chat.locator("main")).not_to_contain_text("CONFIRMATION_DENIED")
     content = chat.content()
     for value in ("21.4", "sensor.living_room_temperature", "Living room temperature", QUESTION, "the past day"):
         assert value not in content

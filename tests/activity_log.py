@@ -1,0 +1,43 @@
+"""An audit log with every event, every reason code and a long program name: the Activity page at its fullest."""
+
+from __future__ import annotations
+
+from console_ha.capabilities.registry import REGISTRY
+from console_ha.store.audit import EVENTS, AuditLog
+from console_ha.store.datadir import DataDir
+
+# What a stage-1-to-3 refusal (and a refusal after approval) can carry, and what a failed read can.
+REFUSAL_CODES = ("UNKNOWN_CAPABILITY", "INVALID_ARGUMENTS", "CAPABILITY_DISABLED", "CAPABILITY_NOT_CONFIGURED",
+                 "ENTITY_NOT_ALLOWLISTED", "INVOCATION_LIMIT_EXCEEDED", "CONFIG_INVALID", "CONFIRMATION_INVALID")
+FAILURE_CODES = ("HA_UNREACHABLE", "HA_TIMEOUT", "HA_UNAUTHORIZED", "HA_NOT_FOUND", "HA_BAD_RESPONSE",
+                 "HA_TLS_ERROR", "HA_NO_STATISTICS", "HA_BUSY", "RESULT_TOO_LARGE", "INTERNAL_ERROR")
+# The code the executor records with each event that has one of its own (store/audit.py, executor.py).
+EVENT_CODES = {"denied": "CONFIRMATION_DENIED", "asked_again": "CONFIRMATION_DENIED",
+               "expired": "CONFIRMATION_INVALID", "rejected": "ENTITY_NOT_ALLOWLISTED", "failed": "HA_TIMEOUT"}
+# An API token's name is the household's own text: one long word must wrap, not widen the page.
+LONG_PROGRAM = "the-kitchen-tablet-in-the-hallway-by-the-stairs-next-to-the-front-door"
+STAGES = {"proposed": 1, "rejected": 3, "executed": 6, "failed": 5}
+
+
+def record(log: AuditLog, event: str, capability: str, code: str | None = None, client: str | None = None) -> None:
+    """One audit line as the executor writes it."""
+    log.record(event, capability=capability, classification="read/external", stage=STAGES.get(event, 4),
+               invocation="0123456789abcdef", code=code or EVENT_CODES.get(event), client=client,
+               duration_ms=1234 if event in ("executed", "failed") else None)
+
+
+def fill(data_dir: DataDir) -> AuditLog:
+    """Every capability reaches every outcome; the newest lines hold every event and every reason code."""
+    log = AuditLog(data_dir)
+    for capability in REGISTRY:
+        for event in EVENTS:
+            record(log, event, capability)
+    newest = next(iter(REGISTRY))
+    for code in REFUSAL_CODES:
+        record(log, "rejected", newest, code, LONG_PROGRAM)
+    for code in FAILURE_CODES:
+        record(log, "failed", newest, code, LONG_PROGRAM)
+    for event in EVENTS:
+        record(log, event, "home_assistant.get_history", client=LONG_PROGRAM)
+    record(log, "cancelled", "home_assistant.get_history")  # the conversation page's: a new message withdrew it
+    return log

@@ -1,0 +1,113 @@
+"""Activity's words, without a web server: every audit event one entry of one table, every code a reason."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from console_ha.capabilities.registry import REGISTRY
+from console_ha.conversation.activity import (
+    EVENT_TABLE,
+    EVENT_WORDS,
+    REFUSED_FALLBACK,
+    SETTINGS_CHANGED,
+    UNKNOWN_EVENT_WORDS,
+    WITHDRAWN_BY_A_NEW_MESSAGE,
+    reason,
+    summarise,
+)
+from console_ha.store.audit import EVENTS
+from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
+from tests.activity_log import FAILURE_CODES, REFUSAL_CODES
+
+CODE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+STATE = "home_assistant.get_state"
+HISTORY = "home_assistant.get_history"
+
+
+def line(event: str, capability: str = STATE, **extra: Any) -> dict[str, Any]:
+    return {"time": "2026-12-04T10:00:00Z", "event": event, "capability": capability, "stage": 4, **extra}
+
+
+def test_every_audit_event_is_one_entry_of_activity_s_table() -> None:
+    assert set(EVENT_TABLE) == set(EVENTS) and len(EVENT_TABLE) == len(EVENTS)
+    assert EVENT_TABLE["asked_again"].counter == "Asked again after you said no"
+
+
+def test_a_program_that_asked_again_after_a_no_is_its_own_line_and_counter() -> None:
+    """Issue 25: the household learns that a program keeps asking."""
+    activity = summarise([line("denied", code="CONFIRMATION_DENIED", client="desk"),
+                          line("asked_again", code="CONFIRMATION_DENIED", client="desk"),
+                          line("asked_again", code="CONFIRMATION_DENIED", client="desk")])
+    assert [e.words for e in activity.latest] == ["Asked again after you said no."] * 2 + [EVENT_WORDS["denied"]]
+    assert [e.asked_by for e in activity.latest] == ["desk"] * 3
+    (state,) = activity.asked_for
+    assert [(t.label, t.count) for t in state.tally] == [("You did not allow", 1),
+                                                         ("Asked again after you said no", 2)]
+
+
+@pytest.mark.parametrize("event", sorted(EVENTS))
+def test_each_event_s_words_are_whole_sentences_without_a_code(event: str) -> None:
+    words = EVENT_TABLE[event]
+    assert words.line[0].isupper() and words.line.endswith(".")
+    assert words.counter and not words.counter.endswith(".")
+    assert not CODE.search(words.line + words.counter)
+    # A straight apostrophe would be escaped in the page, where tests look for the words as they are.
+    assert "'" not in words.line + words.counter
+
+
+@pytest.mark.parametrize("code", REFUSAL_CODES)
+def test_every_refusal_says_why_in_the_household_s_words(code: str) -> None:
+    words = reason("rejected", code)
+    assert words == CHAT_WORDS.get(code, SETTINGS_CHANGED)  # the chat's own sentence: one fact, one place
+    assert words != REFUSED_FALLBACK and not CODE.search(words)
+
+
+@pytest.mark.parametrize("code", FAILURE_CODES)
+def test_every_failure_says_why_in_the_household_s_words(code: str) -> None:
+    words = reason("failed", code)
+    assert words == CHAT_WORDS.get(code, CHAT_FALLBACK)
+    assert words is not None and not CODE.search(words)
+    if code != "INTERNAL_ERROR":  # a bug is said not to have worked, and nothing more
+        assert words != CHAT_FALLBACK
+
+
+def test_a_code_this_console_has_no_words_for_is_still_not_shown() -> None:
+    assert reason("rejected", "REFUSED_BY_SOMETHING_NEW") == REFUSED_FALLBACK
+    assert reason("failed", None) == CHAT_FALLBACK
+    assert reason("denied", "CONFIRMATION_DENIED") is None  # the event's line says it
+    (shown,) = summarise([line("something_new", code="SOMETHING_NEW")]).latest
+    assert shown.words == UNKNOWN_EVENT_WORDS and shown.why is None
+
+
+def test_a_refused_line_says_what_happened_and_why_and_keeps_the_code_for_the_page_s_data() -> None:
+    (shown,) = summarise([line("rejected", code="ENTITY_NOT_ALLOWLISTED", stage=3)]).latest
+    assert shown.words == EVENT_WORDS["rejected"]
+    assert shown.why == CHAT_WORDS["ENTITY_NOT_ALLOWLISTED"]
+    assert shown.code == "ENTITY_NOT_ALLOWLISTED" and shown.capability_words == REGISTRY[STATE].activity_words
+
+
+def test_a_withdrawal_says_who_withdrew() -> None:
+    by_program, by_new_message = summarise([line("cancelled", client="desk"), line("cancelled")]).latest[::-1]
+    assert by_program.words == EVENT_WORDS["cancelled"]
+    assert by_new_message.words == WITHDRAWN_BY_A_NEW_MESSAGE
+
+
+def test_how_often_lists_only_counts_that_are_not_zero_and_names_the_rest_once() -> None:
+    activity = summarise([line("proposed"), line("rejected", code="ENTITY_NOT_ALLOWLISTED"),
+                          line("proposed"), line("rejected", code="CAPABILITY_DISABLED"),
+                          line("proposed"), line("rejected", code="ENTITY_NOT_ALLOWLISTED"),
+                          line("proposed", HISTORY), line("confirmation_requested", HISTORY),
+                          line("approved", HISTORY), line("failed", HISTORY, code="HA_TIMEOUT"),
+                          line("something_new", HISTORY)])
+    assert [item.capability for item in activity.asked_for] == [c for c in REGISTRY if c in (STATE, HISTORY)]
+    state, history = sorted(activity.asked_for, key=lambda item: item.capability != STATE)
+    assert [(t.event, t.count) for t in state.tally] == [("proposed", 3), ("rejected", 3)]
+    assert [(r.code, r.count) for r in state.reasons] == [("ENTITY_NOT_ALLOWLISTED", 2), ("CAPABILITY_DISABLED", 1)]
+    assert [(t.event, t.count) for t in history.tally] == [
+        ("proposed", 1), ("confirmation_requested", 1), ("approved", 1), ("failed", 1)]
+    assert [r.words for r in history.reasons] == [CHAT_WORDS["HA_TIMEOUT"]]
+    assert {item.capability for item in activity.not_asked_for} == set(REGISTRY) - {STATE, HISTORY}
+    assert activity.total_events == 11

@@ -1,0 +1,105 @@
+"""GET /activity with every event and every reason code in the log: words, not codes; the latest events first."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from flask.testing import FlaskClient
+
+from console_ha.capabilities.registry import REGISTRY
+from console_ha.conversation.activity import EVENT_TABLE, reason
+from console_ha.store.audit import EVENTS
+from console_ha.store.datadir import DataDir
+from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, fill, record
+
+CODE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+
+
+class _Page(HTMLParser):
+    """The text of <main> as a reader meets it (no attributes, no scripts) and every data-code value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.codes: list[str] = []
+        self._in_main = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._in_main += tag == "main"
+        self.codes += [value for name, value in attrs if name == "data-code" and value]
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_main -= tag == "main"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_main:
+            self.text.append(data)
+
+
+def read(household: FlaskClient) -> tuple[str, str, list[str]]:
+    html = household.get("/activity").get_data(as_text=True)
+    page = _Page()
+    page.feed(html)
+    return html, " ".join(" ".join(page.text).split()), page.codes
+
+
+def test_no_code_is_in_the_page_s_text_and_every_one_is_in_its_data(household: FlaskClient, data_dir: DataDir):
+    """Issue 25: "Expired unanswered CONFIRMATION_INVALID" and "Refused ENTITY_NOT_ALLOWLISTED 1" are gone."""
+    fill(data_dir)
+    _, text, codes = read(household)
+    assert CODE.findall(text) == []
+    assert "home_assistant." not in text  # a capability is named in words; its id is in the data
+    assert set(codes) >= {*REFUSAL_CODES, *FAILURE_CODES, "CONFIRMATION_DENIED", "CONFIRMATION_INVALID"}
+    for event, code in [*(("rejected", c) for c in REFUSAL_CODES), *(("failed", c) for c in FAILURE_CODES)]:
+        why = reason(event, code)
+        assert why is not None and why in text
+    for words in EVENT_TABLE.values():
+        assert words.line in text and words.counter in text
+    assert LONG_PROGRAM in text
+
+
+def test_the_latest_events_come_before_the_counts(household: FlaskClient, data_dir: DataDir):
+    fill(data_dir)
+    html, _, _ = read(household)
+    assert html.index('id="latest-title"') < html.index('class="event-card"') < html.index('id="counts-title"')
+
+
+def test_how_often_shows_only_counts_that_are_not_zero_and_names_the_rest_once(household: FlaskClient,
+                                                                               data_dir: DataDir):
+    from console_ha.store.audit import AuditLog
+
+    log = AuditLog(data_dir)
+    state, history = "home_assistant.get_state", "home_assistant.get_history"
+    for event in ("proposed", "rejected", "proposed", "rejected"):
+        record(log, event, state)
+    record(log, "rejected", state, "CAPABILITY_DISABLED")
+    html, _, _ = read(household)
+    block = re.search(rf'<li class="tally" data-capability="{re.escape(state)}">(.*?)</li>', html, re.S)
+    assert block is not None
+    counts = re.findall(r'<div data-event="(\w+)"><dt>([^<]+)</dt><dd>(\d+)</dd>', block.group(1))
+    assert counts == [("proposed", "Asked to read", "2"), ("rejected", "Refused before asking you", "3")]
+    reasons = re.findall(r'data-code="(\w+)"><dt>[^<]+</dt><dd>(\d+)</dd>', block.group(1))
+    assert reasons == [("ENTITY_NOT_ALLOWLISTED", "2"), ("CAPABILITY_DISABLED", "1")]
+    assert 'class="tally" data-capability="' + history not in html
+    not_yet = re.search(r'<ul class="not-yet">(.*?)</ul>', html, re.S)
+    assert not_yet is not None
+    assert re.findall(r'data-capability="([\w.]+)"', not_yet.group(1)) == [c for c in REGISTRY if c != state]
+    counts_section = html[html.index('id="counts-title"'):]
+    assert "0" not in re.findall(r"<dd>(\d+)</dd>", counts_section)
+
+
+def test_the_empty_log_says_nothing_happened_and_names_every_read_once(household: FlaskClient):
+    html, text, _ = read(household)
+    assert "Nothing yet" in text
+    assert all(f'data-capability="{name}"' in html for name in REGISTRY)
+    assert 'class="tally"' not in html
+
+
+def test_every_audit_event_has_its_counter_on_the_page(household: FlaskClient, data_dir: DataDir):
+    fill(data_dir)
+    html, _, _ = read(household)
+    block = re.search(r'<li class="tally" data-capability="home_assistant.list_entities">(.*?)</li>', html, re.S)
+    assert block is not None
+    assert re.findall(r'<div data-event="(\w+)">', block.group(1)) == list(EVENT_TABLE)
+    assert sorted(EVENT_TABLE) == sorted(EVENTS)
