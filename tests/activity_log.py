@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.store.audit import EVENTS, AuditLog
+from console_ha.store.console_secrets import MAX_TOKEN_NAME_LENGTH
 from console_ha.store.datadir import DataDir
 
 # What a stage-1-to-3 refusal (and a refusal after approval) can carry, and what a failed read can.
@@ -14,8 +15,8 @@ FAILURE_CODES = ("HA_UNREACHABLE", "HA_TIMEOUT", "HA_UNAUTHORIZED", "HA_NOT_FOUN
 # The code the executor records with each event that has one of its own (store/audit.py, executor.py).
 EVENT_CODES = {"denied": "CONFIRMATION_DENIED", "asked_again": "CONFIRMATION_DENIED",
                "expired": "CONFIRMATION_INVALID", "rejected": "ENTITY_NOT_ALLOWLISTED", "failed": "HA_TIMEOUT"}
-# An API token's name is the household's own text: one long word must wrap, not widen the page.
-LONG_PROGRAM = "the-kitchen-tablet-in-the-hallway-by-the-stairs-next-to-the-front-door"
+# An API token's name is the household's own text: one word as long as a name may be must wrap, not widen the page.
+LONG_PROGRAM = ("the-kitchen-tablet-in-the-hallway-" * 4)[:MAX_TOKEN_NAME_LENGTH]
 STAGES = {"proposed": 1, "rejected": 3, "executed": 6, "failed": 5}
 
 
