@@ -11,7 +11,8 @@ from flask.typing import ResponseReturnValue
 from console_ha.capabilities.executor import Proposal
 from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
-from console_ha.conversation.service import MAX_CONVERSATIONS, MAX_IDLE_SECONDS, MAX_MESSAGE_CHARS
+from console_ha.conversation.conversations import MAX_CONVERSATIONS, MAX_IDLE_SECONDS
+from console_ha.conversation.service import MAX_MESSAGE_CHARS
 from console_ha.errors import ConsoleHaError, InvalidRequest, NotFound
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
