@@ -29,7 +29,7 @@ function entry(item) {
   updated.dateTime = item.updated;
   updated.textContent = item.updated;
   localise(updated);
-  li.querySelector('[data-slot="waiting"]').hidden = !item.waiting;
+  if (!item.waiting) li.querySelector('[data-slot="waiting"]').remove();
   return li;
 }
 
