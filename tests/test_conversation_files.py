@@ -18,7 +18,7 @@ from console_ha.store.config import ConfigStore
 from console_ha.store.conversations import ConversationFiles
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
-from console_ha.words import CHAT_RESTARTED
+from console_ha.words import CHAT_ALLOWED, CHAT_RESTARTED
 from tests.fake_model import FakeModel, answer_from_tool_result, text, tool_call
 from tests.stub_ha import StubHomeAssistant
 
@@ -58,6 +58,8 @@ def test_a_conversation_survives_a_restart_in_a_private_file_and_the_audit_log_h
     paused = console.conversation.send(None, "what devices are there?")
     assert paused.pending_confirmation is not None
     console.conversation.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    answered = start(data_dir, model).conversation.transcript(paused.conversation_id)  # kept after the answer too
+    assert answered is not None and {"role": "note", "content": CHAT_ALLOWED.format(title=TITLE)} in answered[0]
     console.conversation.send(paused.conversation_id, "and the temperature?")
     before = console.conversation.transcript(paused.conversation_id)
     assert before is not None

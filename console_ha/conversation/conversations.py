@@ -7,13 +7,14 @@ one comes back with the Console's line saying so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -209,6 +210,14 @@ class ConversationStore:
             if self._items.get(conversation.id) is not conversation:
                 return  # evicted meanwhile: its file is gone and stays gone
         self._write(conversation)
+
+    @contextlib.contextmanager
+    def saving(self, conversation: Conversation) -> Iterator[None]:
+        """`save` the conversation once the block ends, however it ends (an answer that fails is put back first)."""
+        try:
+            yield
+        finally:
+            self.save(conversation)
 
     def load(self) -> int:
         """Take up the household's kept conversations (at Console.open); those past the bounds are forgotten."""

@@ -197,53 +197,46 @@ class ConversationService:
         conversation = self.store.get(conversation_id)
         if conversation is None or conversation.owner != HOUSEHOLD:
             raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
-        with conversation.lock:
+        with conversation.lock, self.store.saving(conversation):  # kept on disk as it ends, whatever it came to
+            pending = conversation.pending
+            if pending is None or not same_token(pending[1].token, token):
+                # Checked before the executor, so a superseded card cannot run, nor burn another
+                # conversation's token.
+                raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
+            call, proposal = pending
+            title = proposal.card.title
             try:
-                return self._resume(conversation, token, approve)
-            finally:
-                self.store.save(conversation)
-
-    def _resume(self, conversation: Conversation, token: object, approve: bool) -> TurnResult:
-        """`confirm` under the conversation's lock: the answer to the executor, then the model's next rounds."""
-        pending = conversation.pending
-        if pending is None or not same_token(pending[1].token, token):
-            # Checked before the executor, so a superseded card cannot run, nor burn another
-            # conversation's token.
-            raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
-        call, proposal = pending
-        title = proposal.card.title
-        try:
-            content: dict[str, Any] = self.executor.answer(
-                proposal.token, approve=approve, conversation_id=conversation.id)
-        except ConfirmationInvalid as err:
-            # Nothing ran, and the conversation stays as it was. This conversation's own open card
-            # is unknown to the executor only once swept as expired or pushed out by newer cards:
-            # either way, ask again.
-            if err.detail.get("reason") == "unknown":
-                raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
-            raise
-        except CapabilityError as err:
-            content = error_body(err)
-            conversation.note(CHAT_DENIED.format(title=title) if not approve else
-                              f"{CHAT_ALLOWED.format(title=title)}. {chat_line(err)}")
-        else:
-            conversation.note(CHAT_ALLOWED.format(title=title))
-        conversation.touch()
-        conversation.pending = None
-        conversation.messages.append(_tool_message(call, content))
-        following = self._process_queue(conversation)
-        if following is not None:
-            return TurnResult(conversation.id, None, following)
-        # The household answered: the model always gets at least one more round to use the
-        # outcome, even when the card came in the last round (each answer is a person's click).
-        conversation.rounds = min(conversation.rounds, self._max_rounds - 1)
-        # The read has happened: if the model fails now, its result stays for the next message.
-        checkpoint = Checkpoint.of(conversation)
-        try:
-            return self._rounds(conversation)
-        except Exception:
-            checkpoint.restore(conversation)
-            raise
+                content: dict[str, Any] = self.executor.answer(
+                    proposal.token, approve=approve, conversation_id=conversation.id)
+            except ConfirmationInvalid as err:
+                # Nothing ran, and the conversation stays as it was. This conversation's own open card
+                # is unknown to the executor only once swept as expired or pushed out by newer cards:
+                # either way, ask again.
+                if err.detail.get("reason") == "unknown":
+                    raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
+                raise
+            except CapabilityError as err:
+                content = error_body(err)
+                conversation.note(CHAT_DENIED.format(title=title) if not approve else
+                                  f"{CHAT_ALLOWED.format(title=title)}. {chat_line(err)}")
+            else:
+                conversation.note(CHAT_ALLOWED.format(title=title))
+            conversation.touch()
+            conversation.pending = None
+            conversation.messages.append(_tool_message(call, content))
+            following = self._process_queue(conversation)
+            if following is not None:
+                return TurnResult(conversation.id, None, following)
+            # The household answered: the model always gets at least one more round to use the
+            # outcome, even when the card came in the last round (each answer is a person's click).
+            conversation.rounds = min(conversation.rounds, self._max_rounds - 1)
+            # The read has happened: if the model fails now, its result stays for the next message.
+            checkpoint = Checkpoint.of(conversation)
+            try:
+                return self._rounds(conversation)
+            except Exception:
+                checkpoint.restore(conversation)
+                raise
 
     def recent(self, limit: int = RECENT_SHOWN) -> list[dict[str, Any]]:
         """The household's conversations to reopen, newest last message first: id, question, updated, waiting."""
