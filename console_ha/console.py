@@ -13,10 +13,11 @@ from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.household_queue import MAX_WAITING, HouseholdQueue
 from console_ha.capabilities.household_watch import HouseholdWatch
 from console_ha.capabilities.registry import HOME_ASSISTANT_READS
+from console_ha.conversation.conversations import ConversationStore
 from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
 from console_ha.conversation.model_setup import environment_values
-from console_ha.conversation.service import ConversationService, ConversationStore
+from console_ha.conversation.service import ConversationService
 from console_ha.ha.areas import AreaCache
 from console_ha.ha.clients import HomeAssistantClients, reading
 from console_ha.ha.discovery import discover
@@ -29,6 +30,7 @@ from console_ha.store.audit import AuditLog
 from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
+from console_ha.store.conversations import ConversationFiles
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.store.model_config import ModelStore
@@ -116,6 +118,9 @@ class Console:
             confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl),
         )
         household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting)
+        # The household's conversations as the last run left them (a card that was open is closed, and said so).
+        conversations = ConversationStore(files=ConversationFiles(data_dir))
+        conversations.load()
         return cls(
             data_dir=data_dir,
             config_store=config_store,
@@ -127,7 +132,7 @@ class Console:
             ha_clients=clients,
             executor=executor,
             conversation=ConversationService(executor, model, config_store=config_store, household=household,
-                                             store=ConversationStore()),
+                                             store=conversations),
             household=household,
             model_environment=model_environment,
             settings=SettingsService(data_dir, config_store=config_store, token_store=token_store,

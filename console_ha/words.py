@@ -228,3 +228,8 @@ CHAT_WAITING_DROPPED = "The assistant's other reads for that question were not a
 def chat_line(err: ConsoleHaError) -> str:
     """The Console's own line in the chat for a refused or failed read, by the error's code."""
     return CHAT_WORDS.get(err.code, CHAT_FALLBACK)
+
+# A conversation kept on disk whose card was open when the Console stopped (issue 25): cards live in memory,
+# so that question cannot be answered any more.
+CHAT_RESTARTED = ("The Console restarted before you answered the question “{title}”, so nothing was read. "
+                  "Ask again if you still want to know.")

@@ -3,6 +3,7 @@
 
 import { api } from "./api.js";
 import { localise } from "./clock.js";
+import { keepRecentLive, refreshRecent } from "./recent_conversations.js";
 
 const root = document.getElementById("conversation");
 const transcript = document.getElementById("transcript");
@@ -74,7 +75,10 @@ async function showExpiryLine(token, tries = EXPIRY_TRIES) {
   // Another message or card since then brings its own lines.
   if (!conversationId || busy || document.getElementById("confirm-card")?.dataset.token !== token) return;
   const data = await refreshLines();
-  if (data && data.pending_confirmation?.token !== token) return;
+  if (data && data.pending_confirmation?.token !== token) {
+    refreshRecent(); // no question waits any more
+    return;
+  }
   if (tries > 1) window.setTimeout(() => showExpiryLine(token, tries - 1), EXPIRY_RETRY_MS);
 }
 
@@ -156,6 +160,7 @@ async function post(body) {
 
 async function showTurn(data) {
   rememberConversation(data.conversation_id);
+  refreshRecent(data.conversation_id); // the answered conversation moves up, and says whether a question waits
   // The Console's own lines (refused, denied, withdrawn, failed) come with the transcript; the reply alone
   // is shown if it cannot be read.
   const shown = await refreshLines();
@@ -208,6 +213,7 @@ async function answerCard(pending, approve) {
   const outcome = await post({ conversation_id: conversationId, confirmation: { token: pending.token, approve } });
   if (!outcome) return;
   if (outcome.error) {
+    refreshRecent(); // the question no longer waits, whatever closed it
     if (outcome.error.code === "CONFIRMATION_INVALID") {
       showExpired(outcome.error.reason === "expired" ? null : "This request is no longer open, so nothing was read.");
       setStatus("");
@@ -238,6 +244,11 @@ root.addEventListener("submit", (event) => {
   }
 });
 
+// Enter sends only through this handler, so only this script tells the household so.
+const enterHint = document.getElementById("enter-hint");
+enterHint.hidden = false;
+messageField.setAttribute("aria-describedby", `${messageField.getAttribute("aria-describedby")} ${enterHint.id}`);
+
 messageField.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
@@ -251,3 +262,5 @@ if (renderedCard && !renderedCard.classList.contains("confirm-card--expired")) {
   const remaining = Date.parse(renderedCard.dataset.expiresAt) - Date.now();
   expiryTimer = window.setTimeout(expireCard, Math.max(0, remaining));
 }
+
+keepRecentLive(conversationId);

@@ -12,7 +12,7 @@ from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.conversation.activity import WITHDRAWN_BY_A_NEW_MESSAGE, summarise
-from console_ha.conversation.service import ConversationStore
+from console_ha.conversation.conversations import ConversationStore
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
@@ -137,16 +137,20 @@ def test_a_failed_model_after_a_withdrawal_leaves_the_card_withdrawn_and_the_mes
     assert len(notes(service, paused.conversation_id)) == 1
 
 
-def test_recent_lists_the_household_s_conversations_newest_first_within_the_bound(clock):
+def test_recent_lists_the_household_s_conversations_by_their_last_message_within_the_bound(clock):
+    """Issue 25: reopening a conversation to read it does not move it up; a new message of the household does."""
     store = ConversationStore(max_conversations=3, clock=clock)
     made = []
     for n in range(4):
         conversation = store.create()
         conversation.messages.append({"role": "user", "content": f"question {n}"})
+        conversation.touch()
         made.append(conversation)
     store.create()  # empty: nothing to reopen, not listed (and it evicts the oldest)
     store.create("program:abc").messages.append({"role": "user", "content": "a program's"})
-    store.get(made[2].id)
+    store.get(made[2].id)  # read again, written nothing
+    assert [c.first_question() for c in store.recent()] == ["question 3", "question 2"]
+    made[2].touch()
     assert [c.first_question() for c in store.recent()] == ["question 2", "question 3"]
     assert [c.first_question() for c in store.recent(limit=1)] == ["question 2"]
 
@@ -165,7 +169,7 @@ def test_several_calls_dropped_with_the_open_card_are_said_too(configured, servi
 def test_the_household_s_pages_never_show_a_program_s_conversation(service: ConversationService) -> None:
     """A conversation belongs to whoever started it: its id on /conversation or the lines endpoint shows nothing."""
     from console_ha.capabilities.household_queue import Asker
-    from console_ha.conversation.service import owner_of
+    from console_ha.conversation.conversations import owner_of
 
     program = service.store.create(owner_of(Asker("script", "0123456789abcdef")))
     program.messages.append({"role": "user", "content": "what the program asked"})

@@ -572,7 +572,7 @@ def test_conversations_beyond_the_cap_evict_the_least_recently_used(data_dir, ex
 def test_programs_conversations_never_push_out_the_household_s():
     """A program starting conversation after conversation (each failed message starts one) evicts only programs'."""
     from console_ha.capabilities.household_queue import Asker
-    from console_ha.conversation.service import HOUSEHOLD, owner_of
+    from console_ha.conversation.conversations import HOUSEHOLD, owner_of
 
     store = ConversationStore(max_conversations=2)
     household = store.create(HOUSEHOLD)
@@ -587,7 +587,7 @@ def test_programs_conversations_never_push_out_the_household_s():
 
 def test_programs_conversations_beyond_their_own_cap_evict_the_least_recently_used_program_s():
     from console_ha.capabilities.household_queue import Asker
-    from console_ha.conversation.service import owner_of
+    from console_ha.conversation.conversations import owner_of
 
     store = ConversationStore(max_program_conversations=2)
     flood = [store.create(owner_of(Asker("script", f"{n:016x}"))).id for n in range(5)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from console_ha.conversation.conversations import ConversationStore
 from console_ha.conversation.model import (
     ChatModel,
     ModelNotConfigured,
@@ -17,7 +18,6 @@ from console_ha.conversation.model import (
 from console_ha.conversation.service import (
     SYSTEM_PROMPT,
     ConversationService,
-    ConversationStore,
     InvalidMessage,
     TurnResult,
 )

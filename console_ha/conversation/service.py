@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from console_ha.capabilities.executor import Executor, Proposal, Turn, at_stage
 from console_ha.capabilities.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
+from console_ha.conversation.conversations import (
+    CONSOLE,
+    HOUSEHOLD,
+    RECENT_SHOWN,
+    Checkpoint,
+    Conversation,
+    ConversationStore,
+    owner_of,
+)
 from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, function_name
 from console_ha.errors import (
     CapabilityError,
@@ -31,7 +37,6 @@ from console_ha.errors import (
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import same_token
 from console_ha.store.config import ConfigStore
-from console_ha.timestamps import utc_z_now
 from console_ha.words import (
     CHAT_ALLOWED,
     CHAT_DENIED,
@@ -46,13 +51,6 @@ log = logging.getLogger(__name__)
 MAX_ROUNDS_PER_TURN = 6
 # Each capability may run once per turn, so more calls than this in one message are noise.
 MAX_TOOL_CALLS_PER_MESSAGE = 8
-MAX_CONVERSATIONS = 100
-# How many of the household's conversations /conversation lists, newest first (all it keeps are reopenable).
-RECENT_SHOWN = 20
-# Programs' conversations are kept apart, under their own count: a program starting conversation after
-# conversation (a failed message starts one too) pushes out only programs' ones, never the household's.
-MAX_PROGRAM_CONVERSATIONS = 50
-MAX_IDLE_SECONDS = 6 * 3600
 # What is replayed to the model is bounded; the oldest whole turns go first.
 MAX_HISTORY_CHARS = 256 * 1024
 MAX_MESSAGE_CHARS = 4000
@@ -60,12 +58,6 @@ MAX_MESSAGE_CHARS = 4000
 # while the model thinks or its read waits for the household: past this, a program is told to try again,
 # so programs never take the threads the household's pages need.
 MAX_PROGRAM_MESSAGES = 4
-
-# Whose a conversation is: the household's own page, or one program's API token (by its id).
-HOUSEHOLD = "household"
-# The Console's own lines in a conversation (refused, denied, withdrawn, expired, failed): shown to the
-# household, never sent to the model, which has the tool result instead.
-CONSOLE = "console"
 
 # The prompt says how many tools there are in words, as it always has ("through two tools").
 _COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -113,143 +105,12 @@ class TurnResult:
         }
 
 
-@dataclass
-class Conversation:
-    """One conversation's messages and where its current turn stands."""
-
-    id: str
-    last_active: float
-    owner: str = HOUSEHOLD
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    turn: Turn = field(default_factory=Turn)
-    rounds: int = 0
-    # The tool call waiting for the household, and the calls of the same message still to process.
-    pending: tuple[ToolCall, Proposal] | None = None
-    queue: list[ToolCall] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # When the household last wrote or answered, in UTC (the list of recent conversations shows it).
-    updated: str = field(default_factory=utc_z_now)
-    # The token of the open card whose expiry the chat already says (`ConversationService._note_expiry`).
-    expiry_noted: str | None = None
-
-    def transcript(self) -> list[dict[str, str]]:
-        """The household-visible exchange: user messages, the assistant's answers and the Console's own lines."""
-        # Read from a copy without the lock (a turn holds it while the model thinks, which can take
-        # minutes); copying a list is atomic under the GIL, so the page sees a consistent moment.
-        messages = list(self.messages)
-        # Text that came with tool calls is the model thinking aloud; the API never returns it as a reply.
-        return [
-            {"role": "note" if m["role"] == CONSOLE else m["role"], "content": m["content"]}
-            for m in messages
-            if m["role"] in ("user", "assistant", CONSOLE) and m.get("content") and not m.get("tool_calls")
-        ]
-
-    def note(self, text: str) -> None:
-        """A line of the Console's own in the conversation, for the household only."""
-        self.messages.append({"role": CONSOLE, "content": text})
-
-    def first_question(self) -> str:
-        """The household's first message still kept (what the list of conversations names it by)."""
-        return next((m["content"] for m in list(self.messages) if m["role"] == "user"), "")
-
-
-@dataclass(frozen=True)
-class _Checkpoint:
-    """A conversation's state to go back to when the model fails mid-turn."""
-
-    # A copy, not a length: trimming drops messages from the front before the model is asked.
-    messages: tuple[dict[str, Any], ...]
-    pending: tuple[ToolCall, Proposal] | None
-    queue: tuple[ToolCall, ...]
-    turn: Turn
-    rounds: int
-
-    @classmethod
-    def of(cls, conversation: Conversation) -> _Checkpoint:
-        """The conversation as it is now."""
-        return cls(tuple(conversation.messages), conversation.pending, tuple(conversation.queue),
-                   replace(conversation.turn, counts=conversation.turn.counts.copy()), conversation.rounds)
-
-    def restore(self, conversation: Conversation) -> None:
-        """Put the conversation back as it was."""
-        conversation.messages[:] = self.messages
-        conversation.pending = self.pending
-        conversation.queue = list(self.queue)
-        conversation.turn = self.turn
-        conversation.rounds = self.rounds
-
-
 class InvalidMessage(InvalidRequest):
     """The household's message is empty or too long; 400 in HTTP."""
 
 
 class ConversationBusy(RateLimited):
     """A program sent a message to a conversation whose last message still waits for the household; 429."""
-
-
-def owner_of(asker: Asker | None) -> str:
-    """Whose conversation a request may continue: the household's, or the asking program's own."""
-    return HOUSEHOLD if asker is None else f"program:{asker.token_id}"
-
-
-class ConversationStore:
-    """Conversations in memory: the least recently used evicted beyond a count (each side its own) or an idle age."""
-
-    def __init__(self, *, max_conversations: int = MAX_CONVERSATIONS,
-                 max_program_conversations: int = MAX_PROGRAM_CONVERSATIONS, max_idle_seconds: float = MAX_IDLE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._max = max_conversations
-        self._max_programs = max_program_conversations
-        self._max_idle = max_idle_seconds
-        self._clock = clock
-        self._items: OrderedDict[str, Conversation] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, conversation_id: object) -> Conversation | None:
-        """The live conversation of that id, marked as just used; None when unknown or evicted."""
-        if not isinstance(conversation_id, str):
-            return None
-        with self._lock:
-            self._evict_idle()
-            conversation = self._items.get(conversation_id)
-            if conversation is not None:
-                conversation.last_active = self._clock()
-                self._items.move_to_end(conversation_id)
-            return conversation
-
-    def create(self, owner: str = HOUSEHOLD) -> Conversation:
-        """A new, empty conversation of `owner` with an unguessable id; it pushes out only its own side's."""
-        with self._lock:
-            self._evict_idle()
-            household = owner == HOUSEHOLD
-            cap = self._max if household else self._max_programs
-            side = [c.id for c in self._items.values() if (c.owner == HOUSEHOLD) == household]  # oldest first
-            for evicted in side[:max(len(side) - cap + 1, 0)]:
-                del self._items[evicted]
-                log.info("evicted the least recently used conversation (cap %d)", cap)
-            conversation = Conversation(secrets.token_urlsafe(16), self._clock(), owner)
-            self._items[conversation.id] = conversation
-            return conversation
-
-    def recent(self, owner: str = HOUSEHOLD, limit: int = RECENT_SHOWN) -> list[Conversation]:
-        """`owner`'s live conversations that have a message, the most recently used first, at most `limit`."""
-        with self._lock:
-            self._evict_idle()
-            live = [c for c in self._items.values() if c.owner == owner and c.first_question()]
-        return live[::-1][:limit]
-
-    def __len__(self) -> int:
-        with self._lock:
-            self._evict_idle()
-            return len(self._items)
-
-    def _evict_idle(self) -> None:
-        cutoff = self._clock() - self._max_idle
-        while self._items:
-            oldest = next(iter(self._items.values()))
-            if oldest.last_active > cutoff:
-                break
-            self._items.popitem(last=False)
 
 
 class ConversationService:
@@ -303,12 +164,12 @@ class ConversationService:
             raise ConversationBusy("This conversation's last message is still waiting for the household's "
                                    "answer on the Console; send the next one once it has its reply.")
         try:
-            conversation.updated = utc_z_now()
             # Before the checkpoint: a withdrawn card is gone from the executor (and audited), so a failed
             # model leaves the conversation with the card withdrawn, as the chat says, not with a dead card.
             self._abandon_pending(conversation)
-            checkpoint = _Checkpoint.of(conversation)
+            checkpoint = Checkpoint.of(conversation)
             try:
+                conversation.touch()
                 conversation.messages.append({"role": "user", "content": text})
                 conversation.turn = Turn()
                 conversation.rounds = 0
@@ -319,6 +180,7 @@ class ConversationService:
                 checkpoint.restore(conversation)
                 raise
         finally:
+            self.store.save(conversation)  # whatever the turn came to, as the page now shows it
             conversation.lock.release()
 
     def _own(self, conversation_id: str | None, owner: str) -> Conversation:
@@ -335,7 +197,7 @@ class ConversationService:
         conversation = self.store.get(conversation_id)
         if conversation is None or conversation.owner != HOUSEHOLD:
             raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
-        with conversation.lock:
+        with conversation.lock, self.store.saving(conversation):  # kept on disk as it ends, whatever it came to
             pending = conversation.pending
             if pending is None or not same_token(pending[1].token, token):
                 # Checked before the executor, so a superseded card cannot run, nor burn another
@@ -359,7 +221,7 @@ class ConversationService:
                                   f"{CHAT_ALLOWED.format(title=title)}. {chat_line(err)}")
             else:
                 conversation.note(CHAT_ALLOWED.format(title=title))
-            conversation.updated = utc_z_now()
+            conversation.touch()
             conversation.pending = None
             conversation.messages.append(_tool_message(call, content))
             following = self._process_queue(conversation)
@@ -369,7 +231,7 @@ class ConversationService:
             # outcome, even when the card came in the last round (each answer is a person's click).
             conversation.rounds = min(conversation.rounds, self._max_rounds - 1)
             # The read has happened: if the model fails now, its result stays for the next message.
-            checkpoint = _Checkpoint.of(conversation)
+            checkpoint = Checkpoint.of(conversation)
             try:
                 return self._rounds(conversation)
             except Exception:
@@ -377,7 +239,7 @@ class ConversationService:
                 raise
 
     def recent(self, limit: int = RECENT_SHOWN) -> list[dict[str, Any]]:
-        """The household's conversations to reopen, the most recently used first: id, question, updated, waiting."""
+        """The household's conversations to reopen, newest last message first: id, question, updated, waiting."""
         return [{"conversation_id": c.id, "question": c.first_question(), "updated": c.updated,
                  "waiting": c.pending is not None} for c in self.store.recent(HOUSEHOLD, limit)]
 
@@ -427,6 +289,7 @@ class ConversationService:
                 return False
             conversation.note(CHAT_EXPIRED.format(title=pending[1].card.title))
             conversation.expiry_noted = token
+            self.store.save(conversation)
             return True
         finally:
             conversation.lock.release()

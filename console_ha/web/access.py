@@ -74,6 +74,8 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "api_tokens.confirm_revoke": Access.HOUSEHOLD,
     # issue 21: the conversation page's script rereads the lines of the household's own conversation
     "conversation.lines": Access.HOUSEHOLD,
+    # issue 25: ... and its list of recent conversations, kept live
+    "conversation.recent": Access.HOUSEHOLD,
 })
 
 ANSWERING_A_CARD = "answer a request"

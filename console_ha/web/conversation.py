@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from flask import Blueprint, Response, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -10,7 +11,8 @@ from flask.typing import ResponseReturnValue
 from console_ha.capabilities.executor import Proposal
 from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
-from console_ha.conversation.service import MAX_CONVERSATIONS, MAX_IDLE_SECONDS, MAX_MESSAGE_CHARS
+from console_ha.conversation.conversations import MAX_CONVERSATIONS, MAX_IDLE_SECONDS
+from console_ha.conversation.service import MAX_HISTORY_CHARS, MAX_MESSAGE_CHARS
 from console_ha.errors import ConsoleHaError, InvalidRequest, NotFound
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
@@ -24,6 +26,8 @@ bp = Blueprint("conversation", __name__)
 
 MAX_CONVERSATION_ID_CHARS = 64
 MAX_TOKEN_CHARS = 256
+# How much of a conversation's first question names it in the list of recent conversations.
+RECENT_LABEL_CHARS = 80
 
 
 def conversation_service() -> ConversationService:
@@ -102,6 +106,21 @@ def lines() -> Response:
                     "pending_confirmation": pending.to_dict() if pending is not None else None})
 
 
+@bp.get("/api/v1/conversation/recent")
+def recent() -> Response:
+    """The household's recent conversations as the page lists them, for its script to keep the list live."""
+    return jsonify({"conversations": _recent()})
+
+
+def _recent() -> list[dict[str, Any]]:
+    """The service's list, each with the label the page shows (the first question, shortened once, here)."""
+    return [{**item, "label": _label(item["question"])} for item in conversation_service().recent()]
+
+
+def _label(question: str) -> str:
+    return question if len(question) <= RECENT_LABEL_CHARS else f"{question[:RECENT_LABEL_CHARS - 1]}…"
+
+
 # --- the pages ---------------------------------------------------------------------------------
 
 @bp.get("/conversation")
@@ -150,9 +169,10 @@ def _render_page(conversation_id: str | None, *, error: ConsoleHaError | None = 
         # Said on load, before a first message would fail on it.
         model_problem=current_setup().problem,
         model_next_step=MODEL_NEXT_STEP,
-        recent=conversation_service().recent(),
+        recent=_recent(),
         kept=MAX_CONVERSATIONS,
         kept_hours=MAX_IDLE_SECONDS // 3600,
+        kept_chars=MAX_HISTORY_CHARS,
     )
 
 

@@ -30,6 +30,7 @@ from console_ha.settings.service import (
     SettingsView,
     TryRequest,
 )
+from console_ha.settings.set_up import is_set_up
 from console_ha.settings.tokens import TokenStatus, optional_token, typed_origin
 from console_ha.store.ca_certificate import MAX_PEM_BYTES
 from console_ha.store.config import MAX_ALLOWLIST, PAGE_SETTINGS, HomeAssistantConfig
@@ -68,7 +69,9 @@ class AllowlistItem:
 
 @bp.get("/")
 def index() -> Response:
-    """The Console's front door leads to the settings page."""
+    """The Console's front door: the conversation once set up (`is_set_up`), the settings page until then."""
+    if is_set_up(_settings().read()):
+        return redirect(url_for("conversation.page"))
     return redirect(url_for("pages.home_assistant_settings"))
 
 

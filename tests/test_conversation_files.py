@@ -1,0 +1,164 @@
+"""Issue 25: the household's conversations survive a restart, on disk under the data dir, within the same bounds."""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.console import Console, ConsoleOptions
+from console_ha.conversation import function_name
+from console_ha.conversation.conversations import MAX_IDLE_SECONDS, ConversationStore
+from console_ha.store.config import ConfigStore
+from console_ha.store.conversations import ConversationFiles
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, check_token
+from console_ha.words import CHAT_ALLOWED, CHAT_RESTARTED
+from tests.fake_model import FakeModel, answer_from_tool_result, text, tool_call
+from tests.stub_ha import StubHomeAssistant
+
+ALLOWED = ["sensor.living_room_temperature"]
+LIST = function_name(LIST_ENTITIES)
+TITLE = "Read your Home Assistant devices?"
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture
+def configured(data_dir: DataDir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    return stub_ha
+
+
+def start(data_dir: DataDir, model: FakeModel) -> Console:
+    """A Console as `console-ha serve` opens one: a restart is opening it again on the same data dir."""
+    environment = {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "fake-model"}
+    return Console.open(data_dir, ConsoleOptions(model_environment=lambda: environment))
+
+
+def files_of(data_dir: DataDir) -> list[str]:
+    directory = data_dir.root / "conversations"
+    return sorted(p.name for p in directory.iterdir() if not p.name.startswith(".")) if directory.exists() else []
+
+
+def test_a_conversation_survives_a_restart_in_a_private_file_and_the_audit_log_holds_no_value(
+        data_dir: DataDir, configured: StubHomeAssistant, model: FakeModel) -> None:
+    model.script(tool_call(LIST, {}), answer_from_tool_result, text("It is 21.5 °C."))
+    console = start(data_dir, model)
+    paused = console.conversation.send(None, "what devices are there?")
+    assert paused.pending_confirmation is not None
+    console.conversation.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    answered = start(data_dir, model).conversation.transcript(paused.conversation_id)  # kept after the answer too
+    assert answered is not None and {"role": "note", "content": CHAT_ALLOWED.format(title=TITLE)} in answered[0]
+    console.conversation.send(paused.conversation_id, "and the temperature?")
+    before = console.conversation.transcript(paused.conversation_id)
+    assert before is not None
+
+    again = start(data_dir, model)
+    after = again.conversation.transcript(paused.conversation_id)
+    assert after is not None and after[0] == before[0] and after[1] is None
+    assert [r["question"] for r in again.conversation.recent()] == ["what devices are there?"]
+    directory = data_dir.root / "conversations"
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    kept = directory / f"{paused.conversation_id}.json"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    # The read's value is the household's own, in its own file; the audit log still holds none of it.
+    assert "Living room" in kept.read_text() and "Living room" not in data_dir.audit_log.read_text()
+    assert "what devices are there?" not in data_dir.audit_log.read_text()
+    assert paused.pending_confirmation.token not in kept.read_text()
+    # The conversation goes on after the restart, with the model seeing what it saw before.
+    model.script(text("Still 21.5 °C."))
+    assert again.conversation.send(paused.conversation_id, "still?").reply == "Still 21.5 °C."
+    assert "It is 21.5 °C." in json.dumps(model.requests[-1].messages, ensure_ascii=False)
+
+
+def test_a_conversation_that_waited_comes_back_with_its_card_closed_and_the_chat_says_so(
+        data_dir: DataDir, configured: StubHomeAssistant, model: FakeModel) -> None:
+    """Cards live in memory: after a restart the old card answers nothing, the chat says why, and the model is
+    told the read did not run, so the next message goes on from there."""
+    model.script(tool_call(LIST, {}, call_id="call_waiting"))
+    console = start(data_dir, model)
+    paused = console.conversation.send(None, "what devices are there?")
+    assert paused.pending_confirmation is not None
+
+    again = start(data_dir, model)
+    found = again.conversation.transcript(paused.conversation_id)
+    assert found is not None
+    lines, card = found
+    assert card is None
+    assert lines[-1] == {"role": "note", "content": CHAT_RESTARTED.format(title=TITLE)}
+    assert again.conversation.recent()[0]["waiting"] is False
+    with pytest.raises(Exception) as caught:
+        again.conversation.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    assert getattr(caught.value, "code", None) == "CONFIRMATION_INVALID"
+    assert configured.requests == []  # nothing was read
+    model.script(text("Ask me again whenever you like."))
+    again.conversation.send(paused.conversation_id, "never mind")
+    answered = [m for m in model.requests[-1].messages if m.get("tool_call_id") == "call_waiting"]
+    assert len(answered) == 1 and "did not run" in answered[0]["content"]
+    # Said once: a second restart neither repeats the line nor answers the call twice.
+    third = start(data_dir, model).conversation.transcript(paused.conversation_id)
+    assert third is not None
+    assert [m["content"] for m in third[0]].count(CHAT_RESTARTED.format(title=TITLE)) == 1
+
+
+def test_a_damaged_file_is_set_aside_and_the_console_starts_with_the_others(
+        data_dir: DataDir, configured: StubHomeAssistant, model: FakeModel) -> None:
+    model.script(text("Hello."), text("Hi."))
+    console = start(data_dir, model)
+    kept = console.conversation.send(None, "hello").conversation_id
+    damaged = console.conversation.send(None, "hi").conversation_id
+    directory = data_dir.root / "conversations"
+    (directory / f"{damaged}.json").write_text('{"id": "')  # a write cut short by hand, not by the Console
+    wrong = "abcdefghijklmnopqrstuv"
+    (directory / f"{wrong}.json").write_text(json.dumps({"id": wrong, "messages": "not a list"}))
+
+    again = start(data_dir, model)
+    assert [r["conversation_id"] for r in again.conversation.recent()] == [kept]
+    names = files_of(data_dir)
+    assert f"{kept}.json" in names
+    assert any(n.startswith(f"{damaged}.json.broken-") for n in names)  # kept, never silently lost
+    assert any(n.startswith(f"{wrong}.json.broken-") for n in names)
+    assert f"{damaged}.json" not in names
+
+
+def test_the_bounds_hold_on_disk_too(data_dir: DataDir, clock: Any) -> None:
+    """At most the count (the evicted one's file goes with it); one idle past the age is forgotten at start."""
+    files = ConversationFiles(data_dir)
+    store = ConversationStore(max_conversations=2, clock=clock, files=files)
+    made = []
+    for n in range(3):
+        conversation = store.create()
+        conversation.messages.append({"role": "user", "content": f"question {n}"})
+        conversation.touch()
+        store.save(conversation)
+        made.append(conversation.id)
+    assert files_of(data_dir) == sorted(f"{i}.json" for i in made[1:])
+    program = store.create("program:abc")
+    program.messages.append({"role": "user", "content": "a program's"})
+    store.save(program)
+    assert len(files_of(data_dir)) == 2  # a program's conversation lives only as long as its requests
+
+    later = time.time() + MAX_IDLE_SECONDS - 60
+    record = json.loads((data_dir.root / "conversations" / f"{made[1]}.json").read_text())
+    record["touched"] -= 120  # its last message a little earlier than the other's
+    files.write(made[1], record)
+    restarted = ConversationStore(max_conversations=2, clock=clock, files=files, wall_clock=lambda: later)
+    assert restarted.load() == 1
+    assert [c.id for c in restarted.recent()] == [made[2]]
+    assert files_of(data_dir) == [f"{made[2]}.json"]
+
+
+def test_an_id_that_is_not_a_conversation_s_never_names_a_file(data_dir: DataDir) -> None:
+    with pytest.raises(ValueError):
+        ConversationFiles(data_dir).write("../secrets/console/password-hash", {})

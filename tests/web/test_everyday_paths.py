@@ -1,0 +1,155 @@
+"""Issue 25's everyday paths as the server answers them: the front door, the recent conversations, the Enter hint."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from console_ha.secret import Secret
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore
+from tests.fake_model import FakeModel, text, tool_call
+from tests.stub_ha import StubHomeAssistant
+from tests.web.conftest import csrf_from
+
+MESSAGE = "/api/v1/conversation/message"
+RECENT = "/api/v1/conversation/recent"
+SETTINGS = "/settings/home-assistant"
+URL = "http://homeassistant.local:8123"
+ALLOWED = ["sensor.living_room_temperature"]
+SET_UP: dict[str, Any] = {"enabled": True, "base_url": URL, "allowlisted_entities": ALLOWED}
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture
+def app(make_app: Any, model: FakeModel) -> Flask:
+    return make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+
+
+def save(data_dir: DataDir, config: dict[str, Any], token_for: str | None = URL) -> None:
+    ConfigStore(data_dir).update(config)
+    if token_for is not None:
+        TokenStore(data_dir).write(Secret("eyJhbGciOiJIUzI1NiJ9.front-door.signature"), token_for)
+
+
+@pytest.fixture
+def configured(data_dir: DataDir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
+    save(data_dir, {**SET_UP, "base_url": stub_ha.base_url}, token_for=None)
+    from console_ha.store.ha_token import check_token
+
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    return stub_ha
+
+
+# --- the front door ------------------------------------------------------------------------------
+
+def test_once_set_up_the_front_door_leads_to_the_conversation(logged_in: FlaskClient, data_dir: DataDir) -> None:
+    save(data_dir, SET_UP)
+    response = logged_in.get("/")
+    assert response.status_code == 302 and response.location == "/conversation"
+
+
+@pytest.mark.parametrize(("config", "token_for"), [
+    ({**SET_UP, "enabled": False}, URL),  # switched off
+    ({**SET_UP, "allowlisted_entities": []}, URL),  # nothing chosen to read
+    (SET_UP, None),  # no token
+    (SET_UP, "http://elsewhere.local:8123"),  # a token for another Home Assistant, which is never sent here
+], ids=["off", "no-devices", "no-token", "token-for-elsewhere"])
+def test_until_set_up_the_front_door_leads_to_settings(
+        logged_in: FlaskClient, data_dir: DataDir, config: dict[str, Any], token_for: str | None) -> None:
+    save(data_dir, config, token_for)
+    response = logged_in.get("/")
+    assert response.status_code == 302 and response.location == SETTINGS
+
+
+def test_a_damaged_settings_file_leads_to_settings_which_says_what_to_do(
+        logged_in: FlaskClient, data_dir: DataDir) -> None:
+    save(data_dir, SET_UP)
+    data_dir.ha_config.write_text("{not json")
+    assert logged_in.get("/").location == SETTINGS
+
+
+def test_a_login_without_next_lands_on_the_conversation_once_set_up(
+        client: FlaskClient, password: str, data_dir: DataDir) -> None:
+    save(data_dir, SET_UP)
+    token = csrf_from(client.get("/login").get_data(as_text=True))
+    landed = client.post("/login", data={"password": password, "csrf_token": token}, follow_redirects=True)
+    assert landed.status_code == 200 and landed.request.path == "/conversation"
+
+
+def test_a_login_with_next_still_goes_there(client: FlaskClient, password: str, data_dir: DataDir) -> None:
+    save(data_dir, SET_UP)
+    token = csrf_from(client.get("/login").get_data(as_text=True))
+    landed = client.post("/login?next=/activity", data={"password": password, "csrf_token": token},
+                         follow_redirects=True)
+    assert landed.request.path == "/activity"
+
+
+# --- the recent conversations ---------------------------------------------------------------------
+
+def test_the_list_follows_the_last_message_and_an_answered_card_no_longer_waits(
+        household: FlaskClient, configured: StubHomeAssistant, model: FakeModel) -> None:
+    model.script(text("Hello."), tool_call("home_assistant__list_entities", {}), text("Two devices."))
+    first = household.post(MESSAGE, json={"message": "hello there"}).get_json()
+    time.sleep(0.01)
+    second = household.post(MESSAGE, json={"message": "what devices are there?"}).get_json()
+    listed = household.get(RECENT).get_json()["conversations"]
+    assert [(c["label"], c["waiting"]) for c in listed] == [("what devices are there?", True), ("hello there", False)]
+    # Reopening the older one to read it moves nothing.
+    household.get(f'/conversation?c={first["conversation_id"]}')
+    assert [c["conversation_id"] for c in household.get(RECENT).get_json()["conversations"]] == [
+        second["conversation_id"], first["conversation_id"]]
+    household.post(MESSAGE, json={"conversation_id": second["conversation_id"], "confirmation": {
+        "token": second["pending_confirmation"]["token"], "approve": True}})
+    answered = household.get(RECENT).get_json()["conversations"][0]
+    assert answered["conversation_id"] == second["conversation_id"] and answered["waiting"] is False
+    model.script(text("Hi again."))
+    time.sleep(0.01)
+    household.post(MESSAGE, json={"conversation_id": first["conversation_id"], "message": "me again"})
+    moved = household.get(RECENT).get_json()["conversations"]
+    assert moved[0]["conversation_id"] == first["conversation_id"]
+    assert moved[0]["updated"] >= moved[1]["updated"]  # with its new time, not its old one
+
+
+def test_the_list_is_the_household_s_alone(bearer: FlaskClient, client: FlaskClient) -> None:
+    assert bearer.get(RECENT).status_code == 403
+    assert client.get(RECENT).status_code == 401
+
+
+def test_a_long_first_question_is_shortened_once_on_the_server(
+        household: FlaskClient, configured: StubHomeAssistant, model: FakeModel) -> None:
+    model.script(text("OK."))
+    question = "Which of the lights " * 10
+    household.post(MESSAGE, json={"message": question})
+    label = household.get(RECENT).get_json()["conversations"][0]["label"]
+    assert len(label) == 80 and label.endswith("…") and question.startswith(label[:-1])
+    assert f">{label}</a>" in household.get("/conversation").get_data(as_text=True)
+
+
+def test_the_page_states_the_bounds_in_one_line(household: FlaskClient) -> None:
+    html = household.get("/conversation").get_data(as_text=True)
+    line = re.search(r'<p class="hint" id="recent-bounds">(.*?)</p>', html, re.S)
+    assert line is not None
+    words = " ".join(line.group(1).split())
+    assert words == ("The Console keeps your last 100 conversations for 6 hours after their last message, also "
+                     "across a restart, and of a long conversation its latest 262,144 characters.")
+
+
+# --- the Enter hint -------------------------------------------------------------------------------
+
+def test_the_enter_hint_is_hidden_until_the_script_that_sends_on_enter_shows_it(household: FlaskClient) -> None:
+    html = household.get("/conversation").get_data(as_text=True)
+    assert re.search(r'<p class="hint" id="enter-hint" hidden>Press Enter to send', html)
+    assert 'aria-describedby="message-hint"' in html  # a screen reader is not told it either
