@@ -23,6 +23,9 @@ bp = Blueprint("confirmations", __name__)
 
 MAX_TOKEN_CHARS = 256
 POLL_SECONDS = 3
+# Without JavaScript the page reloads itself this often (a <meta> refresh inside <noscript>), so a card that
+# arrives is seen without a reload; long enough to read a card and the line an answer leaves.
+NOSCRIPT_REFRESH_SECONDS = 10
 
 
 def household_queue() -> HouseholdQueue:
@@ -110,6 +113,7 @@ def _render(*, error: ConsoleHaError | None = None) -> str:
         pending=[waiting.to_dict() for waiting in household_queue().pending()],
         error=error,
         poll_seconds=POLL_SECONDS,
+        refresh_seconds=NOSCRIPT_REFRESH_SECONDS,
     )
 
 
