@@ -17,6 +17,7 @@ from playwright.sync_api import BrowserContext, Page
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.household_queue import HouseholdQueue
+from console_ha.capabilities.household_watch import HouseholdWatch
 from tests.e2e.conftest import DESKTOP, LiveConsole, log_in
 from tests.stub_ha import StubHomeAssistant
 
@@ -89,10 +90,14 @@ def _five_tabs(context: BrowserContext, queue: HouseholdQueue, console: LiveCons
     tabs = open_tabs(context, console, password)
     time.sleep(1.0)  # every page has started (and the leader's question is open)
     took: list[float] = []
+    spreads: list[float] = []
     for n in range(1, ROUNDS + 1):
         for tab in tabs:
             tab.evaluate(STAMP_WHEN_COUNTED, n)
-        took += seconds_until_counted(tabs, n, ask(queue, n))
+        counted = seconds_until_counted(tabs, n, ask(queue, n))
+        spreads.append(max(counted) - min(counted))
+        took += counted
+    print(f"\nfirst to last of the five tabs, each card: {', '.join(f'{s * 1000:.0f} ms' for s in spreads)}")
     return took
 
 
@@ -127,7 +132,16 @@ def test_without_web_locks_every_tab_still_counts_a_new_card_within_2_s(
     assert max(took) < WITHIN_SECONDS, took
 
 
-def _after_moving(page: Page, queue: HouseholdQueue, console: LiveConsole, password: str) -> list[float]:
+def _after_moving(page: Page, queue: HouseholdQueue, console: LiveConsole, password: str,
+                  monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    watch = console.services.household_watch
+    left: list[bool] = []  # each page's beacon as it went: whether it ended a question still open
+
+    def leave(*args: str) -> bool:
+        left.append(HouseholdWatch.leave(watch, *args))
+        return left[-1]
+
+    monkeypatch.setattr(watch, "leave", leave)
     page.set_viewport_size(DESKTOP)
     log_in(page, console, password, path="/activity")
     took: list[float] = []
@@ -137,14 +151,19 @@ def _after_moving(page: Page, queue: HouseholdQueue, console: LiveConsole, passw
             page.wait_for_load_state()
         page.evaluate(STAMP_WHEN_COUNTED, n)
         took += seconds_until_counted([page], n, ask(queue, n))
+    print(f"\nbeacons: {len(left)}, of which ended a question: {sum(left)}")
+    # Best effort by design (a page gone before its question started sends none; a late one finds its question
+    # replaced already), but they come and they end questions: on a browser that sends none, this fails.
+    assert sum(left) >= len(PAGES), left
     return took
 
 
 def test_right_after_moving_through_five_pages_a_new_card_counts_within_2_s(
     page: Page, configured: LiveConsole, queue: HouseholdQueue, household_password: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The page each round ends on counts the card at once: the five it left hold no place on the server."""
-    took = _after_moving(page, queue, configured, household_password)
+    took = _after_moving(page, queue, configured, household_password, monkeypatch)
     report("right after moving through five pages", took)
     assert max(took) < WITHIN_SECONDS, took
     assert configured.services.household_watch.watching() <= 1
@@ -152,8 +171,9 @@ def test_right_after_moving_through_five_pages_a_new_card_counts_within_2_s(
 
 def test_without_web_locks_moving_through_five_pages_is_never_turned_away(
     without_web_locks: BrowserContext, configured: LiveConsole, queue: HouseholdQueue, household_password: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each page asks for itself: its beacon on leaving, and its tab's id, free the place it held."""
-    took = _after_moving(without_web_locks.new_page(), queue, configured, household_password)
+    took = _after_moving(without_web_locks.new_page(), queue, configured, household_password, monkeypatch)
     report("right after moving through five pages, without Web Locks", took)
     assert max(took) < WITHIN_SECONDS, took
