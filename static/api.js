@@ -73,3 +73,16 @@ export async function api(method, url, body = undefined, retried = false) {
   const result = { ok: false, status, error, headers: response.headers };
   return status === 401 ? sessionEnded(result) : result;
 }
+
+/**
+ * A last word to the server from a page that is going (`pagehide`): `fields` form-encoded with the CSRF
+ * token, sent with `navigator.sendBeacon`, which the browser delivers after the page is gone. No answer
+ * comes back to anyone; false when the browser has no beacons or would not queue this one.
+ */
+export function beacon(url, fields) {
+  if (!("sendBeacon" in navigator)) return false;
+  const body = new URLSearchParams(fields);
+  const meta = document.querySelector('meta[name="csrf-token"]');
+  if (meta) body.set("csrf_token", meta.content);
+  return navigator.sendBeacon(url, body);
+}

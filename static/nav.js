@@ -1,17 +1,52 @@
 // Every Console page: the count of requests waiting on the Confirmations page, in the nav and the title,
 // and a system notification for each new one once the household has allowed notifications (the button on
-// /confirmations). One long poll per page: the server answers as soon as the waiting cards change, or
-// after about 25 s with nothing new (capabilities/household_watch.py). Without this module the count is
-// the one the page was rendered with. The notification's words come from the server.
+// /confirmations). Without this module the count is the one the page was rendered with. The
+// notification's words come from the server.
+//
+// One long poll for all of this browser's open Console pages (docs/front-end.md, "The waiting count"):
+// the page holding the Web Lock `console-ha-watch` asks the server, which answers as soon as the waiting
+// cards change, or after about 25 s with nothing new (capabilities/household_watch.py), and it shares each
+// answer with the other pages over a BroadcastChannel. When it goes, the browser hands the lock to the next
+// page at once, which asks from the version it last heard. Where Web Locks are missing (a Console on plain
+// http from another machine is not a secure context), every page asks for itself, as before, and still
+// shares what it hears, so a page the server turned away as busy learns of a card from the others.
+//
+// A page's question names its tab (an id kept in sessionStorage across the tab's pages) and its load; a
+// newer question of the tab replaces the older on the server, and a page that goes ends its question with a
+// beacon on `pagehide`, so moving through pages never leaves questions behind that count against the tabs.
 
-import { api } from "./api.js";
+import { api, beacon } from "./api.js";
 
 const badge = document.getElementById("waiting-count");
 const RETRY_AFTER_FAILURE_MS = 5000;
+const LEADER_LOCK = "console-ha-watch";
+const CHANNEL = "console-ha-waiting";
+const TAB_KEY = "console-ha-watch-tab";
 const baseTitle = document.title.replace(/^\(\d+\) /, "");
 
 let version = badge?.dataset.version ?? "";
 let known = new Set((badge?.dataset.cards ?? "").split(" ").filter(Boolean));
+let asking = false; // whether this page has a question open on the server (then it says when it goes)
+
+function randomId() {
+  // getRandomValues, not randomUUID: it also exists outside a secure context (plain http on the LAN).
+  return Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function tabId(fresh = false) {
+  try {
+    let id = fresh ? "" : sessionStorage.getItem(TAB_KEY);
+    if (!id) {
+      id = randomId();
+      sessionStorage.setItem(TAB_KEY, id);
+    }
+    return id;
+  } catch {
+    return randomId(); // storage refused: this page is a tab of its own
+  }
+}
+
+const ids = { page: tabId(), load: randomId() };
 
 function showCount(count) {
   badge.hidden = count === 0;
@@ -24,7 +59,7 @@ function showCount(count) {
 function notify(card) {
   if (!("Notification" in window) || Notification.permission !== "granted") return;
   try {
-    // The tag is the card's: several open pages show one notification per card, not one each.
+    // The tag is the card's: pages that each ask for themselves show one notification per card, not one each.
     const notification = new Notification(card.notification_title, { body: card.notification_body, tag: card.id });
     notification.addEventListener("click", () => {
       window.focus();
@@ -35,22 +70,41 @@ function notify(card) {
   }
 }
 
-function received(answer) {
+/** An answer, from the server (`asked`: this page notifies) or from the page that asked for all. */
+function received(answer, asked) {
   version = answer.version;
   const now = new Set(answer.cards.map((card) => card.id));
-  for (const card of answer.cards) if (!known.has(card.id)) notify(card);
+  if (asked) for (const card of answer.cards) if (!known.has(card.id)) notify(card);
   known = now;
   showCount(answer.count);
 }
 
+const channel = "BroadcastChannel" in window ? new BroadcastChannel(CHANNEL) : null;
+channel?.addEventListener("message", (event) => received(event.data, false));
+
 const pause = (ms) => new Promise((resolve) => window.setTimeout(resolve, ms));
 
+async function ask() {
+  const query = new URLSearchParams({ seen: version, page: ids.page, load: ids.load });
+  asking = true;
+  try {
+    return await api("GET", `${badge.dataset.watchUrl}?${query}`);
+  } finally {
+    asking = false;
+  }
+}
+
+/** Ask, answer after answer, until the session ends; resolving gives up the lock. */
 async function watch() {
   for (;;) {
-    const result = await api("GET", `${badge.dataset.watchUrl}?seen=${encodeURIComponent(version)}`);
+    const result = await ask();
     if (result.ok) {
-      received(result.data);
-      // Turned away (too many pages open at once): ask again later; the count still comes, later.
+      // Replaced by a newer question with this tab's id: another tab has it too (a duplicated tab), so this
+      // page takes an id of its own rather than the two replacing each other for ever.
+      if (result.data.replaced) ids.page = tabId(true);
+      received(result.data, true);
+      channel?.postMessage(result.data);
+      // Turned away (too many pages open at once): ask again later; the others' answers still come.
       if (result.data.busy) await pause(result.data.retry_after * 1000);
     } else if (result.error.code === "UNAUTHENTICATED") {
       return; // a page that keeps unsaved work stays (api.js); nothing more to watch without a session
@@ -60,4 +114,10 @@ async function watch() {
   }
 }
 
-if (badge?.dataset.watchUrl) watch();
+if (badge?.dataset.watchUrl) {
+  window.addEventListener("pagehide", () => {
+    if (asking) beacon(badge.dataset.leaveUrl, { page: ids.page, load: ids.load });
+  });
+  if (channel && navigator.locks) navigator.locks.request(LEADER_LOCK, () => watch());
+  else watch();
+}

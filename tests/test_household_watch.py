@@ -98,3 +98,88 @@ def test_open_waits_are_bounded_per_session_and_overall() -> None:
         thread.join(5)
     assert watch.watching() == 0
     assert not watch.wait(seen, "a", timeout=0.05).busy
+
+
+# -- issue 25: a page's place is freed as soon as the page goes ---------------------------------------------
+
+TAB = "tab-0123456789"
+
+
+def _open(watch: HouseholdWatch, seen: str, session: str, timeout: float, **ids: str) -> tuple[threading.Thread,
+                                                                                                 list[Any]]:
+    """A question asked in a thread; its answer and how long it took land in the list."""
+    out: list[Any] = []
+
+    def ask() -> None:
+        started = time.monotonic()
+        out.append((watch.wait(seen, session, timeout, **ids), time.monotonic() - started))
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    return thread, out
+
+
+def _until(condition: Any, seconds: float = 2.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert condition()
+
+
+def test_a_newer_question_of_the_same_tab_ends_the_older_and_takes_its_place() -> None:
+    """Moving through pages in one tab: each new page's question replaces the last, never turned away as busy."""
+    watch = HouseholdWatch(Cards(), max_watchers=6, per_session=2, tick=0.02)
+    seen = watch.now().version
+    other, _ = _open(watch, seen, "s", 5.0, page="another-tab-01", load="load-0000001")
+    asked = [_open(watch, seen, "s", 5.0, page=TAB, load=f"load-{n:07d}") for n in range(5)]
+    for thread, out in asked[:-1]:  # each ended when the next page of the tab asked
+        thread.join(2)
+        assert not thread.is_alive() and not out[0][0].busy and out[0][1] < 1.5
+        assert out[0][0].to_dict()["replaced"] is True
+    assert watch.watching() == 2  # the other tab's question and this tab's latest
+    last, out = asked[-1]
+    assert last.is_alive() and not out
+    assert watch.leave("s", TAB, "load-0000004") and watch.leave("s", "another-tab-01", "load-0000001")
+    last.join(2)
+    other.join(2)
+    assert watch.watching() == 0
+
+
+def test_leaving_ends_the_question_at_once_and_frees_its_place() -> None:
+    """A page that goes (its beacon): its question answers now, and another tab is no longer turned away."""
+    watch = HouseholdWatch(Cards(), max_watchers=6, per_session=1, tick=0.02)
+    seen = watch.now().version
+    thread, out = _open(watch, seen, "s", 10.0, page=TAB, load="load-first01")
+    _until(lambda: watch.watching() == 1)
+    assert watch.wait(seen, "s", 5.0, page="second-tab-01", load="load-first02").busy
+    started = time.monotonic()
+    assert watch.leave("s", TAB, "load-first01")
+    thread.join(2)
+    assert time.monotonic() - started < 0.5 and out[0][0].version == seen and watch.watching() == 0
+    assert "replaced" not in out[0][0].to_dict()
+    assert not watch.wait(seen, "s", 0.05, page="second-tab-01", load="load-first02").busy
+
+
+def test_a_leave_ends_only_the_load_it_names_and_only_in_its_own_session() -> None:
+    """A reload's new question stays when the old page's beacon comes late; another session's leave does nothing."""
+    watch = HouseholdWatch(Cards(), tick=0.02)
+    seen = watch.now().version
+    thread, out = _open(watch, seen, "s", 0.6, page=TAB, load="load-newer01")
+    _until(lambda: watch.watching() == 1)
+    assert not watch.leave("s", TAB, "load-older01")  # the page the tab left, its beacon arriving late
+    assert not watch.leave("other session", TAB, "load-newer01")
+    assert not watch.leave("s", TAB, "")
+    assert watch.watching() == 1
+    thread.join(3)
+    assert out[0][1] >= 0.5  # held to its timeout: nothing ended it
+
+
+def test_a_question_without_a_tab_id_is_counted_alone() -> None:
+    """Ids that are not a page's own random ones are not trusted to replace anything."""
+    watch = HouseholdWatch(Cards(), max_watchers=6, per_session=2, tick=0.02)
+    seen = watch.now().version
+    held = [_open(watch, seen, "s", 0.5, page="x", load="y") for _ in range(2)]
+    _until(lambda: watch.watching() == 2)
+    assert watch.wait(seen, "s", 5.0, page="x", load="y").busy
+    for thread, _ in held:
+        thread.join(2)

@@ -6,6 +6,12 @@ threads, so they are bounded: `MAX_WATCHERS` over the whole Console and `MAX_WAT
 browser session (several tabs of one household). A question past either bound is answered at once with
 `busy`, and that page asks again after `BUSY_RETRY_SECONDS`: it still learns of a card, later.
 
+A page's place is freed as soon as the page goes, not when its question would have timed out (issue 25):
+each question names its browser tab (`page`) and that page load (`load`). A newer question from the same
+tab ends the older one and takes its place, so a reload or a move to another page is never turned away
+by the question it left behind; and a page that goes says so (`leave`, a beacon sent on `pagehide`), which
+ends its question at once. A question without a tab is counted alone, as before.
+
 The watch looks at the queue every `TICK_SECONDS` while a question is open, rather than being told by the
 queue: a card also goes away by itself when its time runs out, which no call announces, and a look at an
 in-memory list a few times a second costs nothing next to a page's request.
@@ -14,11 +20,12 @@ in-memory list a few times a second costs nothing next to a page's request.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import re
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from console_ha.capabilities.household_queue import WaitingRead
@@ -34,22 +41,31 @@ MAX_WATCHERS = 6
 MAX_WATCHERS_PER_SESSION = 2
 # A page turned away (`busy`) asks again after this long.
 BUSY_RETRY_SECONDS = 15
+# What a page may call its tab and its load: a page's own random ids, never anything of the household's.
+PAGE_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
 @dataclass(frozen=True)
 class WatchAnswer:
-    """What a page learns: the cards now (a version to send back, the count, each card's title), or busy."""
+    """What a page learns: the cards now (a version to send back, the count, each card's title), or busy.
+
+    `replaced`: a newer question with the same tab id ended this one (a page of the tab that is gone, or a
+    duplicated tab sharing the id, which then takes an id of its own).
+    """
 
     version: str
     cards: tuple[dict[str, str], ...]
     busy: bool = False
+    replaced: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON answer; `retry_after` (seconds) only when the page was turned away."""
+        """The JSON answer; `retry_after` (seconds) only when the page was turned away, `replaced` only when true."""
         body: dict[str, Any] = {"version": self.version, "count": len(self.cards), "cards": list(self.cards),
                                 "busy": self.busy}
         if self.busy:
             body["retry_after"] = BUSY_RETRY_SECONDS
+        if self.replaced:
+            body["replaced"] = True
         return body
 
 
@@ -67,46 +83,86 @@ def _answer(pending: Sequence[WaitingRead], *, busy: bool = False) -> WatchAnswe
     return WatchAnswer(version, cards, busy)
 
 
+@dataclass
+class _Question:
+    """One open question: whose it is, which page load asked it, and the event that ends it early."""
+
+    session: str
+    load: str
+    ended: threading.Event
+    replaced: bool = False
+
+
 class HouseholdWatch:
-    """Bounded long polls over the cards waiting for the household."""
+    """Bounded long polls over the cards waiting for the household, one place per open browser tab."""
 
     def __init__(self, pending: Callable[[], Sequence[WaitingRead]], *, max_watchers: int = MAX_WATCHERS,
                  per_session: int = MAX_WATCHERS_PER_SESSION, tick: float = TICK_SECONDS,
-                 timer: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+                 timer: Callable[[], float] = time.monotonic) -> None:
         self._pending = pending
         self._max = max_watchers
         self._per_session = per_session
         self._tick = tick
         self._timer = timer
-        self._sleep = sleep
-        self._open: Counter[str] = Counter()
+        # Open questions by (session, tab); a question without a tab gets a key of its own.
+        self._open: dict[tuple[str, str], _Question] = {}
+        self._anonymous = itertools.count()
         self._lock = threading.Lock()
 
     def now(self) -> WatchAnswer:
         """The cards waiting now, without waiting."""
         return _answer(self._pending())
 
-    def wait(self, seen: str, session: str, timeout: float = WATCH_SECONDS) -> WatchAnswer:
-        """The cards, as soon as their version differs from `seen`, or when `timeout` has passed; busy past a bound."""
-        with self._lock:
-            if sum(self._open.values()) >= self._max or self._open[session] >= self._per_session:
-                return _answer(self._pending(), busy=True)
-            self._open[session] += 1
+    def wait(self, seen: str, session: str, timeout: float = WATCH_SECONDS, *, page: str = "",
+             load: str = "") -> WatchAnswer:
+        """The cards, as soon as their version differs from `seen`, or when `timeout` has passed; busy past a bound.
+
+        `page` names the browser tab and `load` the page load asking: an older question of the same tab ends
+        at once and this one takes its place (the bounds count tabs, not requests left behind).
+        """
+        key = (session, page) if PAGE_ID.match(page) else (session, f" {next(self._anonymous)}")
+        question = self._enter(key, session, load)
+        if question is None:
+            return _answer(self._pending(), busy=True)
         try:
             end = self._timer() + max(0.0, timeout)
             while True:
                 answer = _answer(self._pending())
                 left = end - self._timer()
-                if answer.version != seen or left <= 0:
-                    return answer
-                self._sleep(min(self._tick, left))
+                if answer.version != seen or left <= 0 or question.ended.is_set():
+                    return replace(answer, replaced=question.replaced)
+                question.ended.wait(min(self._tick, left))
         finally:
             with self._lock:
-                self._open[session] -= 1
-                if self._open[session] <= 0:
-                    del self._open[session]
+                if self._open.get(key) is question:
+                    del self._open[key]
+
+    def _enter(self, key: tuple[str, str], session: str, load: str) -> _Question | None:
+        """This question's place: the one its tab held before, else a new one within the bounds; None when busy."""
+        with self._lock:
+            older = self._open.get(key)
+            if older is None:
+                mine = sum(1 for question in self._open.values() if question.session == session)
+                if len(self._open) >= self._max or mine >= self._per_session:
+                    return None
+            else:
+                older.replaced = True
+                older.ended.set()  # the tab has moved on: its earlier question answers now, to nobody
+            question = _Question(session, load, threading.Event())
+            self._open[key] = question
+            return question
+
+    def leave(self, session: str, page: str, load: str) -> bool:
+        """A page has gone: end its question now, freeing the place (only that load's; a newer one stays)."""
+        with self._lock:
+            question = self._open.get((session, page))
+            if question is None or not PAGE_ID.match(load) or question.load != load:
+                return False
+            question.ended.set()
+            del self._open[(session, page)]
+            return True
 
     def watching(self) -> int:
         """How many questions are open now."""
         with self._lock:
-            return sum(self._open.values())
+            return len(self._open)

@@ -42,6 +42,7 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "confirmations.page": Access.HOUSEHOLD,
     "confirmations.page_post": Access.HOUSEHOLD,
     "confirmations.watch": Access.HOUSEHOLD,  # every page's long poll for the count and notifications
+    "confirmations.leave_watch": Access.HOUSEHOLD,  # issue 25: a page going away ends its long poll
     # the household's: the pages of the Console
     "auth.logout": Access.HOUSEHOLD,
     "pages.index": Access.HOUSEHOLD,

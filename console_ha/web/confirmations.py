@@ -23,6 +23,9 @@ bp = Blueprint("confirmations", __name__)
 
 MAX_TOKEN_CHARS = 256
 POLL_SECONDS = 3
+# Without JavaScript the page reloads itself this often (a <meta> refresh inside <noscript>), so a card that
+# arrives is seen without a reload; long enough to read a card and the line an answer leaves.
+NOSCRIPT_REFRESH_SECONDS = 10
 
 
 def household_queue() -> HouseholdQueue:
@@ -62,12 +65,26 @@ def watch() -> Response:
     """Every open page's long poll: answered as soon as the waiting cards differ from version `seen`, else in ~25 s.
 
     The household's session only (web/access.py); bounded per session and overall (capabilities/household_watch.py).
+    `page` and `load` (the tab's and the page load's own random ids) let a newer question of a tab replace its older.
     """
-    seen = request.args.get("seen", "")[:64]
+    args = request.args
     seconds = float(current_app.config.get("CONSOLE_HA_WATCH_SECONDS", WATCH_SECONDS))
+    answer = services().household_watch.wait(args.get("seen", "")[:64], _watcher(), seconds,
+                                              page=args.get("page", "")[:64], load=args.get("load", "")[:64])
+    return jsonify(answer.to_dict())
+
+
+@bp.post("/api/v1/confirmations/watch/leave")
+def leave_watch() -> Response:
+    """A page going away (its `pagehide` beacon, form-encoded with the CSRF token): its long poll ends now."""
+    form = request.form
+    services().household_watch.leave(_watcher(), form.get("page", "")[:64], form.get("load", "")[:64])
+    return Response(status=204)
+
+
+def _watcher() -> str:
     # One browser session's questions are counted together; its id is kept only as a digest.
-    who = hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
-    return jsonify(services().household_watch.wait(seen, who, seconds).to_dict())
+    return hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
 
 
 @bp.get("/confirmations")
@@ -96,6 +113,7 @@ def _render(*, error: ConsoleHaError | None = None) -> str:
         pending=[waiting.to_dict() for waiting in household_queue().pending()],
         error=error,
         poll_seconds=POLL_SECONDS,
+        refresh_seconds=NOSCRIPT_REFRESH_SECONDS,
     )
 
 

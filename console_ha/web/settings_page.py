@@ -48,6 +48,7 @@ from console_ha.words import (
     PICKER_NEEDS_SAVED_CONNECTION,
     SENSITIVE_QUESTION,
     SENSITIVE_WHY,
+    SETTINGS_WORDS,
     household_error,
 )
 
@@ -335,6 +336,8 @@ def _render(
         ca_words={"takes_effect": CA_TAKES_EFFECT, "question": CA_REMOVE_QUESTION, "removed": CA_REMOVED,
                   "added": CA_ADDED},
         nothing_chosen=NOTHING_CHOSEN,
+        # For static/settings/picker.js: what the picker says, without asking, while no URL and token are saved.
+        picker_not_configured=SETTINGS_WORDS[CapabilityNotConfigured.code],
         sensitive_question=sensitive_question or [],
         token_typed=token_typed,
         sensitive_words={"question": SENSITIVE_QUESTION, "why": SENSITIVE_WHY, "paste_token": PASTE_TOKEN_AGAIN},

@@ -30,6 +30,12 @@ export function setUpPicker(page) {
   page.loadEntities = async (tried) => {
     lastLoad = tried;
     el.pickerRetry.hidden = true;
+    // No URL or no token saved: the server would answer 409 CAPABILITY_NOT_CONFIGURED (a red line in the
+    // browser's console on every load of a Console not set up yet), so the picker says its words unasked.
+    if (!tried && (page.savedUrl === "" || el.tokenStatus.dataset.stored !== "true")) {
+      setStatus(el.pickerStatus, el.pickerStatus.dataset.notConfigured);
+      return;
+    }
     el.picker.setAttribute("aria-busy", "true");
     setStatus(el.pickerStatus, "Loading entities from Home Assistant…", "busy");
     const result = tried ? await api("POST", page.urls.preview, tried) : await api("GET", page.urls.entities);

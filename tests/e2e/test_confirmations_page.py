@@ -135,7 +135,7 @@ def test_without_javascript_each_card_is_a_form_that_answers(
     call = start_call(configured, api_token, calls, period="week")
     log_in(page, configured, household_password, path="/settings/home-assistant")
     page.get_by_role("link", name="Confirmations").click()
-    # Without the script the page does not refresh itself: a reload shows a card that arrived later.
+    # A reload shows a card that arrived later (the page also reloads itself: test_confirmations_refresh.py).
     for _ in range(50):
         if page.locator("section.confirm-card").count():
             break

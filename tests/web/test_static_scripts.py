@@ -109,7 +109,7 @@ def test_every_page_script_asks_the_server_through_api_js() -> None:
     found = {path.relative_to(STATIC).as_posix() for path in scripts() if SERVER_CALLS.search(path.read_text())}
     assert found == {"api.js"}
     importers = {path.relative_to(STATIC).as_posix() for path in scripts()
-                 if re.search(r'^import \{ api \} from "\.{1,2}/api\.js";$', path.read_text(), re.M)}
+                 if re.search(r'^import \{ api(?:, \w+)* \} from "\.{1,2}/api\.js";$', path.read_text(), re.M)}
     assert {"nav.js", "confirmations.js", "conversation.js", "model.js", "settings/main.js"} <= importers
 
 

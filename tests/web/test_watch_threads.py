@@ -71,3 +71,64 @@ def test_polls_past_the_bounds_are_turned_away_at_once_and_pages_still_load(wait
     held = [(body, took) for body, took in answers if not body["busy"]]
     assert len(held) == MAX_WATCHERS
     assert all(body["version"] == seen and took >= HELD_SECONDS - 0.5 for body, took in held)
+
+
+# -- issue 25: a page's place is freed as soon as the page goes ---------------------------------------------
+
+LEAVE = WATCH + "/leave"
+TAB = "tab-0123456789"
+
+
+def _background_poll(browser: Browser, query: str, answers: list[tuple[dict[str, Any], float]]) -> threading.Thread:
+    thread = threading.Thread(target=_poll_query, args=(browser, query, answers), daemon=True)
+    thread.start()
+    return thread
+
+
+def _poll_query(browser: Browser, query: str, answers: list[tuple[dict[str, Any], float]]) -> None:
+    started = time.monotonic()
+    body = browser.get(f"{WATCH}?{query}").json()
+    answers.append((body, time.monotonic() - started))
+
+
+def test_a_tab_moving_through_pages_is_never_turned_away(waitress_url: str, password: str) -> None:
+    """Five pages in a row in one tab, each leaving its poll open behind it: every new one is held, none busy
+    (before issue 25 the third was busy, and its count came 15 s late)."""
+    browser = Browser(waitress_url)
+    assert browser.log_in(password).status_code == 302
+    seen = browser.get(WATCH).json()["version"]
+    answers: list[tuple[dict[str, Any], float]] = []
+    for n in range(5):
+        _background_poll(browser, f"seen={seen}&page={TAB}&load=load-{n:07d}", answers)
+        time.sleep(0.3)
+    assert len(answers) == 4 and all(not body["busy"] and took < 1.0 for body, took in answers)
+    # Another tab of the same session still gets its place beside this tab's latest.
+    other = _background_poll(browser, f"seen={seen}&page=another-tab-01&load=load-0000009", answers)
+    time.sleep(0.3)
+    assert len(answers) == 4
+    csrf = browser.csrf("/activity")
+    for page_id, load in ((TAB, "load-0000004"), ("another-tab-01", "load-0000009")):
+        left = browser.post(LEAVE, data={"page": page_id, "load": load, "csrf_token": csrf})
+        assert left.status_code == 204
+    other.join(2)
+    assert len(answers) == 6 and all(not body["busy"] for body, _ in answers)
+
+
+def test_the_leave_beacon_is_checked_as_every_change_is(waitress_url: str, password: str) -> None:
+    """No CSRF token: refused; another site's Origin: refused; and the poll it named stays held."""
+    browser = Browser(waitress_url)
+    assert browser.log_in(password).status_code == 302
+    seen = browser.get(WATCH).json()["version"]
+    answers: list[tuple[dict[str, Any], float]] = []
+    poll = _background_poll(browser, f"seen={seen}&page={TAB}&load=load-0000001", answers)
+    time.sleep(0.3)
+    form = {"page": TAB, "load": "load-0000001"}
+    no_csrf = browser.post(LEAVE, data=form)
+    assert no_csrf.status_code == 400 and no_csrf.json()["error"]["code"] == "CSRF_INVALID"
+    foreign = browser.post(LEAVE, data={**form, "csrf_token": browser.csrf("/activity")}, origin="http://evil.test")
+    assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "FORBIDDEN"
+    assert requests.post(waitress_url + LEAVE, data=form, timeout=5).status_code == 401
+    time.sleep(0.3)
+    assert answers == []
+    poll.join(HELD_SECONDS + 5)
+    assert answers[0][1] >= HELD_SECONDS - 0.5

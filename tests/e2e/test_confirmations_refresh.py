@@ -1,0 +1,62 @@
+"""Without JavaScript, /confirmations shows a card that arrives while it is open, with no reload (issue 25)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, ViewportSize, expect
+
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.household_queue import HouseholdQueue
+from console_ha.web.confirmations import NOSCRIPT_REFRESH_SECONDS
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in
+from tests.stub_ha import StubHomeAssistant
+
+pytestmark = pytest.mark.browser
+
+ENTITY = "sensor.living_room_temperature"
+
+
+@pytest.fixture
+def queue(console: LiveConsole, stub_ha: StubHomeAssistant) -> Iterator[HouseholdQueue]:
+    """A Console set up with one entity; its household queue, the one MCP calls fill (emptied afterwards)."""
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=[ENTITY],
+                      entity_names={ENTITY: "Living room temperature"})
+    household: HouseholdQueue = console.app.extensions["console_ha_mcp"].queue
+    yield household
+    for waiting in household.pending():
+        household.withdraw(waiting)
+
+
+@pytest.mark.browser_context_args(java_script_enabled=False)
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_without_javascript_a_new_card_appears_by_itself(
+    page: Page, console: LiveConsole, queue: HouseholdQueue, household_password: str, size: ViewportSize,
+) -> None:
+    """The page, open and empty, shows a program's new card within its refresh, and says that it looks."""
+    page.set_viewport_size(size)
+    log_in(page, console, household_password, path="/confirmations")
+    expect(page.get_by_text("Nothing is waiting for you.")).to_be_visible()
+    expect(page.locator("#confirmations-refresh")).to_have_text(
+        f"This page looks for new requests every {NOSCRIPT_REFRESH_SECONDS} seconds.")
+    queue.ask("desk assistant", GET_HISTORY, {"entity_id": ENTITY, "period": "day"})
+    asked = time.monotonic()
+    card = page.locator("section.confirm-card")
+    expect(card.get_by_role("heading", name="Read the history of Living room temperature?")).to_be_visible(
+        timeout=(NOSCRIPT_REFRESH_SECONDS + 5) * 1000)
+    assert time.monotonic() - asked <= NOSCRIPT_REFRESH_SECONDS + 5
+    expect(card.get_by_role("button", name="Allow this once")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+
+
+def test_with_javascript_the_page_never_reloads_itself(page: Page, console: LiveConsole, household_password: str,
+                                                       queue: HouseholdQueue) -> None:
+    """The refresh is inside <noscript>: with the script the page stays, and keeps itself current instead."""
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password, path="/confirmations")
+    page.evaluate("window.__same_page = true")
+    expect(page.locator("#confirmations-refresh")).to_have_count(0)
+    page.wait_for_timeout((NOSCRIPT_REFRESH_SECONDS + 2) * 1000)
+    assert page.evaluate("window.__same_page === true")
