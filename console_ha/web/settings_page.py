@@ -19,7 +19,7 @@ from flask import Blueprint, flash, redirect, request, url_for
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
-from console_ha.errors import ConsoleHaError, InvalidSettingsChange, SettingsChangedElsewhere
+from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, SettingsChangedElsewhere
 from console_ha.secret import Secret
 from console_ha.settings.browse import QUERY_PARAMS, BrowseQuery
 from console_ha.settings.service import TRY_FIELDS, SaveRequest, SettingsUnreadable, TryRequest
@@ -180,8 +180,11 @@ def _test_connection(form: MultiDict[str, str]) -> tuple[str, int]:
         if refused:
             holds().drop_token(session_id())  # Home Assistant said no to it: it is not kept for Save
         field = err.detail.get("field")
-        outcome = Outcome("test", worded.message, False, field if isinstance(field, str) else None,
-                          str(worded.detail.get("field_message") or worded.message))
+        field_words = str(worded.detail.get("field_message") or worded.message)
+        # Not set up: the API's sentence leads to the script's live picker ("…to choose entities"); this page
+        # says what to type instead, as beside the field.
+        words = field_words if err.code == CapabilityNotConfigured.code else worded.message
+        outcome = Outcome("test", words, False, field if isinstance(field, str) else None, field_words)
         return _render_in_place(form, Shown(outcome=outcome), keep_token=not refused,
                                 status=400 if err.code == InvalidSettingsChange.code else 200)
     where = f"“{found.location_name}”" if found.location_name else "Home Assistant"

@@ -147,6 +147,9 @@ def test_test_connection_without_a_token_says_what_to_type(household: FlaskClien
     assert re.search(r'<input type="password" id="access-token"[^>]*aria-invalid=true', html)
     assert re.search(r'id="access-token-error" >Paste an access token', html)
     assert "save an access token first" not in html
+    # Hints fit the page: the API's words lead to the script's live picker, which this page has not.
+    assert SETTINGS_WORDS["CAPABILITY_NOT_CONFIGURED"] not in html
+    assert re.search(r'id="test-status" role="status" aria-live="polite">Paste an access token', html)
 
 
 def test_the_ca_buttons_work_as_plain_forms_and_remove_asks_first(
