@@ -60,6 +60,7 @@ def test_a_token_pasted_for_test_connection_is_saved_without_a_second_paste(
     # Never sent back: the field is empty, and the page says the token is kept for this address.
     assert stub_ha.token not in html and 'id="access-token" name="access_token" value=""' in html
     assert kept_words(stub_ha.base_url) in html
+    assert 'aria-describedby="token-status token-kept token-origin-note token-hint"' in html  # read out with it
     assert stored_token(data_dir) is None  # a test saves nothing
 
     status, _, _ = post(household, base_url=stub_ha.base_url, enabled="on")
