@@ -92,6 +92,7 @@ def test_the_whole_set_up_without_javascript(
     assert stub_ha.token not in page.content()
     assert not console.config.path.exists()
     assert violations_without_script(browser, console, page) == []
+    screenshot(page, f"settings-token-kept-without-javascript-{viewport['width']}", phone=False)
 
     # Save the connection without pasting again (the assistant stays off): the entities are listed at once.
     save(page)
