@@ -159,6 +159,13 @@ PICKER_NEEDS_SAVED_CONNECTION = ("To choose entities without JavaScript, first s
 # After Test connection without JavaScript, when a token was typed: the page never sends a token back.
 PASTE_TOKEN_AGAIN = ("This page never sends a token back to your browser, so paste it again before you press "
                      "Save.")
+# Without JavaScript a pasted token is kept on the server for the session (`settings.held`), never sent back:
+# said beside the empty token field, in two sentences.
+TOKEN_KEPT = "The access token you pasted is kept on this Console for {minutes} minutes, for {origin} only."
+TOKEN_KEPT_HOW = "Leave the field empty and press Save to store it, or paste another one."
+# A "Save anyway" posted again (Back and resubmit) or after its question expired: each is good once.
+CONFIRMATION_SPENT = ("That “Save anyway” was already used or is too old, so nothing was saved: answer the "
+                      "question below again.")
 
 # Sensitive entities (`settings.catalogue.is_sensitive`): why the page asks before the assistant may read one
 # (the script's dialog and the question of the page without JavaScript say the same).

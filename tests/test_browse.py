@@ -94,3 +94,12 @@ def test_an_area_whose_name_has_spaces_at_its_ends_is_found_by_its_own_option() 
     option = next(choice for choice in listing.areas if choice.label.strip() == "Pantry")
     query = BrowseQuery.from_args({"area": option.value, "q": ""})
     assert [row.entity_id for row in browse(catalogue, (), query).rows] == ["light.pantry"]
+
+
+def test_the_names_go_along_for_the_rows_shown_and_every_chosen_entity() -> None:
+    """A save without JavaScript stores Home Assistant's names (issue 25): those shown, and those chosen elsewhere."""
+    listing = browse(CATALOGUE, ("light.hall", "light.gone"), BrowseQuery(search="kitchen"))
+    assert listing.names == {"light.kitchen": "Kitchen light", "sensor.kitchen_temperature": "Kitchen temperature",
+                             "light.hall": "Hall light", "light.gone": "Gone light"}
+    nameless = {"entities": [entry("sensor.x", "sensor.x")], "missing": []}
+    assert browse(nameless, ("sensor.x",), BrowseQuery()).names == {}  # an id is no name

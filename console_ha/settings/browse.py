@@ -94,6 +94,9 @@ class BrowsePage:
     kinds: list[Choice]
     areas: list[Choice]
     areas_known: bool
+    # Home Assistant's names of the rows shown and of every chosen entity, wherever it is listed: a save
+    # without JavaScript stores them (`entity_names`), as the script's picker does.
+    names: dict[str, str]
 
     def groups(self) -> list[tuple[str, list[EntityRow]]]:
         """The rows under their headings, as the script's picker groups them: missing, each area, no area."""
@@ -154,10 +157,11 @@ def browse(catalogue: Mapping[str, Any], chosen: Iterable[str], query: BrowseQue
     matching = [row for row in rows if _matches(row, words, query.kind, query.area)]
     pages = max(1, -(-len(matching) // PAGE_SIZE))
     page = min(query.page, pages)
+    shown = matching[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
     kinds = Counter(row.entity_id.partition(".")[0] for row in rows)
     areas = Counter(area_value(row.area) for row in rows if not row.missing)
     return BrowsePage(
-        rows=matching[(page - 1) * PAGE_SIZE: page * PAGE_SIZE],
+        rows=shown,
         matched=len(matching),
         total=len(rows),
         page=page,
@@ -166,4 +170,6 @@ def browse(catalogue: Mapping[str, Any], chosen: Iterable[str], query: BrowseQue
         areas=sorted(_choices(areas, ((value, value.removeprefix(AREA_PREFIX) if value != NO_AREA else NO_AREA_WORDS)
                                       for value in areas)), key=lambda c: c.value == NO_AREA),
         areas_known=bool(catalogue.get("areas_known", True)),
+        names={row.entity_id: row.name for row in [*shown, *(r for r in rows if r.chosen)]
+               if row.name != row.entity_id},
     )

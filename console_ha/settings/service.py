@@ -16,15 +16,18 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from console_ha.errors import HABusy, InvalidSettingsChange, SettingsFileDamaged
-from console_ha.ha.addresses import normalise_base_url
+import orjson
+
+from console_ha.errors import ConsoleHaError, HABusy, InvalidSettingsChange, SettingsFileDamaged
+from console_ha.ha.addresses import ENTITY_ID_RE, normalise_base_url
 from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.discovery import Instance
 from console_ha.secret import Secret
 from console_ha.settings import saving
-from console_ha.settings.catalogue import catalogue_json, holds_token
+from console_ha.settings.catalogue import catalogue_json, holds_token, is_sensitive
 from console_ha.settings.connection import HomeAssistantFound, check_home_assistant, not_home_assistant
+from console_ha.settings.held import SessionHolds
 from console_ha.settings.tokens import TokenStatus, not_configured, not_entered, optional_token, stored_token_for
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
 from console_ha.store.ca_certificate import CACertificateStore, ca_bundle_path
@@ -91,6 +94,12 @@ class SettingsView:
     token: TokenStatus
     config_error: SettingsUnreadable | None = None
 
+    @property
+    def can_list(self) -> bool:
+        """Whether the saved settings have a URL and a token for it, so the picker can list their entities."""
+        url = self.config.base_url
+        return bool(url) and self.token.stored and not self.token.asked_again_for(url)
+
     def to_json(self) -> dict[str, Any]:
         """The settings API's answer (GET, and POST after a save)."""
         # Every setting a page may send, as the file holds it (`HomeAssistantConfig.to_json`: the names of
@@ -106,6 +115,14 @@ class SettingsView:
             "revision": self.revision,
             "config_error": self.config_error.to_dict()["error"] if self.config_error else None,
         }
+
+
+@dataclass(frozen=True)
+class SensitiveItem:
+    """A sensitive entity a save would newly let the assistant read, as the question names it."""
+
+    entity_id: str
+    name: str
 
 
 @dataclass(frozen=True)
@@ -187,6 +204,9 @@ class SettingsService:
         # for it, and past DISCOVERY_REQUESTS in all a request is refused at once.
         self._discovery_lock = threading.Lock()
         self._discovery_requests = threading.BoundedSemaphore(DISCOVERY_REQUESTS)
+        # What the page without JavaScript keeps per browser session between two posts (a pasted token,
+        # the sensitive question's nonces); swappable, like the boundaries, for a test's clock.
+        self.holds = SessionHolds()
 
     def close(self) -> None:
         """Let the area workers go (a fetch under way finishes and fills the cache)."""
@@ -246,6 +266,36 @@ class SettingsService:
             return self._config.load()
         except SettingsFileDamaged:
             return HomeAssistantConfig()
+
+    def sensitive_to_confirm(self, submitted: list[str], confirmed: frozenset[str]) -> list[SensitiveItem]:
+        """The sensitive entities among `submitted` that are neither allowlisted yet nor `confirmed`.
+
+        Sensitivity is the picker's (`catalogue.is_sensitive`): by the domain, and for an on/off sensor by its
+        device class, from the catalogue of the saved URL and token. When the catalogue cannot be read, the
+        domain alone decides, so a door sensor then goes unasked: the question is the household's safeguard
+        against a slip, not the access control (that is the allowlist). A damaged file asks nothing (the save
+        refuses it by itself).
+        """
+        view = self.read()
+        saved = set(view.config.allowlisted_entities)
+        new = [e for e in submitted if e not in saved and e not in confirmed and ENTITY_ID_RE.fullmatch(e)]
+        if view.config_error is not None or not new:
+            return []
+        known: dict[str, dict[str, Any]] = {}
+        # The domain decides for every kind but on/off sensors, whose device class only Home Assistant knows:
+        # only then is it asked (the catalogue also gives their names).
+        if view.can_list and any(e.partition(".")[0] == "binary_sensor" for e in new):
+            try:
+                known = {e["entity_id"]: e for e in orjson.loads(self.entities()).get("entities", [])}
+            except ConsoleHaError as err:
+                log.info("sensitive entities without the catalogue (%s): judged by their domain", err.code)
+        items = []
+        for entity_id in new:
+            entry = known.get(entity_id)
+            if bool(entry.get("sensitive")) if entry else is_sensitive(entity_id.partition(".")[0], {}):
+                name = (entry or {}).get("friendly_name") or view.config.display_name(entity_id)
+                items.append(SensitiveItem(entity_id, str(name)))
+        return items
 
     # --- which URL and token a call uses --------------------------------------------------------
 

@@ -246,6 +246,8 @@ def setup() -> Response | tuple[str, int] | str:
 def logout() -> Response:
     """End the session on the server too, so a copy of its cookie opens nothing (CSRF was checked)."""
     services().secrets.end_session(session.get(SESSION_ID))
+    # A token the settings page without JavaScript kept for this session goes with it (settings/held.py).
+    services().settings.holds.forget(session.get(SESSION_ID))
     session.clear()
     return redirect(url_for("auth.login", logged_out=1))
 

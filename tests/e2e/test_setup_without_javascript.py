@@ -11,18 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
 
+from console_ha.settings.held import HOLD_SECONDS
 from console_ha.store.ca_certificate import DAMAGED
 from console_ha.words import (
     CA_ADDED,
     CA_REMOVE_QUESTION,
     CA_REMOVED,
     CA_TAKES_EFFECT,
+    CONFIRMATION_SPENT,
     NOTHING_CHOSEN,
-    PASTE_TOKEN_AGAIN,
     PICKER_NEEDS_SAVED_CONNECTION,
     SENSITIVE_QUESTION,
+    TOKEN_KEPT,
 )
 from tests.certs import make_ca
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
@@ -65,49 +67,55 @@ def save(page: Page) -> None:
 
 
 @pytest.mark.browser_context_args(java_script_enabled=False)
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
 def test_the_whole_set_up_without_javascript(
     page: Page, browser: Browser, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant,
-    areas: dict[str, str],
+    areas: dict[str, str], viewport: ViewportSize,
 ) -> None:
-    page.set_viewport_size(DESKTOP)
+    """Issue 25: the token pasted once, the lists there at once, 3 entities by search, area and kind in one Save."""
+    page.set_viewport_size(viewport)
     log_in(page, console, household_password)
 
     # Nothing saved yet: the list says what it needs, in words.
     page.get_by_role("button", name="Show entities").click()
     expect(page.locator("#nojs-picker-status")).to_have_text(PICKER_NEEDS_SAVED_CONNECTION)
 
-    # Test connection with what is typed, before anything is saved; the token is never sent back.
+    # Test connection with what is typed, before anything is saved; the token is never sent back, but kept.
     page.get_by_label("Home Assistant URL").fill(stub_ha.base_url)
     page.get_by_label("Access token").fill(stub_ha.token)
     page.get_by_role("button", name="Test connection").click()
     expect(page.locator("#test-status")).to_contain_text("Connected to “Home”")
-    expect(page.locator("#test-status")).to_contain_text(PASTE_TOKEN_AGAIN)
+    expect(page.locator("#token-kept")).to_contain_text(
+        TOKEN_KEPT.format(minutes=HOLD_SECONDS // 60, origin=stub_ha.base_url))
     expect(page.get_by_label("Home Assistant URL")).to_have_value(stub_ha.base_url)
     expect(page.get_by_label("Access token")).to_have_value("")
+    assert stub_ha.token not in page.content()
     assert not console.config.path.exists()
     assert violations_without_script(browser, console, page) == []
+    screenshot(page, f"settings-token-kept-without-javascript-{viewport['width']}", phone=False)
 
-    # Save the connection (the assistant stays off): the entities are listed at once.
-    page.get_by_label("Access token").fill(stub_ha.token)
+    # Save the connection without pasting again (the assistant stays off): the entities are listed at once.
     save(page)
     expect(page.get_by_role("status").first).to_have_text("Saved.")
+    assert console.tokens.read_record() is not None
+    expect(page.locator("#nojs-count")).to_contain_text("Showing 1–")
+
+    # A first load lists them too, with both lists filled.
+    page.goto(console.at("/settings/home-assistant"))
     expect(page.locator("#nojs-count")).to_contain_text("Showing 1–")
     kinds = page.get_by_label("Kind of entity").locator("option").all_text_contents()
     assert "Lights (2)" in kinds and not any(text.startswith("binary_sensor") for text in kinds)
+    assert "Living room (2)" in page.get_by_label("Area", exact=True).locator("option").all_text_contents()
     assert violations_without_script(browser, console, page) == []
-    screenshot(page, "settings-picker-without-javascript", phone=False)
+    screenshot(page, f"settings-picker-without-javascript-{viewport['width']}", phone=False)
 
-    # One by search: Enter in the search field sends the GET form, never the settings.
+    # One by search: Enter in the search field searches, and saves nothing.
     page.get_by_label("Search entities").fill("coffee")
     page.get_by_label("Search entities").press("Enter")
     expect(page.locator("#nojs-count")).to_contain_text("of 1 matching")
-    assert "q=coffee" in page.url
     entity(page, "switch.coffee_machine").check()
-    save(page)
-    expect(page.get_by_label("Search entities")).to_have_value("coffee")  # back to the same list
-    assert saved_file(console)["allowlisted_entities"] == ["switch.coffee_machine"]
 
-    # One by area: the chosen one above is not on this list, and is kept.
+    # One by area, without a Save between: the one above is not on this list, and is carried along.
     page.get_by_label("Search entities").fill("")
     page.get_by_label("Area", exact=True).select_option("area:Living room")
     page.get_by_role("button", name="Search", exact=True).click()
@@ -115,19 +123,22 @@ def test_the_whole_set_up_without_javascript(
     expect(entity(page, "switch.coffee_machine")).to_have_count(0)
     expect(page.locator("#nojs-kept")).to_contain_text("1 chosen entity is not on this page")
     entity(page, "light.living_room").check()
-    save(page)
 
-    # One by kind, in the household's words; then turn it on.
+    # One by kind, in the household's words; then turn it on, and one Save keeps all three.
     page.get_by_label("Area", exact=True).select_option("")
     page.get_by_label("Kind of entity").select_option("light")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(entity(page, "light.living_room")).to_be_checked()
     entity(page, "light.bedroom").check()
     page.get_by_role("checkbox", name="Let the assistant read Home Assistant").check()
+    assert saved_file(console)["allowlisted_entities"] == []  # nothing saved by the searches
     save(page)
     expect(page.get_by_role("status").first).to_have_text("Saved.")
     saved = saved_file(console)
     assert saved["enabled"] is True and sorted(saved["allowlisted_entities"]) == CHOSEN
+    # Home Assistant's names, as with JavaScript: a card reads "Bedroom light", not one made from the id.
+    assert saved["entity_names"] == {"light.bedroom": "Bedroom light", "light.living_room": "Living room light",
+                                     "switch.coffee_machine": "Coffee machine"}
     assert stub_ha.token not in page.content()
     assert violations_without_script(browser, console, page) == []
 
@@ -266,7 +277,8 @@ def test_a_sensitive_entity_asks_before_it_is_saved_without_javascript(
     entity(page, "lock.front_door").check()
     save(page)
     expect(page.locator("#sensitive-question code")).to_have_text(["lock.front_door"])
-    page.get_by_role("button", name="Save anyway").click()
+    with page.expect_request(lambda r: r.method == "POST") as answered:
+        page.get_by_role("button", name="Save anyway").click()
     expect(page.get_by_role("status").first).to_have_text("Saved.")
     assert saved_file(console)["allowlisted_entities"] == ["lock.front_door"]
     expect(page.get_by_label("Search entities")).to_have_value("front door")  # back to the same list
@@ -274,3 +286,15 @@ def test_a_sensitive_entity_asks_before_it_is_saved_without_javascript(
     # Already allowlisted, it is not asked about again.
     save(page)
     expect(page.get_by_role("status").first).to_have_text("Saved.")
+
+    # Removed, then the same "Save anyway" posted again (Back and resubmit): asked again, nothing saved.
+    entity(page, "lock.front_door").uncheck()
+    save(page)
+    assert saved_file(console)["allowlisted_entities"] == []
+    replay = answered.value
+    again = page.request.post(replay.url, headers={k: v for k, v in replay.headers.items()
+                                                   if k.lower() in ("content-type", "origin", "referer")},
+                              data=replay.post_data_buffer)
+    assert again.status == 200
+    assert CONFIRMATION_SPENT in again.text() and SENSITIVE_QUESTION in again.text()
+    assert saved_file(console)["allowlisted_entities"] == []

@@ -96,34 +96,32 @@ def test_the_whole_set_up_without_javascript_against_the_real_home_assistant(
     household_password: str,  # noqa: F811
     real_ha: RealHomeAssistant,
 ) -> None:
-    """Issue 21: first run to a saved allowlist of 3 entities, by search, area and kind, with no script at all."""
+    """Issues 21 and 25: first run to a saved allowlist of 3 entities, by search, area and kind, with no script at
+    all: the token pasted once, and the three chosen across searches with one Save."""
     log_in(page, console, household_password)
     page.get_by_label("Home Assistant URL").fill(real_ha.base_url)
     page.get_by_label("Access token").fill(real_ha.token)
     page.get_by_role("button", name="Test connection").click()
     expect(page.locator("#test-status")).to_contain_text(f"Connected to “{LOCATION_NAME}”, Home Assistant {HA_VERSION}")
+    expect(page.get_by_label("Access token")).to_have_value("")
     assert not console.config.path.exists()
 
-    page.get_by_label("Access token").fill(real_ha.token)
+    # Kept on the server for this URL: no second paste.
     page.get_by_role("button", name="Save", exact=True).click()
     live = real_ha.get("/api/states").json()
     expect(page.locator("#nojs-count")).to_contain_text(f"of {len(live)} matching")
     kinds = page.get_by_label("Kind of entity").locator("option").all_text_contents()
     assert "Helpers: numbers (3)" in kinds and not any(text.startswith("input_number") for text in kinds)
 
-    # By search.
+    # By search, by area (Home Assistant's own area registry), by kind: the ticks go along without a Save.
     page.get_by_label("Search entities").fill("humidity")
     page.get_by_label("Search entities").press("Enter")
     entity(page, "sensor.kitchen_humidity").check()
-    page.get_by_role("button", name="Save", exact=True).click()
-    # By area: Home Assistant's own area registry.
     page.get_by_label("Search entities").fill("")
     page.get_by_label("Area", exact=True).select_option("area:Living Room")
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#nojs-count")).to_contain_text("of 2 matching")
     entity(page, "light.living_room_lamp").check()
-    page.get_by_role("button", name="Save", exact=True).click()
-    # By kind, then on.
     page.get_by_label("Area", exact=True).select_option("")
     page.get_by_label("Kind of entity").select_option("counter")
     page.get_by_role("button", name="Search", exact=True).click()
@@ -135,4 +133,7 @@ def test_the_whole_set_up_without_javascript_against_the_real_home_assistant(
     saved = json.loads(console.config.path.read_text())
     assert (saved["enabled"], saved["base_url"]) == (True, real_ha.base_url)
     assert sorted(saved["allowlisted_entities"]) == sorted(CHOSEN)
+    # Home Assistant's own names, as the script stores them.
+    names = {state["entity_id"]: state["attributes"].get("friendly_name") for state in live}
+    assert saved["entity_names"] == {entity_id: names[entity_id] for entity_id in CHOSEN}
     assert real_ha.token not in page.content()

@@ -1,0 +1,277 @@
+"""The Home Assistant settings page as rendered: the form with what is saved, or with what was typed and ticked.
+
+`settings_page` answers each request; this module turns a `SettingsView` and the household's own values into
+the page, with the picker without JavaScript (`settings.browse`), the notes beside the token field, and the
+sensitive question a Save may ask.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from flask import render_template, request, session, url_for
+
+from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
+from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, Unauthenticated
+from console_ha.ha.addresses import ENTITY_ID_RE
+from console_ha.settings.browse import PAGE_SIZE, BrowsePage, BrowseQuery, browse
+from console_ha.settings.held import SessionHolds
+from console_ha.settings.service import SensitiveItem, SettingsService, SettingsUnreadable, SettingsView
+from console_ha.settings.tokens import TokenStatus, typed_origin
+from console_ha.store.ca_certificate import MAX_PEM_BYTES
+from console_ha.store.config import MAX_ALLOWLIST, PAGE_SETTINGS, HomeAssistantConfig
+from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN
+from console_ha.store.review import MAX_SENT_BY_PAGE
+from console_ha.web import services
+from console_ha.web.auth import SESSION_ID
+from console_ha.words import (
+    CA_ADDED,
+    CA_REMOVE_QUESTION,
+    CA_REMOVED,
+    CA_TAKES_EFFECT,
+    CONFIRMATION_SPENT,
+    NOTHING_CHOSEN,
+    PASTE_TOKEN_AGAIN,
+    PICKER_NEEDS_SAVED_CONNECTION,
+    SENSITIVE_QUESTION,
+    SENSITIVE_WHY,
+    SETTINGS_WORDS,
+    TOKEN_KEPT,
+    TOKEN_KEPT_HOW,
+    household_error,
+)
+
+log = logging.getLogger(__name__)
+
+
+def settings() -> SettingsService:
+    """The current app's settings service."""
+    return services().settings
+
+
+def holds() -> SessionHolds:
+    """What the page without JavaScript keeps per browser session (`settings.held`)."""
+    return settings().holds
+
+
+def session_id() -> str:
+    """The server-side id of the household's session (every settings page request has one)."""
+    sid = session.get(SESSION_ID)
+    if not isinstance(sid, str):  # only a logged-in household reaches these pages (web/access.py)
+        raise Unauthenticated("Log in to the Console first.")
+    return sid
+
+
+@dataclass(frozen=True)
+class AllowlistItem:
+    """One allowlisted entity as the page lists it before (or without) the live picker."""
+
+    entity_id: str
+    name: str  # what the page shows
+    stored_name: str  # the friendly name the picker saw, "" when none; sent back on save
+    checked: bool = True
+    cost: int = 0  # what it costs of what the assistant can read at once (`entity_budget.entity_cost`), for the meter
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a button without JavaScript did, said in its own place on the page (`where`: "test" or "ca")."""
+
+    where: str
+    message: str
+    ok: bool
+    field: str | None = None  # the field the message is about, marked invalid
+    field_message: str = ""
+
+
+@dataclass(frozen=True)
+class Question:
+    """The sensitive question a Save asks first: the entities, and the nonce its "Save anyway" posts."""
+
+    items: list[SensitiveItem]
+    nonce: str
+    spent: bool = False  # the answer posted had been used already, or was too old
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the household typed, ticked and asked for, to show again (never the token); None: as saved."""
+
+    values: dict[str, object] | None = None
+    chosen: list[str] | None = None
+    query: BrowseQuery | None = None
+    revision: str | None = None
+    outcome: Outcome | None = None
+    form_error: InvalidSettingsChange | None = None
+    ca_question: bool = False
+    question: Question | None = None
+    token_lost: bool = False  # a token was typed that could not be kept: the page asks for it again
+
+
+def render(view: SettingsView, shown: Shown = Shown(), *, status: int = 200) -> tuple[str, int]:
+    """The settings page for `view`, with what `shown` holds in place of the saved values."""
+    config = view.config
+    values = shown.values or {"enabled": config.enabled, "base_url": config.base_url}
+    chosen = list(config.allowlisted_entities) if shown.chosen is None else shown.chosen
+    query = shown.query
+    if query is None and BrowseQuery.asked(request.args):
+        query = BrowseQuery.from_args(request.args)
+    err, outcome = shown.form_error, shown.outcome
+    html = render_template(
+        "settings.html",
+        config_error=None,
+        revision=view.revision if shown.revision is None else shown.revision,
+        values=values,
+        **_token_context(view.token, str(values.get("base_url") or "")),
+        allowlist=_allowlist(config, _unique([*config.allowlisted_entities, *chosen]), set(chosen)),
+        form_error=err,
+        error_field=err.detail.get("field") if err else (outcome.field if outcome else None),
+        field_message=err.message if err else (outcome.field_message if outcome else ""),
+        outcome=outcome,
+        **_picker_context(view, chosen, query),
+        ca=settings().ca_certificate(),
+        ca_question=shown.ca_question,
+        ca_words={"takes_effect": CA_TAKES_EFFECT, "question": CA_REMOVE_QUESTION, "removed": CA_REMOVED,
+                  "added": CA_ADDED},
+        nothing_chosen=NOTHING_CHOSEN,
+        # For static/settings/picker.js: what the picker says, without asking, while no URL and token are saved.
+        picker_not_configured=SETTINGS_WORDS[CapabilityNotConfigured.code],
+        question=shown.question,
+        token_lost=shown.token_lost,
+        sensitive_words={"question": SENSITIVE_QUESTION, "why": SENSITIVE_WHY, "paste_token": PASTE_TOKEN_AGAIN,
+                         "spent": CONFIRMATION_SPENT},
+        page_size=PAGE_SIZE,
+        # For static/budget.js: what the chosen entities may cost in all; each box carries its own cost.
+        budget={"budget_bytes": BUDGET_BYTES},
+        # For static/settings/main.js: the settings a save sends, as declared (`store.config.SETTINGS`).
+        fields=[setting.to_json() for setting in PAGE_SETTINGS],
+        # For static/settings/ and budget.js: the rules a save checks, so the scripts hold no copies.
+        limits={"allowlist": MAX_ALLOWLIST, "entity_id_pattern": ENTITY_ID_RE.pattern,
+                "reviewed": MAX_SENT_BY_PAGE, "ca_pem_bytes": MAX_PEM_BYTES},
+        **urls(),
+    )
+    return html, status
+
+
+def _picker_context(view: SettingsView, chosen: list[str], query: BrowseQuery | None) -> dict[str, Any]:
+    """The picker without JavaScript: the query, its page of entities (or why there is none), what goes along."""
+    listing, words = _listing(view, chosen, query) if query is not None else (None, "")
+    shown = {row.entity_id for row in listing.rows} if listing is not None else set()
+    page = "pages.home_assistant_settings"
+    return {
+        "query": query,
+        "listing": listing,
+        "picker_words": words,
+        # The chosen entities not on the page shown: posted as they are, so a Save or a search loses none.
+        "kept": [(e, _cost(e), listing.names.get(e, "")) for e in chosen if e not in shown] if listing else [],
+        # Home Assistant's names of the entities listed and chosen, for the save to store (one field).
+        "entity_names": listing.names if listing else {},
+        # The form posts back to the list shown, so a Save comes back to it.
+        "action_url": url_for(page, **_as_any(query.args())) if query is not None else url_for(page),
+        # Without JavaScript the list is there at once: a page without a query refreshes to the whole list
+        # (inside <noscript>, so the script's page never loads the entities twice). A GET only: a refresh
+        # after a post would lose what was typed.
+        "list_url": url_for(page, q="") if query is None and view.can_list and request.method == "GET" else None,
+    }
+
+
+def _listing(view: SettingsView, chosen: list[str], query: BrowseQuery) -> tuple[BrowsePage | None, str]:
+    """The page of entities the query asks for, from the saved URL and token; else why not, in words."""
+    if not view.can_list:
+        return None, PICKER_NEEDS_SAVED_CONNECTION
+    try:
+        catalogue = orjson.loads(settings().entities())
+    except CapabilityNotConfigured as err:
+        return None, err.message if "reason" in err.detail else PICKER_NEEDS_SAVED_CONNECTION
+    except ConsoleHaError as err:
+        log.info("picker without JavaScript: %s", err.code)
+        return None, household_error(err).message
+    return browse(catalogue, chosen, query), ""
+
+
+@dataclass(frozen=True)
+class TokenNote:
+    """The sentence beside the token field when the URL's origin is not the stored token's.
+
+    The words are the API's refusal (`ha_token.TOKEN_FOR_ANOTHER_ORIGIN`, or `TOKEN_WITHOUT_ORIGIN`
+    for a token stored without a URL), split around the two origins so the script can fill them in as
+    the household types.
+    """
+
+    shown: bool
+    unbound: bool  # the stored token has no origin: any URL needs the token again
+    saved_origin: str
+    typed_origin: str
+    parts: tuple[str, str, str]
+    unbound_words: str = TOKEN_WITHOUT_ORIGIN
+
+
+def _token_context(token: TokenStatus, typed_url: str) -> dict[str, Any]:
+    """What the page says beside the token field: what is stored, for which origin, and what is kept to save."""
+    before, _, rest = TOKEN_FOR_ANOTHER_ORIGIN.partition("{saved_for}")
+    middle, _, after = rest.partition("{asked_for}")
+    origin = typed_origin(typed_url)
+    note = TokenNote(token.asked_again_for(typed_url), token.stored and token.origin is None, token.origin or "",
+                     origin, (before, middle, after))
+    held = holds().held_token(session_id())
+    # Said only while the URL typed is the one the token was pasted for: for any other it is not used.
+    kept = (held is not None and held.origin == origin)
+    minutes = round(holds().hold_seconds / 60)
+    return {
+        "has_token": token.stored,
+        "token_note": note,
+        "token_kept": [TOKEN_KEPT.format(minutes=minutes, origin=origin), TOKEN_KEPT_HOW] if kept else [],
+    }
+
+
+def render_broken(err: SettingsUnreadable) -> tuple[str, int]:
+    """What is wrong with the settings file and what to do (the page says how to start again), never a trace."""
+    # The API answers 409 CONFIG_INVALID meanwhile.
+    log.warning("the Home Assistant settings file is damaged: %s", err.cause.message)
+    html = render_template("settings.html", config_error=err.cause, config_path=settings().config_file, **urls())
+    return html, 200
+
+
+def _allowlist(config: HomeAssistantConfig, entity_ids: Iterable[str], chosen: set[str]) -> list[AllowlistItem]:
+    items = []
+    for entity_id in entity_ids:
+        # Submitted ids that are not entity ids are still shown (escaped) so the error makes sense.
+        stored_name = config.entity_names.get(entity_id, "")
+        name = config.display_name(entity_id) if "." in entity_id else entity_id
+        items.append(AllowlistItem(entity_id, name, stored_name, entity_id in chosen, _cost(entity_id)))
+    return items
+
+
+def _cost(entity_id: str) -> int:
+    """An entity's cost for the meter; 0 for a posted value that is no entity id (its own error says why)."""
+    return entity_cost(entity_id) if ENTITY_ID_RE.fullmatch(entity_id) else 0
+
+
+def urls() -> dict[str, object]:
+    """The page's own URL, the login page's, and the settings API's routes the scripts call."""
+    return {
+        "page_url": url_for("pages.home_assistant_settings"),
+        "login_url": url_for("auth.login", next=url_for("pages.home_assistant_settings")),
+        "api": {
+            # The settings API's own routes: its prefix is written once, on its blueprint.
+            "config": url_for("settings_api.get_settings"),
+            "entities": url_for("settings_api.entities"),
+            "discover": url_for("settings_api.discover"),
+            "test": url_for("settings_api.test_connection"),
+            "preview": url_for("settings_api.entities_preview"),
+            "ca": url_for("settings_api.ca_certificate"),
+        },
+    }
+
+
+def _as_any(args: dict[str, str]) -> dict[str, Any]:
+    # url_for's keyword arguments are typed for its own options (`_external`...); these are query values.
+    return args
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
