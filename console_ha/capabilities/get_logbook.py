@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.get_history import ONE_OF_THE_PERIODS, PERIODS
@@ -249,7 +250,7 @@ class CauseNamer:
         return people
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which device, over which period, what the household lets the assistant learn, and where it goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)

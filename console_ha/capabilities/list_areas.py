@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
@@ -70,7 +71,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     return trimmed(low)
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which devices' areas will be counted, and where the request goes."""
     count = len(config.allowlisted_entities)
     devices = "device" if count == 1 else "devices"

@@ -225,6 +225,9 @@ class AreaIndexCache:
         self._read = read
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str, str], tuple[float, AreaIndex | HomeAssistantError]] = {}
+        # The last areas read for each key, whatever their age or a failure since: what a card names before
+        # the household allows a read (which reads them again), never a reason to ask Home Assistant.
+        self._known: dict[tuple[str, str, str], AreaIndex] = {}
 
     def get(self, client: HomeAssistantClient, *, timeout: float) -> AreaIndex:
         """The areas of `client`'s Home Assistant: kept ones, else one registry round (its HA* error if it fails)."""
@@ -242,15 +245,25 @@ class AreaIndexCache:
             with self._lock:
                 # One Home Assistant at a time: entries for other URLs or tokens go.
                 self._entries = {key: entry}
+                if isinstance(value, AreaIndex):
+                    self._known = {key: value}
+                elif key not in self._known:
+                    self._known = {}
         if isinstance(entry[1], HomeAssistantError):
             # The kept failure, as a new error of its kind, so no traceback grows on a shared exception.
             raise entry[1].reworded(entry[1].message)
         return entry[1]
 
+    def known(self, key: tuple[str, str, str]) -> AreaIndex | None:
+        """The last areas read for `key` (a client's `cache_key`), however old; None if none. Asks nothing."""
+        with self._lock:
+            return self._known.get(key)
+
     def clear(self) -> None:
         """Forget every kept area list (tests that change a stub's registries)."""
         with self._lock:
             self._entries = {}
+            self._known = {}
 
 
 # The capabilities' one cache (as CALL_LIMITS is the clients' one limit): each read finds it here rather than

@@ -76,7 +76,7 @@ def test_ask_see_the_card_approve_and_get_the_answer(chat: Page, console: LiveCo
 
     chat.get_by_role("button", name="Allow this once").click()
     expect(transcript(chat)).to_contain_text("Living room temperature is 21.4 °C.")
-    expect(transcript(chat)).to_contain_text("You allowed: Read your Home Assistant devices?")
+    expect(transcript(chat)).to_contain_text("Read your Home Assistant devices? You allowed it.")
     expect(card).to_have_count(0)
     expect(chat.get_by_label("Message", exact=True)).to_be_focused()
     assert re.search(r"[?&]c=", chat.url)
