@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, quoted
 from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -89,13 +89,13 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     # Every area of Home Assistant the words name; only allowlisted entities are then looked up in them, so
     # an area without one is never told apart from an area that does not exist.
     selected = selection(config, arguments, areas)
-    present = [e for e in selected if e in found]
-    missing = [e for e in selected if e not in found]
     # The limit counts the selection as the card names it (allowlist order, gone entities included), so the
-    # read holds no entity the card did not name.
+    # answer tells of no entity the card did not name.
     limit = _limit(arguments)
-    shown = [e for e in (selected[:limit] if limit is not None else selected) if e in found]
-    return _fitted(found, shown, missing, len(present), areas, now)
+    named = selected[:limit] if limit is not None else selected
+    shown = [e for e in named if e in found]
+    missing = [e for e in named if e not in found]
+    return _fitted(found, shown, missing, sum(e in found for e in selected), areas, now)
 
 
 def _fitted(found: Mapping[str, Mapping[str, Any]], shown: list[str], missing: list[str], total: int,
@@ -138,6 +138,7 @@ def _limit(arguments: Mapping[str, Any]) -> int | None:
 # --- the card's words: whole sentences, each with named placeholders (issue 26 translates them as they are) ---
 CARD_TITLE = "Read your Home Assistant devices?"
 READS_THE_ONLY_ONE = "The assistant wants to read the current state of the one device you allowed: {names}."
+READS_BOTH = "The assistant wants to read the current state of both devices you allowed: {names}."
 READS_ALL = "The assistant wants to read the current state of all {count} devices you allowed: {names}."
 READS_ALL_AMONG = ("The assistant wants to read the current state of all {count} devices you allowed, among them "
                    "{names}.")
@@ -164,7 +165,7 @@ CARD_NAME_BYTES = 120
 
 
 def _quoted(value: str) -> str:
-    return f"“{cut(value, CARD_FILTER_BYTES)}”"
+    return quoted(cut(value, CARD_FILTER_BYTES))
 
 
 def kind_words(domain: str) -> str:
@@ -194,8 +195,8 @@ def _what_is_read(config: HomeAssistantConfig, arguments: Mapping[str, Any], fac
     everything = not arguments
     if not read:
         words = READS_NONE
-    elif everything and len(read) == 1:
-        words = READS_THE_ONLY_ONE
+    elif everything and len(read) <= 2:
+        words = READS_THE_ONLY_ONE if len(read) == 1 else READS_BOTH
     elif everything:
         words = READS_ALL if len(read) <= MAX_NAMED else READS_ALL_AMONG
     else:
@@ -286,7 +287,7 @@ CAPABILITY = Capability(
                     },
                 },
             },
-            # allowlisted entities Home Assistant no longer has (those the filters keep)
+            # allowlisted entities Home Assistant no longer has (those the filters and the limit keep)
             "missing_entities": {"type": "array", "items": ENTITY_ID_SCHEMA},
             # how many allowlisted entities matched, before the limit
             "total": {"type": "integer", "minimum": 0},
