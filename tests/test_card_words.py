@@ -18,6 +18,8 @@ from console_ha.capabilities.household_watch import HouseholdWatch
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
+from console_ha.ha.areas import fetch_entity_areas
+from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
@@ -206,3 +208,15 @@ def test_a_filtered_list_card_asks_nothing_names_the_room_once_areas_are_held(
     assert warm.card.body.startswith("The assistant wants to read the current state of 1 of the devices you "
                                      "allowed: Living room temperature.")
     assert "Outdoor humidity" not in warm.card.body and "does not know" not in warm.card.body
+
+
+def test_the_areas_the_picker_read_name_the_first_card_s_devices(data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    """The household chose its devices in the picker, which read the rooms: the first card already names them."""
+    stub_ha.serve_registries({"light.living_room": "Living room", "light.bedroom": "Bedroom"})
+    executor = configured(data_dir, stub_ha, ["light.living_room", "light.bedroom", "switch.coffee_machine"])
+    assert fetch_entity_areas(stub_ha.base_url, Secret(stub_ha.token)) is not None  # the picker's own round
+    asked = len(stub_ha.requests)
+    proposal = executor.propose(LIST_ENTITIES, {"area": "bedroom"}, conversation_id="c")
+    assert len(stub_ha.requests) == asked
+    assert proposal.card.body.startswith("The assistant wants to read the current state of 1 of the devices you "
+                                         "allowed: Bedroom.")

@@ -51,7 +51,7 @@ def fetch_entity_areas(
         log.info("entity areas unavailable from %s: %s", base_url, type(err).__name__)
         return None
     try:
-        return entity_areas(
+        index = build_area_index(
             lists["config/area_registry/list"],
             lists["config/entity_registry/list"],
             lists["config/device_registry/list"],
@@ -60,6 +60,9 @@ def fetch_entity_areas(
         log.info("entity areas unavailable from %s: registry lists of an unexpected shape (%s)",
                  base_url, type(err).__name__)
         return None
+    # What the picker just read is what a card may name before its read (the same key: URL, token, CA).
+    AREA_INDEXES.keep_known(fetch_key(base_url, token, ca_bundle), index)
+    return index.entity_area_names()
 
 
 def entity_areas(
@@ -253,6 +256,11 @@ class AreaIndexCache:
             # The kept failure, as a new error of its kind, so no traceback grows on a shared exception.
             raise entry[1].reworded(entry[1].message)
         return entry[1]
+
+    def keep_known(self, key: tuple[str, str, str], index: AreaIndex) -> None:
+        """Hold `index` as the last areas read for `key` (the picker's round), for cards only: reads still read."""
+        with self._lock:
+            self._known = {key: index}
 
     def known(self, key: tuple[str, str, str]) -> AreaIndex | None:
         """The last areas read for `key` (a client's `cache_key`), however old; None if none. Asks nothing."""
