@@ -18,6 +18,7 @@ from console_ha.capabilities.household_watch import HouseholdWatch
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
+from console_ha.console import Console
 from console_ha.ha.areas import fetch_entity_areas
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
@@ -220,3 +221,18 @@ def test_the_areas_the_picker_read_name_the_first_card_s_devices(data_dir: DataD
     assert len(stub_ha.requests) == asked
     assert proposal.card.body.startswith("The assistant wants to read the current state of 1 of the devices you "
                                          "allowed: Bedroom.")
+
+
+def test_after_the_picker_an_energy_meter_s_first_statistics_card_says_how_much(
+        data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    """The picker read every state to offer the devices: the kinds of the allowed ones serve the cards after it."""
+    SEEN.clear()
+    configured(data_dir, stub_ha, ["sensor.energy_consumption"])
+    console = Console.open(data_dir)
+    try:
+        console.settings.entities()  # the household opens the picker
+        proposal = console.executor.propose(
+            GET_STATISTICS, {"entity_id": "sensor.energy_consumption", "period": "this_month"}, conversation_id="c")
+    finally:
+        console.settings.close()
+    assert "They say how much Energy consumption counted this month." in proposal.card.body
