@@ -19,6 +19,7 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.console import Console
+from console_ha.errors import CapabilityError
 from console_ha.ha.areas import fetch_entity_areas
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
@@ -236,3 +237,15 @@ def test_after_the_picker_an_energy_meter_s_first_statistics_card_says_how_much(
     finally:
         console.settings.close()
     assert "They say how much Energy consumption counted this month." in proposal.card.body
+
+
+def test_an_approval_covers_the_names_its_list_card_showed(data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    """The card names devices by their saved names: renamed while it was open, nothing is read; ask again."""
+    executor = configured(data_dir, stub_ha, ["light.living_room", "light.bedroom"])
+    proposal = executor.propose(LIST_ENTITIES, {"domain": "light"}, conversation_id="c")
+    assert "Living room, Bedroom" in proposal.card.body
+    ConfigStore(data_dir).update({"entity_names": {"light.bedroom": "Guest room lamp"}})
+    with pytest.raises(CapabilityError) as caught:
+        executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert caught.value.code == "CONFIRMATION_INVALID" and caught.value.detail.get("reason") == "settings_changed"
+    assert stub_ha.requests == []
