@@ -59,8 +59,8 @@ class SeenTraits:
     def remember(self, key: Key, states: Iterable[Mapping[str, Any]], allowed: Iterable[str]) -> None:
         """Keep the traits of the allowed entities among `states` (those a read has just fetched)."""
         wanted = set(allowed)
-        seen = {state["entity_id"]: traits_of(state) for state in states
-                if isinstance(state, Mapping) and state.get("entity_id") in wanted}
+        # The client hands over states already checked (objects with an entity_id); one pass over them.
+        seen = {state["entity_id"]: traits_of(state) for state in states if state["entity_id"] in wanted}
         with self._lock:
             if self._key != key:
                 self._key, self._traits = key, {}
