@@ -75,7 +75,8 @@ def household_error(err: ConsoleHaError) -> ConsoleHaError:
 
 # -- issue 20: the system notification an open Console page shows for a new card (household_watch) --------
 NOTIFICATION_TITLE = "“{client}” asks to read Home Assistant"
-NOTIFICATION_BODY = "{card_title}. Allow it or not on the Console’s Confirmations page."
+# The card's title is a whole question ("Read Kitchen lights now?"), so it is quoted as a sentence of its own.
+NOTIFICATION_BODY = "{card_title} Allow it or not on the Console’s Confirmations page."
 
 # --- issue 21: the settings page without JavaScript, the picker's kinds, the CA section -------------------
 
@@ -224,10 +225,14 @@ MODEL_NEXT_STEP = ("Check that the model server is running, then send your messa
 
 CHAT_FALLBACK = "The read did not work, so the assistant got nothing from Home Assistant."
 
-CHAT_ALLOWED = "You allowed: {title}"
-CHAT_DENIED = "You did not allow: {title}. Nothing was read."
-CHAT_WITHDRAWN = "You asked something else, so the Console withdrew the open question “{title}”. Nothing was read."
-CHAT_EXPIRED = "The question “{title}” expired before it was answered, so nothing was read."
+# A card's title is a whole question ("Read Kitchen lights now?"): each line quotes it as a sentence of its
+# own and goes on in sentences of its own, so no line reads "now?." (tests/test_card_quotes.py).
+CHAT_ALLOWED = "{title} You allowed it."
+# Allowed, and then the read failed: `outcome` is the error's own line (CHAT_WORDS).
+CHAT_ALLOWED_FAILED = "{title} You allowed it. {outcome}"
+CHAT_DENIED = "{title} You did not allow it, so nothing was read."
+CHAT_WITHDRAWN = "{title} You asked something else, so the Console withdrew this question and nothing was read."
+CHAT_EXPIRED = "{title} This question expired before it was answered, so nothing was read."
 # Calls the model made in the same message as the open card, dropped with it by a new message.
 CHAT_WAITING_DROPPED = "The assistant's other reads for that question were not asked either."
 

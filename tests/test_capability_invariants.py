@@ -253,7 +253,7 @@ def test_the_allowlist_invariant_catches_an_entity_argument_stage_3_does_not_che
             arguments_schema={"type": "object", "required": list(properties), "properties": properties,
                               "additionalProperties": False},
             argument_messages={name: f"{name} is wrong." for name in properties},
-            card=lambda config, arguments: Card("Read it?", "A sketch of a third capability."))
+            card=lambda config, arguments, facts=None: Card("Read it?", "A sketch of a third capability."))
         monkeypatch.setitem(REGISTRY, sketch.name, sketch)
         with pytest.raises(AssertionError, match="not on the allowlist"):
             assert_entity_arguments_are_held_to_the_allowlist(configured_executor(data_dir, stub_ha), sketch)
@@ -273,7 +273,7 @@ def register_list_sketch(monkeypatch: pytest.MonkeyPatch, items: dict[str, Any])
         arguments_schema={"type": "object", "required": ["entities"], "properties": properties,
                           "additionalProperties": False},
         argument_messages={"entities": "entities is wrong."},
-        card=lambda config, arguments: Card("Read them?", "A sketch of a capability taking a list."))
+        card=lambda config, arguments, facts=None: Card("Read them?", "A sketch of a capability taking a list."))
     monkeypatch.setitem(REGISTRY, sketch.name, sketch)
     return sketch
 

@@ -35,17 +35,17 @@ def test_history_card_without_a_known_name_uses_the_object_id_in_words():
     assert "Hall" in card.title and "past hour" in card.body
 
 
-def test_list_card_counts_the_allowed_devices_and_gives_examples():
+def test_list_card_counts_and_names_every_allowed_device():
     card = card_for(LIST_ENTITIES, CONFIG, {})
-    assert "4 devices" in card.body
-    assert "Living Room Temperature" in card.body and "and others" in card.body
+    assert card.body.startswith("The assistant wants to read the current state of all 4 devices you allowed: "
+                                "Living Room Temperature, Front Door, Hall, Fan.")
     assert "homeassistant.local:8123" in card.body
 
 
 def test_list_card_with_one_device():
     config = HomeAssistantConfig(enabled=True, base_url="http://ha:8123", allowlisted_entities=("light.hall",))
     card = card_for(LIST_ENTITIES, config, {})
-    assert "1 device you allowed (Hall)" in card.body
+    assert "the one device you allowed: Hall." in card.body
 
 
 def test_history_card_says_what_the_household_is_letting_the_assistant_learn():

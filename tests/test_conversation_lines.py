@@ -71,7 +71,7 @@ def test_a_new_message_while_a_card_waits_withdraws_it_says_so_and_activity_reco
     assert "cancelled" in audit(data_dir)
     assert "expired" not in audit(data_dir)
     assert notes(service, paused.conversation_id) == [
-        f"You asked something else, so the Console withdrew the open question “{TITLE}”. Nothing was read."]
+        f"{TITLE} You asked something else, so the Console withdrew this question and nothing was read."]
     # The old card is gone: its token runs nothing.
     with pytest.raises(Exception) as caught:
         service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
@@ -87,7 +87,7 @@ def test_a_card_whose_time_had_come_is_said_expired_not_withdrawn(data_dir, conf
     clock.now += 301
     service.send(paused.conversation_id, "and now?")
     assert notes(service, paused.conversation_id) == [
-        f"The question “{TITLE}” expired before it was answered, so nothing was read."]
+        f"{TITLE} This question expired before it was answered, so nothing was read."]
     assert "cancelled" not in audit(data_dir) and "expired" in audit(data_dir)
 
 
@@ -108,11 +108,11 @@ def test_a_denial_and_a_failure_each_get_their_line(configured, service, model):
     model.script(tool_call(LIST, {}), text("OK, I won't."), tool_call(LIST, {}), text("It failed."))
     paused = service.send(None, "what's on?")
     service.confirm(paused.conversation_id, paused.pending_confirmation.token, False)
-    assert notes(service, paused.conversation_id) == [f"You did not allow: {TITLE}. Nothing was read."]
+    assert notes(service, paused.conversation_id) == [f"{TITLE} You did not allow it, so nothing was read."]
     again = service.send(paused.conversation_id, "please, now")
     configured.token = "revoked"  # Home Assistant refuses the stored token after the household allowed the read
     service.confirm(again.conversation_id, again.pending_confirmation.token, True)
-    assert notes(service, again.conversation_id)[-1] == f"You allowed: {TITLE}. {CHAT_WORDS['HA_UNAUTHORIZED']}"
+    assert notes(service, again.conversation_id)[-1] == f"{TITLE} You allowed it. {CHAT_WORDS['HA_UNAUTHORIZED']}"
 
 
 def test_the_console_s_lines_never_reach_the_model(configured, service, model):
@@ -190,7 +190,7 @@ def test_a_card_that_expires_with_the_page_open_gets_its_line_when_the_conversat
     found = service.transcript(paused.conversation_id, open_only=True)
     assert found is not None and found[1] is not None
     clock.now += 2
-    expired_line = f"The question “{TITLE}” expired before it was answered, so nothing was read."
+    expired_line = f"{TITLE} This question expired before it was answered, so nothing was read."
     assert notes(service, paused.conversation_id) == [expired_line]
     assert audit(data_dir).count("expired") == 1
     for _ in range(3):  # said once, however often it is read

@@ -656,7 +656,7 @@ def test_the_transcript_shows_the_household_s_words_the_console_s_lines_and_the_
     messages, pending = service.transcript(paused.conversation_id)
     assert pending is None
     assert [m["role"] for m in messages] == ["user", "note", "assistant"]
-    assert messages[1]["content"] == "You allowed: Read your Home Assistant devices?"
+    assert messages[1]["content"] == "Read your Home Assistant devices? You allowed it."
     assert "21.4" in messages[2]["content"]
     assert "Let me look." not in str(messages)
 
@@ -834,7 +834,7 @@ def test_each_tool_call_dialect_leads_to_the_card_the_read_and_the_answer(
     assert "summary" in json.loads(result["content"]) or "changes" in json.loads(result["content"])
     # Text said alongside a tool call is thinking aloud: never shown as the reply.
     assert [m["content"] for m in service.transcript(paused.conversation_id)[0]] == [
-        "how was the living room today?", "You allowed: Read the history of Living room temperature?", done.reply]
+        "how was the living room today?", "Read the history of Living room temperature? You allowed it.", done.reply]
 
 
 # --- settings read per turn --------------------------------------------------------------------

@@ -27,6 +27,16 @@ class Card:
         return asdict(self)
 
 
+# What ends a sentence: dropped from the end of words a card quotes inside its own sentence, so the model's
+# "kitchen lights?" is quoted as “kitchen lights” and no line reads “kitchen lights?”. or “…?”,.
+SENTENCE_ENDS = ".?!:;,…。？！"
+
+
+def quoted(words: str) -> str:
+    """Someone else's words (the model's filter, its query) quoted inside a card's sentence, in “”."""
+    return f"“{words.rstrip(SENTENCE_ENDS).rstrip() or words}”"
+
+
 def host_of(base_url: str) -> str:
     """The host (and port) a household recognises, without scheme or path."""
     parts = urlsplit(base_url)

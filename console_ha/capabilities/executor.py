@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, cast
 
+from console_ha.capabilities.card_facts import card_facts
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from console_ha.capabilities.entity_budget import json_size
@@ -37,6 +38,7 @@ from console_ha.errors import (
     SettingsFileDamaged,
     UnknownCapability,
 )
+from console_ha.ha.client import cache_key
 from console_ha.ha.clients import LendClient, one_client
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
@@ -244,7 +246,8 @@ class Executor:
             capability = resolve(name)
             canonical = validate(capability, arguments)
             config = self._load_config()
-            check_policy(capability, canonical, config, self._token_for(config))
+            token = self._token_for(config)
+            check_policy(capability, canonical, config, token)
             check_turn_limit(capability, turn or Turn())
         except CapabilityError as err:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
@@ -257,7 +260,10 @@ class Executor:
             token=pending.token,
             capability=capability.name,
             arguments=canonical,
-            card=capability.card(config, canonical),
+            # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home
+            # Assistant before the household answers (docs/capabilities.md, "What a card knows").
+            card=capability.card(config, canonical, card_facts(
+                cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))),
             expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 

@@ -9,7 +9,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
+from console_ha.capabilities.cards import Card, leaves_device, quoted
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import _areas as areas_if_known
@@ -299,18 +300,19 @@ def fit(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+CARD_TITLE = "Search your Home Assistant devices?"
+SEARCHES_ONE = ("The assistant wants to find whether the one device you allowed matches {query}, and read its "
+                "current state and room.")
+SEARCHES_MANY = ("The assistant wants to find which of the {count} devices you allowed match {query}, and read "
+                 "their current state and room.")
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """The words searched for, among how many allowed devices, and where the request goes."""
     count = len(config.allowlisted_entities)
-    devices = "device" if count == 1 else "devices"
-    query = cut(arguments["query"], 120)
-    return Card(
-        title="Search your Home Assistant devices?",
-        body=(
-            f"The assistant wants to find which of the {count} {devices} you allowed match “{query}”, "
-            f"and read their current state and room. {leaves_device(config)}"
-        ),
-    )
+    words = SEARCHES_ONE if count == 1 else SEARCHES_MANY
+    wants = words.format(count=count, query=quoted(cut(arguments["query"], 120)))
+    return Card(title=CARD_TITLE, body=f"{wants} {leaves_device(config)}")
 
 
 def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:
@@ -327,6 +329,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     """One GET /api/states, the areas, and the ranking: the allowlisted entities the query describes."""
     states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
     deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
+    SEEN.remember(client.cache_key, states, config.allowlisted_entities)  # the kinds of reading a card says
     # As list_entities: a Home Assistant that cannot tell its areas is still searched, by name, id and
     # kind, each area null and `areas_known` false.
     areas = areas_if_known(client, deadline, needed=False)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -97,19 +98,24 @@ def read_history(client: HomeAssistantClient, entity_id: str, *, start: datetime
                          max_bytes=MAX_HISTORY_BYTES, unit=unit)
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+# --- the card's words: a number's history has lowest and highest values, an on/off one has time in each state ---
+CARD_TITLE = "Read the history of {name}?"
+# Domains whose state may be a number: their history is summed up as numbers when every state is one.
+NUMBER_DOMAINS = frozenset({"sensor", "number", "input_number", "counter"})
+NUMBER_HISTORY = ("The assistant wants to read how {name} ({entity_id}) changed over {period}: when it changed, "
+                  "and its lowest and highest values, or how long it was in each state if its states are not "
+                  "numbers.")
+STATE_HISTORY = ("The assistant wants to read how {name} ({entity_id}) changed over {period}: when it changed, "
+                 "and how long it was in each state.")
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which device, over which period, what the household lets the assistant learn, and where it goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    period = PERIODS[arguments["period"]].words
-    return Card(
-        title=f"Read the history of {name}?",
-        body=(
-            f"The assistant wants to read how {name} ({entity_id}) changed over {period}: "
-            "when it changed, how long it was in each state, and its lowest and highest values. "
-            f"{leaves_device(config)}"
-        ),
-    )
+    words = NUMBER_HISTORY if entity_id.partition(".")[0] in NUMBER_DOMAINS else STATE_HISTORY
+    wants = words.format(name=name, entity_id=entity_id, period=PERIODS[arguments["period"]].words)
+    return Card(title=CARD_TITLE.format(name=name), body=f"{wants} {leaves_device(config)}")
 
 
 _STATE_TIME = {

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.get_history import ONE_OF_THE_PERIODS, PERIODS
@@ -249,19 +250,19 @@ class CauseNamer:
         return people
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+# --- the card's words: whole sentences with named placeholders (issue 26 translates them as they are) ---------
+CARD_TITLE = "Read what changed {name} and why?"
+READS = ("The assistant wants to read the logbook of {name} ({entity_id}) over {period}: what changed and why (a "
+         "person, an automation, a script or a service). People, automations and scripts are named only if you "
+         "allowed them.")
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which device, over which period, what the household lets the assistant learn, and where it goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    period = PERIODS[arguments["period"]].words
-    return Card(
-        title=f"Read what changed {name} and why?",
-        body=(
-            f"The assistant wants to read the logbook of {name} ({entity_id}) over {period}: what changed "
-            "and why (a person, an automation, a script or a service). People, automations and scripts are "
-            f"named only if you allowed them. {leaves_device(config)}"
-        ),
-    )
+    wants = READS.format(name=name, entity_id=entity_id, period=PERIODS[arguments["period"]].words)
+    return Card(title=CARD_TITLE.format(name=name), body=f"{wants} {leaves_device(config)}")
 
 
 _CAUSE = {

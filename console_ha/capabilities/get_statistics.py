@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -162,21 +163,42 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     }
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+# --- the card's words: whole sentences; what the statistics say depends on the kind of reading -----------
+CARD_TITLE = "Read the statistics of {name} for {period}?"
+READS_DAILY = ("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
+               "{period}, day by day.")
+READS_MONTHLY = ("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
+                 "{period}, month by month.")
+# A meter (a state class of total, or an energy, gas or water device class) counts up: its statistics are
+# how much; a measurement's are its average, lowest and highest.
+METER_WORDS = "They say how much {name} counted {when}."
+WARM_WORDS = "They say how warm {name} was {when}, on average and at its lowest and highest."
+HIGH_WORDS = "They say how high {name} was {when}, on average and at its lowest and highest."
+# Not seen yet (no read of its state since the Console started): both, each said as a condition.
+EITHER_WORDS = ("The Console learns only when it reads them whether {name} is a meter or a measurement: for a "
+                "meter they say how much it counted {when}; for a measurement, its average, lowest and highest.")
+
+
+def kind_words(entity_id: str, facts: CardFacts) -> str:
+    """What the statistics say of `entity_id`, by its kind of reading as the Console last saw it."""
+    traits = facts.traits_for(entity_id)
+    if traits is None:
+        return EITHER_WORDS
+    if traits.is_meter:
+        return METER_WORDS
+    return WARM_WORDS if traits.device_class == "temperature" else HIGH_WORDS
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which device, over which period, what the household lets the assistant learn, and where it goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
     period = PERIODS[arguments["period"]]
-    per = "month by month" if period.monthly else "day by day"
-    return Card(
-        title=f"Read the statistics of {name} for {period.words}?",
-        body=(
-            f"The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
-            f"{period.words}, {per}: for a meter, how much {name} used {period.when}; for a measurement such "
-            f"as a temperature, how warm (or how high) {name} was {period.when}, on average and at its lowest "
-            f"and highest. {leaves_device(config)}"
-        ),
-    )
+    reads = (READS_MONTHLY if period.monthly else READS_DAILY).format(name=name, entity_id=entity_id,
+                                                                       period=period.words)
+    says = kind_words(entity_id, facts).format(name=name, when=period.when)
+    return Card(title=CARD_TITLE.format(name=name, period=period.words),
+                body=f"{reads} {says} {leaves_device(config)}")
 
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}

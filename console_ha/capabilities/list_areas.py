@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
@@ -70,16 +71,18 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     return trimmed(low)
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
+CARD_TITLE = "Read the areas of your Home Assistant devices?"
+COUNTS_ONE = ("The assistant wants to know which area the one device you allowed is in, and whether it is "
+              "unavailable. Nothing about other devices or areas is read into the answer.")
+COUNTS_MANY = ("The assistant wants to know which areas the {count} devices you allowed are in, and how many in "
+               "each are unavailable. Nothing about other devices or areas is read into the answer.")
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which devices' areas will be counted, and where the request goes."""
     count = len(config.allowlisted_entities)
-    devices = "device" if count == 1 else "devices"
-    return Card(
-        title="Read the areas of your Home Assistant devices?",
-        body=(f"The assistant wants to know which areas the {count} {devices} you allowed are in, and how many "
-              f"in each are unavailable. Nothing about other devices or areas is read into the answer. "
-              f"{leaves_device(config)}"),
-    )
+    wants = (COUNTS_ONE if count == 1 else COUNTS_MANY).format(count=count)
+    return Card(title=CARD_TITLE, body=f"{wants} {leaves_device(config)}")
 
 
 def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
+from console_ha.capabilities.cards import Card, leaves_device, quoted
 from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -19,6 +20,7 @@ from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
+from console_ha.words import KIND_NAMES
 
 NAME = "home_assistant.list_entities"
 MAX_LIMIT = 500
@@ -59,6 +61,18 @@ class Filters:
                                                           or self.name in fold(entity_id.replace("_", " "))))
 
 
+def selection(config: HomeAssistantConfig, arguments: Mapping[str, Any], areas: AreaIndex | None) -> list[str]:
+    """The allowlisted entities the filters keep, in the allowlist's order, before the limit.
+
+    One rule for the read and its card: a name is matched against the name the household saved (the
+    picker's) and the id in words, which the card knows before anything is read. Without `areas`, an area
+    filter keeps nothing.
+    """
+    filters = Filters.of(arguments)
+    area_ids = areas.named(arguments["area"]) if areas is not None and filters.area is not None else frozenset()
+    return [e for e in config.allowlisted_entities if filters.keeps(e, config.display_name(e), areas, area_ids)]
+
+
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
             deadline: Deadline, now: datetime) -> dict[str, Any]:
     """The current state of the allowlisted entities the filters keep, each with its area, and how many matched."""
@@ -70,26 +84,31 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         entity_id = state.get("entity_id")
         if entity_id in wanted:
             found[entity_id] = state
-    filters = Filters.of(arguments)
-    areas = _areas(client, deadline, needed=filters.area is not None)
+    SEEN.remember(client.cache_key, found.values(), wanted)
+    areas = _areas(client, deadline, needed="area" in arguments)
     # Every area of Home Assistant the words name; only allowlisted entities are then looked up in them, so
     # an area without one is never told apart from an area that does not exist.
-    area_ids = areas.named(arguments["area"]) if areas is not None and filters.area is not None else frozenset()
-    present = [e for e in config.allowlisted_entities if e in found
-               and filters.keeps(e, _name(found[e], config, e), areas, area_ids)]
-    missing = [e for e in config.allowlisted_entities if e not in found
-               and filters.keeps(e, config.display_name(e), areas, area_ids)]
+    selected = selection(config, arguments, areas)
+    # The limit counts the selection as the card names it (allowlist order, gone entities included), so the
+    # answer tells of no entity the card did not name.
     limit = _limit(arguments)
-    shown = present[:limit] if limit is not None else present
+    named = selected[:limit] if limit is not None else selected
+    shown = [e for e in named if e in found]
+    missing = [e for e in named if e not in found]
+    return _fitted(found, shown, missing, sum(e in found for e in selected), areas, now)
+
+
+def _fitted(found: Mapping[str, Mapping[str, Any]], shown: list[str], missing: list[str], total: int,
+            areas: AreaIndex | None, now: datetime) -> dict[str, Any]:
+    """The result, names and states cut no further than it needs: the roomiest level that fits."""
     result: dict[str, Any] = {}
-    # Names and states are cut no further than this result needs: the roomiest level that fits. The
-    # tightest always fits an allowlist a save accepted (entity_budget.check_fits).
+    # The tightest always fits an allowlist a save accepted (entity_budget.check_fits).
     for caps in CAP_LEVELS:
         result = {
             "entities": [listed(narrow_state(found[e], caps), areas.area_name(e) if areas else None, caps)
                          for e in shown],
             "missing_entities": missing,
-            "total": len(present),
+            "total": total,
             "retrieved_at": utc_z(now),
         }
         if areas is None:
@@ -111,58 +130,99 @@ def _areas(client: HomeAssistantClient, deadline: Deadline, *, needed: bool) -> 
         return None
 
 
-def _name(state: Mapping[str, Any], config: HomeAssistantConfig, entity_id: str) -> str:
-    attributes = state.get("attributes")
-    name = attributes.get("friendly_name") if isinstance(attributes, Mapping) else None
-    return name if isinstance(name, str) and name else config.display_name(entity_id)
-
-
 def _limit(arguments: Mapping[str, Any]) -> int | None:
     """The limit as a whole number: JSON Schema's "integer" also takes 2.0, which no slice or card should show."""
     return int(arguments["limit"]) if "limit" in arguments else None
 
 
+# --- the card's words: whole sentences, each with named placeholders (issue 26 translates them as they are) ---
+CARD_TITLE = "Read your Home Assistant devices?"
+READS_THE_ONLY_ONE = "The assistant wants to read the current state of the one device you allowed: {names}."
+READS_BOTH = "The assistant wants to read the current state of both devices you allowed: {names}."
+READS_ALL = "The assistant wants to read the current state of all {count} devices you allowed: {names}."
+READS_ALL_AMONG = ("The assistant wants to read the current state of all {count} devices you allowed, among them "
+                   "{names}.")
+READS_SOME = "The assistant wants to read the current state of {count} of the devices you allowed: {names}."
+READS_SOME_AMONG = ("The assistant wants to read the current state of {count} of the devices you allowed, among "
+                    "them {names}.")
+READS_NONE = "None of the devices you allowed is one the assistant asked for, so no device's state is read."
+# An area filter while the Console holds no areas: the card names only what the other filters keep.
+READS_IN_UNKNOWN_AREA = ("The assistant wants to read the current state of the devices you allowed that are in the "
+                         "area {area}. The Console does not know yet which rooms your devices are in: Home "
+                         "Assistant tells it when this is read, and only those in that area are read, from "
+                         "among these {count}: {names}.")
+READS_IN_UNKNOWN_AREA_AMONG = ("The assistant wants to read the current state of the devices you allowed that are "
+                               "in the area {area}. The Console does not know yet which rooms your devices are "
+                               "in: Home Assistant tells it when this is read, and only those in that area are "
+                               "read, from among {count} of them, such as {names}.")
+ASKED_AREA = "It asked for those in the area {area}."
+ASKED_KIND = "It asked for those of the kind {kind}."
+ASKED_NAME = "It asked for those whose name contains {name}."
+ASKED_LIMIT = "It asked for at most {limit}."
+# How many names a card lists; past this it says how many, and gives these as examples.
+MAX_NAMED = 12
+CARD_NAME_BYTES = 120
+
+
 def _quoted(value: str) -> str:
-    return f"“{cut(value, CARD_FILTER_BYTES)}”"
+    return quoted(cut(value, CARD_FILTER_BYTES))
 
 
-def which(arguments: Mapping[str, Any]) -> str:
-    """The filters in the household's words ("in the area “Kitchen”, of the kind “light”"), or ""."""
-    parts = []
-    if "area" in arguments:
-        parts.append(f"in the area {_quoted(arguments['area'])}")
-    if "domain" in arguments:
-        parts.append(f"of the kind {_quoted(arguments['domain'])}")
-    if "name" in arguments:
-        parts.append(f"whose name contains {_quoted(arguments['name'])}")
-    if "limit" in arguments:
-        parts.append(f"at most {_limit(arguments)} of them")
-    return ", ".join(parts)
+def kind_words(domain: str) -> str:
+    """The kind asked for in the picker's words ("Lights"); the model's own words, quoted, for no known kind."""
+    folded = fold(domain)
+    return f"“{KIND_NAMES[folded]}”" if folded in KIND_NAMES else _quoted(domain)
 
 
-def card(config: HomeAssistantConfig, arguments: Mapping[str, Any]) -> Card:
-    """How many of the allowed devices may be read, which ones the filters keep, and where the request goes."""
-    count = len(config.allowlisted_entities)
-    names = [config.display_name(e) for e in config.allowlisted_entities[:3]]
-    devices = "device" if count == 1 else "devices"
-    example = ""
-    if names:
-        more = ", and others" if count > len(names) else ""
-        example = f" ({', '.join(names)}{more})"
-    filtered = which(arguments)
-    if not filtered:
-        wants = f"the current state of the {count} {devices} you allowed{example}"
+def named(config: HomeAssistantConfig, entities: list[str]) -> str:
+    """The first MAX_NAMED of `entities` by the names the household knows them by."""
+    return ", ".join(cut(config.display_name(e), CARD_NAME_BYTES) for e in entities[:MAX_NAMED])
+
+
+def _what_is_read(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts) -> list[str]:
+    """The sentence of which devices are read; for unknown areas, it says the area itself."""
+    if "area" in arguments and facts.areas is None:
+        # What the other filters keep, and the limit, can only narrow these: none outside them is read.
+        candidates = selection(config, {k: v for k, v in arguments.items() if k != "area"}, None)
+        if not candidates:
+            return [READS_NONE, ASKED_AREA.format(area=_quoted(arguments["area"]))]
+        words = READS_IN_UNKNOWN_AREA if len(candidates) <= MAX_NAMED else READS_IN_UNKNOWN_AREA_AMONG
+        return [words.format(area=_quoted(arguments["area"]), count=len(candidates),
+                             names=named(config, candidates))]
+    selected = selection(config, arguments, facts.areas)
+    limit = _limit(arguments)
+    read = selected[:limit] if limit is not None else selected
+    everything = not arguments
+    if not read:
+        words = READS_NONE
+    elif everything and len(read) <= 2:
+        words = READS_THE_ONLY_ONE if len(read) == 1 else READS_BOTH
+    elif everything:
+        words = READS_ALL if len(read) <= MAX_NAMED else READS_ALL_AMONG
     else:
-        wants = f"the current state of those of the {count} {devices} you allowed{example} {filtered}"
-    return Card(
-        title="Read your Home Assistant devices?",
-        body=f"The assistant wants to read {wants}. {leaves_device(config)}",
-    )
+        words = READS_SOME if len(read) <= MAX_NAMED else READS_SOME_AMONG
+    sentences = [words.format(count=len(read), names=named(config, read))]
+    if "area" in arguments:
+        sentences.append(ASKED_AREA.format(area=_quoted(arguments["area"])))
+    return sentences
+
+
+def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
+    """Which of the allowed devices are read (named, and only those the filters keep), and where it goes."""
+    sentences = _what_is_read(config, arguments, facts)
+    if "domain" in arguments:
+        sentences.append(ASKED_KIND.format(kind=kind_words(arguments["domain"])))
+    if "name" in arguments:
+        sentences.append(ASKED_NAME.format(name=_quoted(arguments["name"])))
+    if "limit" in arguments:
+        sentences.append(ASKED_LIMIT.format(limit=_limit(arguments)))
+    return Card(title=CARD_TITLE, body=" ".join([*sentences, leaves_device(config)]))
 
 
 def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:
-    """The card counts and names the allowed entities: approved was a read of exactly those."""
-    return {"entities": sorted(config.allowlisted_entities)}
+    """The card names the allowed entities the filters keep, by their saved names: approved was a read of those."""
+    return {"entities": sorted(config.allowlisted_entities),
+            "names": {e: config.display_name(e) for e in sorted(config.allowlisted_entities)}}
 
 
 _ROOMY = CAP_LEVELS[0]
@@ -227,7 +287,7 @@ CAPABILITY = Capability(
                     },
                 },
             },
-            # allowlisted entities Home Assistant no longer has (those the filters keep)
+            # allowlisted entities Home Assistant no longer has (those the filters and the limit keep)
             "missing_entities": {"type": "array", "items": ENTITY_ID_SCHEMA},
             # how many allowlisted entities matched, before the limit
             "total": {"type": "integer", "minimum": 0},

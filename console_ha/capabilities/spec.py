@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
 from console_ha.capabilities.cards import Card
 from console_ha.deadline import Deadline
 from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
@@ -67,8 +68,16 @@ class Bounds:
 # is the invocation's clock, so a result's times agree with each other.
 Execute = Callable[[HomeAssistantClient, HomeAssistantConfig, Mapping[str, Any], Deadline, datetime],
                    dict[str, Any]]
-# The household's card for validated arguments under the settings in force.
-CardCopy = Callable[[HomeAssistantConfig, Mapping[str, Any]], Card]
+
+
+class CardCopy(Protocol):
+    """The household's card for validated arguments under the settings in force, and what the Console holds
+    of the devices (`card_facts`: kept areas and kinds of reading; nothing is asked of Home Assistant)."""
+
+    def __call__(self, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+                 facts: CardFacts = NOTHING_KNOWN, /) -> Card: ...
+
+
 # Settings an approval covers beyond the Home Assistant's address and the arguments (which always count).
 Binding = Callable[[HomeAssistantConfig], Mapping[str, Any]]
 

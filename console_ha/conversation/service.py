@@ -39,6 +39,7 @@ from console_ha.secret import same_token
 from console_ha.store.config import ConfigStore
 from console_ha.words import (
     CHAT_ALLOWED,
+    CHAT_ALLOWED_FAILED,
     CHAT_DENIED,
     CHAT_EXPIRED,
     CHAT_WAITING_DROPPED,
@@ -218,7 +219,7 @@ class ConversationService:
             except CapabilityError as err:
                 content = error_body(err)
                 conversation.note(CHAT_DENIED.format(title=title) if not approve else
-                                  f"{CHAT_ALLOWED.format(title=title)}. {chat_line(err)}")
+                                  CHAT_ALLOWED_FAILED.format(title=title, outcome=chat_line(err)))
             else:
                 conversation.note(CHAT_ALLOWED.format(title=title))
             conversation.touch()

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from console_ha.capabilities.card_facts import SEEN
 from console_ha.errors import ConsoleHaError, HABusy, InvalidSettingsChange, SettingsFileDamaged
 from console_ha.ha.addresses import ENTITY_ID_RE, normalise_base_url
 from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
@@ -359,6 +360,8 @@ class SettingsService:
             # the page show it. One scan of the answer, as the connection test does for /api/config.
             log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
             raise not_home_assistant()
+        # The allowed devices' kinds of reading, for the cards of the reads that follow (card_facts.SEEN).
+        SEEN.remember(fetch_key(base_url, token, ca_bundle), states, config.allowlisted_entities)
         return payload
 
     def _areas_for(self, base_url: str, token: Secret, ca_bundle: str | None) -> Future[EntityAreas | None]:

@@ -68,7 +68,7 @@ def test_ask_see_the_card_approve_and_get_the_answer(chat: Page, console: LiveCo
     card = chat.get_by_role("region", name="Read your Home Assistant devices?")
     expect(card).to_be_visible()
     expect(card).to_be_focused()  # a screen reader meets the question at once
-    expect(card).to_contain_text("the current state of the 2 devices you allowed")
+    expect(card).to_contain_text("the current state of both devices you allowed")
     expect(card).to_contain_text(f"Home Assistant at {stub_ha.base_url.removeprefix('http://')}")
     expect(transcript(chat)).to_contain_text(QUESTION)
     assert serious_violations(chat) == []
@@ -76,7 +76,7 @@ def test_ask_see_the_card_approve_and_get_the_answer(chat: Page, console: LiveCo
 
     chat.get_by_role("button", name="Allow this once").click()
     expect(transcript(chat)).to_contain_text("Living room temperature is 21.4 °C.")
-    expect(transcript(chat)).to_contain_text("You allowed: Read your Home Assistant devices?")
+    expect(transcript(chat)).to_contain_text("Read your Home Assistant devices? You allowed it.")
     expect(card).to_have_count(0)
     expect(chat.get_by_label("Message", exact=True)).to_be_focused()
     assert re.search(r"[?&]c=", chat.url)

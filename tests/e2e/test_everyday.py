@@ -115,7 +115,7 @@ def test_a_new_message_while_a_card_waits_withdraws_it_in_the_chat_and_in_activi
     expect(chat.get_by_role("region", name=TITLE)).to_be_visible()
     send(chat, "never mind: is the front door shut?")
     expect(transcript(chat)).to_contain_text(
-        f"You asked something else, so the Console withdrew the open question “{TITLE}”")
+        f"{TITLE} You asked something else, so the Console withdrew this question")
     expect(transcript(chat)).to_contain_text("The door is shut.")
     expect(chat.get_by_role("region", name=TITLE)).to_have_count(0)
     chat.goto(console.at("/activity"))
@@ -140,7 +140,7 @@ def test_past_conversations_are_listed_and_one_reopens_with_its_waiting_card(
     expect(card).to_be_visible()
     model.script(text("You have two devices."))
     card.get_by_role("button", name="Allow this once").click()
-    expect(transcript(chat)).to_contain_text(f"You allowed: {TITLE}")
+    expect(transcript(chat)).to_contain_text(f"{TITLE} You allowed it.")
     expect(transcript(chat)).to_contain_text("You have two devices.")
     screenshot(chat, "conversation-recent")
 
@@ -158,7 +158,7 @@ def test_a_denial_has_the_console_s_own_line(chat: Page, model: FakeModel):
     model.script(tool_call(LIST, {}), text("Alright."))
     send(chat, "what's on?")
     chat.get_by_role("button", name="Don't allow").click()
-    expect(transcript(chat)).to_contain_text(f"You did not allow: {TITLE}. Nothing was read.")
+    expect(transcript(chat)).to_contain_text(f"{TITLE} You did not allow it, so nothing was read.")
 
 
 def test_a_model_that_cannot_be_reached_says_what_to_do_and_links_to_model(chat: Page, console: LiveConsole,

@@ -107,7 +107,7 @@ def test_a_conversation_read_says_it_in_the_chat_and_the_model_is_told_the_same(
     assert answered.status_code == 200 and answered.json()["reply"] == "Home Assistant refused the Console."
     lines = household.get(console.url + "/api/v1/conversation/lines", timeout=10,
                           params={"conversation_id": paused["conversation_id"]}).json()["messages"]
-    said = f"You allowed: {card['card']['title']}. {CHAT_WORDS['HA_UNAUTHORIZED']}"
+    said = f"{card['card']['title']} You allowed it. {CHAT_WORDS['HA_UNAUTHORIZED']}"
     assert {"role": "note", "content": said} in lines
     assert HOW in CHAT_WORDS["HA_UNAUTHORIZED"]
     (tool_message,) = [m for m in model.requests[-1].messages if m["role"] == "tool"]

@@ -51,6 +51,20 @@ def test_a_confirmed_list_entities_by_area_answers_that_rooms_allowlisted_entiti
     assert {e["area"] for e in result["entities"]} == {"Kitchen"} and result["total"] == len(KITCHEN)
 
 
+def test_once_the_rooms_were_read_a_card_names_exactly_the_room_s_devices(
+        real_ha: RealHomeAssistant, dining_room: str, tmp_path: Path) -> None:
+    """Issue 25: the card of a kitchen read names the kitchen's allowed devices, and no device of another room."""
+    executor = make_executor(tmp_path, real_ha, ALLOWLIST)
+    run(executor, LIST_ENTITIES, {"area": "Kitchen"})  # one registry round, held for the cards after it
+    proposal = executor.propose(LIST_ENTITIES, {"area": "kitchen", "domain": "sensor"}, conversation_id="rooms")
+    result = executor.answer(proposal.token, approve=True, conversation_id="rooms")
+    assert [e["entity_id"] for e in result["entities"]] == ["sensor.kitchen_temperature"]
+    assert proposal.card.body.startswith("The assistant wants to read the current state of 1 of the devices you "
+                                         "allowed: Kitchen temperature.")
+    assert "“Sensors (temperature, energy, humidity…)”" in proposal.card.body
+    assert "Living room" not in proposal.card.body and "Kitchen window" not in proposal.card.body
+
+
 @pytest.mark.parametrize("area", ["salle a manger", "SALLE À MANGER", "dining", "Dining"])
 def test_an_area_is_found_by_name_without_accents_or_by_alias(
         real_ha: RealHomeAssistant, dining_room: str, tmp_path: Path, area: str) -> None:

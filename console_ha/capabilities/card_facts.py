@@ -1,0 +1,104 @@
+"""What a card may know of the allowed devices before the household allows a read, without asking Home Assistant.
+
+A card is built before approval, so it may not read Home Assistant: it names what the Console already
+holds. That is the saved settings (ids and the names the picker saw), the areas the last registry round
+read (`ha.areas.AreaIndexCache.known`), and each device's kind of reading (device class, state class) as
+the last read of its state found it (`SEEN`). Anything not held is `None`, and the card says so.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from console_ha.ha.areas import AREA_INDEXES, AreaIndex
+
+Key = tuple[str, str, str]  # a client's `cache_key`: URL, token hash, CA bundle
+
+# State classes and device classes whose statistics are "how much" (Home Assistant's meters: `change`).
+METER_STATE_CLASSES = frozenset({"total", "total_increasing"})
+METER_DEVICE_CLASSES = frozenset({"energy", "gas", "water"})
+# What a device may be seen with, at most: beyond this, older entries go (a house has a few hundred).
+MAX_SEEN = 5000
+
+
+@dataclass(frozen=True)
+class Traits:
+    """The kind of reading a device gives, as its state last said: device class and state class, or None."""
+
+    device_class: str | None = None
+    state_class: str | None = None
+
+    @property
+    def is_meter(self) -> bool:
+        """Whether its statistics count up (energy, gas, water, or a state class of total)."""
+        return self.state_class in METER_STATE_CLASSES or self.device_class in METER_DEVICE_CLASSES
+
+
+def traits_of(state: Mapping[str, Any]) -> Traits:
+    """The device class and state class of one Home Assistant state (short text only, else None)."""
+    attributes = state.get("attributes")
+    attributes = attributes if isinstance(attributes, Mapping) else {}
+
+    def text(key: str) -> str | None:
+        value = attributes.get(key)
+        return value if isinstance(value, str) and 0 < len(value) <= 64 else None
+    return Traits(text("device_class"), text("state_class"))
+
+
+class SeenTraits:
+    """Each device's traits as the Console last read its state, per Home Assistant (one at a time)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: Key | None = None
+        self._traits: dict[str, Traits] = {}
+
+    def remember(self, key: Key, states: Iterable[Mapping[str, Any]], allowed: Iterable[str]) -> None:
+        """Keep the traits of the allowed entities among `states` (those a read has just fetched)."""
+        wanted = set(allowed)
+        # The client hands over states already checked (objects with an entity_id); one pass over them.
+        seen = {state["entity_id"]: traits_of(state) for state in states if state["entity_id"] in wanted}
+        with self._lock:
+            if self._key != key:
+                self._key, self._traits = key, {}
+            self._traits.update(seen)
+            while len(self._traits) > MAX_SEEN:
+                del self._traits[next(iter(self._traits))]
+
+    def of(self, key: Key) -> Mapping[str, Traits]:
+        """What is kept for `key`'s Home Assistant (a copy); empty when nothing is."""
+        with self._lock:
+            return dict(self._traits) if self._key == key else {}
+
+    def clear(self) -> None:
+        """Forget everything (tests)."""
+        with self._lock:
+            self._key, self._traits = None, {}
+
+
+# The capabilities' one store, beside AREA_INDEXES (their one area cache): each read finds it here, so a
+# capability's signature stays the same for every read.
+SEEN = SeenTraits()
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """What the Console holds for a card: the areas (None: not known) and each device's traits."""
+
+    areas: AreaIndex | None = None
+    traits: Mapping[str, Traits] = field(default_factory=dict)
+
+    def traits_for(self, entity_id: str) -> Traits | None:
+        """The traits last seen for `entity_id`, or None when its state was not read yet."""
+        return self.traits.get(entity_id)
+
+
+NOTHING_KNOWN = CardFacts()
+
+
+def card_facts(key: Key) -> CardFacts:
+    """What is held for the Home Assistant of `key`, without a request to it."""
+    return CardFacts(AREA_INDEXES.known(key), SEEN.of(key))

@@ -1,0 +1,190 @@
+"""A card names exactly what its read returns: for every read and every kind of the picker, over mixed rooms.
+
+What a call reads is found by running the capability itself against the stub Home Assistant with the same
+allowlist and areas (list_entities), or from what the capability declares it reads (`entities_named`, for
+the reads of one entity); never by writing the filter's rule again here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts, Traits
+from console_ha.capabilities.executor import validate
+from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
+from console_ha.capabilities.list_entities import MAX_NAMED
+from console_ha.capabilities.registry import REGISTRY
+from console_ha.capabilities.spec import Capability
+from console_ha.deadline import Deadline
+from console_ha.ha.areas import build_area_index
+from console_ha.ha.client import HomeAssistantClient
+from console_ha.secret import Secret
+from console_ha.store.config import HomeAssistantConfig
+from console_ha.words import KIND_NAMES
+from tests.stub_ha import StubHomeAssistant
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+DOMAINS = sorted(KIND_NAMES)
+# Three rooms (one found through its alias) and no room at all, for every kind of the picker.
+ROOMS = {"kitchen": "Kitchen", "living_room": "Living room", "bedroom": "Bedroom", None: "nowhere"}
+AREAS = [{"area_id": "kitchen", "name": "Kitchen", "aliases": ["Cooking corner"]},
+         {"area_id": "living_room", "name": "Living room", "aliases": ["Lounge"]},
+         {"area_id": "bedroom", "name": "Bedroom", "aliases": []}]
+
+
+def _entities() -> list[tuple[str, str | None, str]]:
+    """(entity_id, area_id, saved name) for each kind in each room; each name carries a tag no other holds."""
+    made = []
+    for index, (domain, area) in enumerate((d, a) for d in DOMAINS for a in ROOMS):
+        made.append((f"{domain}.{area or 'outside'}_{index:03d}", area, f"{ROOMS[area]} thing #{index:03d}"))
+    return made
+
+
+ENTITIES = _entities()
+# Allowed but gone from Home Assistant: the read answers them as missing, and the card may name them.
+GONE = [("light.gone_999", "kitchen", "Kitchen thing #999")]
+ALLOWED = tuple(e for e, _, _ in [*ENTITIES, *GONE])
+NAMES = {e: name for e, _, name in [*ENTITIES, *GONE]}
+TAG = re.compile(r"#(\d{3})")
+BY_TAG = {TAG.search(name).group(1): e for e, name in NAMES.items()}  # type: ignore[union-attr]
+PLACED = [{"entity_id": e, "area_id": a, "device_id": None} for e, a, _ in [*ENTITIES, *GONE]]
+REGISTRIES = {"config/area_registry/list": AREAS, "config/entity_registry/list": PLACED,
+              "config/device_registry/list": []}
+INDEX = build_area_index(AREAS, PLACED, [])
+
+
+@pytest.fixture(scope="module")
+def home() -> Iterator[StubHomeAssistant]:
+    """A stub with every allowed entity (but the gone one), its registries placing them in rooms."""
+    with StubHomeAssistant() as stub:
+        stub.states = [{"entity_id": e, "state": "on", "attributes": {"friendly_name": f"HA's own {n}"},
+                        "last_changed": "2026-12-01T11:00:00+00:00"} for e, _, n in ENTITIES]
+        stub.registries = REGISTRIES
+        yield stub
+
+
+def config_for(stub: StubHomeAssistant) -> HomeAssistantConfig:
+    return HomeAssistantConfig(enabled=True, base_url=stub.base_url, allowlisted_entities=ALLOWED,
+                               entity_names=NAMES)
+
+
+def named_in(text: str) -> set[str]:
+    """The allowed entities a card's words name, by the tag in each saved name, or by their id."""
+    return {BY_TAG[tag] for tag in TAG.findall(text)} | {e for e in ALLOWED if e in text}
+
+
+def listed(stub: StubHomeAssistant, arguments: dict[str, Any]) -> set[str]:
+    """What list_entities answers about: its entities, and the allowed ones it reports gone."""
+    with HomeAssistantClient(stub.base_url, Secret(stub.token), reads=LIST_ENTITIES.reads) as client:
+        result = LIST_ENTITIES.execute(client, config_for(stub), validate(LIST_ENTITIES, arguments), Deadline(8), NOW)
+    return {e["entity_id"] for e in result["entities"]} | set(result["missing_entities"])
+
+
+FILTERS: list[dict[str, Any]] = [
+           {"domain": "{domain}"}, {"domain": "{domain}", "area": "Kitchen"}, {"domain": "{domain}", "area": "lounge"},
+           {"domain": "{domain}", "name": "bedroom"}, {"domain": "{domain}", "area": "kitchen", "name": "thing"},
+           {"domain": "{domain}", "limit": 2}]
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_filtered_list_card_names_exactly_what_the_read_returns(home: StubHomeAssistant, domain: str) -> None:
+    """With the areas held, the card names the devices the read answers with, every one and no other."""
+    config = config_for(home)
+    for shape in FILTERS:
+        arguments = {k: v.format(domain=domain) if isinstance(v, str) else v for k, v in shape.items()}
+        body = LIST_ENTITIES.card(config, arguments, CardFacts(areas=INDEX)).body
+        read = listed(home, arguments)
+        assert named_in(body) == read, (arguments, body)
+        assert f"“{KIND_NAMES[domain]}”" in body and f"“{domain}”" not in body  # the picker's words for the kind
+
+
+@pytest.mark.parametrize("arguments", [{"area": "Kitchen"}, {"area": "Cooking corner", "name": "thing"},
+                                       {"name": "living room"}, {"area": "No such room"}, {"limit": 3},
+                                       {"area": "bedroom", "limit": 1}])
+def test_across_kinds_the_card_names_nothing_the_read_does_not_return(
+        home: StubHomeAssistant, arguments: dict[str, Any]) -> None:
+    body = LIST_ENTITIES.card(config_for(home), arguments, CardFacts(areas=INDEX)).body
+    read = listed(home, arguments)
+    assert named_in(body) <= read
+    if len(read) <= MAX_NAMED:
+        assert named_in(body) == read
+
+
+@pytest.mark.parametrize("domain", ["light", "sensor", "climate"])
+def test_without_areas_the_card_says_so_and_names_only_what_the_other_filters_keep(
+        home: StubHomeAssistant, domain: str) -> None:
+    arguments = {"domain": domain, "area": "Kitchen"}
+    body = LIST_ENTITIES.card(config_for(home), arguments, NOTHING_KNOWN).body
+    assert "does not know yet which rooms your devices are in" in body
+    assert "only those in that area are read" in body
+    # What the read would answer without the room, run by the capability itself: the card names only those.
+    assert named_in(body) <= listed(home, {"domain": domain})
+    assert listed(home, arguments) <= named_in(body)
+
+
+def test_the_issue_s_kitchen_lights_card_names_no_device_of_another_room() -> None:
+    """Issue 25: "…of the 5 devices you allowed (Living room temperature, Living room ceiling, Kitchen …)"."""
+    allowed = ("sensor.living_room_temperature", "light.living_room_ceiling", "sensor.kitchen_temperature",
+               "light.kitchen_ceiling", "light.kitchen_counter")
+    placed = [{"entity_id": e, "area_id": "kitchen" if "kitchen" in e else "living_room", "device_id": None}
+              for e in allowed]
+    config = HomeAssistantConfig(enabled=True, base_url="http://ha.local:8123", allowlisted_entities=allowed)
+    card = LIST_ENTITIES.card(config, {"area": "Kitchen", "domain": "light"},
+                              CardFacts(areas=build_area_index(AREAS, placed, [])))
+    assert card.body.startswith("The assistant wants to read the current state of 2 of the devices you allowed: "
+                                "Kitchen ceiling, Kitchen counter.")
+    assert "Living room" not in card.body and "Kitchen temperature" not in card.body
+    assert "It asked for those of the kind “Lights”." in card.body and "“light”" not in card.body
+
+
+def test_a_list_card_with_nothing_kept_names_nothing() -> None:
+    config = HomeAssistantConfig(enabled=True, base_url="http://ha.local:8123",
+                                 allowlisted_entities=("light.hall", "sensor.attic"))
+    body = LIST_ENTITIES.card(config, {"domain": "lock"}).body
+    assert body.startswith("None of the devices you allowed is one the assistant asked for")
+    assert "Hall" not in body and "Attic" not in body
+
+
+# --- the reads of one entity, and the reads that name none --------------------------------------------------
+
+def arguments_for(capability: Capability, entity_id: str) -> dict[str, Any]:
+    """Valid arguments naming `entity_id` wherever the capability takes an entity (the first choice elsewhere)."""
+    arguments: dict[str, Any] = {}
+    for name, schema in capability.arguments_schema["properties"].items():
+        if name in capability.entity_arguments:
+            arguments[name] = entity_id
+        elif name in capability.arguments_schema.get("required", []):
+            arguments[name] = schema["enum"][0] if "enum" in schema else schema["examples"][0]
+    return arguments
+
+
+@pytest.mark.parametrize("capability", [c for c in REGISTRY.values() if c is not LIST_ENTITIES], ids=lambda c: c.name)
+def test_every_other_read_s_card_names_only_the_entity_it_reads(capability: Capability) -> None:
+    """For each kind: a read of one entity names that one only; a search or a count names none."""
+    config = HomeAssistantConfig(enabled=True, base_url="http://ha.local:8123", allowlisted_entities=ALLOWED,
+                                 entity_names=NAMES)
+    facts = CardFacts(areas=INDEX, traits={e: Traits("temperature", "measurement") for e in ALLOWED})
+    for domain in DOMAINS:
+        entity = next(e for e in ALLOWED if e.startswith(f"{domain}."))
+        arguments = validate(capability, arguments_for(capability, entity))
+        reads = set(capability.entities_named(arguments))
+        for known in (facts, NOTHING_KNOWN):
+            card = capability.card(config, arguments, known)
+            assert named_in(f"{card.title} {card.body}") == reads, (capability.name, domain)
+
+
+def test_a_list_read_remembers_each_device_s_kind_for_the_next_card(home: StubHomeAssistant) -> None:
+    """Nothing is asked of Home Assistant for a card: what it knows of a kind comes from a read already made."""
+    SEEN.clear()
+    sensor = next(e for e in ALLOWED if e.startswith("sensor."))
+    home.set_state(sensor, "1234", {"device_class": "energy", "state_class": "total_increasing"})
+    with HomeAssistantClient(home.base_url, Secret(home.token), reads=LIST_ENTITIES.reads) as client:
+        LIST_ENTITIES.execute(client, config_for(home), {"domain": "sensor"}, Deadline(8), NOW)
+        key = client.cache_key
+    assert SEEN.of(key)[sensor] == Traits("energy", "total_increasing") and SEEN.of(key)[sensor].is_meter
+    assert sensor not in SEEN.of(("http://elsewhere:8123", "x", ""))
