@@ -74,6 +74,8 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "api_tokens.confirm_revoke": Access.HOUSEHOLD,
     # issue 21: the conversation page's script rereads the lines of the household's own conversation
     "conversation.lines": Access.HOUSEHOLD,
+    # issue 26: the Settings page's Language choice
+    "language.save": Access.HOUSEHOLD,
 })
 
 ANSWERING_A_CARD = "answer a request"
@@ -88,6 +90,7 @@ _WHAT = MappingProxyType({
     "settings_api": "see or change the Home Assistant settings, its entities or its certificate",
     "model_settings": "see or change the language model's settings",
     "api_tokens": "see, make or revoke API tokens",
+    "language": "change the language of the Console's pages",
 })
 
 
