@@ -77,7 +77,9 @@ def update() -> None:
     template = read_catalog(TEMPLATE)
     for language in LANGUAGES:
         catalog = read_catalog(po_path(language), language) if po_path(language).is_file() else Catalog(locale=language)
+        created = catalog.creation_date
         catalog.update(template, no_fuzzy_matching=True)
+        catalog.creation_date = created  # the .pot has no date (it would change with every extraction)
         catalog.project, catalog.version, catalog.msgid_bugs_address, catalog.fuzzy = "console-ha", "", "", False
         catalog.header_comment = f"# console-ha: the household's words in {language}; scripts/i18n.py keeps it whole.\n"
         write_catalog(po_path(language), catalog)

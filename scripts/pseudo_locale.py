@@ -13,6 +13,7 @@ import io
 import math
 import re
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -24,6 +25,7 @@ import i18n  # noqa: E402  (beside this script, not a package)
 CODE = i18n.PSEUDO
 OPEN, CLOSE = "⟦", "⟧"
 GROWTH = 0.4
+_MADE = datetime(2026, 1, 1, tzinfo=UTC)
 _ACCENTED = str.maketrans(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
     "åƀçđéƒĝĥîĵķľɱñöþǫŕšţûṽŵẋýžÅƁÇĐÉƑĜĤÎĴĶĽṀÑÖÞǪŔŠŢÛṼŴẊÝŽ",
@@ -49,7 +51,10 @@ def pseudo(text: str) -> str:
 
 def catalog_from(template: Catalog) -> Catalog:
     """The pseudo-language's catalog: one entry per message of the template."""
-    catalog = Catalog(locale="en", project="console-ha", version="", msgid_bugs_address="", fuzzy=False)
+    # Fixed dates: the same .pot makes the same file (and the same .mo), so a test can tell it is current.
+    catalog = Catalog(locale="en", project="console-ha", version="", msgid_bugs_address="", fuzzy=False,
+                      creation_date=_MADE, revision_date=_MADE)
+    catalog.header_comment = "# console-ha's pseudo-language for the tests, made by scripts/pseudo_locale.py."
     for message in template:
         if not message.id:
             continue
@@ -64,9 +69,8 @@ def catalog_from(template: Catalog) -> Catalog:
 def text() -> bytes:
     """The pseudo-language's .po as written, from the repository's messages.pot."""
     buffer = io.BytesIO()
-    # No header: it would carry today's date, and the file must come out the same from the same .pot.
     write_po(buffer, catalog_from(i18n.read_catalog(i18n.TEMPLATE)), include_lineno=False, sort_output=True,
-             width=120, omit_header=True)
+             width=120)
     return buffer.getvalue()
 
 
