@@ -54,7 +54,12 @@ def test_the_file_is_read_once_until_it_changes(data_dir: DataDir, monkeypatch: 
     store.set_language("es")
     reads: list[int] = []
     original = store._read
-    monkeypatch.setattr(store, "_read", lambda: reads.append(1) or original())
+
+    def counted() -> str:
+        reads.append(1)
+        return original()
+
+    monkeypatch.setattr(store, "_read", counted)
     for _ in range(10):
         assert store.language() == "es"
     assert len(reads) == 1
