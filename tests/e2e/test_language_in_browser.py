@@ -138,7 +138,7 @@ def test_a_french_browser_sets_up_in_french_then_chooses_chinese_whose_dates_and
         language = page.get_by_label("Langue", exact=True)
         expect(language).to_have_value("automatic")
         language.select_option("zh-Hans")
-        page.get_by_role("button", name="Enregistrer la langue").click()
+        page.get_by_role("button", name="Utiliser cette langue").click()
         expect(page.locator("html")).to_have_attribute("lang", "zh-Hans")
         expect(page.get_by_label("语言", exact=True)).to_have_value("zh-Hans")
         assert "Noto Sans CJK SC" in page.evaluate("getComputedStyle(document.body).fontFamily")
