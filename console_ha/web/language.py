@@ -41,7 +41,9 @@ def current_language() -> Language:
         return ENGLISH
     language: Language | None = g.get(_G_KEY)
     if language is None:
-        language = choose(services().console_settings.language(), request.accept_languages.values(),
+        # Best first, as Werkzeug sorts them; q=0 says "not this one" (RFC 9110), so it is left out.
+        browser = [tag for tag, quality in request.accept_languages if quality > 0]
+        language = choose(services().console_settings.language(), browser,
                           with_pseudo=bool(current_app.config.get(PSEUDO_CONFIG)))
         setattr(g, _G_KEY, language)
     return language

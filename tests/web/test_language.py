@@ -35,6 +35,8 @@ def _html_lang(html: str) -> str:
     ({"Accept-Language": "nl-BE,nl"}, "nl", "Inloggen · Console", "Wachtwoord"),
     (CHINESE, "zh-Hans", "登录 · 控制台", "密码"),
     ({"Accept-Language": "zh-TW,ja"}, "en", "Log in · Console", "Password"),
+    ({"Accept-Language": "fr;q=0, ja"}, "en", "Log in · Console", "Password"),  # q=0: "not French"
+    ({"Accept-Language": "fr;q=0.2, nl;q=0.8"}, "nl", "Inloggen · Console", "Wachtwoord"),
 ])
 def test_the_login_page_is_in_the_browsers_language_and_html_lang_names_it(
         client: FlaskClient, password: str, headers: dict[str, str], lang: str, title: str, label: str) -> None:
@@ -166,3 +168,11 @@ def test_the_pseudo_language_is_offered_only_by_an_app_that_tests_with_it(
         log_in(client, password)
         page = client.get("/settings/home-assistant").get_data(as_text=True)
         assert ('value="en-XA"' in page) is offered
+
+
+@pytest.mark.parametrize("path", ["/settings/home-assistant", "/settings/model", "/conversation", "/activity",
+                                  "/confirmations", "/settings/api-tokens", "/no-such-page"])
+def test_html_lang_names_the_language_on_every_page(household: FlaskClient, path: str) -> None:
+    html = household.get(path, headers={"Accept-Language": "nl-NL,nl;q=0.9"}).get_data(as_text=True)
+    assert _html_lang(html) == "nl"
+    assert "<a class=\"skip-link\" href=\"#main\">Direct naar de inhoud</a>" in html
