@@ -58,6 +58,7 @@ class _ConsoleDomain(flask_babel.Domain):  # type: ignore[misc]  # Flask-Babel s
     """Flask-Babel's message domain over the Console's one catalog cache (language.translations)."""
 
     def get_translations(self) -> Any:
+        """The current request's catalog (loaded once per process)."""
         return translations(current_language().catalog)
 
 
@@ -68,6 +69,7 @@ class _ConsoleBabel(flask_babel.Babel):  # type: ignore[misc]
 
     @property
     def domain_instance(self) -> _ConsoleDomain:
+        """The one domain every request's templates translate through."""
         return self._domain
 
 
@@ -75,6 +77,7 @@ class _LocalisingJSONProvider(DefaultJSONProvider):
     """Flask's JSON, with every `Words` in an answer rendered in the language of the request that gets it."""
 
     def dumps(self, obj: Any, **kwargs: Any) -> str:
+        """`obj` as JSON, its `Words` in the request's language."""
         language = current_language()
         # A Words is its English sentence already: an English answer needs no walk.
         return super().dumps(obj if language is ENGLISH else localised(obj, language), **kwargs)
