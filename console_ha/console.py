@@ -30,6 +30,7 @@ from console_ha.store.audit import AuditLog
 from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
+from console_ha.store.console_settings import ConsoleSettingsStore
 from console_ha.store.conversations import ConversationFiles
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
@@ -91,6 +92,8 @@ class Console:
     settings: SettingsService
     # Every open page's long poll for a change in the household's waiting cards (its count and alert).
     household_watch: HouseholdWatch
+    # The Console's own settings: the household's Language choice (issue 26).
+    console_settings: ConsoleSettingsStore
 
     @classmethod
     def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
@@ -140,4 +143,5 @@ class Console:
                                      ca_store=CACertificateStore(data_dir, config_store), clients=clients,
                                      discover=discover, areas=AreaCache(), timeouts=options.settings_timeouts),
             household_watch=HouseholdWatch(household.pending),
+            console_settings=ConsoleSettingsStore(data_dir),
         )

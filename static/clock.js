@@ -1,8 +1,18 @@
 // The household's clock: every <time data-clock> the server rendered (in UTC, worded in the Console's
-// configured zone) is rewritten in this browser's own zone. Without this module the server's words stay.
+// configured zone and the page's language) is rewritten in this browser's own zone, in the language
+// <html lang> names (the household's, as the server chose it), in that language's own forms.
+// Without this module the server's words stay.
 
-const withDate = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+/** The page's language as Intl takes it; the browser's own if Intl does not know it (a test's pseudo-language). */
+export function pageLocale(root = document) {
+  const lang = root.documentElement.lang;
+  if (!lang) return undefined;
+  return Intl.DateTimeFormat.supportedLocalesOf([lang]).length ? lang : undefined;
+}
+
+const locale = pageLocale();
+const withDate = new Intl.DateTimeFormat(locale, { dateStyle: "medium", timeStyle: "short" });
+const timeOnly = new Intl.DateTimeFormat(locale, { timeStyle: "short" });
 
 /** One <time data-clock="date|time" datetime="…Z"> worded in the browser's zone; left as it is if unreadable. */
 export function localise(element) {

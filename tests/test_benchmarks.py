@@ -26,3 +26,19 @@ def test_the_conversation_benchmark_completes_a_confirmed_invocation(
     for path in ("http", "service"):
         for capability in ("list_entities", "get_history"):
             assert any(line.split()[:2] == [path, capability] for line in lines), lines
+
+
+def test_the_language_benchmark_prints_each_page_in_each_language_against_english(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26: one short pass prints a ratio per page and language (the figures are not judged here)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("bench_language", BENCHMARKS / "bench_language.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_language", module)
+    spec.loader.exec_module(module)
+    module.main(["--rounds", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    for page in ("/login", "/settings/home-assistant", "/activity"):
+        for language in ("fr", "zh-Hans"):
+            assert any(line.split()[:3] == [page, language, "/"] for line in lines), lines

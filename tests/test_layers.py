@@ -38,7 +38,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"capabilities"}),
     frozenset({"store", "ha"}),
     frozenset({"", "errors", "secret", "deadline", "unknown_keys", "timestamps", "words",
-               "folding"}),  # issue 18: how household words are compared, for ha (areas) and capabilities
+               "folding",  # issue 18: how household words are compared, for ha (areas) and capabilities
+               "language"}),  # issue 26: the languages, their catalogs and Words, for every layer
 )
 BASE = LAYERS[-1]
 

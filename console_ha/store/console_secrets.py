@@ -19,6 +19,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from console_ha.errors import ConsoleHaError, InvalidSettingsChange
 from console_ha.errors import PasswordAlreadySet as PasswordAlreadySet
+from console_ha.language import Words
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
 from console_ha.store.files import read_if_present
@@ -72,15 +73,15 @@ class ApiToken:
 def check_password(value: object) -> str:
     """Validate a new password's length; InvalidSettingsChange (field `password`) says what is wrong."""
     if not isinstance(value, str):
-        raise InvalidSettingsChange("The password must be text.", field="password")
+        raise InvalidSettingsChange(Words("The password must be text."), field="password")
     if len(value) < MIN_PASSWORD_LENGTH:
-        raise InvalidSettingsChange(
-            f"The password needs at least {MIN_PASSWORD_LENGTH} characters.", field="password"
-        )
+        raise InvalidSettingsChange(Words.counted(
+            "The password needs at least {count} character.", "The password needs at least {count} characters.",
+            MIN_PASSWORD_LENGTH), field="password")
     if len(value) > MAX_PASSWORD_LENGTH:
-        raise InvalidSettingsChange(
-            f"The password may have at most {MAX_PASSWORD_LENGTH} characters.", field="password"
-        )
+        raise InvalidSettingsChange(Words.counted(
+            "The password may have at most {count} character.", "The password may have at most {count} characters.",
+            MAX_PASSWORD_LENGTH), field="password")
     return value
 
 

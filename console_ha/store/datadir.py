@@ -88,5 +88,10 @@ class DataDir:
         return self.root / "console" / "model.json"
 
     @property
+    def console_settings(self) -> Path:
+        # The Console's own settings for its pages (the household's Language), issue 26.
+        return self.root / "console" / "settings.json"
+
+    @property
     def model_api_key(self) -> Path:
         return self.console_secrets / "model-api-key.json"

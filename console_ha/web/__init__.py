@@ -100,6 +100,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     that shape a Console (confirmation TTL, MCP waiting, model variables) apply only to one opened here.
     """
     from console_ha.web import api_tokens, auth, clock, confirmations, conversation, mcp, model_page, settings_api
+    from console_ha.web import language as household_language
     from console_ha.web import settings_page as pages
     from console_ha.web.errors import register_error_handlers
     from console_ha.web.security import init_app as init_security
@@ -136,6 +137,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     app.extensions["console_ha_web"] = WebServices(csrf=CSRFProtect(app), login_throttle=LoginThrottle())
     mcp.init_app(app, console.household)
 
+    household_language.init_app(app)
     clock.init_app(app)
     register_error_handlers(app)
     init_security(app)

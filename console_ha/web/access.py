@@ -77,6 +77,8 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "conversation.lines": Access.HOUSEHOLD,
     # issue 25: ... and its list of recent conversations, kept live
     "conversation.recent": Access.HOUSEHOLD,
+    # issue 26: the Settings page's Language choice
+    "language.save": Access.HOUSEHOLD,
 })
 
 ANSWERING_A_CARD = "answer a request"
@@ -91,6 +93,7 @@ _WHAT = MappingProxyType({
     "settings_api": "see or change the Home Assistant settings, its entities or its certificate",
     "model_settings": "see or change the language model's settings",
     "api_tokens": "see, make or revoke API tokens",
+    "language": "change the language of the Console's pages",
 })
 
 

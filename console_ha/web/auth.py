@@ -25,7 +25,8 @@ from werkzeug.wrappers import Response  # a redirect's type; Flask's own Respons
 
 from console_ha.capabilities.household_queue import Asker
 from console_ha.errors import InvalidSettingsChange, Unauthenticated
-from console_ha.store.console_secrets import MAX_PASSWORD_LENGTH, PasswordAlreadySet
+from console_ha.language import Words
+from console_ha.store.console_secrets import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, PasswordAlreadySet
 from console_ha.web import services, web_services
 from console_ha.web.access import Access, access_to, refusal_for
 from console_ha.web.errors import error_response, is_api_request
@@ -39,11 +40,13 @@ bp = Blueprint("auth", __name__)
 SESSION_KEY = "auth"
 # The server-side id of the session (store/console_secrets.py keeps its hash): logout ends it for every copy.
 SESSION_ID = "sid"
-WRONG_PASSWORD = "That password is not right. Try again."
-STALE_FORM = "The form was out of date. Try again."
-NO_PASSWORD = "Type the password."
+WRONG_PASSWORD = Words("That password is not right. Try again.")
+STALE_FORM = Words("The form was out of date. Try again.")
+NO_PASSWORD = Words("Type the password.")
+PASSWORDS_DIFFER = Words("The two passwords are not the same. Type them again.")
+LOG_IN_FIRST = Words("Log in to the Console first, or send an API token.")
 # Said on the login page a logout lands on (`?logged_out=1`): a page with no word looked like a failure.
-LOGGED_OUT = "You are logged out. Log in again to use the Console."
+LOGGED_OUT = Words("You are logged out. Log in again to use the Console.")
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ def authenticate() -> Response | None:
     if SESSION_KEY in session:
         session.clear()
     if is_api_request():
-        raise Unauthenticated("Log in to the Console first, or send an API token.")
+        raise Unauthenticated(LOG_IN_FIRST)
     target = "auth.login" if svc.secrets.has_password() else "auth.setup"
     next_path = _requested_path() if request.method == "GET" else None
     return redirect(url_for(target, next=next_path))
@@ -215,6 +218,10 @@ def login() -> Response | tuple[str, int] | str:
     return redirect(next_url)
 
 
+def _setup_page(next_url: str, error: str | None = None, field: str | None = None) -> str:
+    return render_template("setup.html", next=next_url, error=error, field=field, min_length=MIN_PASSWORD_LENGTH)
+
+
 @bp.route("/setup", methods=["GET", "POST"])
 def setup() -> Response | tuple[str, int] | str:
     """First run: set the Console password; once one exists this only leads to the login page."""
@@ -223,19 +230,18 @@ def setup() -> Response | tuple[str, int] | str:
     if secrets.has_password():
         return redirect(url_for("auth.login", next=next_url))
     if request.method == "GET":
-        return render_template("setup.html", next=next_url, error=None, field=None)
+        return _setup_page(next_url)
     try:
         web_services().csrf.protect()
     except CSRFError:
-        return render_template("setup.html", next=next_url, error=STALE_FORM, field=None), 400
+        return _setup_page(next_url, STALE_FORM), 400
     password = request.form.get("password", "")
     if password != request.form.get("confirm", ""):
-        error = "The two passwords are not the same. Type them again."
-        return render_template("setup.html", next=next_url, error=error, field="confirm"), 400
+        return _setup_page(next_url, PASSWORDS_DIFFER, "confirm"), 400
     try:
         secrets.set_password(password, only_if_unset=True)
     except InvalidSettingsChange as err:
-        return render_template("setup.html", next=next_url, error=err.message, field="password"), 400
+        return _setup_page(next_url, err.message, "password"), 400
     except PasswordAlreadySet:
         return redirect(url_for("auth.login", next=next_url))
     _start_session()

@@ -1,8 +1,9 @@
 """The household's clock on every page: one template helper writes a moment as a `<time>` element.
 
 The element carries the moment in UTC (`datetime`), and its text is the moment in the Console's configured
-zone (`CONSOLE_HA_TIME_ZONE`, else the machine's own), which is what a page without JavaScript shows;
-`static/clock.js` rewrites every such element in the browser's own zone. The API keeps UTC.
+zone (`CONSOLE_HA_TIME_ZONE`, else the machine's own), in the page's language's own forms (Babel's), which
+is what a page without JavaScript shows; `static/clock.js` rewrites every such element in the browser's own
+zone, in the language `<html lang>` names (Intl). The API keeps UTC.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from datetime import tzinfo
 from flask import Flask, current_app
 from markupsafe import Markup
 
-from console_ha.timestamps import in_zone, parse_utc_z, time_zone
+from console_ha.language import moment_words
+from console_ha.timestamps import parse_utc_z, time_zone
+from console_ha.web.language import current_language
 
 ENVIRONMENT_VARIABLE = "CONSOLE_HA_TIME_ZONE"
 _ZONE = "console_ha_time_zone"
@@ -33,7 +36,7 @@ def configured_zone() -> tzinfo | None:
 
 
 def moment(value: object, *, with_date: bool = True, slot: str = "") -> Markup:
-    """`<time datetime="…Z" data-clock="date|time">` with the configured zone's words.
+    """`<time datetime="…Z" data-clock="date|time">` with the configured zone's words, in the page's language.
 
     No value gives "", or with a `slot` (a script fills it later, `data-slot`) an empty element. A value
     that is not a moment (a damaged line in a log) is shown as it is, escaped, never guessed at.
@@ -48,7 +51,7 @@ def moment(value: object, *, with_date: bool = True, slot: str = "") -> Markup:
         empty = Markup('<time datetime="" data-clock="{}"{}></time>').format(style, slot_attribute)
         return empty if slot else Markup("")
     try:
-        words = in_zone(parsed, configured_zone(), with_date=with_date)
+        words = moment_words(parsed, configured_zone(), current_language(), with_date=with_date)
     except OverflowError:  # a moment the zone cannot hold (year 1 or 9999, hand-edited): shown as written
         return Markup("<span{}>{}</span>").format(slot_attribute, text)
     return Markup('<time datetime="{}" data-clock="{}"{}>{}</time>').format(text, style, slot_attribute, words)

@@ -26,6 +26,7 @@ from console_ha.errors import (
     error_body,
     http_statuses,
 )
+from console_ha.language import Words
 
 log = logging.getLogger(__name__)
 
@@ -46,20 +47,18 @@ _HTTP_ERRORS: Mapping[int, type[ConsoleHaError]] = MappingProxyType({
     429: RateLimited,
 })
 _HTTP_MESSAGES = {
-    "INVALID_REQUEST": "The request could not be understood.",
-    "UNAUTHENTICATED": "Log in to the Console first, or send an API token.",
-    "FORBIDDEN": "This is not allowed.",
-    "NOT_FOUND": "There is nothing at this address.",
-    "METHOD_NOT_ALLOWED": "This address does not accept that kind of request.",
-    "PAYLOAD_TOO_LARGE": "The request is too large.",
-    "UNSUPPORTED_MEDIA_TYPE": "Send the request body as JSON.",
-    "RATE_LIMITED": "Too many attempts. Wait a few minutes, then try again.",
-    "INTERNAL_ERROR": "Something went wrong inside the Console. Try again; if it keeps happening, "
-    "look at the Console's log.",
+    "INVALID_REQUEST": Words("The request could not be understood."),
+    "UNAUTHENTICATED": Words("Log in to the Console first, or send an API token."),
+    "FORBIDDEN": Words("This is not allowed."),
+    "NOT_FOUND": Words("There is nothing at this address."),
+    "METHOD_NOT_ALLOWED": Words("This address does not accept that kind of request."),
+    "PAYLOAD_TOO_LARGE": Words("The request is too large."),
+    "UNSUPPORTED_MEDIA_TYPE": Words("Send the request body as JSON."),
+    "RATE_LIMITED": Words("Too many attempts. Wait a few minutes, then try again."),
+    "INTERNAL_ERROR": Words("Something went wrong inside the Console. Try again; if it keeps happening, "
+                            "look at the Console's log."),
 }
-CSRF_MESSAGE = (
-    "The page's security token is missing or out of date. Reload the page and try again."
-)
+CSRF_MESSAGE = Words("The page's security token is missing or out of date. Reload the page and try again.")
 
 
 def status_for(code: str) -> int:

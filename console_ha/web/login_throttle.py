@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from console_ha.errors import RateLimited
+from console_ha.language import Words
 
 # Wrong passwords a client may try without waiting.
 FREE_ATTEMPTS = 5
@@ -32,9 +33,8 @@ class LoginThrottled(RateLimited):
     """Too many wrong passwords from this client: it must wait `retry_after` seconds."""
 
     def __init__(self, retry_after: int) -> None:
-        super().__init__(
-            f"Too many wrong passwords. Wait {retry_after} second{'s' if retry_after != 1 else ''}, then try again."
-        )
+        super().__init__(Words.counted("Too many wrong passwords. Wait {count} second, then try again.",
+                                       "Too many wrong passwords. Wait {count} seconds, then try again.", retry_after))
         self.retry_after = retry_after
 
 

@@ -1,4 +1,8 @@
-"""The household's clock: one template helper writes every moment as <time> in UTC, worded in the configured zone."""
+"""The household's clock: one template helper writes every moment as <time> in UTC, worded in the configured zone.
+
+The words are English's own forms (CLDR's, as Babel and the browser's Intl write them: a narrow no-break space
+before AM/PM) unless the page is in another language (tests/web/test_language.py).
+"""
 
 from __future__ import annotations
 
@@ -19,10 +23,10 @@ def render(app: Flask, source: str, **context: object) -> str:
 
 
 @pytest.mark.parametrize(("zone", "with_date", "words"), [
-    ("Europe/Paris", True, "2026-07-01 14:05 CEST"),
-    ("Europe/Paris", False, "14:05 CEST"),
-    ("America/New_York", True, "2026-07-01 08:05 EDT"),
-    ("UTC", False, "12:05 UTC"),
+    ("Europe/Paris", True, "Jul 1, 2026, 2:05\u202fPM CEST"),
+    ("Europe/Paris", False, "2:05\u202fPM CEST"),
+    ("America/New_York", True, "Jul 1, 2026, 8:05\u202fAM EDT"),
+    ("UTC", False, "12:05\u202fPM UTC"),
 ])
 def test_a_moment_keeps_utc_in_datetime_and_is_worded_in_the_configured_zone(
         make_app: Callable[..., Flask], zone: str, with_date: bool, words: str) -> None:
@@ -34,14 +38,14 @@ def test_a_moment_keeps_utc_in_datetime_and_is_worded_in_the_configured_zone(
 
 def test_winter_and_summer_time_follow_the_zone_rules_of_each_moment(make_app: Callable[..., Flask]) -> None:
     app = make_app(CONSOLE_HA_TIME_ZONE="Europe/Paris")
-    assert "13:00 CET" in render(app, "{{ moment('2026-01-15T12:00:00Z') }}")
-    assert "14:00 CEST" in render(app, "{{ moment('2026-07-15T12:00:00Z') }}")
+    assert "1:00\u202fPM CET" in render(app, "{{ moment('2026-01-15T12:00:00Z') }}")
+    assert "2:00\u202fPM CEST" in render(app, "{{ moment('2026-07-15T12:00:00Z') }}")
 
 
 def test_the_environment_names_the_zone_when_the_app_config_does_not(
         make_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONSOLE_HA_TIME_ZONE", "Asia/Tokyo")
-    assert "21:00 JST" in render(make_app(), "{{ moment('2026-07-15T12:00:00Z') }}")
+    assert "9:00\u202fPM JST" in render(make_app(), "{{ moment('2026-07-15T12:00:00Z') }}")
 
 
 def test_without_a_setting_the_machines_own_zone_is_used(
@@ -51,7 +55,7 @@ def test_without_a_setting_the_machines_own_zone_is_used(
     import time
     time.tzset()
     try:
-        assert "21:30 ACST" in render(make_app(), "{{ moment('2026-07-15T12:00:00Z') }}")
+        assert "9:30\u202fPM ACST" in render(make_app(), "{{ moment('2026-07-15T12:00:00Z') }}")
     finally:
         monkeypatch.undo()
         time.tzset()
@@ -87,7 +91,7 @@ def test_the_activity_page_shows_each_event_in_the_configured_zone_and_keeps_utc
     client: FlaskClient = app.test_client()
     log_in(client, password)
     html = client.get("/activity").get_data(as_text=True)
-    assert '<time datetime="2026-12-02T09:30:00Z" data-clock="date">2026-12-02 10:30 CET</time>' in html
+    assert '<time datetime="2026-12-02T09:30:00Z" data-clock="date">Dec 2, 2026, 10:30\u202fAM CET</time>' in html
     assert "clock.js" in html
 
 

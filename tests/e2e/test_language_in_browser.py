@@ -1,0 +1,150 @@
+"""The household's language in Chromium: the pseudo-language shows every word came from a catalog and fits, and a
+French browser sets up the Console in French, then chooses Chinese, whose dates and fonts follow."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from console_ha.language import PSEUDO
+from console_ha.store.audit import AuditLog
+from console_ha.store.console_secrets import ConsoleSecrets
+from console_ha.store.console_settings import ConsoleSettingsStore
+from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, PHONE, SETTINGS, LiveConsole, serious_violations
+
+pytestmark = pytest.mark.browser
+
+# Every visible text node under `scope`, less what is not the Console's own words: code the household types
+# (a command) and each language's own name in the select (written in itself, never translated). None may
+# hold a plain Latin letter (the pseudo-language accents every one), and none may stand past the page's
+# right edge or be cut by its box.
+_WORDS_AND_FIT = """(scope) => {
+  const roots = [...document.querySelectorAll(scope)];
+  const leftovers = [], cut = [];
+  const width = document.documentElement.clientWidth;
+  for (const root of roots) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const parent = node.parentElement;
+      if (!node.textContent.trim() || parent.closest("code, option[lang], script, style, template, [hidden]")) continue;
+      if (!parent.getClientRects().length || getComputedStyle(parent).visibility === "hidden") continue;
+      const clipped = parent.closest(".visually-hidden");
+      // The pseudo-language has no plain Latin letter (a message split by an element, such as a <code>, is
+      // still all accented on both sides), so any such letter came from somewhere else.
+      if (/[A-Za-z]/.test(node.textContent)) leftovers.push(node.textContent.trim());
+      if (clipped) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const rect of range.getClientRects()) {
+        if (rect.right > width + 1 || rect.left < -1) cut.push(node.textContent.trim());
+      }
+      for (let box = parent; box && box !== document.body; box = box.parentElement) {
+        const style = getComputedStyle(box);
+        if (/(hidden|clip)/.test(style.overflowX + style.overflowY) && box.scrollWidth > box.clientWidth + 1) {
+          cut.push(node.textContent.trim());
+        }
+      }
+    }
+  }
+  return {leftovers, cut, scrolls: document.documentElement.scrollWidth > width + 1};
+}"""
+
+
+def _words_and_fit(page: Page, scope: str = "body") -> dict[str, Any]:
+    result: dict[str, Any] = page.evaluate(_WORDS_AND_FIT, scope)
+    return result
+
+
+def _assert_catalog_words_that_fit(page: Page, scope: str = "body") -> None:
+    found = _words_and_fit(page, scope)
+    assert found["leftovers"] == [], f"words not from a catalog on {page.url}"
+    assert found["cut"] == [] and not found["scrolls"], f"text cut off or wider than the page on {page.url}"
+
+
+@pytest.mark.parametrize(("javascript", "width"), [(True, DESKTOP), (True, PHONE), (False, DESKTOP), (False, PHONE)],
+                         ids=["js-1280", "js-390", "nojs-1280", "nojs-390"])
+def test_in_the_pseudo_language_every_word_of_the_converted_pages_is_from_a_catalog_and_fits(
+        browser: Browser, console: LiveConsole, javascript: bool, width: Any) -> None:
+    """Set-up, login (and its error), the navigation, the Language choice and the error page, at 1280 and 390 px."""
+    console.app.config["CONSOLE_HA_PSEUDO_LANGUAGE"] = True
+    ConsoleSettingsStore(console.data_dir).set_language(PSEUDO.code)
+    context = browser.new_context(java_script_enabled=javascript, viewport=width)
+    page = context.new_page()
+    try:
+        page.goto(console.at("/setup"))
+        expect(page.locator("html")).to_have_attribute("lang", "en-XA")
+        _assert_catalog_words_that_fit(page)
+        ConsoleSecrets(console.data_dir).set_password(PASSWORD, method=FAST_HASH)
+        page.goto(console.at("/login"))
+        page.locator("#password").fill("not the password")
+        page.locator("button[type=submit].primary").click()
+        expect(page.locator("#login-error")).to_contain_text("⟦")
+        _assert_catalog_words_that_fit(page)
+        page.locator("#password").fill(PASSWORD)
+        page.locator("button[type=submit].primary").click()
+        page.goto(console.at(SETTINGS))
+        # The settings page beyond its Language choice is converted after issue 25's merge.
+        _assert_catalog_words_that_fit(page, "header, form.language-choice")
+        page.goto(console.at("/no-such-page"))
+        expect(page.locator("#error-title")).to_contain_text("⟦")
+        _assert_catalog_words_that_fit(page)
+        if javascript:
+            assert serious_violations(page) == []
+    finally:
+        context.close()
+
+
+def test_the_check_above_finds_a_word_from_no_catalog_and_a_cut_one(browser: Browser, console: LiveConsole) -> None:
+    """The guard can fail: an English word on a pseudo page, and a bracketed word cut by its box."""
+    console.app.config["CONSOLE_HA_PSEUDO_LANGUAGE"] = True
+    ConsoleSettingsStore(console.data_dir).set_language(PSEUDO.code)
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    try:
+        page.goto(console.at("/setup"))
+        page.evaluate("""() => {
+          document.querySelector("h1").append(" plain English");
+          const label = document.querySelector("label[for=new-password]");
+          label.style.cssText = "display:block; width:3em; overflow:hidden; white-space:nowrap";
+        }""")
+        found = _words_and_fit(page)
+        assert any("plain English" in text for text in found["leftovers"])
+        assert any(text.startswith("⟦") for text in found["cut"])
+    finally:
+        context.close()
+
+
+def test_a_french_browser_sets_up_in_french_then_chooses_chinese_whose_dates_and_fonts_follow(
+        browser: Browser, console: LiveConsole) -> None:
+    AuditLog(console.data_dir).record("proposed", capability="home_assistant.list_entities", classification="read",
+                                      stage=1, invocation="x")
+    line = json.loads(console.data_dir.audit_log.read_text())
+    console.data_dir.audit_log.write_text(json.dumps({**line, "time": "2026-12-02T09:30:00Z"}) + "\n")
+    context = browser.new_context(locale="fr-FR", timezone_id="Europe/Paris", viewport=PHONE)
+    page = context.new_page()
+    try:
+        page.goto(console.at("/"))
+        expect(page.locator("html")).to_have_attribute("lang", "fr")
+        expect(page).to_have_title("Choisir un mot de passe · Console")
+        page.get_by_label("Nouveau mot de passe", exact=True).fill(PASSWORD)
+        page.get_by_label("Saisissez-le à nouveau", exact=True).fill(PASSWORD)
+        page.get_by_role("button", name="Définir le mot de passe").click()
+        page.goto(console.at(SETTINGS))
+        expect(page.get_by_role("link", name="Paramètres")).to_have_attribute("aria-current", "page")
+        language = page.get_by_label("Langue", exact=True)
+        expect(language).to_have_value("automatic")
+        language.select_option("zh-Hans")
+        page.get_by_role("button", name="Utiliser cette langue").click()
+        expect(page.locator("html")).to_have_attribute("lang", "zh-Hans")
+        expect(page.get_by_label("语言", exact=True)).to_have_value("zh-Hans")
+        assert "Noto Sans CJK SC" in page.evaluate("getComputedStyle(document.body).fontFamily")
+        page.get_by_role("link", name="活动").click()
+        # clock.js writes the moment in the page's language (Intl, <html lang>) and the browser's zone.
+        expect(page.locator("time[data-clock]").first).to_have_text(re.compile(r"^2026年12月2日 10:30$"))
+        assert serious_violations(page) == []
+    finally:
+        context.close()
