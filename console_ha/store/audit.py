@@ -33,6 +33,8 @@ EVENTS = (
     "held",
     # Allowed, but the program never came back before the card expired: nothing was read.
     "abandoned",
+    # Issue 25: a program's call that joined a card the household had denied: the denial again, on a line of its own.
+    "asked_again",
 )
 
 
