@@ -159,6 +159,23 @@ def test_the_nav_shows_how_many_cards_wait_on_every_page(app, household, configu
     assert badge(html) == ("2", False)
 
 
+def test_the_card_says_how_often_its_program_asked_once_it_asked_again(app, household, configured):
+    """Issue 25: each call that joins a waiting card counts; the page and the API carry the server's sentence."""
+    from console_ha.capabilities.household_queue import Asker
+
+    program = Asker("desk assistant", token_id="0123456789abcdef")
+    arguments = {"entity_id": "sensor.living_room_temperature", "period": "day"}
+    queue_of(app).call(program, "home_assistant.get_history", arguments)
+    html = household.get("/confirmations").get_data(as_text=True)
+    assert re.search(r'<p class="confirm-card__asked" data-slot="asked" hidden></p>', html)
+    for _ in range(2):
+        queue_of(app).call(program, "home_assistant.get_history", arguments)
+    (item,) = household.get("/api/v1/confirmations").get_json()["pending"]
+    assert (item["asked"], item["asked_words"]) == (3, "Asked 3 times.")
+    html = household.get("/confirmations").get_data(as_text=True)
+    assert '<p class="confirm-card__asked" data-slot="asked">Asked 3 times.</p>' in html
+
+
 @pytest.mark.parametrize(("decision", "approve"), [("approve", True), ("deny", False)])
 def test_without_javascript_a_form_post_answers_the_card(app, household, configured, decision, approve):
     read = waiting(app)
