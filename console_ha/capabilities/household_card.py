@@ -49,7 +49,7 @@ MOVES: Mapping[CardState, frozenset[CardState]] = MappingProxyType({
 })
 # Ends whose card no call can join any more: forgotten at once. A denial stays until its expiry, to be joined.
 GONE = frozenset({_S.READING, _S.EXPIRED, _S.WITHDRAWN, _S.ABANDONED})
-ENDED = GONE - {_S.READING} | {_S.DENIED}
+ENDED = (GONE - {_S.READING}) | {_S.DENIED}
 # The audit line a move of a card whose token was taken writes (reads and denials write the executor's own).
 AUDITED: Mapping[CardState, str] = MappingProxyType({_S.HELD: "held", _S.WITHDRAWN: "cancelled",
                                                       _S.ABANDONED: "abandoned"})
