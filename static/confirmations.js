@@ -15,8 +15,15 @@ const pollMs = Math.max(1, Number(root.dataset.pollSeconds) || 3) * 1000;
 let shown = cardsOnPage();
 let answering = false;
 
+// What the page shows of each card that can change while it waits: which card, and how often it was asked.
+function cardKey(token, askedWords) {
+  return `${token}:${askedWords ?? ""}`;
+}
+
 function cardsOnPage() {
-  return [...list.querySelectorAll("[data-token]")].map((section) => section.dataset.token).join(" ");
+  return [...list.querySelectorAll("[data-token]")]
+    .map((section) => cardKey(section.dataset.token, section.querySelector('[data-slot="asked"]')?.textContent))
+    .join(" ");
 }
 
 function setStatus(text) {
@@ -41,6 +48,9 @@ function cardFor(item, index) {
   slot("title").textContent = item.card.title;
   slot("body").textContent = item.card.body;
   slot("destination").textContent = item.destination ?? `Asked by “${item.client}”.`;
+  // The server's sentence ("Asked 3 times."), once the program asked again; else the line stays hidden.
+  slot("asked").textContent = item.asked_words ?? "";
+  slot("asked").hidden = !item.asked_words;
   slot("expires").dateTime = item.expires_at;
   localise(slot("expires"));
   slot("token").value = item.token;
@@ -50,12 +60,12 @@ function cardFor(item, index) {
 }
 
 function render(pending) {
-  const tokens = pending.map((item) => item.token).join(" ");
+  const keys = pending.map((item) => cardKey(item.token, item.asked_words)).join(" ");
   updateBadge(pending.length);
-  if (tokens === shown) return;
+  if (keys === shown) return;
   const focusedToken = document.activeElement?.closest("[data-token]")?.dataset.token;
-  const before = shown ? shown.split(" ").length : 0;
-  shown = tokens;
+  const before = list.querySelectorAll("[data-token]").length;
+  shown = keys;
   list.replaceChildren(...pending.map(cardFor));
   empty.hidden = pending.length > 0;
   if (pending.length > before) setStatus(`${pending.length} request${pending.length === 1 ? "" : "s"} waiting for you.`);

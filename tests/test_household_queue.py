@@ -9,6 +9,7 @@ from mcp.types import CallToolResult
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.household_card import ASKED_TIMES
 from console_ha.capabilities.household_queue import (
     ALLOWED_LATER,
     ALLOWED_NOW,
@@ -17,7 +18,7 @@ from console_ha.capabilities.household_queue import (
     Asker,
     Call,
     HouseholdQueue,
-    ProgramGone,
+    StillWaiting,
     WaitingRead,
 )
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
@@ -56,7 +57,7 @@ def events(data_dir) -> list[str]:
 def test_an_approved_read_runs_once_and_is_audited_with_the_client(queue, data_dir, stub_ha):
     waiting = queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
     assert queue.answer(waiting.token, True).status == "approved"
-    result = queue.complete(waiting)
+    result = queue.collect(waiting)
     assert result["entity_id"] == ENTITY
     assert events(data_dir) == ["proposed", "confirmation_requested", "approved", "executed"]
     assert {e["client"] for e in AuditLog(data_dir).events()} == {"desk"}
@@ -79,7 +80,7 @@ def test_withdrawn_just_after_the_household_said_yes_nothing_is_read(queue, data
     queue.answer(waiting.token, True)
     queue.withdraw(waiting)
     with pytest.raises(ConfirmationInvalid):
-        queue.complete(waiting)
+        queue.collect(waiting)
     assert events(data_dir)[-1] == "cancelled" and "approved" not in events(data_dir)
     assert stub_ha.requests_to("/api/states") == []
 
@@ -95,7 +96,7 @@ def test_at_most_two_waiting_cards_per_capability_per_client(data_dir, stub_ha, 
     queue.ask("tablet", GET_HISTORY, HISTORY_ARGS)  # another program may
 
 
-def test_the_queue_is_bounded_overall_and_an_expired_card_frees_its_place(queue, clock):
+def test_the_queue_is_bounded_overall_and_an_expired_card_frees_its_place(queue, clock, data_dir):
     first = queue.ask("desk", LIST_ENTITIES, {})
     queue.ask("tablet", LIST_ENTITIES, {})
     with pytest.raises(CapabilityError) as refused:
@@ -106,7 +107,10 @@ def test_the_queue_is_bounded_overall_and_an_expired_card_frees_its_place(queue,
     with pytest.raises(ConfirmationInvalid) as late:
         queue.answer(first.token, True)
     assert late.value.detail["reason"] == "expired"
-    assert queue.expire(first).code == "CONFIRMATION_INVALID"
+    with pytest.raises(ConfirmationInvalid) as its_call:
+        queue.collect(first)
+    assert its_call.value.detail["reason"] == "expired"
+    assert events(data_dir).count("expired") == 2  # one line each for the two cards, however found
     queue.ask("phone", LIST_ENTITIES, {})
 
 
@@ -139,7 +143,7 @@ def test_an_approval_with_no_live_call_reads_nothing_until_the_program_calls_aga
     assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
     again = queue.call(DESK, GET_HISTORY, {"period": "day", "entity_id": ENTITY})  # the same, spelled otherwise
     assert again.waiting is first.waiting
-    assert queue.collect(again.waiting, DESK.still_allowed)["entity_id"] == ENTITY
+    assert queue.collect(again.waiting, again.attachment)["entity_id"] == ENTITY
     assert events(data_dir)[-2:] == ["approved", "executed"] and len(stub_ha.requests_to("/api/history")) == 1
     fresh = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # collected: the next call is a new card
     assert fresh.waiting is not first.waiting
@@ -152,7 +156,7 @@ def test_a_denial_is_settled_at_once_and_a_joining_call_gets_it(queue, data_dir)
     assert events(data_dir)[-1] == "denied" and queue.pending() == []
     again = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
     with pytest.raises(CapabilityError) as denied:
-        queue.collect(again.waiting, DESK.still_allowed)
+        queue.collect(again.waiting, again.attachment)
     assert denied.value.code == "CONFIRMATION_DENIED"
 
 
@@ -175,8 +179,8 @@ def test_a_call_whose_program_hung_up_reads_nothing_and_the_card_waits(queue, da
     gone = queue.call(DESK, GET_HISTORY, HISTORY_ARGS, present=lambda: False)
     # The household is told the truth: no live call is there to receive the read now.
     assert queue.answer(gone.waiting.token, True).message == ALLOWED_LATER
-    with pytest.raises(ProgramGone):
-        queue.collect(gone.waiting, DESK.still_allowed, lambda: False)
+    with pytest.raises(StillWaiting):
+        queue.collect(gone.waiting, gone.attachment)
     queue.detach(gone.waiting, gone.attachment)
     assert events(data_dir)[-1] == "held" and stub_ha.requests_to("/api/history") == []
 
@@ -258,7 +262,7 @@ def test_a_cancelled_call_that_was_already_taken_over_does_not_withdraw_the_newe
     card, newer = run_to_end(scenario())
     assert queue.pending() == [card] and "cancelled" not in events(data_dir)
     assert queue.answer(card.token, True).message == ALLOWED_NOW
-    assert queue.collect(card, DESK.still_allowed)["entity_id"] == ENTITY
+    assert queue.collect(card, newer.attachment)["entity_id"] == ENTITY
 
 
 def test_an_allowed_card_taken_over_at_the_same_moment_gives_its_read_to_one_call_only(queue, data_dir, stub_ha):
@@ -279,7 +283,7 @@ def test_an_allowed_card_taken_over_at_the_same_moment_gives_its_read_to_one_cal
 
     old_result, newer = run_to_end(scenario())
     assert "waiting_for_household" in (old_result.structuredContent or {})
-    assert queue.collect(newer.waiting, DESK.still_allowed)["entity_id"] == ENTITY
+    assert queue.collect(newer.waiting, newer.attachment)["entity_id"] == ENTITY
     assert len(stub_ha.requests_to("/api/history")) == 1 and events(data_dir).count("executed") == 1
 
 
@@ -292,23 +296,23 @@ def test_a_call_arriving_while_an_allowed_read_runs_for_another_does_not_get_it_
     first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
     assert queue.answer(first.waiting.token, True).message == ALLOWED_NOW
     reading, go_on = threading.Event(), threading.Event()
-    original = queue._executor.answer
+    original = queue._executor.run
 
     def slow_read(*args, **kwargs):
         reading.set()
         go_on.wait(10)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(queue._executor, "answer", slow_read)
+    monkeypatch.setattr(queue._executor, "run", slow_read)
     results: list[dict] = []
-    runner = threading.Thread(target=lambda: results.append(queue.collect(first.waiting, DESK.still_allowed)))
+    runner = threading.Thread(target=lambda: results.append(queue.collect(first.waiting, first.attachment)))
     runner.start()
     assert reading.wait(10)
     again = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
     go_on.set()
     runner.join(10)
     assert results and results[0]["entity_id"] == ENTITY
-    assert again.waiting is not first.waiting and not again.waiting.decision.done()
+    assert again.waiting is not first.waiting and not again.waiting.settled.done()
     assert len(stub_ha.requests_to("/api/history")) == 1
 
 
@@ -347,3 +351,53 @@ def test_allowing_a_card_that_cannot_be_called_again_for_once_its_program_hung_u
         queue.answer(card.token, True)
     assert "hung up" in refused.value.message and queue.pending() == []
     assert events(data_dir)[-1] == "cancelled" and stub_ha.requests_to("/api/history") == []
+
+
+# --- issue 25: a program that asks again ---------------------------------------------------------------------
+
+
+def test_each_call_that_joins_a_waiting_card_is_counted_on_the_household_s_card(queue):
+    """The program's same call made again joins its card; the card the household sees says how often it asked."""
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    (card,) = queue.pending()
+    assert card.to_dict()["asked"] == 1 and card.to_dict()["asked_words"] is None
+    queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.call(DESK, GET_HISTORY, {"period": "day", "entity_id": ENTITY})
+    assert queue.pending() == [first.waiting]
+    shown = first.waiting.to_dict()
+    assert shown["asked"] == 3 and shown["asked_words"] == ASKED_TIMES.format(count=3) == "Asked 3 times."
+    assert queue.call(DESK, GET_HISTORY, {"entity_id": ENTITY, "period": "hour"}).waiting.to_dict()["asked"] == 1
+
+
+def test_a_call_repeated_after_a_denial_is_denied_again_each_time_with_a_line_of_its_own(queue, data_dir, stub_ha):
+    """Before, a program repeating a denied call was answered "denied" again with no line in Activity: the
+    household never learnt it kept asking. Each such call is now its own invocation, audited `asked_again`."""
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)
+    queue.answer(first.waiting.token, False)
+    for _ in range(2):
+        again = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+        assert again.waiting is first.waiting and queue.pending() == []  # no new card: the household said no
+        with pytest.raises(CapabilityError) as denied:
+            queue.collect(again.waiting, again.attachment)
+        assert denied.value.code == "CONFIRMATION_DENIED"
+    lines = list(AuditLog(data_dir).events())
+    assert [line["event"] for line in lines][-3:] == ["denied", "asked_again", "asked_again"]
+    denial, *repeats = lines[-3:]
+    for line in repeats:
+        assert (line["code"], line["stage"], line["client"], line["capability"]) == \
+            ("CONFIRMATION_DENIED", 4, "desk", GET_HISTORY)
+    invocations = {line["invocation"] for line in lines[-3:]}
+    assert len(invocations) == 3  # each repeated call is an invocation of its own, not the denied one's
+    assert stub_ha.requests_to("/api/history") == []
+
+
+def test_a_denial_is_not_joined_past_its_expiry_nor_by_other_arguments(queue, data_dir, clock):
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.answer(first.waiting.token, False)
+    other = queue.call(DESK, GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
+    assert other.waiting is not first.waiting and "asked_again" not in events(data_dir)
+    clock.now = first.waiting.deadline
+    later = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    assert later.waiting is not first.waiting and later.waiting in queue.pending()
+    assert "asked_again" not in events(data_dir)

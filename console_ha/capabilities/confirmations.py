@@ -89,11 +89,15 @@ class ConfirmationStore:
             self._pending[pending.token] = pending
         return pending
 
-    def consume(self, token: object, conversation_id: str) -> PendingConfirmation:
-        """Take the token once; ConfirmationInvalid if unknown, used, expired or foreign."""
+    def consume(self, token: object, conversation_id: str, *, at: float | None = None) -> PendingConfirmation:
+        """Take the token once; ConfirmationInvalid if unknown, used, expired or foreign.
+
+        `at`: the moment the answer came, on this store's timer, when its front end read the clock itself
+        (the household queue decides a card's outcome at one reading, under its lock); else now.
+        """
         if not isinstance(token, str) or not token:
             raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
-        now = self._timer()
+        now = self._timer() if at is None else at
         with self._lock:
             pending = self._find(token)
             if pending is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -221,10 +220,6 @@ class Executor:
         # `one_client` closes it, the Console's kept clients (ha.clients) stay open for the next request.
         self._clients = clients
         self._clock = clock
-        # Invocations the household allowed while no live call of their program was there to receive the
-        # read (issue 20): read at the program's next call; at expiry, audited as `abandoned`, not `expired`.
-        self._held: set[str] = set()
-        self._held_lock = threading.Lock()
 
     @property
     def confirmation_ttl(self) -> float:
@@ -269,24 +264,44 @@ class Executor:
 
     def answer(self, token: object, *, approve: bool, conversation_id: str) -> dict[str, Any]:
         """Stages 4-6: take the household's answer; run and shape the read when approved."""
+        pending = self.take(token, conversation_id=conversation_id)
+        if not approve:
+            raise self.deny(pending)
+        return self.run(pending)
+
+    def take(self, token: object, *, conversation_id: str, at: float | None = None) -> PendingConfirmation:
+        """Stage 4: use up `token`'s card as of `at` (the store's timer; default now); audited once it is settled.
+
+        `answer` settles it at once; the household queue settles a card itself (`deny`, `run`, `record`), at
+        the one moment it decided under its own lock. A card past its expiry is audited `expired` and raised.
+        """
         try:
             # Looked up before the sweep, so a late answer is told "expired", not "unknown".
             with at_stage(4):
-                pending = self.confirmations.consume(token, conversation_id)
+                return self.confirmations.consume(token, conversation_id, at=at)
         except ExpiredConfirmation as err:
             self._audit_expired(err.pending)
             raise
         finally:
             self.sweep_expired()
-        with self._held_lock:
-            self._held.discard(pending.invocation_id)
+
+    def deny(self, pending: PendingConfirmation) -> ConfirmationDenied:
+        """Stage 4 of a taken card the household said no to: audited `denied`; the error its asker gets."""
+        self._audit("denied", pending.capability, 4, pending.invocation_id, "CONFIRMATION_DENIED",
+                    client=pending.client)
+        return ConfirmationDenied("The household did not allow this read.", stage=4)
+
+    def run(self, pending: PendingConfirmation) -> dict[str, Any]:
+        """Stages 5-6 of a taken card the household allowed: audited `approved`, then read and shaped."""
         capability = REGISTRY[pending.capability]
-        if not approve:
-            self._audit("denied", capability.name, 4, pending.invocation_id, "CONFIRMATION_DENIED",
-                        client=pending.client)
-            raise ConfirmationDenied("The household did not allow this read.", stage=4)
         self._audit("approved", capability.name, 4, pending.invocation_id, client=pending.client)
         return self._run(capability, pending)
+
+    def record(self, event: str, pending: PendingConfirmation, *, code: str | None = None,
+               invocation: str | None = None) -> None:
+        """Audit at stage 4 what the household queue decided for a card it took: `held`, `abandoned`, `cancelled`,
+        or `asked_again` (a call of its own: `invocation` is that call's, not the card's)."""
+        self._audit(event, pending.capability, 4, invocation or pending.invocation_id, code, client=pending.client)
 
     def withdraw(self, token: object, *, conversation_id: str) -> str | None:
         """The asker took its request back before the household answered: forget the card, nothing is read.
@@ -302,17 +317,6 @@ class Executor:
             return None  # already answered, expired and swept, or never issued: nothing is left to withdraw
         self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
         return "cancelled"
-
-    def hold(self, token: object, *, conversation_id: str) -> None:
-        """The household allowed a read whose program is not there now: nothing is read until it asks again."""
-        pending = self.confirmations.peek(token, conversation_id)
-        if pending is None:
-            return
-        with self._held_lock:
-            if pending.invocation_id in self._held:
-                return
-            self._held.add(pending.invocation_id)
-        self._audit("held", pending.capability, 4, pending.invocation_id, client=pending.client)
 
     def is_open(self, token: object, *, conversation_id: str) -> bool:
         """Whether `token`'s card can still be answered; expired cards are swept (and audited) first."""
@@ -381,14 +385,8 @@ class Executor:
                                                "the household can repair it on the settings page.", stage=3) from None
 
     def _audit_expired(self, pending: PendingConfirmation) -> None:
-        # One line however the expiry is found: answered late, withdrawn late, or swept unanswered. An
-        # allowed read that its program never came back for is `abandoned`: nothing was read either.
-        with self._held_lock:
-            held = pending.invocation_id in self._held
-            self._held.discard(pending.invocation_id)
-        if held:
-            self._audit("abandoned", pending.capability, 4, pending.invocation_id, client=pending.client)
-            return
+        # One line however the expiry is found: answered late, withdrawn late, or swept unanswered. (A card the
+        # household allowed is taken at the Allow: its end, read or `abandoned`, is the household queue's.)
         self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID",
                     client=pending.client)
 

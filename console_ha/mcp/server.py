@@ -23,7 +23,7 @@ from mcp.server.lowlevel import Server
 
 from console_ha import __version__
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
-from console_ha.capabilities.household_queue import Asker, Call, HouseholdQueue, ProgramGone, WaitingRead
+from console_ha.capabilities.household_queue import Asker, Call, HouseholdQueue, StillWaiting, WaitingRead
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, error_body
@@ -221,27 +221,21 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
     try:
         await _wait_for_household(queue, call, caller, report, progress_interval)
     except BaseException:
-        if caller.present() and call.attachment in waiting.calls:
-            # Cancelled by the client (notifications/cancelled, or its session ended): withdraw the card at
-            # once, without awaiting, since this task is being cancelled.
-            queue.withdraw(waiting)
-        else:
-            # Its response closed because the client hung up (McpEndpoint.end): that is no withdrawal (the
-            # specification says so); the card stays, and an approval waits for the program's next call.
-            # So too for a call a newer call of its program took the card over from: the card is that one's.
-            queue.detach(waiting, call.attachment)
+        # Cancelled by the client (notifications/cancelled, or its session ended): the card is withdrawn, at
+        # once and without awaiting, since this task is being cancelled. Not so when its response closed because
+        # the client hung up (McpEndpoint.end): that is no withdrawal (the specification says so), and the card
+        # stays for the program's next call; nor for a call a newer call of its program took the card over from.
+        queue.cancel(waiting, call.attachment)
         raise
-    # Whether the household answered (an answer that came as the patience ran out is still this call's to
-    # collect: the household was told the program gets it now), looked at and let go of in one step: an
-    # answer in between was told "now" while the call returned early (and held the read). A call another
-    # took the card over from returns early even if the answer came: the newer call collects it.
-    if not (caller.present() and queue.answered_or_let_go(waiting, call.attachment)):
-        queue.detach(waiting, call.attachment)
-        return waiting_of(waiting, caller.answer_url)
+    # The queue decides what this call gets, in one step under its lock: the read (the household allowed it
+    # in time, even a moment ago as the patience ran out: the household was told the program gets it now), the
+    # denial or expiry, or nothing yet (then it lets go of the card in that same step, so an Allow a moment
+    # later is told the read waits for the program's next call). A call another took the card over from gets
+    # nothing: the newer call collects.
     try:
-        return result_of(await anyio.to_thread.run_sync(queue.collect, waiting, caller.still_allowed, caller.present))
-    except ProgramGone:
-        return waiting_of(waiting, caller.answer_url)  # sent to nobody: the program hung up
+        return result_of(await anyio.to_thread.run_sync(queue.collect, waiting, call.attachment))
+    except StillWaiting:
+        return waiting_of(waiting, caller.answer_url)  # unanswered yet; or sent to nobody: the program hung up
     except CapabilityError as err:
         return error_of(err)
     finally:
@@ -249,13 +243,13 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
 
 
 async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Caller, report: Any,
-                              progress_interval: float) -> bool:
-    """Wait until the household answered (or the card expired): True; False when the call's patience ran
-    out, a newer call of its program took the card over, or the program hung up. `_call` then decides, with
-    the queue, whether it collects or returns early."""
+                              progress_interval: float) -> None:
+    """Wait until the card is settled (the household answered: it wakes this wait at once) or expired, the call's
+    patience ran out, a newer call of its program took the card over, or the program hung up. `_call` then
+    asks the queue what the call gets."""
     waiting = call.waiting
-    # asyncio.wait, not wait_for: a timeout here must not cancel the household's decision.
-    decision = asyncio.wrap_future(waiting.decision)
+    # asyncio.wait, not wait_for: a timeout here must not cancel the card's own future.
+    settled = asyncio.wrap_future(waiting.settled)
     let_go = asyncio.wrap_future(call.attachment.let_go)
     total = max(queue.remaining(waiting), 0.0)
     started = time.monotonic()
@@ -267,14 +261,13 @@ async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Caller,
             if now >= next_report:
                 await report(min(now - started, total), total)
                 next_report = now + progress_interval
-            if decision.done():
-                return True
             remaining = queue.remaining(waiting)
-            if remaining <= 0:
-                return True  # an answer that came in the last moment still counts: collect looks at it
-            if let_go.done() or not caller.present() or now >= patience_ends:
-                return False
+            if settled.done() or remaining <= 0 or let_go.done() or not caller.present() or now >= patience_ends:
+                return
+            # The presence of the program is looked at every PRESENCE_INTERVAL_SECONDS (waitress tells no one of
+            # a closed connection); the household's answer and a newer call end the wait at once: FIRST_COMPLETED,
+            # since asyncio.wait's default waits for both (issue 25: the answer was noticed only at the next look).
             timeout = min(remaining, next_report - now, patience_ends - now, PRESENCE_INTERVAL_SECONDS)
-            await asyncio.wait((decision, let_go), timeout=max(timeout, 0.0))
+            await asyncio.wait((settled, let_go), timeout=max(timeout, 0.0), return_when=asyncio.FIRST_COMPLETED)
     finally:
-        let_go.cancel()
+        let_go.cancel()  # not `settled`: cancelling its wrapper would cancel the card's own future

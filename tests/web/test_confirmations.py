@@ -9,6 +9,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from console_ha.capabilities.household_card import CardState
 from console_ha.capabilities.household_queue import ALLOWED_NOW, NOT_ALLOWED, HouseholdQueue, WaitingRead
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
@@ -60,7 +61,7 @@ def test_the_household_answers_a_card_once(app, household, configured, approve):
     # The call waiting on the card is a live one: an approval is read for it now.
     assert answer.get_json() == {"status": "approved" if approve else "denied",
                                  "message": ALLOWED_NOW if approve else NOT_ALLOWED}
-    assert read.decision.result(timeout=0) is approve
+    assert read.state is (CardState.ALLOWED if approve else CardState.DENIED)
     again = household.post(f"/api/v1/confirmations/{read.token}", json={"approve": approve})
     assert again.status_code == 409 and again.get_json()["error"]["code"] == "CONFIRMATION_INVALID"
     assert household.get("/api/v1/confirmations").get_json() == {"pending": []}
@@ -70,17 +71,17 @@ def test_an_api_token_cannot_answer_any_card(app, bearer, household, configured)
     read = waiting(app, "tests")
     refused = bearer.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
     assert refused.status_code == 403 and refused.get_json()["error"]["code"] == "FORBIDDEN"
-    assert not read.decision.done()
+    assert read.state is CardState.WAITING
     refused_form = bearer.post("/confirmations", data={"token": read.token, "decision": "approve"})
     assert refused_form.status_code == 403
-    assert not read.decision.done()
+    assert read.state is CardState.WAITING
 
 
 def test_a_session_without_its_csrf_token_cannot_answer(app, logged_in, configured):
     read = waiting(app)
     answer = logged_in.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
     assert answer.status_code == 400 and answer.get_json()["error"]["code"] == "CSRF_INVALID"
-    assert not read.decision.done()
+    assert read.state is CardState.WAITING
 
 
 def test_a_program_sees_only_its_own_cards(app, bearer, configured):
@@ -118,7 +119,7 @@ def test_unknown_tokens_are_409_and_bad_bodies_400(app, household, configured):
     for body in ({}, {"approve": "yes"}, {"approve": 1}):
         bad = household.post(f"/api/v1/confirmations/{read.token}", json=body)
         assert bad.status_code == 400 and bad.get_json()["error"]["code"] == "INVALID_REQUEST"
-    assert not read.decision.done()
+    assert read.state is CardState.WAITING
 
 
 def test_an_expired_card_cannot_be_approved(make_app, password, configured):
@@ -135,7 +136,7 @@ def test_an_expired_card_cannot_be_approved(make_app, password, configured):
     late = household.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
     assert late.status_code == 409
     assert late.get_json()["error"]["reason"] == "expired"
-    assert not read.decision.done()
+    assert read.state is CardState.EXPIRED  # the late answer found it so: its call is told the same
 
 
 def test_the_page_shows_each_card_with_its_buttons_and_no_inline_script(app, household, configured):
@@ -158,13 +159,30 @@ def test_the_nav_shows_how_many_cards_wait_on_every_page(app, household, configu
     assert badge(html) == ("2", False)
 
 
+def test_the_card_says_how_often_its_program_asked_once_it_asked_again(app, household, configured):
+    """Issue 25: each call that joins a waiting card counts; the page and the API carry the server's sentence."""
+    from console_ha.capabilities.household_queue import Asker
+
+    program = Asker("desk assistant", token_id="0123456789abcdef")
+    arguments = {"entity_id": "sensor.living_room_temperature", "period": "day"}
+    queue_of(app).call(program, "home_assistant.get_history", arguments)
+    html = household.get("/confirmations").get_data(as_text=True)
+    assert re.search(r'<p class="confirm-card__asked" data-slot="asked" hidden></p>', html)
+    for _ in range(2):
+        queue_of(app).call(program, "home_assistant.get_history", arguments)
+    (item,) = household.get("/api/v1/confirmations").get_json()["pending"]
+    assert (item["asked"], item["asked_words"]) == (3, "Asked 3 times.")
+    html = household.get("/confirmations").get_data(as_text=True)
+    assert '<p class="confirm-card__asked" data-slot="asked">Asked 3 times.</p>' in html
+
+
 @pytest.mark.parametrize(("decision", "approve"), [("approve", True), ("deny", False)])
 def test_without_javascript_a_form_post_answers_the_card(app, household, configured, decision, approve):
     read = waiting(app)
     csrf = household.environ_base.pop("HTTP_X_CSRFTOKEN")
     answer = household.post("/confirmations", data={"token": read.token, "decision": decision, "csrf_token": csrf})
     assert answer.status_code == 303 and answer.location.endswith("/confirmations")
-    assert read.decision.result(timeout=0) is approve
+    assert read.state is (CardState.ALLOWED if approve else CardState.DENIED)
     page = household.get("/confirmations").get_data(as_text=True)
     assert ("Allowed" if approve else "Not allowed") in page
     assert "Nothing is waiting for you." in page
@@ -180,7 +198,7 @@ def test_logged_out_the_page_leads_to_login(client: FlaskClient, password):
 def test_the_activity_page_names_the_program_that_asked_and_never_a_value(app, household, configured):
     read = waiting(app)
     household.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
-    queue_of(app).complete(read)
+    queue_of(app).collect(read)
     withdrawn = waiting(app, "kitchen tablet")
     queue_of(app).withdraw(withdrawn)
     html = household.get("/activity").get_data(as_text=True)
@@ -213,7 +231,7 @@ def _conversation_cannot_answer(app: Flask, bearer: FlaskClient, household: Flas
                                    "confirmation": {"token": read.token, "approve": True}})
         assert answer.status_code == status, answer.get_json()
         assert answer.get_json()["error"]["code"] == code
-    assert not read.decision.done()
+    assert read.state is CardState.WAITING
     assert [p["token"] for p in household.get("/api/v1/confirmations").get_json()["pending"]] == [read.token]
 
 

@@ -1,0 +1,118 @@
+"""One card of the household queue: the states of its life, the moves between them, and what it holds.
+
+The queue (household_queue.py) makes every move, under its lock; this module says which moves exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any
+
+from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
+from console_ha.capabilities.confirmations import PendingConfirmation
+from console_ha.capabilities.executor import Proposal
+from console_ha.errors import CapabilityError
+
+# Issue 25: a program's card once the program asked for it more than once (each call that joins it counts).
+ASKED_TIMES = "Asked {count} times."
+
+
+def always() -> bool:
+    """The default of a presence or token check nobody supplied: yes."""
+    return True
+
+
+class CardState(Enum):
+    """Where a card is in its life; `MOVES` says where each state may go."""
+
+    WAITING = "waiting"  # open: the household has not answered
+    ALLOWED = "allowed"  # allowed in time with a live call attached: the read is that call's to collect
+    HELD = "held"  # allowed in time with no live call: read for the program's next call before the expiry
+    READING = "reading"  # a live call collected the allowed read: stages 5-6 run once, for that call
+    DENIED = "denied"  # the household said no: a call joining it before the expiry gets the denial again
+    EXPIRED = "expired"  # unanswered at its expiry: nothing was read
+    WITHDRAWN = "withdrawn"  # cancelled, hung up for good, or its API token revoked: nothing was read
+    ABANDONED = "abandoned"  # allowed, but no call of its program came before the expiry: nothing was read
+
+
+_S = CardState  # short, for the tables below
+# The only moves a card makes (issue 27 finishes the machine); the states not listed are ends.
+MOVES: Mapping[CardState, frozenset[CardState]] = MappingProxyType({
+    _S.WAITING: frozenset({_S.ALLOWED, _S.HELD, _S.DENIED, _S.EXPIRED, _S.WITHDRAWN}),
+    _S.ALLOWED: frozenset({_S.READING, _S.HELD, _S.WITHDRAWN}),
+    # A call of its program that joins before the expiry makes the read its own again.
+    _S.HELD: frozenset({_S.ALLOWED, _S.ABANDONED, _S.WITHDRAWN}),
+})
+# Ends whose card no call can join any more: forgotten at once. A denial stays until its expiry, to be joined.
+GONE = frozenset({_S.READING, _S.EXPIRED, _S.WITHDRAWN, _S.ABANDONED})
+ENDED = (GONE - {_S.READING}) | {_S.DENIED}
+# The audit line a move of a card whose token was taken writes (reads and denials write the executor's own).
+AUDITED: Mapping[CardState, str] = MappingProxyType({_S.HELD: "held", _S.WITHDRAWN: "cancelled",
+                                                      _S.ABANDONED: "abandoned"})
+
+
+@dataclass(eq=False)
+class Attachment:
+    """One live call on a card: whether its program is still there, and a future set when it must let go."""
+
+    present: Callable[[], bool] = always
+    let_go: Future[None] = field(default_factory=Future)
+
+
+@dataclass(eq=False)
+class WaitingRead:
+    """One client's card, past policy: where it is in its life, and the live calls on it."""
+
+    client: str
+    proposal: Proposal
+    conversation_id: str
+    deadline: float  # on the queue's timer; never after the confirmation store's own expiry
+    # What a later MCP call joins this card by: (API token id, capability, canonical arguments).
+    joins: tuple[str, str, str] | None = None
+    # The live calls attached now (a newer call of the program takes the card over from an older one).
+    calls: list[Attachment] = field(default_factory=list)
+    # Whether the asking program's API token still holds: a card of a revoked token is never "allowed".
+    still_allowed: Callable[[], bool] = always
+    # The asking API token's id: two tokens may share a name, and each program sees only its own cards.
+    token_id: str = ""
+    state: CardState = CardState.WAITING
+    # Set at the card's first move out of WAITING: a waiting call wakes at once (an event, not a poll).
+    settled: Future[CardState] = field(default_factory=Future)
+    # The confirmation store's entry, used up at the household's answer: the store's clock has no say after.
+    taken: PendingConfirmation | None = None
+    # What a call finding the card ended gets: the denial, the expiry or the withdrawal.
+    error: CapabilityError | None = None
+    # How many calls asked for this card: the first, and each that joined it (issue 25).
+    asked: int = 1
+    # `held` is audited once, however often the read waits for its program.
+    held_noted: bool = False
+
+    @property
+    def token(self) -> str:
+        return self.proposal.token
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's pending item: the conversation card plus who asked, where the answer goes, and how
+        often the program asked (`asked_words` only once it asked again)."""
+        return {**self.proposal.to_dict(), "client": self.client, "destination": destination_for(self.client),
+                "asked": self.asked, "asked_words": ASKED_TIMES.format(count=self.asked) if self.asked > 1 else None}
+
+    def to_program_dict(self) -> dict[str, Any]:
+        """The same item as the program that asked sees it: its own arguments, none of the card's facts."""
+        return {**self.to_dict(), "card": CARD_FOR_THE_ASKING_PROGRAM.to_dict()}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one call gets from its card, decided under the lock: the read to run, an error, or neither (it
+    returns early and the card stays for the program's next call)."""
+
+    read: PendingConfirmation | None = None
+    error: CapabilityError | None = None
+
+
+NOT_YET = Verdict()
