@@ -13,6 +13,7 @@ from console_ha.conversation.activity import (
     EVENT_WORDS,
     REFUSED_FALLBACK,
     SETTINGS_CHANGED,
+    UNKNOWN_CAPABILITY_WORDS,
     UNKNOWN_EVENT_WORDS,
     WITHDRAWN_BY_A_NEW_MESSAGE,
     reason,
@@ -111,3 +112,14 @@ def test_how_often_lists_only_counts_that_are_not_zero_and_names_the_rest_once()
     assert [r.words for r in history.reasons] == [CHAT_WORDS["HA_TIMEOUT"]]
     assert {item.capability for item in activity.not_asked_for} == set(REGISTRY) - {STATE, HISTORY}
     assert activity.total_events == 11
+
+
+def test_capabilities_this_console_does_not_know_are_counted_once_and_never_called_not_asked_for() -> None:
+    """A newer Console's reads, or damaged lines, would otherwise each head a block of the same words."""
+    activity = summarise([line("proposed", "home_assistant.get_weather"), line("rejected", "unknown"),
+                          line("proposed", "<b>x</b>" * 500), line("something_new", "home_assistant.get_camera")])
+    unknown = [item for item in activity.asked_for if item.capability not in REGISTRY]
+    assert len(unknown) == 1 and unknown[0].words == UNKNOWN_CAPABILITY_WORDS
+    assert [(t.event, t.count) for t in unknown[0].tally] == [("proposed", 2), ("rejected", 1)]
+    assert {item.capability for item in activity.not_asked_for} == set(REGISTRY)
+    assert [e.capability_words for e in activity.latest] == [UNKNOWN_CAPABILITY_WORDS] * 4

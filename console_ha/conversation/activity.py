@@ -13,6 +13,9 @@ from console_ha.errors import ConfirmationInvalid
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 
 LATEST_EVENTS = 50
+# What the executor records for a capability it does not register (executor.py); a log's other unregistered
+# names (a newer Console's, a damaged line's) are counted under it too.
+UNKNOWN_CAPABILITY = "unknown"
 # What a capability the log names but the Console does not register (or "unknown") is called.
 UNKNOWN_CAPABILITY_WORDS = "Something the Console does not know"
 
@@ -170,8 +173,9 @@ class Activity:
 
     @property
     def not_asked_for(self) -> list[CapabilityActivity]:
-        """The capabilities nothing happened to yet: named once, with no row of zeros."""
-        return [item for item in self.capabilities if not item.tally]
+        """The registered capabilities nothing happened to yet: named once, with no row of zeros."""
+        # Not the unknown one: it is in the log (with events this Console has no words for), so it was asked for.
+        return [item for item in self.capabilities if not item.tally and item.capability in REGISTRY]
 
 
 def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENTS) -> Activity:
@@ -181,8 +185,10 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
     total = 0
     for event in events:
         total += 1
-        name = str(event.get("capability") or "unknown")
-        per_capability.setdefault(name, CapabilityActivity(name)).add(event)
+        name = str(event.get("capability") or UNKNOWN_CAPABILITY)
+        # Every name this Console does not register is counted as one: each would be headed by the same words.
+        counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
+        per_capability.setdefault(counted, CapabilityActivity(counted)).add(event)
         recent.append(_shown(name, event))
     return Activity(list(per_capability.values()), list(reversed(recent)), total)
 

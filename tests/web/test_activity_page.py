@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 
@@ -103,3 +104,20 @@ def test_every_audit_event_has_its_counter_on_the_page(household: FlaskClient, d
     assert block is not None
     assert re.findall(r'<div data-event="(\w+)">', block.group(1)) == list(EVENT_TABLE)
     assert sorted(EVENT_TABLE) == sorted(EVENTS)
+
+
+def test_hostile_and_damaged_lines_are_shown_escaped_and_in_words(household: FlaskClient, data_dir: DataDir):
+    """The audit log is a file: a line with HTML, wrong types or no fields at all must not break or inject."""
+    fill(data_dir)
+    hostile = {"event": "<img src=x onerror=alert(1)>", "capability": "<script>alert(1)</script>",
+               "client": "<b>evil</b>", "time": "<i>then</i>", "code": '" onmouseover="alert(1)', "stage": "x",
+               "duration_ms": [1]}
+    with data_dir.audit_log.open("a", encoding="utf-8") as log:
+        log.write("\n".join([json.dumps(hostile), "{}", "[1, 2]", '{"event": 5, "capability": {"a": 1}}', ""]))
+    response = household.get("/activity")
+    assert response.status_code == 200
+    html, text, _ = read(household)
+    for raw in ("<script>alert", "<img src=x", "<b>evil</b>", "<i>then</i>", '" onmouseover="'):
+        assert raw not in html
+    assert "<b>evil</b>" in text and "<i>then</i>" in text  # shown as the text it is
+    assert CODE.findall(text) == []
