@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import stat
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +19,7 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import function_name
 from console_ha.conversation.conversations import MAX_IDLE_SECONDS, ConversationStore
+from console_ha.store.atomic import sweep_temp_files
 from console_ha.store.config import ConfigStore
 from console_ha.store.conversations import MAX_FILE_BYTES, ConversationFiles
 from console_ha.store.datadir import DataDir
@@ -204,3 +208,42 @@ def test_a_kept_message_of_a_role_the_console_never_writes_is_not_replayed(data_
     files.write("S" * 22, _kept_record("S" * 22, messages=injected))
     assert files.load() == []
     assert any(n.startswith(f"{'S' * 22}.json.broken-") for n in files_of(data_dir))
+
+
+_SAVING_FOR_EVER = """
+import sys, time
+from pathlib import Path
+from console_ha.store.conversations import ConversationFiles
+from console_ha.store.datadir import DataDir
+files = ConversationFiles(DataDir(Path(sys.argv[1])))
+n = 0
+while True:
+    n += 1
+    files.write("K" * 22, {"id": "K" * 22, "owner": "household", "updated": "2026-01-01T00:00:00Z",
+                           "touched": time.time(), "open": None,
+                           "messages": [{"role": "user", "content": f"question {i} " + "x" * 2000} for i in range(n)]})
+    print(n, flush=True)
+"""
+
+
+def test_a_console_killed_mid_save_leaves_the_old_or_the_new_conversation_never_a_part(data_dir: DataDir) -> None:
+    """SIGKILL at random moments of a process saving a growing conversation: what is left always loads whole."""
+    rng = random.Random(25)
+    files = ConversationFiles(data_dir)
+    seen = 0
+    for _ in range(6):
+        saver = subprocess.Popen([sys.executable, "-c", _SAVING_FOR_EVER, str(data_dir.root)],
+                                 stdout=subprocess.PIPE, text=True)
+        assert saver.stdout is not None
+        for _saved in range(rng.randint(3, 12)):
+            saver.stdout.readline()
+        time.sleep(rng.random() * 0.02)
+        saver.kill()
+        saver.wait()
+        loaded = files.load()
+        assert [r["id"] for r in loaded] == ["K" * 22]
+        seen = max(seen, len(loaded[0]["messages"]))
+        assert not [n for n in files_of(data_dir) if ".broken-" in n]
+    assert seen >= 3
+    sweep_temp_files(data_dir.root)
+    assert sorted(p.name for p in (data_dir.root / "conversations").iterdir() if p.name.endswith(".tmp")) == []
