@@ -247,3 +247,12 @@ def test_a_console_killed_mid_save_leaves_the_old_or_the_new_conversation_never_
     assert seen >= 3
     sweep_temp_files(data_dir.root)
     assert sorted(p.name for p in (data_dir.root / "conversations").iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_a_deeply_nested_file_is_set_aside_and_the_console_still_starts(data_dir: DataDir) -> None:
+    """json gives up on deep nesting with a RecursionError, which is not a ValueError: it stopped Console.open."""
+    files = ConversationFiles(data_dir)
+    files.write("A" * 22, _kept_record("A" * 22))
+    (data_dir.root / "conversations" / f"{'N' * 22}.json").write_text("[" * 100_000)
+    assert [r["id"] for r in files.load()] == ["A" * 22]
+    assert any(n.startswith(f"{'N' * 22}.json.broken-") for n in files_of(data_dir))

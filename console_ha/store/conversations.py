@@ -83,7 +83,7 @@ class ConversationFiles:
             record: object = json.loads(_read_regular(path))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RecursionError) as err:  # deep nesting: json gives up, as it should
             self._set_aside(path, str(err) if isinstance(err, NotAConversationFile) else type(err).__name__)
             return None
         if not isinstance(record, dict) or not is_record(record) or record["id"] != conversation_id:
