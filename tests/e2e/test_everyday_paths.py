@@ -267,3 +267,22 @@ def test_the_list_is_reread_every_15_s_while_shown_and_never_while_hidden(
         page.wait_for_timeout(500)
         assert len(reads) == 1
         assert errors == []
+
+
+@pytest.mark.parametrize("viewport", WIDTHS)
+def test_a_long_word_in_a_first_question_wraps_in_the_recent_list(
+        browser: Browser, set_up: LiveConsole, household_password: str, model: FakeModel,
+        recorded_responses: list[bytes], viewport: ViewportSize) -> None:
+    """A pasted address or a long compound word is one word of 80 characters: it must wrap, not widen the page."""
+    with tab(browser, viewport, javascript=True, recorded_responses=recorded_responses) as (page, errors):
+        log_in_at_the_front_door(page, set_up, household_password)
+        model.script(text("Hello!"))
+        send(page, "http://homeassistant.local:8123/lovelace/kitchen-and-living-room-overview/" + "x" * 120)
+        expect(page.get_by_role("log", name="Conversation")).to_contain_text("Hello!")
+        expect(recent(page).get_by_role("link")).to_have_count(1)
+        widths = page.evaluate("""() => ({page: document.documentElement.scrollWidth,
+            list: document.getElementById("recent-conversations").scrollWidth,
+            box: document.getElementById("recent-conversations").clientWidth})""")
+        assert widths["page"] <= viewport["width"]
+        assert widths["list"] <= widths["box"]
+        assert errors == []
