@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation.activity import EVENT_TABLE, reason
-from console_ha.store.audit import EVENTS
+from console_ha.store.audit import EVENTS, AuditLog
 from console_ha.store.datadir import DataDir
 from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, fill, record
 
@@ -121,3 +121,14 @@ def test_hostile_and_damaged_lines_are_shown_escaped_and_in_words(household: Fla
         assert raw not in html
     assert "<b>evil</b>" in text and "<i>then</i>" in text  # shown as the text it is
     assert CODE.findall(text) == []
+
+
+def test_one_event_is_counted_in_the_singular(household: FlaskClient, data_dir: DataDir):
+    """The first line of a new Console's log: "1 events in the log in all" is not a sentence."""
+    record(AuditLog(data_dir), "proposed", next(iter(REGISTRY)))
+    html, text, _ = read(household)
+    assert "One event in the log in all." in text and "1 events" not in text
+    assert 'aria-label="The most recent event"' in html
+    record(AuditLog(data_dir), "proposed", next(iter(REGISTRY)))
+    html, text, _ = read(household)
+    assert "2 events in the log in all." in text and 'aria-label="The 2 most recent events, newest first"' in html
