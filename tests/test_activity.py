@@ -11,6 +11,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation.activity import (
     EVENT_TABLE,
     EVENT_WORDS,
+    REFUSED_AFTER_YOU_ALLOWED,
     REFUSED_FALLBACK,
     SETTINGS_CHANGED,
     UNKNOWN_CAPABILITY_WORDS,
@@ -123,3 +124,15 @@ def test_capabilities_this_console_does_not_know_are_counted_once_and_never_call
     assert [(t.event, t.count) for t in unknown[0].tally] == [("proposed", 2), ("rejected", 1)]
     assert {item.capability for item in activity.not_asked_for} == set(REGISTRY)
     assert [e.capability_words for e in activity.latest] == [UNKNOWN_CAPABILITY_WORDS] * 4
+
+
+def test_a_refusal_after_the_household_allowed_does_not_say_it_came_before_asking() -> None:
+    """Settings changed while the card was open: "Refused … before you were asked" contradicted its own reason."""
+    activity = summarise([line("proposed", invocation="a1"), line("confirmation_requested", invocation="a1"),
+                          line("approved", invocation="a1"),
+                          line("rejected", invocation="a1", code="CONFIRMATION_INVALID"),
+                          line("proposed", invocation="b2"), line("rejected", invocation="b2", code="CONFIG_INVALID")])
+    before, after = activity.latest[0], activity.latest[2]
+    assert after.words == REFUSED_AFTER_YOU_ALLOWED and after.why == SETTINGS_CHANGED
+    assert before.words == EVENT_WORDS["rejected"]
+    assert "before" not in EVENT_TABLE["rejected"].counter  # the counter holds both kinds of refusal

@@ -79,7 +79,7 @@ def test_how_often_shows_only_counts_that_are_not_zero_and_names_the_rest_once(h
     block = re.search(rf'<li class="tally" data-capability="{re.escape(state)}">(.*?)</li>', html, re.S)
     assert block is not None
     counts = re.findall(r'<div data-event="(\w+)"><dt>([^<]+)</dt><dd>(\d+)</dd>', block.group(1))
-    assert counts == [("proposed", "Asked to read", "2"), ("rejected", "Refused before asking you", "3")]
+    assert counts == [("proposed", "Asked to read", "2"), ("rejected", "Refused by the Console", "3")]
     reasons = re.findall(r'data-code="(\w+)"><dt>[^<]+</dt><dd>(\d+)</dd>', block.group(1))
     assert reasons == [("ENTITY_NOT_ALLOWLISTED", "2"), ("CAPABILITY_DISABLED", "1")]
     assert 'class="tally" data-capability="' + history not in html
