@@ -256,3 +256,29 @@ def test_a_deeply_nested_file_is_set_aside_and_the_console_still_starts(data_dir
     (data_dir.root / "conversations" / f"{'N' * 22}.json").write_text("[" * 100_000)
     assert [r["id"] for r in files.load()] == ["A" * 22]
     assert any(n.startswith(f"{'N' * 22}.json.broken-") for n in files_of(data_dir))
+
+
+class _EvictingWhileWriting(ConversationFiles):
+    """Files whose first write lets another conversation in meanwhile, as a second request would."""
+
+    def __init__(self, data_dir: DataDir) -> None:
+        super().__init__(data_dir)
+        self.store: ConversationStore | None = None
+
+    def write(self, conversation_id: str, record: dict[str, Any]) -> None:
+        store, self.store = self.store, None
+        if store is not None:
+            store.create()  # the cap is 1: the conversation being written is evicted, its file removed
+        super().write(conversation_id, record)
+
+
+def test_a_conversation_evicted_while_it_is_written_leaves_no_file_to_come_back_at_restart(
+        data_dir: DataDir, clock: Any) -> None:
+    files = _EvictingWhileWriting(data_dir)
+    store = ConversationStore(max_conversations=1, clock=clock, files=files)
+    conversation = store.create()
+    conversation.messages.append({"role": "user", "content": "evicted mid-save"})
+    files.store = store
+    store.save(conversation)
+    assert store.get(conversation.id) is None
+    assert files_of(data_dir) == []  # else it would be loaded again at the next start, past the count
