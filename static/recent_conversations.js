@@ -14,7 +14,8 @@ const itemTemplate = document.getElementById("recent-item-template");
 const REFRESH_MS = 15000;
 
 let currentId = null;
-let reading = null;
+let reading = null; // the read under way
+let queued = null; // one more read, asked for while that one ran
 
 /** One entry, cloned from the server's template: the link, when the household last wrote, whether a question waits. */
 function entry(item) {
@@ -33,18 +34,33 @@ function entry(item) {
   return li;
 }
 
-/** Reread the list now; `conversationId` is the one this page shows (marked as the current one). */
-export function refreshRecent(conversationId = currentId) {
-  currentId = conversationId;
-  // One read at a time: a second asked for meanwhile is folded into the one under way.
-  reading ??= api("GET", section.dataset.recentUrl).then((result) => {
-    reading = null;
+/** Read the list once and show it; whatever goes wrong, the next refresh can start. */
+async function readOnce() {
+  try {
+    const result = await api("GET", section.dataset.recentUrl);
     if (!result.ok) return; // the list stays as it was; the next refresh tries again
     list.replaceChildren(...result.data.conversations.map(entry));
     list.hidden = result.data.conversations.length === 0;
     none.hidden = !list.hidden;
+  } finally {
+    reading = null;
+  }
+}
+
+/** Reread the list now; `conversationId` is the one this page shows (marked as the current one). */
+export function refreshRecent(conversationId = currentId) {
+  currentId = conversationId;
+  if (reading === null) {
+    reading = readOnce();
+    return reading;
+  }
+  // The read under way may have been answered before what this one is asked for (a message just answered):
+  // one more read follows it, and every request meanwhile is folded into that one.
+  queued ??= reading.finally(() => {
+    queued = null;
+    return refreshRecent();
   });
-  return reading;
+  return queued;
 }
 
 /** Keep the list live while the page is open: every little while when shown, and at once when shown again. */

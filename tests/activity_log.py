@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.store.audit import EVENTS, AuditLog
 from console_ha.store.console_secrets import MAX_TOKEN_NAME_LENGTH
@@ -21,9 +23,9 @@ STAGES = {"proposed": 1, "rejected": 3, "executed": 6, "failed": 5}
 
 
 def record(log: AuditLog, event: str, capability: str, code: str | None = None, client: str | None = None) -> None:
-    """One audit line as the executor writes it."""
+    """One audit line as the executor writes it (each of its own invocation, as no two lines here are one read's)."""
     log.record(event, capability=capability, classification="read/external", stage=STAGES.get(event, 4),
-               invocation="0123456789abcdef", code=code or EVENT_CODES.get(event), client=client,
+               invocation=secrets.token_hex(8), code=code or EVENT_CODES.get(event), client=client,
                duration_ms=1234 if event in ("executed", "failed") else None)
 
 

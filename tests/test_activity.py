@@ -11,8 +11,10 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation.activity import (
     EVENT_TABLE,
     EVENT_WORDS,
+    REFUSED_AFTER_YOU_ALLOWED,
     REFUSED_FALLBACK,
     SETTINGS_CHANGED,
+    UNKNOWN_CAPABILITY_WORDS,
     UNKNOWN_EVENT_WORDS,
     WITHDRAWN_BY_A_NEW_MESSAGE,
     reason,
@@ -111,3 +113,26 @@ def test_how_often_lists_only_counts_that_are_not_zero_and_names_the_rest_once()
     assert [r.words for r in history.reasons] == [CHAT_WORDS["HA_TIMEOUT"]]
     assert {item.capability for item in activity.not_asked_for} == set(REGISTRY) - {STATE, HISTORY}
     assert activity.total_events == 11
+
+
+def test_capabilities_this_console_does_not_know_are_counted_once_and_never_called_not_asked_for() -> None:
+    """A newer Console's reads, or damaged lines, would otherwise each head a block of the same words."""
+    activity = summarise([line("proposed", "home_assistant.get_weather"), line("rejected", "unknown"),
+                          line("proposed", "<b>x</b>" * 500), line("something_new", "home_assistant.get_camera")])
+    unknown = [item for item in activity.asked_for if item.capability not in REGISTRY]
+    assert len(unknown) == 1 and unknown[0].words == UNKNOWN_CAPABILITY_WORDS
+    assert [(t.event, t.count) for t in unknown[0].tally] == [("proposed", 2), ("rejected", 1)]
+    assert {item.capability for item in activity.not_asked_for} == set(REGISTRY)
+    assert [e.capability_words for e in activity.latest] == [UNKNOWN_CAPABILITY_WORDS] * 4
+
+
+def test_a_refusal_after_the_household_allowed_does_not_say_it_came_before_asking() -> None:
+    """Settings changed while the card was open: "Refused … before you were asked" contradicted its own reason."""
+    activity = summarise([line("proposed", invocation="a1"), line("confirmation_requested", invocation="a1"),
+                          line("approved", invocation="a1"),
+                          line("rejected", invocation="a1", code="CONFIRMATION_INVALID"),
+                          line("proposed", invocation="b2"), line("rejected", invocation="b2", code="CONFIG_INVALID")])
+    before, after = activity.latest[0], activity.latest[2]
+    assert after.words == REFUSED_AFTER_YOU_ALLOWED and after.why == SETTINGS_CHANGED
+    assert before.words == EVENT_WORDS["rejected"]
+    assert "before" not in EVENT_TABLE["rejected"].counter  # the counter holds both kinds of refusal

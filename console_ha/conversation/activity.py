@@ -13,6 +13,9 @@ from console_ha.errors import ConfirmationInvalid
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 
 LATEST_EVENTS = 50
+# What the executor records for a capability it does not register (executor.py); a log's other unregistered
+# names (a newer Console's, a damaged line's) are counted under it too.
+UNKNOWN_CAPABILITY = "unknown"
 # What a capability the log names but the Console does not register (or "unknown") is called.
 UNKNOWN_CAPABILITY_WORDS = "Something the Console does not know"
 
@@ -30,7 +33,8 @@ class EventWords:
 # was refused or did not work is the code's own sentence (`reason`), never a code.
 EVENT_TABLE: Mapping[str, EventWords] = MappingProxyType({
     "proposed": EventWords("Asked to read Home Assistant.", "Asked to read"),
-    "rejected": EventWords("Refused by the Console before you were asked.", "Refused before asking you"),
+    # Counted with the refusals after an approval too (`REFUSED_AFTER_YOU_ALLOWED`), so the label says neither.
+    "rejected": EventWords("Refused by the Console before you were asked.", "Refused by the Console"),
     "confirmation_requested": EventWords("The Console asked you whether to allow it.", "Asked you"),
     "approved": EventWords("You allowed it.", "You allowed"),
     "denied": EventWords("You did not allow it, so nothing was read.", "You did not allow"),
@@ -50,6 +54,9 @@ UNKNOWN_EVENT_WORDS = "Something happened that this Console has no words for."
 
 # Who asked, when the audit line names no program: the household's own conversation page.
 CONVERSATION_PAGE = "Conversation page"
+# A read the household allowed that the Console then refused (the settings changed while the card was open):
+# the same `rejected` event, told apart by its invocation having been approved earlier in the log.
+REFUSED_AFTER_YOU_ALLOWED = "You allowed it, but the Console then refused it, so nothing was read."
 # A card of the conversation page withdrawn because the household sent another message instead.
 WITHDRAWN_BY_A_NEW_MESSAGE = "Withdrawn: you asked something else."
 
@@ -170,8 +177,9 @@ class Activity:
 
     @property
     def not_asked_for(self) -> list[CapabilityActivity]:
-        """The capabilities nothing happened to yet: named once, with no row of zeros."""
-        return [item for item in self.capabilities if not item.tally]
+        """The registered capabilities nothing happened to yet: named once, with no row of zeros."""
+        # Not the unknown one: it is in the log (with events this Console has no words for), so it was asked for.
+        return [item for item in self.capabilities if not item.tally and item.capability in REGISTRY]
 
 
 def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENTS) -> Activity:
@@ -179,20 +187,28 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
     per_capability = {name: CapabilityActivity(name) for name in REGISTRY}
     recent: deque[ActivityEvent] = deque(maxlen=latest)
     total = 0
+    approved: set[str] = set()  # invocations the household allowed: a later refusal came after its answer
     for event in events:
         total += 1
-        name = str(event.get("capability") or "unknown")
-        per_capability.setdefault(name, CapabilityActivity(name)).add(event)
-        recent.append(_shown(name, event))
+        invocation = str(event.get("invocation") or "")
+        if event.get("event") == "approved" and invocation:
+            approved.add(invocation)
+        name = str(event.get("capability") or UNKNOWN_CAPABILITY)
+        # Every name this Console does not register is counted as one: each would be headed by the same words.
+        counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
+        per_capability.setdefault(counted, CapabilityActivity(counted)).add(event)
+        recent.append(_shown(name, event, after_approval=invocation in approved))
     return Activity(list(per_capability.values()), list(reversed(recent)), total)
 
 
-def _shown(capability: str, event: Mapping[str, Any]) -> ActivityEvent:
+def _shown(capability: str, event: Mapping[str, Any], *, after_approval: bool) -> ActivityEvent:
     kind = str(event.get("event") or "")
     code = str(event["code"]) if event.get("code") else None
     client = str(event["client"]) if event.get("client") else None
     if kind == "cancelled" and client is None:
         words = WITHDRAWN_BY_A_NEW_MESSAGE  # the conversation page's card: the household moved on
+    elif kind == "rejected" and after_approval:
+        words = REFUSED_AFTER_YOU_ALLOWED
     else:
         words = EVENT_WORDS.get(kind, UNKNOWN_EVENT_WORDS)
     return ActivityEvent(

@@ -206,10 +206,17 @@ class ConversationStore:
         """Keep the household's conversation on disk as it is now (called under its lock, after each change)."""
         if self._files is None or conversation.owner != HOUSEHOLD or not conversation.first_question():
             return
-        with self._lock:
-            if self._items.get(conversation.id) is not conversation:
-                return  # evicted meanwhile: its file is gone and stays gone
+        if not self._holds(conversation):
+            return  # evicted meanwhile: its file is gone and stays gone
         self._write(conversation)
+        # Evicted while it was being written (outside the store's lock, so one slow disk holds no other
+        # conversation up): its removal may have come first, so the file just written goes too.
+        if not self._holds(conversation):
+            self._remove_file(conversation.id)
+
+    def _holds(self, conversation: Conversation) -> bool:
+        with self._lock:
+            return self._items.get(conversation.id) is conversation
 
     @contextlib.contextmanager
     def saving(self, conversation: Conversation) -> Iterator[None]:
@@ -272,8 +279,13 @@ class ConversationStore:
 
     def _forget(self, conversation_id: str) -> None:
         conversation = self._items.pop(conversation_id)
-        if self._files is not None and conversation.owner == HOUSEHOLD:
-            try:
-                self._files.remove(conversation_id)
-            except OSError as err:
-                log.warning("could not remove an evicted conversation's file (%s)", err.strerror)
+        if conversation.owner == HOUSEHOLD:
+            self._remove_file(conversation_id)
+
+    def _remove_file(self, conversation_id: str) -> None:
+        if self._files is None:
+            return
+        try:
+            self._files.remove(conversation_id)
+        except OSError as err:
+            log.warning("could not remove an evicted conversation's file (%s)", err.strerror)

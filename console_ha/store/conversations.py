@@ -12,6 +12,7 @@ import math
 import os
 import re
 import secrets
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,17 @@ log = logging.getLogger(__name__)
 DIRECTORY_NAME = "conversations"
 # A conversation's id is `secrets.token_urlsafe(16)` (22 characters); anything else in the directory is not ours.
 _FILE_NAME = re.compile(r"(?P<id>[A-Za-z0-9_-]{16,64})\.json")
+# Far above any file the Console writes (history is trimmed to 256K characters before the model is asked, and
+# one turn's reads are bounded too: about 2 MiB at most), so only a file put there by something else is refused,
+# before it is read into memory.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+# The roles the conversation layer writes (`conversation.conversations`: its own lines are "console"); a kept
+# message of another role (a "system" one) would be replayed to the model as if the Console had said it.
+ROLES = frozenset({"user", "assistant", "tool", "console"})
+
+
+class NotAConversationFile(OSError):
+    """A directory entry named like a conversation that is not a regular file of a sane size."""
 
 
 class ConversationFiles:
@@ -68,11 +80,11 @@ class ConversationFiles:
 
     def _read(self, path: Path, conversation_id: str) -> dict[str, Any] | None:
         try:
-            record: object = json.loads(path.read_bytes())
+            record: object = json.loads(_read_regular(path))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as err:
-            self._set_aside(path, type(err).__name__)
+        except (OSError, ValueError, RecursionError) as err:  # deep nesting: json gives up, as it should
+            self._set_aside(path, str(err) if isinstance(err, NotAConversationFile) else type(err).__name__)
             return None
         if not isinstance(record, dict) or not is_record(record) or record["id"] != conversation_id:
             self._set_aside(path, "not a conversation")
@@ -115,7 +127,7 @@ def _is_moment(value: object) -> bool:
 
 def _is_message(value: object) -> bool:
     # The content is shown on the page and replayed to the model: text, or none (a message of tool calls).
-    return (isinstance(value, dict) and isinstance(value.get("role"), str)
+    return (isinstance(value, dict) and value.get("role") in ROLES
             and isinstance(value.get("content"), (str, type(None))))
 
 
@@ -125,6 +137,22 @@ def _is_open_card(value: object) -> bool:
     calls = value.get("calls")
     return (isinstance(value.get("title"), str) and isinstance(value.get("expiry_said"), bool)
             and isinstance(calls, list) and all(isinstance(c, str) for c in calls))
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of `path` if it is a regular file within MAX_FILE_BYTES; never through a symlink, never blocking."""
+    # O_NOFOLLOW: a link would read whatever it points at; O_NONBLOCK: a FIFO would hang Console.open for ever.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotAConversationFile("not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise NotAConversationFile("too large")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # grew while being read
+        raise NotAConversationFile("too large")
+    return data
 
 
 def _unlink(path: Path) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, expect
+from playwright.sync_api import APIResponse, Browser, Page, Route, ViewportSize, expect
 from werkzeug.serving import make_server
 
 from console_ha.web import create_app
@@ -199,4 +199,90 @@ def test_a_conversation_survives_a_restart_and_one_that_waited_says_its_question
             send(page, "ask again")
             expect(log).to_contain_text("Two devices: a thermometer and a door.")
             settled(page)
+        assert errors == []
+
+
+def test_an_answer_that_comes_while_the_list_is_being_read_still_reaches_the_list(
+        browser: Browser, set_up: LiveConsole, household_password: str, model: FakeModel,
+        recorded_responses: list[bytes]) -> None:
+    """A read of the list answered before a message's answer must not stand in for the read after it."""
+    with tab(browser, DESKTOP, javascript=True, recorded_responses=recorded_responses) as (page, errors):
+        log_in_at_the_front_door(page, set_up, household_password)
+        settled(page)
+        held: list[tuple[Route, APIResponse]] = []
+
+        def hold_the_first(route: Route) -> None:
+            if held:
+                route.continue_()
+            else:
+                held.append((route, route.fetch()))  # answered now, before the message below exists
+
+        page.route("**/api/v1/conversation/recent", hold_the_first)
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # the tab shown again: a read
+        for _ in range(50):
+            if held:
+                break
+            page.wait_for_timeout(100)
+        assert held, "the list was not reread when the tab was shown"
+        model.script(text("Hello!"))
+        send(page, "hello there")
+        expect(page.get_by_role("log", name="Conversation")).to_contain_text("Hello!")
+        route, stale = held[0]
+        route.fulfill(response=stale)
+        expect(recent(page).get_by_role("link")).to_have_text(["hello there"], timeout=5000)
+        assert errors == []
+
+
+def minute(page: Page) -> None:
+    """A minute of the page's clock, a second at a time, each second's reads given the time to be answered."""
+    for _ in range(60):
+        page.clock.run_for(1000)
+        page.wait_for_timeout(20)
+
+
+def test_the_list_is_reread_every_15_s_while_shown_and_never_while_hidden(
+        browser: Browser, set_up: LiveConsole, household_password: str, recorded_responses: list[bytes]) -> None:
+    """No fetch storm: a minute shown is four reads, a minute hidden none, and showing the tab again one."""
+    with tab(browser, DESKTOP, javascript=True, recorded_responses=recorded_responses) as (page, errors):
+        log_in_at_the_front_door(page, set_up, household_password)
+        reads: list[str] = []
+        page.on("request", lambda r: reads.append(r.url) if r.url.endswith("/api/v1/conversation/recent") else None)
+        page.clock.install()
+        page.goto(set_up.at("/conversation"))
+        settled(page)
+        reads.clear()
+        minute(page)
+        assert len(reads) == 4
+        reads.clear()
+        page.evaluate("""() => {
+            Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+            document.dispatchEvent(new Event("visibilitychange"));
+        }""")
+        minute(page)
+        assert reads == []
+        page.evaluate("""() => {
+            Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" });
+            document.dispatchEvent(new Event("visibilitychange"));
+        }""")
+        page.wait_for_timeout(500)
+        assert len(reads) == 1
+        assert errors == []
+
+
+@pytest.mark.parametrize("viewport", WIDTHS)
+def test_a_long_word_in_a_first_question_wraps_in_the_recent_list(
+        browser: Browser, set_up: LiveConsole, household_password: str, model: FakeModel,
+        recorded_responses: list[bytes], viewport: ViewportSize) -> None:
+    """A pasted address or a long compound word is one word of 80 characters: it must wrap, not widen the page."""
+    with tab(browser, viewport, javascript=True, recorded_responses=recorded_responses) as (page, errors):
+        log_in_at_the_front_door(page, set_up, household_password)
+        model.script(text("Hello!"))
+        send(page, "http://homeassistant.local:8123/lovelace/kitchen-and-living-room-overview/" + "x" * 120)
+        expect(page.get_by_role("log", name="Conversation")).to_contain_text("Hello!")
+        expect(recent(page).get_by_role("link")).to_have_count(1)
+        widths = page.evaluate("""() => ({page: document.documentElement.scrollWidth,
+            list: document.getElementById("recent-conversations").scrollWidth,
+            box: document.getElementById("recent-conversations").clientWidth})""")
+        assert widths["page"] <= viewport["width"]
+        assert widths["list"] <= widths["box"]
         assert errors == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 
@@ -9,7 +10,7 @@ from flask.testing import FlaskClient
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation.activity import EVENT_TABLE, reason
-from console_ha.store.audit import EVENTS
+from console_ha.store.audit import EVENTS, AuditLog
 from console_ha.store.datadir import DataDir
 from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, fill, record
 
@@ -78,7 +79,7 @@ def test_how_often_shows_only_counts_that_are_not_zero_and_names_the_rest_once(h
     block = re.search(rf'<li class="tally" data-capability="{re.escape(state)}">(.*?)</li>', html, re.S)
     assert block is not None
     counts = re.findall(r'<div data-event="(\w+)"><dt>([^<]+)</dt><dd>(\d+)</dd>', block.group(1))
-    assert counts == [("proposed", "Asked to read", "2"), ("rejected", "Refused before asking you", "3")]
+    assert counts == [("proposed", "Asked to read", "2"), ("rejected", "Refused by the Console", "3")]
     reasons = re.findall(r'data-code="(\w+)"><dt>[^<]+</dt><dd>(\d+)</dd>', block.group(1))
     assert reasons == [("ENTITY_NOT_ALLOWLISTED", "2"), ("CAPABILITY_DISABLED", "1")]
     assert 'class="tally" data-capability="' + history not in html
@@ -103,3 +104,31 @@ def test_every_audit_event_has_its_counter_on_the_page(household: FlaskClient, d
     assert block is not None
     assert re.findall(r'<div data-event="(\w+)">', block.group(1)) == list(EVENT_TABLE)
     assert sorted(EVENT_TABLE) == sorted(EVENTS)
+
+
+def test_hostile_and_damaged_lines_are_shown_escaped_and_in_words(household: FlaskClient, data_dir: DataDir):
+    """The audit log is a file: a line with HTML, wrong types or no fields at all must not break or inject."""
+    fill(data_dir)
+    hostile = {"event": "<img src=x onerror=alert(1)>", "capability": "<script>alert(1)</script>",
+               "client": "<b>evil</b>", "time": "<i>then</i>", "code": '" onmouseover="alert(1)', "stage": "x",
+               "duration_ms": [1]}
+    with data_dir.audit_log.open("a", encoding="utf-8") as log:
+        log.write("\n".join([json.dumps(hostile), "{}", "[1, 2]", '{"event": 5, "capability": {"a": 1}}', ""]))
+    response = household.get("/activity")
+    assert response.status_code == 200
+    html, text, _ = read(household)
+    for raw in ("<script>alert", "<img src=x", "<b>evil</b>", "<i>then</i>", '" onmouseover="'):
+        assert raw not in html
+    assert "<b>evil</b>" in text and "<i>then</i>" in text  # shown as the text it is
+    assert CODE.findall(text) == []
+
+
+def test_one_event_is_counted_in_the_singular(household: FlaskClient, data_dir: DataDir):
+    """The first line of a new Console's log: "1 events in the log in all" is not a sentence."""
+    record(AuditLog(data_dir), "proposed", next(iter(REGISTRY)))
+    html, text, _ = read(household)
+    assert "One event in the log in all." in text and "1 events" not in text
+    assert 'aria-label="The most recent event"' in html
+    record(AuditLog(data_dir), "proposed", next(iter(REGISTRY)))
+    html, text, _ = read(household)
+    assert "2 events in the log in all." in text and 'aria-label="The 2 most recent events, newest first"' in html

@@ -6,8 +6,10 @@ import re
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+import requests
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -18,6 +20,7 @@ from console_ha.store.ha_token import TokenStore
 from tests.fake_model import FakeModel, text, tool_call
 from tests.stub_ha import StubHomeAssistant
 from tests.web.conftest import csrf_from
+from tests.web.live import served
 
 MESSAGE = "/api/v1/conversation/message"
 RECENT = "/api/v1/conversation/recent"
@@ -153,3 +156,48 @@ def test_the_enter_hint_is_hidden_until_the_script_that_sends_on_enter_shows_it(
     html = household.get("/conversation").get_data(as_text=True)
     assert re.search(r'<p class="hint" id="enter-hint" hidden>Press Enter to send', html)
     assert 'aria-describedby="message-hint"' in html  # a screen reader is not told it either
+
+
+# --- over real HTTP: whose list, and where a login may land -----------------------------------------
+
+def test_a_program_s_conversation_is_never_listed_nor_kept_nor_opened_by_the_household_over_http(
+        app: Flask, api_token: str, password: str, configured: StubHomeAssistant, model: FakeModel,
+        data_dir: DataDir) -> None:
+    model.script(text("Hello, program."), text("Hello, household."))
+    with served(app) as console:
+        program = requests.post(f"{console.url}{MESSAGE}", json={"message": "the program's question"},
+                                headers={"Authorization": f"Bearer {api_token}"}, timeout=10)
+        assert program.status_code == 200, program.text
+        assert requests.get(f"{console.url}{RECENT}", headers={"Authorization": f"Bearer {api_token}"},
+                            timeout=10).status_code == 403
+        household = console.browser()
+        assert household.log_in(password).status_code == 302
+        token = household.csrf("/conversation")
+        mine = household.post(MESSAGE, json={"message": "the household's question"},
+                              headers={"X-CSRFToken": token}).json()
+        listed = household.get(RECENT).json()["conversations"]
+        assert [c["conversation_id"] for c in listed] == [mine["conversation_id"]]
+        page = household.get(f"/conversation?c={program.json()['conversation_id']}").text
+        assert "the program's question" not in page and "Hello, program." not in page
+    kept = "".join(p.read_text() for p in (data_dir.root / "conversations").glob("*.json"))
+    assert "the household's question" in kept and "the program's question" not in kept
+
+
+@pytest.mark.parametrize("next_url", ["//evil.example/", "https://evil.example/", "/\\evil.example",
+                                      "/\t/evil.example", "http:/evil.example", "javascript:alert(1)",
+                                      "%2F%2Fevil.example", "/%2F%2Fevil.example"])
+def test_a_login_with_a_hostile_next_lands_on_the_console_over_http(
+        app: Flask, password: str, data_dir: DataDir, next_url: str) -> None:
+    save(data_dir, SET_UP)
+    with served(app) as console:
+        household = console.browser()
+        form = {"password": password, "csrf_token": household.csrf("/login"), "next": next_url}
+        landed = household.post("/login", data=form)
+        assert landed.status_code == 302
+        location = landed.headers["Location"]
+        # A path on the Console, which a browser cannot read as another host.
+        parts = urlsplit(location)
+        assert not parts.scheme and not parts.netloc and location.startswith("/"), location
+        assert not location.startswith(("//", "/\\")) and not any(ord(c) < 0x20 for c in location), location
+        front = household.get("/")
+        assert front.status_code in (302, 303) and front.headers["Location"] == "/conversation"
