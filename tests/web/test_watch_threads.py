@@ -96,6 +96,10 @@ def test_a_tab_moving_through_pages_is_never_turned_away(waitress_url: str, pass
     (before issue 25 the third was busy, and its count came 15 s late)."""
     browser = Browser(waitress_url)
     assert browser.log_in(password).status_code == 302
+    # The CSRF token is minted before any poll starts, as a page does (its token is in the page that polls): a
+    # poll answers with the session cookie as it was when the poll began, and a poll begun before the token
+    # was minted would, answering late on a loaded machine, put back a cookie without it.
+    csrf = browser.csrf("/activity")
     seen = browser.get(WATCH).json()["version"]
     answers: list[tuple[dict[str, Any], float]] = []
     for n in range(5):
@@ -106,7 +110,6 @@ def test_a_tab_moving_through_pages_is_never_turned_away(waitress_url: str, pass
     other = _background_poll(browser, f"seen={seen}&page=another-tab-01&load=load-0000009", answers)
     time.sleep(0.3)
     assert len(answers) == 4
-    csrf = browser.csrf("/activity")
     for page_id, load in ((TAB, "load-0000004"), ("another-tab-01", "load-0000009")):
         left = browser.post(LEAVE, data={"page": page_id, "load": load, "csrf_token": csrf})
         assert left.status_code == 204
