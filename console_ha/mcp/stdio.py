@@ -119,7 +119,11 @@ class Upstream:
 
     async def _on_message(self, message: RequestResponder[types.ServerRequest, types.ClientResult]
                           | types.ServerNotification | Exception) -> None:
-        if isinstance(message, Exception) and not self._garbled.is_set():
+        # A ValueError is what the SDK's client makes of an answer it cannot read: not JSON-RPC (pydantic's
+        # ValidationError is one) or not JSON at all ("Unexpected content type"). Other exceptions are not the
+        # URL's fault: a late answer to a request the host cancelled ("unknown request ID"), which MCP says to
+        # ignore, or a network error while a body was read.
+        if isinstance(message, ValueError) and not self._garbled.is_set():
             self._found = self._last_answer
             self._garbled.set()
             self._waiting.cancel()

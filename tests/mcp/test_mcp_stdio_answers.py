@@ -19,9 +19,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any
 
+import httpx
+import mcp.types as types
 import pytest
+from pydantic import ValidationError
 
-from console_ha.mcp.stdio import INITIALIZE_TIMEOUT_SECONDS
+from console_ha.mcp.stdio import INITIALIZE_TIMEOUT_SECONDS, Upstream
+from tests.async_run import run_to_end
 from tests.mcp.conftest import ServedConsole
 
 # A shape must be told apart at once: the command's own start (Python, the SDK) is most of this.
@@ -205,3 +209,22 @@ def test_with_a_real_console_the_command_answers_and_exits_when_stdin_closes(con
     command.stdin = None
     status, _, err, _ = ended_within(command, BOUND_SECONDS)
     assert status == 0, err
+
+
+def test_only_an_answer_mcp_cannot_read_counts_as_nonsense_not_a_late_answer_to_a_cancelled_call() -> None:
+    """MCP says a late answer to a cancelled request is ignored: the SDK hands it over as a RuntimeError."""
+
+    async def garbled_after(message: Exception) -> bool:
+        async with httpx.AsyncClient() as http:
+            upstream = Upstream("http://127.0.0.1:9/mcp", http)
+            await upstream._on_message(message)
+            return upstream._garbled.is_set()
+
+    try:
+        types.JSONRPCMessage.model_validate_json(b"[]")
+    except ValidationError as err:
+        not_json_rpc: Exception = err
+    assert run_to_end(garbled_after(not_json_rpc))
+    assert run_to_end(garbled_after(ValueError("Unexpected content type: text/html")))
+    assert not run_to_end(garbled_after(RuntimeError("Received response with an unknown request ID: 7")))
+    assert not run_to_end(garbled_after(httpx.ReadError("connection reset")))
