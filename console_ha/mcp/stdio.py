@@ -277,8 +277,8 @@ def _stdin_lines() -> Iterator[str]:
         yield pending.decode("utf-8", errors="replace")
 
 
-def _read_stdin(token: anyio.lowlevel.EventLoopToken, to_server: MemoryObjectSendStream[SessionMessage | Exception]) \
-        -> None:
+def _read_stdin(token: anyio.lowlevel.EventLoopToken,
+                to_server: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
     """The host's lines, one MCP message each, until stdin ends (then the server's stream ends too)."""
     try:
         for line in _stdin_lines():

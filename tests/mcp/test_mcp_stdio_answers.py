@@ -159,6 +159,17 @@ def test_an_answer_that_is_no_mcp_servers_is_named_and_the_command_exits_2(answe
     assert heard.posts and heard.posts[0]["method"] == "initialize"
 
 
+def test_a_json_rpc_server_that_refuses_initialize_is_named_with_its_reason(answering) -> None:
+    """JSON-RPC, but not MCP: the error it answers `initialize` with is quoted (printable characters only)."""
+    refusal = {"jsonrpc": "2.0", "id": 0, "error": {"code": -32601, "message": "Method not found\x1b[2J"}}
+    url, _ = answering(Shape(200, "application/json", json.dumps(refusal).encode()))
+    command = start_command(url)
+    say(command.stdin, INITIALIZE)
+    status, out, err, _ = ended_within(command, BOUND_SECONDS)
+    assert status == 2 and out == ""
+    assert "it refused MCP's first request: Method not found[2J" in err and "\x1b" not in err
+
+
 def test_a_url_that_never_answers_the_first_request_is_left_after_the_bound(answering) -> None:
     """202 to `initialize` is no answer at all: the command gives up after INITIALIZE_TIMEOUT_SECONDS."""
     url, _ = answering(Shape(202, "application/json", b""))
