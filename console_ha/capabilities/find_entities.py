@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,6 +11,8 @@ from typing import Any
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device, quoted
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
+from console_ha.capabilities.household_words import HAN, HOUSEHOLD_WORDS, STOP_WORDS, Kind, query_texts
+from console_ha.capabilities.household_words import WORD as _WORD
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import _areas as areas_if_known
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -36,83 +37,9 @@ MAX_WORD_CHARS = 32
 # Text in a hit, as list_entities' middle level cuts it (bytes of JSON).
 _CAPS = CAP_LEVELS[1]
 
-# Words that say nothing about which device: left out of the matching, so "which lights are on in the
-# kitchen" is "lights" and "kitchen". English only, as the household words below.
-STOP_WORDS = frozenset({
-    "a", "an", "the", "is", "are", "was", "be", "in", "on", "at", "of", "to", "for", "from", "by", "with",
-    "and", "or", "my", "our", "all", "any", "which", "what", "where", "who", "how", "there", "it", "its",
-    "me", "show", "find", "list", "tell", "does", "do", "i", "we", "this", "that", "please", "now",
-})
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A kind of device a household word names: a domain, and the device class when the word is that narrow."""
-
-    domain: str
-    device_class: str | None = None
-
-
-def _kinds(*spec: str) -> tuple[Kind, ...]:
-    """`"light"`, `"binary_sensor/door"`: a domain, or a domain and a device class."""
-    return tuple(Kind(*item.split("/", 1)) for item in spec)
-
-
-# What households call their devices, in English, and the kinds of entity each word names. A domain's own
-# name ("light", "sensor") needs no line: it matches the domain field as any word does.
-HOUSEHOLD_WORDS: dict[str, tuple[Kind, ...]] = {
-    "lamp": _kinds("light"),
-    "bulb": _kinds("light"),
-    "lighting": _kinds("light"),
-    "thermometer": _kinds("sensor/temperature"),
-    "temperature": _kinds("sensor/temperature", "climate", "weather", "water_heater"),
-    "temp": _kinds("sensor/temperature", "climate"),
-    "warm": _kinds("sensor/temperature", "climate"),
-    "cold": _kinds("sensor/temperature", "climate"),
-    "thermostat": _kinds("climate"),
-    "heating": _kinds("climate", "water_heater"),
-    "heater": _kinds("climate", "water_heater"),
-    "boiler": _kinds("water_heater"),
-    "humidity": _kinds("sensor/humidity", "humidifier"),
-    "humid": _kinds("sensor/humidity", "humidifier"),
-    "door": _kinds("binary_sensor/door", "binary_sensor/garage_door", "cover/door", "cover/garage", "lock"),
-    "window": _kinds("binary_sensor/window", "cover/window"),
-    "open": _kinds("binary_sensor/door", "binary_sensor/window", "binary_sensor/opening", "cover"),
-    "garage": _kinds("cover/garage", "binary_sensor/garage_door"),
-    "blind": _kinds("cover/blind", "cover/shade"),
-    "shutter": _kinds("cover/shutter"),
-    "shade": _kinds("cover/shade", "cover/blind"),
-    "curtain": _kinds("cover/curtain"),
-    "gate": _kinds("cover/gate"),
-    "motion": _kinds("binary_sensor/motion", "binary_sensor/occupancy", "binary_sensor/presence"),
-    "movement": _kinds("binary_sensor/motion"),
-    "presence": _kinds("binary_sensor/presence", "binary_sensor/occupancy", "person"),
-    "occupancy": _kinds("binary_sensor/occupancy"),
-    "smoke": _kinds("binary_sensor/smoke"),
-    "leak": _kinds("binary_sensor/moisture"),
-    "flood": _kinds("binary_sensor/moisture"),
-    "moisture": _kinds("sensor/moisture", "binary_sensor/moisture"),
-    "plug": _kinds("switch/outlet", "switch"),
-    "socket": _kinds("switch/outlet"),
-    "outlet": _kinds("switch/outlet"),
-    "power": _kinds("sensor/power"),
-    "energy": _kinds("sensor/energy"),
-    "electricity": _kinds("sensor/energy", "sensor/power"),
-    "consumption": _kinds("sensor/energy", "sensor/power"),
-    "battery": _kinds("sensor/battery", "binary_sensor/battery"),
-    "tv": _kinds("media_player"),
-    "television": _kinds("media_player"),
-    "speaker": _kinds("media_player"),
-    "music": _kinds("media_player"),
-    "forecast": _kinds("weather"),
-    "rain": _kinds("weather"),
-    "vacuum": _kinds("vacuum"),
-    "hoover": _kinds("vacuum"),
-    "mower": _kinds("lawn_mower"),
-    "person": _kinds("person"),
-    "people": _kinds("person"),
-    "phone": _kinds("device_tracker"),
-}
+# The household's words for kinds of things (HOUSEHOLD_WORDS: lamp, lampe, Lampe, lámpara, 灯 → light) and the
+# words that say nothing (STOP_WORDS: "which", "les", "die", "的"), in six languages, come from a declared table,
+# household_words.toml, read by household_words.py, which also cuts a Chinese query into words.
 
 # How well one word matched one field; a hit's rank is its matched words, then these summed.
 WHOLE_WORD, PREFIX, SUBSTRING, HOUSEHOLD_WORD = 3, 2, 1, 3
@@ -123,7 +50,6 @@ NO_MATCH_HINT = (
     "temperature, door) or part of its name; or call list_entities to see every allowed device."
 )
 WHY_MEANS = "each query word that matched, and the field it matched: friendly_name, area, entity_id or domain"
-_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -133,6 +59,8 @@ class Word:
     text: str
     forms: tuple[str, ...]
     kinds: tuple[Kind, ...]
+    # Written in Han characters: a language without spaces, so the word inside a name is the word, whole.
+    han: bool = False
     # The kinds as sets, so each entity is one lookup: domains named whole, and (domain, device class) pairs.
     domains: frozenset[str] = frozenset()
     classes: frozenset[tuple[str, str]] = frozenset()
@@ -141,7 +69,7 @@ class Word:
     def of(cls, text: str) -> Word:
         one = singular(text)
         kinds = HOUSEHOLD_WORDS.get(text) or HOUSEHOLD_WORDS.get(one, ())
-        return cls(text, tuple(dict.fromkeys((text, one))), kinds,
+        return cls(text, tuple(dict.fromkeys((text, one))), kinds, HAN.match(text) is not None,
                    frozenset(k.domain for k in kinds if k.device_class is None),
                    frozenset((k.domain, k.device_class) for k in kinds if k.device_class is not None))
 
@@ -153,7 +81,7 @@ class Word:
 def query_words(query: str) -> list[Word]:
     """The query's words that are looked for: folded, without stop words or repeats, at most MAX_QUERY_WORDS."""
     words: list[Word] = []
-    for text in _WORD.findall(fold(query)):
+    for text in query_texts(query):
         if text in STOP_WORDS or len(text) > MAX_WORD_CHARS or any(word.text == text for word in words):
             continue
         words.append(Word.of(text))
@@ -217,7 +145,7 @@ def match_word(word: Word, entity: Candidate) -> tuple[int, str] | None:
             if not any(form in text for form in word.forms):
                 continue
             tokens = _WORD.findall(text)
-            if any(token in word.forms for token in tokens):
+            if word.han or any(token in word.forms for token in tokens):
                 score = WHOLE_WORD
             elif len(word.text) >= 2 and any(token.startswith(word.forms) for token in tokens):
                 score = PREFIX

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -14,6 +13,7 @@ from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, listed
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import _areas as areas_if_known
 from console_ha.capabilities.narrow import narrow_state
+from console_ha.capabilities.plain_text import looks_like_link_or_secret
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
@@ -62,13 +62,6 @@ HOUSEHOLD_ATTRIBUTES: dict[str, tuple[str, ...]] = {
 # Longer text is dropped, not cut: a household answer is a word or a number, and a long value is more
 # likely a blob (a base64 picture, a serialised object) than a title.
 MAX_ATTRIBUTE_CHARS = 64
-# A value that is, or holds, a link or a token: a scheme (http://, rtsp://, data:), an absolute path
-# (/api/camera_proxy/...), a query string, or "token"/"signature" anywhere. Dropped even under a listed key,
-# for an integration that puts a URL where a title should be. A link needs no scheme to be one: credentials
-# before an "@" ("admin:pw@cam"), a host with a path ("cam.local/live") and an IPv4 address with a port or
-# a path are links too (a bare four-part number is more often a firmware version).
-_LINK = re.compile(r"(?i)[a-z][a-z0-9+.-]*:(//|[^\s]*;base64,)|^\s*/|\?[^\s]*=|token|signature|^data:|www\."
-                   r"|[^\s/@:]+:[^\s/@]*@|\b(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*(?::\d+)?/|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d|/)")
 
 
 def household_attributes(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,9 +87,10 @@ def _plain(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, str):
-        # cut() drops control and format characters: text it changes is text we do not pass on.
+        # cut() drops control and format characters: text it changes is text we do not pass on. A link or a
+        # secret is dropped even under a listed key, for an integration that puts a URL where a title should be.
         return (0 < len(value) <= MAX_ATTRIBUTE_CHARS and cut(value, 4 * MAX_ATTRIBUTE_CHARS) == value
-                and _LINK.search(value) is None)
+                and not looks_like_link_or_secret(value))
     return False  # lists, objects and null
 
 

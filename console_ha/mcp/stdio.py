@@ -3,25 +3,34 @@
 For MCP hosts that start a command rather than connect to a URL. It holds no capability of its own:
 the Console behind it runs the executor and asks the household; this relays tools, calls, progress
 and cancellation, with the API token from `CONSOLE_HA_API_TOKEN`. Built from the SDK's own client
-(streamable HTTP) and server (stdio) pieces.
+(streamable HTTP) and server pieces; stdin and stdout are its own (`host_stdio`).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import ssl
-from collections.abc import Awaitable, Callable
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import httpx
 import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
+from mcp.shared.message import SessionMessage
+from mcp.shared.session import RequestResponder
+from pydantic import ValidationError
 
 from console_ha import __version__
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
@@ -35,8 +44,24 @@ READ_TIMEOUT_SECONDS = CONFIRMATION_TTL_SECONDS + 60
 # The code the SDK's client gives a request answered 404 for its session: the Console ended the session
 # (idle for 30 minutes, or restarted), so the request never reached it.
 SESSION_TERMINATED = 32600
+# How long the URL may take to answer MCP's first request. A Console answers `initialize` in well under a
+# second; a URL that accepts it and answers nothing (202, an empty stream, a server that never replies)
+# must not keep the command, and the host that started it, waiting for the read timeout's six minutes.
+INITIALIZE_TIMEOUT_SECONDS = 10.0
+# How much of a content type the message quotes (it comes from whatever answers at the URL).
+MAX_QUOTED_CHARS = 80
+STDIN_CHUNK_BYTES = 65536
 
 T = TypeVar("T")
+
+
+class NotAnMcpServer(Exception):
+    """The URL answered, but not as an MCP server does: the message says what came back."""
+
+
+def _quoted(text: str) -> str:
+    # Printable ASCII only: this is shown in a terminal, and the answering server chose it.
+    return "".join(char for char in text if " " <= char <= "~")[:MAX_QUOTED_CHARS]
 
 
 def endpoint_url(url: str) -> str:
@@ -79,20 +104,66 @@ class Upstream:
         self._current: _Session | None = None
         self._ready = anyio.Event()
         self.instructions: str | None = None
+        # What the URL last answered (status and content type), and set once it answered what MCP cannot
+        # read: the SDK's client hands such an answer to its session as an exception, and the session only
+        # passes it to a message handler, so the request it answered would wait for ever.
+        self._last_answer = "no answer"
+        self._garbled = anyio.Event()
+        self._waiting = anyio.CancelScope()  # what the session waits for now: cancelled when garbled
+        self._found = ""
+        http.event_hooks["response"].append(self._note_answer)
+
+    async def _note_answer(self, response: httpx.Response) -> None:
+        content_type = _quoted(response.headers.get("content-type", "")) or "no content type"
+        self._last_answer = f"{response.status_code} ({content_type})"
+
+    async def _on_message(self, message: RequestResponder[types.ServerRequest, types.ClientResult]
+                          | types.ServerNotification | Exception) -> None:
+        # A ValueError is what the SDK's client makes of an answer it cannot read: not JSON-RPC (pydantic's
+        # ValidationError is one) or not JSON at all ("Unexpected content type"). Other exceptions are not the
+        # URL's fault: a late answer to a request the host cancelled ("unknown request ID"), which MCP says to
+        # ignore, or a network error while a body was read.
+        if isinstance(message, ValueError) and not self._garbled.is_set():
+            self._found = self._last_answer
+            self._garbled.set()
+            self._waiting.cancel()
+
+    def _not_mcp(self) -> NotAnMcpServer:
+        return NotAnMcpServer(f"it answered {self._found}, which is not an MCP server's answer. "
+                              f"Is {self._url} the Console's address?")
+
+    async def _unless_garbled(self, step: Callable[[], Awaitable[T]]) -> T:
+        """`step`'s result, unless the URL first answers something MCP cannot read: then NotAnMcpServer."""
+        # A cancel scope rather than a task group, so what `step` raises comes out as itself, not in a group.
+        with anyio.CancelScope() as self._waiting:
+            if not self._garbled.is_set():
+                return await step()
+        raise self._not_mcp()
+
+    async def _initialize(self, session: ClientSession) -> types.InitializeResult:
+        """MCP's first request, answered as an MCP server answers it within INITIALIZE_TIMEOUT_SECONDS."""
+        try:
+            with anyio.fail_after(INITIALIZE_TIMEOUT_SECONDS):
+                return await self._unless_garbled(session.initialize)
+        except ValidationError:
+            # JSON-RPC, but its result is no MCP server's (an `initialize` answered with `{}`).
+            self._found = self._last_answer
+            raise self._not_mcp() from None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Keep a session open, opening a new one each time the current one is lost."""
         started = False
         while True:
             async with streamable_http_client(self._url, http_client=self._http) as (read, write, _), \
-                    ClientSession(read, write) as session:
-                self.instructions = (await session.initialize()).instructions
+                    ClientSession(read, write, message_handler=self._on_message) as session:
+                self.instructions = (await self._initialize(session)).instructions
                 current = self._current = _Session(session)
                 self._ready.set()
                 if not started:
                     started = True
                     task_status.started()
-                await current.lost.wait()
+                # An answer MCP cannot read later on ends the command too: its request would never be answered.
+                await self._unless_garbled(current.lost.wait)
                 # Closing the SDK's client cancels its requests without an answer: let each request still
                 # in the lost session get its own 404 first, so that it, too, is sent again.
                 while current.users:
@@ -184,13 +255,73 @@ def _authorities() -> ssl.SSLContext | bool:
     return True  # httpx's own default authorities
 
 
+HostMessages = MemoryObjectReceiveStream[SessionMessage | Exception]
+
+
+def _message(line: str) -> SessionMessage | Exception:
+    # As the SDK's stdio server reads a line: a line that is no JSON-RPC message reaches the server as its error.
+    try:
+        return SessionMessage(types.JSONRPCMessage.model_validate_json(line))
+    except Exception as err:
+        return err
+
+
+def _stdin_lines() -> Iterator[str]:
+    """The host's lines from file descriptor 0, read with os.read: no buffered reader's lock is held while
+    it waits, which a daemon thread must not hold at the interpreter's exit (Python aborts if it does)."""
+    pending = b""
+    while chunk := os.read(0, STDIN_CHUNK_BYTES):
+        *lines, pending = (pending + chunk).split(b"\n")
+        yield from (line.decode("utf-8", errors="replace") for line in lines)
+    if pending:
+        yield pending.decode("utf-8", errors="replace")
+
+
+def _read_stdin(token: anyio.lowlevel.EventLoopToken,
+                to_server: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    """The host's lines, one MCP message each, until stdin ends (then the server's stream ends too)."""
+    try:
+        for line in _stdin_lines():
+            if line.strip():
+                anyio.from_thread.run(to_server.send, _message(line), token=token)
+        anyio.from_thread.run_sync(to_server.close, token=token)
+    except (RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        return  # the command is ending, and nothing reads the host any more
+
+
+@asynccontextmanager
+async def host_stdio() -> AsyncIterator[tuple[HostMessages, MemoryObjectSendStream[SessionMessage]]]:
+    """The host's side: its messages from stdin, and a stream whose messages go to stdout, a line each.
+
+    Not the SDK's `stdio_server`, which reads stdin in one of anyio's worker threads: the interpreter waits
+    for that thread at exit, so a command that has to stop while the host keeps stdin open (its URL stopped
+    answering as MCP) would not end until the host closed it. A daemon thread reads stdin here instead.
+    """
+    to_server, from_host = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_host, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    threading.Thread(target=_read_stdin, args=(anyio.lowlevel.current_token(), to_server), name="mcp-host-stdin",
+                     daemon=True).start()
+    stdout = anyio.wrap_file(io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8"))
+
+    async def write_stdout() -> None:
+        async with from_server:
+            async for message in from_server:
+                await stdout.write(message.message.model_dump_json(by_alias=True, exclude_none=True) + "\n")
+                await stdout.flush()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(write_stdout)
+        yield from_host, to_host
+        group.cancel_scope.cancel()
+
+
 async def forward(url: str, token: str) -> None:
     """Serve MCP on stdio until the host closes it, relaying to the Console at `url`."""
     async with console_client(token) as http, anyio.create_task_group() as group:
         upstream = Upstream(endpoint_url(url), http)
         await group.start(upstream.run)
         server = build_forwarder(upstream, upstream.instructions)
-        async with stdio_server() as (stdin, stdout):
+        async with host_stdio() as (stdin, stdout):
             await server.run(stdin, stdout, server.create_initialization_options())
         group.cancel_scope.cancel()
 
@@ -212,6 +343,12 @@ def _reason(err: BaseException) -> str:
     # The innermost cause says what happened (401, connection refused); never the token, which is in no URL.
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
+    if isinstance(err, NotAnMcpServer):
+        return str(err)
+    if isinstance(err, TimeoutError):
+        return f"it did not answer MCP's first request within {INITIALIZE_TIMEOUT_SECONDS:g} seconds."
+    if isinstance(err, McpError):
+        return f"it refused MCP's first request: {_quoted(err.error.message)}"
     if isinstance(err, httpx.HTTPStatusError):
         if err.response.status_code == 401:
             return f"the API token in {TOKEN_ENV} was not accepted."

@@ -6,8 +6,9 @@ tokens, its own or another's); changes carry the session's CSRF token, checked i
 
 A new token is shown once. Making it is a POST; the page that shows it is the GET the POST redirects to, so a
 reload asks nothing again and shows the token no more. Between the two the token waits in memory
-(`NewTokens`), for that browser session only, and is gone at the first look or after `SHOWN_FOR_SECONDS`;
-it is never logged or written down, the file keeps only its hash.
+(`NewTokens`), for that browser session only, and is gone at the page's first GET or after `SHOWN_FOR_SECONDS`;
+it is never logged or written down, the file keeps only its hash. Only that GET takes it: a HEAD (a link
+checker, a proxy, a browser's preflight of the redirect) gets the page's headers and leaves it waiting.
 """
 
 from __future__ import annotations
@@ -81,6 +82,14 @@ class NewTokens:
             return None
         return new
 
+    def peek(self, session_key: str) -> NewToken | None:
+        """The token made for this session, left waiting for the GET that takes it."""
+        with self._lock:
+            new = self._waiting.get(session_key)
+        if new is None or time.monotonic() - new.made > SHOWN_FOR_SECONDS:
+            return None
+        return new
+
 
 def _new_tokens() -> NewTokens:
     # One per app; setdefault makes it once even when two first requests race.
@@ -97,8 +106,15 @@ def _tokens() -> list[ApiToken]:
     return sorted(services().secrets.api_tokens(), key=lambda t: (t.name.lower(), t.created))
 
 
+def _shown_now() -> NewToken | None:
+    # Flask answers a HEAD with the GET's view; only a GET hands the token out. A HEAD renders it too, so
+    # its headers (Content-Length) are the GET's, and Werkzeug sends no body with a HEAD.
+    kept = _new_tokens()
+    return kept.take(_session_key()) if request.method == "GET" else kept.peek(_session_key())
+
+
 def _render(*, error: InvalidSettingsChange | None = None, typed_name: str = "") -> str:
-    new = _new_tokens().take(_session_key()) if error is None else None
+    new = _shown_now() if error is None else None
     configurations: list[HostConfiguration] = []
     if new is not None:
         # The Console's address as this browser reached it: the host names it answers to are checked already.

@@ -66,6 +66,30 @@ def test_the_household_makes_a_token_that_is_shown_once_over_real_http(
     assert [t.name for t in console_secrets.api_tokens()] == ["Desk assistant"]
 
 
+def test_a_new_token_survives_head_and_other_requests_and_only_the_pages_get_takes_it(
+    make_app: Callable[..., Flask], password: str, console_secrets: ConsoleSecrets,
+) -> None:
+    """The probe's finding: a HEAD of the page used up the token, so the GET that followed showed none."""
+    with served(make_app()) as console:
+        household = console.browser()
+        household.log_in(password)
+        made = household.post(TOKENS_PAGE, data={"name": "Desk", "csrf_token": household.csrf("/confirmations")})
+        assert made.status_code == 303
+        token_id = console_secrets.api_tokens()[0].token_id
+        for _ in range(2):
+            head = household.http.head(console.url + TOKENS_PAGE, allow_redirects=False)
+            assert head.status_code == 200 and head.content == b""
+        assert household.http.options(console.url + TOKENS_PAGE).status_code == 200
+        assert household.get(f"{TOKENS_PAGE}/{token_id}/revoke").status_code == 200
+        assert household.get("/confirmations").status_code == 200
+        refused = household.post(TOKENS_PAGE, data={"name": "", "csrf_token": household.csrf("/confirmations")})
+        assert refused.status_code == 400 and _shown_token(refused.text) is None
+
+        token = _shown_token(household.get(TOKENS_PAGE).text)
+        assert token is not None and console_secrets.verify_api_token(token) is not None
+        assert _shown_token(household.get(TOKENS_PAGE).text) is None
+
+
 def test_making_a_token_needs_the_csrf_token(logged_in: FlaskClient, console_secrets: ConsoleSecrets) -> None:
     """A session's form without its CSRF token makes nothing."""
     response = logged_in.post(TOKENS_PAGE, data={"name": "sneaky"})
@@ -167,3 +191,5 @@ def test_a_new_token_waits_for_its_page_two_minutes_at_most_and_sixteen_at_once(
     new = kept.take("s1")
     assert new is not None and new.token.reveal() == "cha_1" and "cha_1" not in repr(new)
     assert kept.take("s1") is None  # once
+    peeked = kept.peek("s2")  # a HEAD's look leaves it for the GET
+    assert peeked is not None and kept.take("s2") is peeked and kept.peek("s2") is None
