@@ -20,6 +20,7 @@ from typing import Any
 from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
 from console_ha.capabilities.confirmations import canonical_arguments
 from console_ha.capabilities.executor import Executor, Proposal, Turn
+from console_ha.capabilities.spec import Capability
 from console_ha.errors import CapabilityError, ConfirmationInvalid, InvocationLimitExceeded, TokenRevoked
 from console_ha.secret import find_by_token
 
@@ -147,6 +148,10 @@ class HouseholdQueue:
         self._timer = timer
         self._waiting: dict[str, WaitingRead] = {}
         self._lock = threading.Lock()
+
+    def offered(self) -> tuple[Capability, ...]:
+        """The capabilities an allowlisted entity can answer: what MCP clients are listed."""
+        return self._executor.offered()
 
     def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None,
             joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = _always,
