@@ -38,9 +38,9 @@ SHOPPING = "todo.shopping_list"
 ITEMS = ("Milk", "Bread", "Batteries")
 
 
-@pytest.fixture(scope="module")
-def demo_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealHomeAssistant]:
-    """A running Home Assistant with the demo integration and a shopping list of three items, one done."""
+def demo_home_assistant(config_dir: Path) -> RealHomeAssistant:
+    """A provisioned, running Home Assistant with the demo integration and a shopping list of three items, one done
+    (the benchmark, benchmarks/bench_everyday.py, starts the same)."""
     write = harness.write_config_dir
 
     def with_demo(config_dir: Path, port: int) -> None:
@@ -48,12 +48,22 @@ def demo_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealHomeAssist
         with (config_dir / "configuration.yaml").open("a", encoding="utf-8") as config:
             config.write("\n# tests/real_ha/test_everyday_real.py: calendars and weather with forecasts\ndemo:\n")
 
-    instance = RealHomeAssistant(install_home_assistant(default_venv()), tmp_path_factory.mktemp("everyday_ha"))
+    instance = RealHomeAssistant(install_home_assistant(default_venv()), config_dir)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(harness, "write_config_dir", with_demo)
         instance.provision()
     try:
         make_shopping_list(instance)
+    except BaseException:
+        instance.stop()
+        raise
+    return instance
+
+
+@pytest.fixture(scope="module")
+def demo_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealHomeAssistant]:
+    instance = demo_home_assistant(tmp_path_factory.mktemp("everyday_ha"))
+    try:
         yield instance
     finally:
         instance.stop()
