@@ -55,8 +55,9 @@ def pairs(variants: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], repe
                 work()
                 into.append(time.perf_counter() - began)
         ratios = [c / h for c, h in zip(console_times, own_times, strict=True)]
-        print(f"{name:<10} {statistics.median(own_times) * 1000:>10.2f} {statistics.median(console_times) * 1000:>11.2f} "
-              f"{statistics.median(ratios):>12.2f}x  {min(ratios):.2f}-{max(ratios):.2f}x over {repeats} pairs")
+        own_ms, console_ms = statistics.median(own_times) * 1000, statistics.median(console_times) * 1000
+        print(f"{name:<10} {own_ms:>10.2f} {console_ms:>11.2f} {statistics.median(ratios):>12.2f}x  "
+              f"{min(ratios):.2f}-{max(ratios):.2f}x over {repeats} pairs")
 
 
 def main(argv: list[str] | None = None) -> None:
