@@ -48,7 +48,8 @@ def pairs(variants: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], repe
     print(f"{'read':<10} {'HA own ms':>10} {'Console ms':>11} {'paired ratio':>13}  range")
     for name, (own, console) in variants.items():
         own(), console()  # warm the imports, the pools and Home Assistant's caches
-        own_times, console_times = [], []
+        own_times: list[float] = []
+        console_times: list[float] = []
         for _ in range(repeats):
             for work, into in ((own, own_times), (console, console_times)):
                 began = time.perf_counter()
