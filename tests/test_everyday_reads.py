@@ -8,6 +8,7 @@ malformed answers never reach a result.
 from __future__ import annotations
 
 import json
+import time as clock
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -18,7 +19,7 @@ from console_ha.capabilities import get_calendar, get_forecast, get_todo
 from console_ha.capabilities.get_calendar import household_text
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
-from console_ha.errors import HABadResponse, HANotFound
+from console_ha.errors import HABadResponse, HANotFound, HATimeout
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
@@ -220,10 +221,14 @@ def test_the_daily_forecast_is_8_days_in_the_household_s_zone_with_units_and_the
     assert result["forecast"][1] == {"datetime": local(1, 0).isoformat(), "condition": "rainy", "temperature": 11.0,
                                      "templow": 3.0, "precipitation": 1.5, "precipitation_probability": 80,
                                      "wind_speed": 12.5}  # humidity is not one of the result's fields
+    # The unsubscribe is sent just before the connection closes: the stub may read it a moment after.
+    deadline = clock.monotonic() + 5
+    while everyday.subscribed and clock.monotonic() < deadline:
+        clock.sleep(0.01)
     sent = [json.loads(m) for m in stub_ha.ws_messages[1:]]
     subscribe = next(m for m in sent if m["type"] == "weather/subscribe_forecast")
     assert sent[-1] == {"id": sent[-1]["id"], "type": "unsubscribe_events", "subscription": subscribe["id"]}
-    assert everyday.subscribed == set()
+    assert everyday.subscribed == set() and everyday.unsubscribed == [subscribe["id"]]
 
 
 def test_the_hourly_forecast_is_48_hours(stub_ha: StubHomeAssistant, everyday: StubEveryday) -> None:
@@ -326,3 +331,36 @@ def test_a_day_of_the_calendar_is_the_household_s_even_across_midnight_utc() -> 
     start, end = period.window(datetime(2026, 12, 4, 23, 30, tzinfo=UTC).astimezone(ZONE))
     assert (start.date(), end.date()) == (date(2026, 12, 5), date(2026, 12, 6))
     assert start.astimezone(UTC) == datetime(2026, 12, 4, 23, 0, tzinfo=UTC)
+
+
+def test_a_subscription_that_never_sends_its_forecast_ends_at_the_deadline(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday) -> None:
+    everyday.raw["weather/subscribe_forecast"] = lambda i: [{"id": i, "type": "result", "success": True,
+                                                             "result": None}]
+    began = clock.monotonic()
+    with HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token), reads=get_forecast.CAPABILITY.reads) as client, \
+            pytest.raises(HATimeout):
+        get_forecast.execute(client, config_for(stub_ha), {"entity_id": WEATHER, "kind": "daily"}, Deadline(1), NOW)
+    assert clock.monotonic() - began < 3
+
+
+@pytest.mark.parametrize("event_body", [
+    {"type": "hourly", "forecast": []},  # another kind than asked
+    {"type": "daily", "forecast": {"datetime": "2026-12-05T00:00:00+00:00"}},
+    "daily",
+])
+def test_an_event_that_is_not_the_asked_forecast_is_a_bad_response(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday, event_body: Any) -> None:
+    everyday.raw["weather/subscribe_forecast"] = lambda i: [
+        {"id": i, "type": "result", "success": True, "result": None},
+        {"id": i, "type": "event", "event": event_body}]
+    with pytest.raises(HABadResponse):
+        read(get_forecast.CAPABILITY, stub_ha, {"entity_id": WEATHER, "kind": "daily"})
+
+
+def test_a_forecast_past_its_byte_bound_is_refused(stub_ha: StubHomeAssistant, everyday: StubEveryday) -> None:
+    everyday.forecasts[(WEATHER, "daily")] = [{"datetime": local(0, 0).isoformat(), "condition": "x" * 1000,
+                                                "temperature": 1}] * 2000
+    with pytest.raises(HABadResponse) as caught:
+        read(get_forecast.CAPABILITY, stub_ha, {"entity_id": WEATHER, "kind": "daily"})
+    assert caught.value.detail["reason"] == "too_large"
