@@ -214,7 +214,10 @@ def assert_entity_arguments_are_held_to_the_allowlist(executor: Executor, capabi
     """Stage 3 refuses, for every argument that names an entity, one the household did not allow."""
     for name in entity_arguments(capability):
         schema = capability.arguments_schema["properties"][name]
-        outside = [NOT_ALLOWED_ENTITY] if schema.get("type") == "array" else NOT_ALLOWED_ENTITY
+        # Of a domain it answers for (issue 28's reads refuse another kind at stage 2), not on the allowlist.
+        entity = (NOT_ALLOWED_ENTITY if capability.answers_for is None
+                  else f"{min(capability.answers_for)}.not_allowed")
+        outside = [entity] if schema.get("type") == "array" else entity
         arguments = {**sample_arguments_with_entities(capability), name: outside}
         try:
             proposal = executor.propose(capability.name, arguments, conversation_id=f"outside-{name}")

@@ -364,3 +364,20 @@ def test_a_forecast_past_its_byte_bound_is_refused(stub_ha: StubHomeAssistant, e
     with pytest.raises(HABadResponse) as caught:
         read(get_forecast.CAPABILITY, stub_ha, {"entity_id": WEATHER, "kind": "daily"})
     assert caught.value.detail["reason"] == "too_large"
+
+
+@pytest.mark.parametrize(("name", "arguments"), [
+    (get_calendar.NAME, {"entity_id": TODO, "period": "today"}),
+    (get_todo.NAME, {"entity_id": WEATHER}),
+    (get_forecast.NAME, {"entity_id": CALENDAR, "kind": "daily"}),
+])
+def test_another_kind_of_allowed_entity_is_refused_at_stage_2_in_the_argument_s_words(
+        executor: Any, stub_ha: StubHomeAssistant, name: str, arguments: dict[str, Any]) -> None:
+    from console_ha.capabilities.registry import REGISTRY
+    from console_ha.errors import CapabilityError
+
+    with pytest.raises(CapabilityError) as caught:
+        executor.propose(name, arguments, conversation_id="c")
+    assert (caught.value.code, caught.value.stage) == ("INVALID_ARGUMENTS", 2)
+    assert caught.value.message == REGISTRY[name].argument_messages["entity_id"]
+    assert stub_ha.requests_to("/api/calendars/") == []

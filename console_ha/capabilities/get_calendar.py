@@ -29,6 +29,8 @@ from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z, utc_z_exact
 
 NAME = "home_assistant.get_calendar"
+# The one kind of entity it reads: offered only while one is allowlisted (`Capability.answers_for`).
+DOMAIN = "calendar"
 # The issue's bound: a small model reads at most this many events.
 MAX_EVENTS = 50
 # A week of a busy calendar with long descriptions stays far below this; the answer is parsed whole.
@@ -197,13 +199,15 @@ CAPABILITY = Capability(
         "type": "object",
         "required": ["entity_id", "period"],
         "properties": {
-            "entity_id": {**ENTITY_ARGUMENT, "description": "An allowed calendar, such as calendar.family"},
+            # Of its own domain only: stage 2 refuses another kind of entity in the argument's own words.
+            "entity_id": {**ENTITY_ARGUMENT, "allOf": [{"pattern": f"^{DOMAIN}\\."}],
+                          "description": "An allowed calendar, such as calendar.family"},
             "period": {"type": "string", "enum": list(PERIODS)},
         },
         "additionalProperties": False,
     },
     argument_messages={
-        "entity_id": "entity_id must look like domain.object_id, such as calendar.family.",
+        "entity_id": "entity_id must be a calendar.* entity id, such as calendar.family.",
         "period": f"period must be one of {ONE_OF_THE_PERIODS}.",
     },
     result_schema={
@@ -235,5 +239,5 @@ CAPABILITY = Capability(
     prompt_summary="a calendar's events today, tomorrow or in the next 7 days.",
     reads=Reads(paths=("/api/config", "/api/calendars/{entity_id}")),
     result_meanings=CALENDAR_FIELD_MEANINGS,
-    answers_for=frozenset({"calendar"}),
+    answers_for=frozenset({DOMAIN}),
 )

@@ -27,6 +27,8 @@ from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
 NAME = "home_assistant.get_forecast"
+# The one kind of entity it reads: offered only while one is allowlisted (`Capability.answers_for`).
+DOMAIN = "weather"
 # What the model may ask for: the most entries kept (8 days, 48 hours) and the card's whole title.
 KINDS: dict[str, tuple[int, str]] = {
     "daily": (8, "See the daily forecast of {name}?"),
@@ -135,13 +137,15 @@ CAPABILITY = Capability(
         "type": "object",
         "required": ["entity_id", "kind"],
         "properties": {
-            "entity_id": {**ENTITY_ARGUMENT, "description": "An allowed weather entity, such as weather.home"},
+            # Of its own domain only: stage 2 refuses another kind of entity in the argument's own words.
+            "entity_id": {**ENTITY_ARGUMENT, "allOf": [{"pattern": f"^{DOMAIN}\\."}],
+                          "description": "An allowed weather entity, such as weather.home"},
             "kind": {"type": "string", "enum": _NAMES},
         },
         "additionalProperties": False,
     },
     argument_messages={
-        "entity_id": "entity_id must look like domain.object_id, such as weather.home.",
+        "entity_id": "entity_id must be a weather.* entity id, such as weather.home.",
         "kind": f"kind must be {' or '.join(_NAMES)}.",
     },
     result_schema={
@@ -174,5 +178,5 @@ CAPABILITY = Capability(
     prompt_summary="a weather entity's daily or hourly forecast.",
     # The units (the entity's state), then on one WebSocket the time zone and the subscription's first event.
     reads=Reads(paths=("/api/states/{entity_id}",), commands=(CONFIG_COMMAND, FORECAST_COMMAND, UNSUBSCRIBE_COMMAND)),
-    answers_for=frozenset({"weather"}),
+    answers_for=frozenset({DOMAIN}),
 )

@@ -23,6 +23,8 @@ from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
 NAME = "home_assistant.get_todo"
+# The one kind of entity it reads: offered only while one is allowlisted (`Capability.answers_for`).
+DOMAIN = "todo"
 MAX_ITEMS = 100
 # A list of a few thousand items with descriptions; the answer is parsed whole.
 MAX_TODO_BYTES = 2 * 1024 * 1024
@@ -132,13 +134,15 @@ CAPABILITY = Capability(
         "type": "object",
         "required": ["entity_id"],
         "properties": {
-            "entity_id": {**ENTITY_ARGUMENT, "description": "An allowed list, such as todo.shopping_list"},
+            # Of its own domain only: stage 2 refuses another kind of entity in the argument's own words.
+            "entity_id": {**ENTITY_ARGUMENT, "allOf": [{"pattern": f"^{DOMAIN}\\."}],
+                          "description": "An allowed list, such as todo.shopping_list"},
             "status": {"type": "string", "enum": _NAMES, "default": "needs_action"},
         },
         "additionalProperties": False,
     },
     argument_messages={
-        "entity_id": "entity_id must look like domain.object_id, such as todo.shopping_list.",
+        "entity_id": "entity_id must be a todo.* entity id, such as todo.shopping_list.",
         "status": f"status must be one of {', '.join(_NAMES[:-1])} or {_NAMES[-1]}.",
     },
     result_schema={
@@ -167,5 +171,5 @@ CAPABILITY = Capability(
     activity_words="Items on one to-do list",
     prompt_summary="a to-do or shopping list's items, those still to do by default.",
     reads=Reads(commands=(TODO_COMMAND,)),
-    answers_for=frozenset({"todo"}),
+    answers_for=frozenset({DOMAIN}),
 )
