@@ -209,3 +209,17 @@ def test_a_forecast_the_entity_does_not_give_is_not_found(executor: Executor) ->
     with pytest.raises(CapabilityError) as caught:
         executor.answer(proposal.token, approve=True, conversation_id="e")
     assert caught.value.code == "HA_NOT_FOUND"
+
+
+def test_the_benchmark_runs_a_pass_of_each_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/bench_everyday.py (a Home Assistant of its own) prints a line per read, so it cannot rot."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_everyday.py"
+    spec = importlib.util.spec_from_file_location("bench_everyday", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(["--repeats", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[-3:]] == ["calendar", "todo", "forecast"]
