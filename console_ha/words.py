@@ -170,8 +170,9 @@ CONFIRMATION_SPENT = ("That “Save anyway” was already used or is too old, so
 
 # Sensitive entities (`settings.catalogue.is_sensitive`): why the page asks before the assistant may read one
 # (the script's dialog and the question of the page without JavaScript say the same).
-SENSITIVE_WHY = ("Locks, alarms, cameras, and where people are can tell someone when your home is empty or open. "
-                 "The assistant would see it in your conversations.")
+SENSITIVE_WHY = ("Locks, alarms, cameras, and where people are can tell someone when your home is empty or open, "
+                 "and calendars and to-do lists hold your appointments and lists. The assistant would see them "
+                 "in your conversations.")
 SENSITIVE_QUESTION = "Let the assistant read these sensitive entities? Nothing was saved yet."
 
 # The household's CA certificate is stored by its own buttons, at once: Save does not wait for it.

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
+from console_ha.console import CONSOLE_READS
+from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.clients import LendClient, one_client
+from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
+
+
+@contextmanager
+def console_client(base_url: str, token: Secret, ca_bundle: str | None) -> Iterator[HomeAssistantClient]:
+    """A client for one use reading what the Console declares (as `Console.open` makes them), closed after it."""
+    with HomeAssistantClient(base_url, token, ca_bundle=ca_bundle, reads=CONSOLE_READS) as client:
+        yield client
 
 
 def executor_over(data_dir: DataDir, *, confirmations: ConfirmationStore | None = None,

@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.stub_ha_everyday import StubEveryday
 from tests.stub_ha_statistics import StubStatistics
 
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455's fixed key suffix
@@ -283,7 +284,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length:
             stub._guard(f"{method} {self.path} body", self.rfile.read(length).decode("utf-8", "replace"))
         if (path == "/api/websocket" and (stub.registries is not None or stub.statistics is not None
-                                          or stub.logbook is not None)
+                                          or stub.logbook is not None or stub.everyday is not None)
                 and self.headers.get("Upgrade", "").lower() == "websocket"):
             self._websocket()
             return
@@ -346,6 +347,10 @@ class _Handler(BaseHTTPRequestHandler):
                         late.append(config_answer)
                     else:
                         self._ws_send(config_answer)
+                    continue
+                if stub.everyday is not None and message.get("type") in stub.everyday.COMMANDS:
+                    for answer in stub.everyday.answer(message):
+                        self._ws_send(answer)
                     continue
                 if message.get("type") == "logbook/get_events" and stub.logbook is not None:
                     self._ws_send({"id": message.get("id"), "type": "result", "success": True,
@@ -490,6 +495,9 @@ class StubHomeAssistant:
         # Logbook entries per entity as Home Assistant 2025.4's `logbook/get_events` answers them ("when" in
         # epoch seconds); None: no logbook over the WebSocket. `serve_logbook()` turns it on.
         self.logbook: dict[str, list[dict[str, Any]]] | None = None
+        # Calendars (REST), to-do lists and forecasts (WebSocket) of issue 28; None: not served.
+        # `serve_everyday()` turns them on.
+        self.everyday: StubEveryday | None = None
         # Tokens of other Home Assistants: this stub must never see one (see `foreign_tokens_seen`).
         self.foreign_tokens: set[str] = set()
         # Where the WebSocket handshake redirects to (302), when set.
@@ -585,6 +593,21 @@ class StubHomeAssistant:
                 self.statistics.seed_year("sensor.living_room_temperature", "measurement", unit="°C")
                 self.statistics.seed_year("sensor.energy_consumption", "meter", unit="kWh", seed=1)
         return self.statistics
+    def serve_everyday(self, *, seeded: bool = True) -> StubEveryday:
+        """Serve calendars, to-do lists and forecasts: (seeded) calendar.family, todo.shopping_list, weather.home."""
+        if self.everyday is None:
+            self.everyday = StubEveryday()
+            if seeded:
+                self.everyday.seed(datetime.now(UTC))
+                moment = _iso(datetime.now(UTC))
+                self.states.append({"entity_id": "weather.home", "state": "rainy", "last_changed": moment,
+                                    "last_updated": moment,
+                                    "context": {"id": "x", "parent_id": None, "user_id": None},
+                                    "attributes": {"friendly_name": "Home", "temperature_unit": "°C",
+                                                   "precipitation_unit": "mm", "wind_speed_unit": "km/h",
+                                                   "supported_features": 3}})
+        return self.everyday
+
     def serve_logbook(self, entries: dict[str, list[dict[str, Any]]] | None = None) -> None:
         """Answer `logbook/get_events` over the WebSocket with `entries` (entity_id -> its entries, in time order)."""
         self.logbook = dict(entries or {})
@@ -716,6 +739,9 @@ class StubHomeAssistant:
             if state is None:
                 return _json_response(404, {"message": "Entity not found."})
             return _json_response(200, state)
+        if path.startswith("/api/calendars/") and self.everyday is not None:
+            status, body = self.everyday.calendar(path[len("/api/calendars/"):], query)
+            return _json_response(status, body) if body is not None else _text_response(status, "")
         if path == "/api/history/period" or path.startswith("/api/history/period/"):
             return self._history(path[len("/api/history/period/"):], query)
         return _text_response(404, "404: Not Found")

@@ -29,14 +29,16 @@ from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
-from tests.executors import executor_over
+from tests.executors import console_client, executor_over
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
 CONFIG = HomeAssistantConfig(
     enabled=True,
     base_url="http://homeassistant.local:8123",
-    allowlisted_entities=("sensor.living_room_temperature", "binary_sensor.front_door", "light.hall"),
+    allowlisted_entities=("sensor.living_room_temperature", "binary_sensor.front_door", "light.hall",
+                          # issue 28's reads each answer for one domain (`Capability.answers_for`)
+                          "calendar.family", "todo.shopping_list", "weather.home"),
     entity_names={"sensor.living_room_temperature": "Living Room Temperature"},
 )
 # OpenAI's function names, and MCP's tool names as the SDK accepts them.
@@ -44,6 +46,12 @@ FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 # Collected before any fixture wraps a capability: these are the registered capabilities as declared.
 each = pytest.mark.parametrize("capability", list(REGISTRY.values()), ids=list(REGISTRY))
+
+
+def allowed_entity(capability: Capability) -> str:
+    """The first allowlisted entity the capability can answer for."""
+    return next(e for e in CONFIG.allowlisted_entities
+                if capability.answers_for is None or e.partition(".")[0] in capability.answers_for)
 
 
 def sample_arguments(capability: Capability) -> dict[str, Any]:
@@ -55,7 +63,7 @@ def sample_arguments(capability: Capability) -> dict[str, Any]:
         if "enum" in schema:
             arguments[name] = schema["enum"][0]
         elif schema.get("pattern") == ENTITY_ID_SCHEMA["pattern"]:
-            arguments[name] = CONFIG.allowlisted_entities[0]
+            arguments[name] = allowed_entity(capability)
         elif "examples" in schema:  # issue 18, part B: free text (find_entities' query) shows an example
             arguments[name] = schema["examples"][0]
         else:
@@ -196,16 +204,20 @@ def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
                                   "allowlisted_entities": list(CONFIG.allowlisted_entities)})
     TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
     stub.serve_statistics()  # issue 19: get_statistics reads the recorder's statistics over the WebSocket
+    stub.serve_everyday()  # issue 28: calendar.family, todo.shopping_list and weather.home
     if stub.logbook is None:
         stub.serve_logbook()  # get_logbook's one WebSocket read (an empty logbook unless a test adds entries)
-    return executor_over(data_dir)
+    return executor_over(data_dir, clients=console_client)
 
 
 def assert_entity_arguments_are_held_to_the_allowlist(executor: Executor, capability: Capability) -> None:
     """Stage 3 refuses, for every argument that names an entity, one the household did not allow."""
     for name in entity_arguments(capability):
         schema = capability.arguments_schema["properties"][name]
-        outside = [NOT_ALLOWED_ENTITY] if schema.get("type") == "array" else NOT_ALLOWED_ENTITY
+        # Of a domain it answers for (issue 28's reads refuse another kind at stage 2), not on the allowlist.
+        entity = (NOT_ALLOWED_ENTITY if capability.answers_for is None
+                  else f"{min(capability.answers_for)}.not_allowed")
+        outside = [entity] if schema.get("type") == "array" else entity
         arguments = {**sample_arguments_with_entities(capability), name: outside}
         try:
             proposal = executor.propose(capability.name, arguments, conversation_id=f"outside-{name}")
@@ -226,7 +238,7 @@ def sample_arguments_with_entities(capability: Capability) -> dict[str, Any]:
         if "enum" in schema:
             arguments[name] = schema["enum"][0]
         elif name in entity_arguments(capability):
-            entity = CONFIG.allowlisted_entities[0]
+            entity = allowed_entity(capability)
             arguments[name] = [entity] if schema.get("type") == "array" else entity
         elif "examples" in schema:  # issue 18, part B
             arguments[name] = schema["examples"][0]

@@ -169,7 +169,8 @@ def test_every_other_read_s_card_names_only_the_entity_it_reads(capability: Capa
     config = HomeAssistantConfig(enabled=True, base_url="http://ha.local:8123", allowlisted_entities=ALLOWED,
                                  entity_names=NAMES)
     facts = CardFacts(areas=INDEX, traits={e: Traits("temperature", "measurement") for e in ALLOWED})
-    for domain in DOMAINS:
+    # A read that answers for some kinds only (a calendar's, issue 28) refuses any other at stage 2.
+    for domain in (d for d in DOMAINS if capability.answers_for is None or d in capability.answers_for):
         entity = next(e for e in ALLOWED if e.startswith(f"{domain}."))
         arguments = validate(capability, arguments_for(capability, entity))
         reads = set(capability.entities_named(arguments))

@@ -71,7 +71,8 @@ def every_card() -> list[tuple[str, Any]]:
     """Each read's card for each kind, with its kind of reading seen and not, and list filters of each kind."""
     cards = []
     for capability in REGISTRY.values():
-        for domain in DOMAINS:
+        # A read that answers for some kinds only (a calendar's, issue 28) refuses any other at stage 2.
+        for domain in (d for d in DOMAINS if capability.answers_for is None or d in capability.answers_for):
             for seen in SEEN_AS.values():
                 facts = CardFacts(traits={f"{domain}.kitchen": seen}) if seen else NOTHING_KNOWN
                 cards.append((capability.name, capability.card(CONFIG, arguments_for(capability, f"{domain}.kitchen"),

@@ -31,6 +31,12 @@ READ_ONLY_COMMANDS = {
     "get_config",  # websocket_api/commands.py: hass.config.as_dict(), as /api/config
     # get_logbook (issue 19): ws_get_events reads in a read-only recorder session and subscribes to nothing.
     "logbook/get_events",
+    # issue 28: todo/item/list answers the entity's items once (todo/__init__.py); weather/subscribe_forecast adds
+    # an in-memory listener and pushes the forecast the entity has (weather/websocket_api.py); unsubscribe_events
+    # removes this connection's own listener (websocket_api/commands.py). None of them writes.
+    "todo/item/list",
+    "weather/subscribe_forecast",
+    "unsubscribe_events",
 }
 
 

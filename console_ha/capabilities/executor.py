@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 from console_ha.capabilities.card_facts import card_facts
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from console_ha.capabilities.entity_budget import json_size
-from console_ha.capabilities.registry import REGISTRY
-from console_ha.capabilities.spec import Capability
+from console_ha.capabilities.get_statistics import household_zone
+from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
+from console_ha.capabilities.spec import Capability, offered
 from console_ha.deadline import Deadline
 from console_ha.errors import (
     CapabilityDisabled,
@@ -220,6 +222,36 @@ class Executor:
         # `one_client` closes it, the Console's kept clients (ha.clients) stay open for the next request.
         self._clients = clients
         self._clock = clock
+        # Home Assistant's time zone per address, as the last read that reported one said (`household_zone`).
+        self._zones: dict[str, ZoneInfo] = {}
+
+    def offered(self) -> tuple[Capability, ...]:
+        """The capabilities an allowlisted entity can answer (`spec.offered`): what the model and MCP clients see."""
+        try:
+            allowlisted = self.config_store.load().allowlisted_entities
+        except SettingsFileDamaged:
+            allowlisted = ()  # stage 3 refuses every read until it is repaired; the ungated reads say so
+        return offered(CAPABILITIES, allowlisted)
+
+    def household_zone(self) -> ZoneInfo | None:
+        """Home Assistant's time zone as the last read that reported it said (`time_zone`); None until one has.
+
+        Learned, never asked for: a request to Home Assistant before the household allows a read would be
+        one without a card (docs/capabilities.md, "Today in the prompt").
+        """
+        try:
+            base_url = self.config_store.load().base_url
+        except SettingsFileDamaged:
+            return None
+        return self._zones.get(base_url)
+
+    def _learn_zone(self, base_url: str, result: Mapping[str, Any]) -> None:
+        name = result.get("time_zone")
+        if isinstance(name, str):
+            try:
+                self._zones[base_url] = household_zone({"time_zone": name})
+            except HomeAssistantError:
+                pass
 
     @property
     def confirmation_ttl(self) -> float:
@@ -351,6 +383,7 @@ class Executor:
                 raw = capability.execute(client, config, arguments, deadline, now)
             stage = 6
             result = shape(capability, raw)
+            self._learn_zone(config.base_url, result)
         except HomeAssistantError as err:
             self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started),
                         client=pending.client)

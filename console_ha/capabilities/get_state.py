@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
 from console_ha.capabilities.cards import Card, leaves_device
-from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, listed
+from console_ha.capabilities.entity_budget import CAP_LEVELS, listed
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import _areas as areas_if_known
 from console_ha.capabilities.narrow import narrow_state
-from console_ha.capabilities.plain_text import looks_like_link_or_secret
+from console_ha.capabilities.plain_text import plain_value
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
@@ -73,25 +72,9 @@ def household_attributes(state: Mapping[str, Any]) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for key in HOUSEHOLD_ATTRIBUTES.get(domain, ()):
         value = attributes.get(key)
-        if _plain(value):
+        if plain_value(value, MAX_ATTRIBUTE_CHARS):
             kept[key] = value
     return kept
-
-
-def _plain(value: object) -> bool:
-    """A value a household answer can use and that carries no link: bool, finite number, short clean text."""
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return abs(value) < 2**53  # what a JSON reader holds exactly
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, str):
-        # cut() drops control and format characters: text it changes is text we do not pass on. A link or a
-        # secret is dropped even under a listed key, for an integration that puts a URL where a title should be.
-        return (0 < len(value) <= MAX_ATTRIBUTE_CHARS and cut(value, 4 * MAX_ATTRIBUTE_CHARS) == value
-                and not looks_like_link_or_secret(value))
-    return False  # lists, objects and null
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],

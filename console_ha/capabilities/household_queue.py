@@ -39,6 +39,7 @@ from console_ha.capabilities.household_card import (
 
 # household_watch, the web layer and the tests name the card from here, beside the queue that moves it.
 from console_ha.capabilities.household_card import WaitingRead as WaitingRead
+from console_ha.capabilities.spec import Capability
 from console_ha.errors import (
     CapabilityError,
     ConfirmationDenied,
@@ -142,6 +143,10 @@ class HouseholdQueue:
         self._waiting: dict[str, WaitingRead] = {}
         self._expired: OrderedDict[str, WaitingRead] = OrderedDict()
         self._lock = threading.Lock()
+
+    def offered(self) -> tuple[Capability, ...]:
+        """The capabilities an allowlisted entity can answer: what MCP clients are listed."""
+        return self._executor.offered()
 
     def ask(self, client: str, capability: object, arguments: object, *, turn: Turn | None = None,
             joins: tuple[str, str, str] | None = None, present: Callable[[], bool] = always,

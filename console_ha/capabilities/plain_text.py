@@ -8,8 +8,11 @@ costs a detail, while a link or a secret passed on can be followed or repeated b
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
+
+from console_ha.capabilities.entity_budget import cut
 
 # The shapes, each on its own line, matched case-insensitively against the text after NFKC normalisation
 # (so a full-width "ｈｔｔｐ：／／" or "ｎｖｒ．ｌｏｃａｌ：８５５４" is the ASCII it looks like). A shape starts where
@@ -45,3 +48,19 @@ _LINK_OR_SECRET = re.compile("|".join(f"(?:{shape})" for shape in _SHAPES), re.I
 def looks_like_link_or_secret(text: str) -> bool:
     """Whether `text`, read as NFKC normalises it, holds a link, an address, a path or a secret's shape."""
     return _LINK_OR_SECRET.search(unicodedata.normalize("NFKC", text)) is not None
+
+
+def plain_value(value: object, max_chars: int) -> bool:
+    """A value a household answer can use and that carries no link: bool, finite number, short clean text."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return abs(value) < 2**53  # what a JSON reader holds exactly
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        # cut() drops control and format characters: text it changes is text we do not pass on. A link or a
+        # secret is dropped even under a listed key, for an integration that puts a URL where a title should be.
+        return (0 < len(value) <= max_chars and cut(value, 4 * max_chars) == value
+                and not looks_like_link_or_secret(value))
+    return False  # lists, objects and null

@@ -7,10 +7,13 @@ from operator import or_
 
 from console_ha.capabilities import (
     find_entities,
+    get_calendar,
+    get_forecast,
     get_history,
     get_logbook,
     get_state,
     get_statistics,
+    get_todo,
     list_areas,
     list_entities,
 )
@@ -26,6 +29,10 @@ CAPABILITIES: tuple[Capability, ...] = (
     list_areas.CAPABILITY,
     get_statistics.CAPABILITY,
     get_logbook.CAPABILITY,
+    # issue 28: offered only while an allowlisted calendar, to-do list or weather entity can answer them.
+    get_calendar.CAPABILITY,
+    get_todo.CAPABILITY,
+    get_forecast.CAPABILITY,
 )
 
 REGISTRY: dict[str, Capability] = {capability.name: capability for capability in CAPABILITIES}

@@ -9,7 +9,7 @@ entity mark), the Home Assistant reads it makes (`reads`), and the result it ret
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -113,6 +113,9 @@ class Capability:
     # What each field of a result means, in one line each: the system prompt lists them under the tool.
     result_meanings: Mapping[str, str] = field(default_factory=dict)
     classification: Classification = field(default_factory=Classification)
+    # The entity domains it can answer for (`calendar`), or None for any: it is offered to the model and listed
+    # to MCP clients only while an allowlisted entity is of one of them (`offered`).
+    answers_for: frozenset[str] | None = None
     # The arguments that carry the entity mark (single ids and lists alike), in the schema's order.
     entity_arguments: tuple[str, ...] = field(init=False)
     # The arguments schema as the model and MCP clients get it: without the entity mark, which is the
@@ -166,6 +169,12 @@ class Capability:
                 other = True
         declared = [name for name in self.arguments_schema.get("properties", {}) if name in wrong]
         return ArgumentProblems(unknown=unknown, wrong=declared, other=other or len(declared) < len(wrong))
+
+
+def offered(capabilities: Iterable[Capability], allowlisted: Iterable[str]) -> tuple[Capability, ...]:
+    """The capabilities an allowlisted entity can answer, in their order: no calendar allowed, no calendar read."""
+    domains = {entity_id.partition(".")[0] for entity_id in allowlisted}
+    return tuple(c for c in capabilities if c.answers_for is None or not c.answers_for.isdisjoint(domains))
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,9 @@ class ModelReply:
 class ChatModel(Protocol):
     """What the conversation service needs from a model."""
 
-    def complete(self, messages: Sequence[Mapping[str, Any]]) -> ModelReply:
-        """One chat completion over `messages`, offering the capabilities as tools."""
+    def complete(self, messages: Sequence[Mapping[str, Any]], *,
+                 tools: Sequence[Mapping[str, Any]] | None = None) -> ModelReply:
+        """One chat completion over `messages`, offering `tools` (by default every capability)."""
         ...  # pragma: no cover
 
     def origins(self) -> frozenset[str]:
@@ -206,10 +207,12 @@ class OpenAICompatibleModel:
             return frozenset()
 
     def complete(self, messages: Sequence[Mapping[str, Any]], *, tool_choice: str | Mapping[str, Any] | None = None,
-                 max_tokens: int | None = None) -> ModelReply:
-        """One chat completion; ModelNotConfigured or ModelUnavailable when there is no usable answer."""
+                 max_tokens: int | None = None, tools: Sequence[Mapping[str, Any]] | None = None) -> ModelReply:
+        """One chat completion offering `tools` (else the adapter's); ModelNotConfigured or ModelUnavailable when
+        there is no usable answer."""
         settings = self.current_settings()
-        body: dict[str, Any] = {"model": settings.model, "messages": list(messages), "tools": self._tools}
+        offered = self._tools if tools is None else list(tools)
+        body: dict[str, Any] = {"model": settings.model, "messages": list(messages), "tools": offered}
         if tool_choice is not None:
             body["tool_choice"] = tool_choice
         if max_tokens is not None:

@@ -7,7 +7,9 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from console_ha.capabilities.executor import Executor, Proposal, Turn, at_stage
 from console_ha.capabilities.household_queue import Asker, HouseholdQueue
@@ -22,7 +24,7 @@ from console_ha.conversation.conversations import (
     ConversationStore,
     owner_of,
 )
-from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, function_name
+from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, function_name, tool_definitions
 from console_ha.errors import (
     CapabilityError,
     ConfirmationInvalid,
@@ -61,11 +63,27 @@ MAX_MESSAGE_CHARS = 4000
 MAX_PROGRAM_MESSAGES = 4
 
 # The prompt says how many tools there are in words, as it always has ("through two tools").
-_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
-def system_prompt(capabilities: Sequence[Capability] = CAPABILITIES) -> str:
-    """What the model is told first: its tools, each in a line, the rules of a read, and what results mean."""
+# The prompt's date line (issue 28): "tomorrow" and "Saturday" mean days of the household's own calendar.
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+TODAY_LINE = "\nToday is {weekday} {date} in the household's time zone ({zone})."
+# Before any read has reported Home Assistant's zone: the day where the Console runs, said as such.
+TODAY_HERE_LINE = "\nToday is {weekday} {date} where this Console runs."
+
+
+def today_line(local_now: datetime | None) -> str:
+    """The prompt's line saying today's date and weekday: in Home Assistant's zone when known, else this device's."""
+    if local_now is None:
+        return ""
+    words = TODAY_LINE if isinstance(local_now.tzinfo, ZoneInfo) else TODAY_HERE_LINE
+    return words.format(weekday=_WEEKDAYS[local_now.weekday()], date=local_now.date().isoformat(),
+                        zone=getattr(local_now.tzinfo, "key", ""))
+
+
+def system_prompt(capabilities: Sequence[Capability] = CAPABILITIES, local_now: datetime | None = None) -> str:
+    """What the model is told first: its tools, each in a line, the rules of a read, what results mean, and today."""
     count = _COUNTS[len(capabilities)] if len(capabilities) < len(_COUNTS) else str(len(capabilities))
     tools = "".join(f"- {function_name(c.name)}: {c.prompt_summary}\n" for c in capabilities)
     meanings = "".join(
@@ -79,7 +97,8 @@ Assistant through {count} tools:
 {tools}Only devices on the household's allowlist can be read. If you do not know a device's entity id, \
 find it first. Each read asks the household for approval: call a tool only when the question needs it, \
 at most once per tool per question. If a read is refused, denied or fails, say so; never guess \
-values. Reply in the language they write in, briefly, with units; durations in hours and minutes.{meanings}"""
+values. Reply in the language they write in, briefly, with units; durations in hours and minutes.{meanings}\
+{today_line(local_now)}"""
 
 
 SYSTEM_PROMPT = system_prompt()
@@ -120,7 +139,7 @@ class ConversationService:
     def __init__(self, executor: Executor, model: ChatModel, *, config_store: ConfigStore,
                  household: HouseholdQueue | None = None, store: ConversationStore | None = None,
                  max_rounds: int = MAX_ROUNDS_PER_TURN, max_history_chars: int = MAX_HISTORY_CHARS,
-                 system_prompt: str = SYSTEM_PROMPT, max_program_messages: int = MAX_PROGRAM_MESSAGES) -> None:
+                 system_prompt: str | None = None, max_program_messages: int = MAX_PROGRAM_MESSAGES) -> None:
         self.executor = executor
         # Where a program's reads wait for the household: the same queue and page as MCP's.
         self._household = household
@@ -131,6 +150,7 @@ class ConversationService:
         self.store = store if store is not None else ConversationStore()
         self._max_rounds = max_rounds
         self._max_history_chars = max_history_chars
+        # A fixed prompt (a test's); by default each turn's is made for what the allowlist can answer (`_offer`).
         self._system_prompt = system_prompt
 
     # --- public API ----------------------------------------------------------------------------
@@ -300,9 +320,10 @@ class ConversationService:
     def _rounds(self, conversation: Conversation, asker: Asker | None = None) -> TurnResult:
         """Ask the model until it answers in text, a proposal needs the household, or rounds run out."""
         self._check_model_is_not_home_assistant()
+        prompt, tools = self._offer()
         while conversation.rounds < self._max_rounds:
             conversation.rounds += 1
-            reply = _bounded(self.model.complete(self._model_messages(conversation)))
+            reply = _bounded(self.model.complete(self._model_messages(conversation, prompt), tools=tools))
             conversation.messages.append(reply.message)
             if not reply.tool_calls:
                 return TurnResult(conversation.id, reply.content or "")
@@ -381,9 +402,18 @@ class ConversationService:
         conversation.pending = None
         conversation.queue = []
 
-    def _model_messages(self, conversation: Conversation) -> list[dict[str, Any]]:
+    def _offer(self) -> tuple[str, list[dict[str, Any]]]:
+        """This turn's system prompt and tools: the reads an allowlisted entity can answer, and today's date."""
+        capabilities = self.executor.offered()
+        if self._system_prompt is not None:
+            return self._system_prompt, tool_definitions({c.name: c for c in capabilities})
+        zone = self.executor.household_zone()
+        local_now = datetime.now(zone) if zone is not None else datetime.now().astimezone()
+        return system_prompt(capabilities, local_now), tool_definitions({c.name: c for c in capabilities})
+
+    def _model_messages(self, conversation: Conversation, prompt: str) -> list[dict[str, Any]]:
         """What the model sees: the system prompt, then the conversation (tool results, never tokens)."""
-        return [{"role": "system", "content": self._system_prompt},
+        return [{"role": "system", "content": prompt},
                 *(m for m in conversation.messages if m["role"] != CONSOLE)]
 
     def _trim_history(self, conversation: Conversation) -> None:

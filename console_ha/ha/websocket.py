@@ -1,9 +1,10 @@
 """One WebSocket conversation with Home Assistant: auth, allowlisted read-only commands, close.
 
 Used for the picker's areas (three registry lists), for get_history (one `history/history_during_period`
-request/response) and for get_statistics (the configuration and the statistics metadata together, then
-`recorder/statistics_during_period`). Nothing is subscribed to and the connection lives for one call only
-(docs/architecture.md).
+request/response), for get_statistics (the configuration and the statistics metadata together, then
+`recorder/statistics_during_period`), for get_todo (`todo/item/list`) and for get_forecast, the one
+subscription: `weather/subscribe_forecast`'s first event is taken and the subscription ended at once
+(`first_event`). The connection lives for one call only (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -48,6 +49,20 @@ CONFIG_COMMAND = "get_config"
 # (ws_get_events): it parses the times, filters the entity ids, and runs EventProcessor.get_events in a
 # read-only recorder session (session_scope(read_only=True)); it answers once and subscribes to nothing.
 LOGBOOK_COMMAND = "logbook/get_events"
+# get_todo (issue 28). Checked in Home Assistant 2025.4.4's components/todo/__init__.py
+# (websocket_handle_todo_item_list): it finds the entity and answers its `todo_items` as a list, once; nothing
+# is written or subscribed. Its neighbours todo/item/move and todo/item/subscribe stay out (move writes).
+TODO_COMMAND = "todo/item/list"
+# get_forecast (issue 28). Home Assistant 2025.4.4 gives a forecast through the `weather.get_forecasts`
+# service call (which a read-only client never makes) or this subscription. Checked in
+# components/weather/websocket_api.py (ws_subscribe_forecast) and weather/__init__.py: it adds a listener to
+# the entity's in-memory list (async_subscribe_forecast), answers `success`, and pushes the forecast the entity
+# already has (async_update_listeners calls its async_forecast_<type>); nothing is stored. The Console takes
+# the first event and unsubscribes at once.
+FORECAST_COMMAND = "weather/subscribe_forecast"
+# Ends one of this connection's own subscriptions (websocket_api/commands.py, handle_unsubscribe_events: it
+# pops the connection's listener, nothing else); closing the connection would end it too.
+UNSUBSCRIBE_COMMAND = "unsubscribe_events"
 # Home Assistant's commands known to change nothing, and the only ones ever sent after the auth message:
 # the WebSocket has no verb, so this list is what GET is to REST. A connection sends those of them its
 # maker declared (`ha.reads.Reads`); a declaration naming another is refused when it is made. Checked
@@ -63,6 +78,10 @@ ALLOWED_COMMANDS = frozenset({
     STATISTICS_METADATA_COMMAND,
     CONFIG_COMMAND,
     LOGBOOK_COMMAND,
+    # issue 28, get_todo and get_forecast
+    TODO_COMMAND,
+    FORECAST_COMMAND,
+    UNSUBSCRIBE_COMMAND,
 })
 READ_CHUNK_BYTES = 64 * 1024
 CLOSE_WAIT = 0.2
@@ -142,6 +161,30 @@ class HomeAssistantWebSocket:
         """
         message_id = self._send_command(message)
         return message_id, self._message_chunks()
+
+    def first_event(self, message: dict[str, Any]) -> Any:
+        """Subscribe with one allowlisted command, return its first event, and end the subscription.
+
+        The event counts only after Home Assistant has accepted the subscription (`success`); events and
+        answers of other ids are passed over. The unsubscribe is sent without waiting for its answer: the
+        connection closes next, which would end the subscription anyway.
+        """
+        message_id = self._send_command(message)
+        accepted = False
+        while True:
+            answer = self._next_message()
+            if not isinstance(answer, dict):
+                raise _bad("a WebSocket message was not a JSON object")
+            if answer.get("id") != message_id:
+                continue
+            if answer.get("type") == "result" and not accepted:
+                if answer.get("success") is not True:
+                    error = answer.get("error")
+                    raise command_failed(str(error.get("code", "")) if isinstance(error, dict) else "")
+                accepted = True
+            elif answer.get("type") == "event" and accepted:
+                self._send_command({"type": UNSUBSCRIBE_COMMAND, "subscription": message_id})
+                return answer.get("event")
 
     # --- the wire --------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -128,8 +128,8 @@ def output_schema(capability: Capability) -> dict[str, Any]:
     return schema
 
 
-def tools() -> list[types.Tool]:
-    """One tool per capability: its description and schemas as registered, read-only and open-world."""
+def tools(capabilities: Iterable[Capability] | None = None) -> list[types.Tool]:
+    """One tool per capability (every registered one by default): its description and schemas, read-only."""
     return [
         types.Tool(
             name=tool_name(capability),
@@ -138,7 +138,7 @@ def tools() -> list[types.Tool]:
             outputSchema=output_schema(capability),
             annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True, destructiveHint=False),
         )
-        for capability in REGISTRY.values()
+        for capability in (REGISTRY.values() if capabilities is None else capabilities)
     ]
 
 
@@ -170,7 +170,8 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
     # The SDK's decorator factories carry no annotations; the handlers below are fully typed.
     @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
     async def list_tools() -> list[types.Tool]:
-        return tools()
+        # Only the reads an allowlisted entity can answer, as the model is offered (issue 28).
+        return tools(queue.offered())
 
     # The SDK's own input check is off: the executor's stage 2 validates, audits and answers with the
     # contract's INVALID_ARGUMENTS, as it does for the conversation page.

@@ -26,15 +26,17 @@ from console_ha.words import kind_name
 # What the picker reads from Home Assistant: every state, and the registries that place entities in areas.
 PICKER_READS = Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS)
 
-# Entities that reveal where people are, whether the home is open, or what it looks like inside.
-SENSITIVE_DOMAINS = frozenset({"lock", "alarm_control_panel", "camera", "person", "device_tracker", "cover"})
+# Entities that reveal where people are, whether the home is open, or what it looks like inside; and
+# (issue 28) calendars and to-do lists, which hold personal appointments and lists.
+SENSITIVE_DOMAINS = frozenset({"lock", "alarm_control_panel", "camera", "person", "device_tracker", "cover",
+                               "calendar", "todo"})
 SENSITIVE_BINARY_SENSOR_CLASSES = frozenset(
     {"door", "garage_door", "window", "opening", "lock", "presence", "occupancy"}
 )
 
 
 def is_sensitive(domain: str, attributes: Mapping[str, Any]) -> bool:
-    """Whether an entity reveals presence, access to the home, or images of it."""
+    """Whether an entity reveals presence, access to the home, images of it, or personal appointments and lists."""
     if domain in SENSITIVE_DOMAINS:
         return True
     return domain == "binary_sensor" and attributes.get("device_class") in SENSITIVE_BINARY_SENSOR_CLASSES

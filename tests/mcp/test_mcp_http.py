@@ -83,7 +83,13 @@ def configured(console: ServedConsole, stub_ha) -> ServedConsole:
 
 
 def test_lists_a_tool_per_capability_with_its_schemas_and_read_only_annotations(console, api_token):
-    """Names, descriptions and schemas come from the capability definitions, unchanged: one tool each."""
+    """Names, descriptions and schemas come from the capability definitions, unchanged: one tool each.
+
+    With a calendar, a to-do list and a weather entity allowed, every registered read can answer (issue 28).
+    """
+    ConfigStore(console.data_dir).update(
+        {"allowlisted_entities": ["sensor.living_room_temperature", "calendar.family", "todo.shopping_list",
+                                  "weather.home"]})
 
     async def scenario() -> types.ListToolsResult:
         async with mcp_session(console.mcp_url, api_token) as session:
@@ -445,7 +451,7 @@ def test_a_revoked_token_is_refused_at_its_next_request(console, api_token, data
         async with mcp_session(console.mcp_url, api_token) as session:
             return await session.list_tools()
 
-    assert len(run(scenario).tools) == len(REGISTRY)
+    assert len(run(scenario).tools) == sum(spec.answers_for is None for spec in REGISTRY.values())
     ConsoleSecrets(data_dir).revoke_api_tokens(CLIENT_NAME)
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
@@ -639,3 +645,22 @@ def test_another_program_opening_and_closing_many_sessions_does_not_end_a_live_o
     listing = requests.post(console.mcp_url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, timeout=5,
                             headers={**mine, "mcp-session-id": live})
     assert listing.status_code == 200 and "home_assistant_get_history" in listing.text
+
+
+def test_a_read_is_listed_only_while_an_allowlisted_entity_can_answer_it(console, api_token):
+    """No calendar allowed, no get_calendar: tools/list follows the allowlist from one request to the next."""
+    everyday = {"home_assistant_get_calendar", "home_assistant_get_todo", "home_assistant_get_forecast"}
+
+    async def listed() -> set[str]:
+        async with mcp_session(console.mcp_url, api_token) as session:
+            return {tool.name for tool in (await session.list_tools()).tools}
+
+    ConfigStore(console.data_dir).update({"allowlisted_entities": ["sensor.living_room_temperature"]})
+    assert run(listed) & everyday == set()
+    ConfigStore(console.data_dir).update({"allowlisted_entities": ["sensor.living_room_temperature",
+                                                                   "calendar.family"]})
+    tools = run(listed)
+    assert tools & everyday == {"home_assistant_get_calendar"}
+    assert {tool_name(spec) for spec in REGISTRY.values() if spec.answers_for is None} <= tools
+    ConfigStore(console.data_dir).update({"allowlisted_entities": ["weather.home", "todo.shopping_list"]})
+    assert run(listed) & everyday == {"home_assistant_get_todo", "home_assistant_get_forecast"}
