@@ -128,3 +128,9 @@ word = st.sampled_from(["on", "off", "idle", "playing", "heat_cool", "temperatur
 @given(value=st.one_of(temperature, clock, version, moment, phrase, word))
 def test_ordinary_values_pass_whatever_they_hold(value: str) -> None:
     assert not looks_like_link_or_secret(value), value
+
+
+@pytest.mark.parametrize("text", ["a.:0", "nvr.local.:8554", "svn+ssh:22", "cam-1.:554"])
+def test_a_scheme_like_name_or_a_root_dotted_host_before_a_port_is_dropped(text: str) -> None:
+    """Hypothesis found "a.:0" passing: a host may end in the root's dot, and a name may hold a scheme's + . -."""
+    assert looks_like_link_or_secret(text)

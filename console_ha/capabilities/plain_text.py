@@ -24,8 +24,9 @@ _SHAPES = (
     # A script scheme runs with a space after its colon too ("javascript: alert(1)").
     r"(?:java|vb)script\s*:",
     # A host and a port: nvr.local:8554, localhost:8123, an IPv4 address with a port; a name led by a letter
-    # or a dotted one, so that "12:30" and "0:10:00" stay plain.
-    r"(?<![\w.+-])(?:[a-z][a-z0-9-]*|[a-z0-9-]+(?:\.[a-z0-9-]+)+):\d",
+    # or a dotted one, so that "12:30" and "0:10:00" stay plain. A name led by a letter may hold what a
+    # scheme holds (a scheme followed by a digit, "svn+ssh:22") and end in the root's dot ("nvr.local.:8554").
+    r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]*|[a-z0-9-]+(?:\.[a-z0-9-]+)+\.?):\d",
     # IPv6 literals: bracketed ([fe80::1]:554, [::1]), compressed (fe80::1, ::1) or five groups and more.
     r"\[[^\]]*:[^\]]*\]", r"::", r"(?<![\w:])(?:[0-9a-f]{1,4}:){4,}[0-9a-f]{1,4}",
     # UNC paths (\\nas\camera\live) and any doubled backslash; a leading slash (/api/camera_proxy/...).
