@@ -188,3 +188,19 @@ def test_a_question_without_a_tab_id_is_counted_alone() -> None:
     assert watch.wait(seen, "s", 5.0, page="x", load="y").busy
     for thread, _ in held:
         thread.join(2)
+
+
+def test_a_logout_ends_every_question_of_its_session_and_no_other() -> None:
+    """The session's pages learn at once that it ended (their next question is refused); others keep theirs."""
+    watch = HouseholdWatch(Cards(), max_watchers=6, per_session=2, tick=0.02)
+    seen = watch.now().version
+    mine = [_open(watch, seen, "s", 10.0, page=f"tab-{n}-0123456", load="load-first01") for n in range(2)]
+    theirs, theirs_out = _open(watch, seen, "other", 0.6, page=TAB, load="load-first01")
+    _until(lambda: watch.watching() == 3)
+    assert watch.end_session("s") == 2
+    assert watch.watching() == 1  # freed by the logout itself
+    for thread, out in mine:
+        thread.join(5)  # half their 10 s timeout
+        assert not thread.is_alive() and out[0][0].version == seen
+    theirs.join(3)
+    assert theirs_out[0][1] >= 0.5  # held to its timeout: the other session's logout ended nothing of it

@@ -6,16 +6,14 @@ token gets 403 FORBIDDEN from the access table (web/access.py), so a program can
 
 from __future__ import annotations
 
-import hashlib
-
-from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from console_ha.capabilities.household_queue import HouseholdQueue
 from console_ha.capabilities.household_watch import WATCH_SECONDS
 from console_ha.errors import ConsoleHaError, InvalidRequest
 from console_ha.web import services
-from console_ha.web.auth import SESSION_ID, current_principal, is_household
+from console_ha.web.auth import current_principal, is_household, session_handle
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
 
@@ -69,7 +67,7 @@ def watch() -> Response:
     """
     args = request.args
     seconds = float(current_app.config.get("CONSOLE_HA_WATCH_SECONDS", WATCH_SECONDS))
-    answer = services().household_watch.wait(args.get("seen", "")[:64], _watcher(), seconds,
+    answer = services().household_watch.wait(args.get("seen", "")[:64], session_handle(), seconds,
                                               page=args.get("page", "")[:64], load=args.get("load", "")[:64])
     return jsonify(answer.to_dict())
 
@@ -78,13 +76,8 @@ def watch() -> Response:
 def leave_watch() -> Response:
     """A page going away (its `pagehide` beacon, form-encoded with the CSRF token): its long poll ends now."""
     form = request.form
-    services().household_watch.leave(_watcher(), form.get("page", "")[:64], form.get("load", "")[:64])
+    services().household_watch.leave(session_handle(), form.get("page", "")[:64], form.get("load", "")[:64])
     return Response(status=204)
-
-
-def _watcher() -> str:
-    # One browser session's questions are counted together; its id is kept only as a digest.
-    return hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
 
 
 @bp.get("/confirmations")

@@ -161,3 +161,20 @@ def test_the_leave_beacon_is_checked_as_every_change_is(served_app: Flask, waitr
     assert holding() == 1 and answers == []
     poll.join(HELD_SECONDS + 5)
     assert answers[0][1] >= HELD_SECONDS - 0.5
+
+
+def test_a_logout_answers_its_session_s_polls_at_once(served_app: Flask, waitress_url: str, password: str) -> None:
+    """The session's open poll answers as the logout happens, its next is refused, and its place is free."""
+    holding = _holding(served_app)
+    browser = Browser(waitress_url)
+    assert browser.log_in(password).status_code == 302
+    csrf = browser.csrf("/activity")
+    seen = browser.get(WATCH).json()["version"]
+    answers: list[tuple[dict[str, Any], float]] = []
+    poll = _background_poll(browser, f"seen={seen}&page={TAB}&load=load-0000001", answers)
+    _until(lambda: holding() == 1)
+    assert browser.post("/logout", data={"csrf_token": csrf}).status_code == 302
+    assert holding() == 0
+    poll.join(HELD_SECONDS + 5)
+    assert answers and answers[0][0]["version"] == seen and not answers[0][0]["busy"]
+    assert browser.get(f"{WATCH}?seen={seen}&page={TAB}&load=load-0000002").status_code == 401
