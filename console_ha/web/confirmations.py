@@ -6,7 +6,7 @@ token gets 403 FORBIDDEN from the access table (web/access.py), so a program can
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
+from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 
 from console_ha.capabilities.household_queue import HouseholdQueue
@@ -24,6 +24,10 @@ POLL_SECONDS = 3
 # Without JavaScript the page reloads itself this often (a <meta> refresh inside <noscript>), so a card that
 # arrives is seen without a reload; long enough to read a card and the line an answer leaves.
 NOSCRIPT_REFRESH_SECONDS = 10
+# The household can stop that refresh and start it again (?refresh=off / on, kept for the session): a page that
+# reloads itself on a timer loses a screen reader's place, and WCAG 2.2.1 (level A) asks that such a time
+# limit can be turned off.
+REFRESH_CHOICE = "confirmations_refresh"
 
 
 def household_queue() -> HouseholdQueue:
@@ -84,6 +88,9 @@ def leave_watch() -> Response:
 def page() -> str:
     """The household's page of waiting cards; it updates itself, and its forms work without JavaScript."""
     # It lists every program's cards: a program's API token sees only its own, through the API.
+    choice = request.args.get("refresh")
+    if choice in ("on", "off"):
+        session[REFRESH_CHOICE] = choice == "on"
     return _render()
 
 
@@ -107,6 +114,7 @@ def _render(*, error: ConsoleHaError | None = None) -> str:
         error=error,
         poll_seconds=POLL_SECONDS,
         refresh_seconds=NOSCRIPT_REFRESH_SECONDS,
+        refreshing=session.get(REFRESH_CHOICE, True) is not False,
     )
 
 
