@@ -79,8 +79,17 @@ function received(answer, asked) {
   showCount(answer.count);
 }
 
+// A page that starts says HELLO, and a page that asks the server answers with the last answer it had: an
+// answer shared between this page's render and its script's start was sent before it listened, and the next
+// one may be 25 s away.
+const HELLO = "hello";
+let latest = null; // this page's last answer from the server, while it asks
+
 const channel = "BroadcastChannel" in window ? new BroadcastChannel(CHANNEL) : null;
-channel?.addEventListener("message", (event) => received(event.data, false));
+channel?.addEventListener("message", (event) => {
+  if (event.data !== HELLO) received(event.data, false);
+  else if (latest) channel.postMessage(latest);
+});
 
 const pause = (ms) => new Promise((resolve) => window.setTimeout(resolve, ms));
 
@@ -99,6 +108,7 @@ async function watch() {
   for (;;) {
     const result = await ask();
     if (result.ok) {
+      latest = result.data;
       // Replaced by a newer question with this tab's id: another tab has it too (a duplicated tab), so this
       // page takes an id of its own rather than the two replacing each other for ever.
       if (result.data.replaced) ids.page = tabId(true);
@@ -107,6 +117,7 @@ async function watch() {
       // Turned away (too many pages open at once): ask again later; the others' answers still come.
       if (result.data.busy) await pause(result.data.retry_after * 1000);
     } else if (result.error.code === "UNAUTHENTICATED") {
+      latest = null; // what it last heard is no answer for a page that starts now
       return; // a page that keeps unsaved work stays (api.js); nothing more to watch without a session
     } else {
       await pause(RETRY_AFTER_FAILURE_MS); // offline for a moment, or a restart: try again
@@ -120,4 +131,5 @@ if (badge?.dataset.watchUrl) {
   });
   if (channel && navigator.locks) navigator.locks.request(LEADER_LOCK, () => watch());
   else watch();
+  channel?.postMessage(HELLO);
 }

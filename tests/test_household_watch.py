@@ -131,10 +131,15 @@ def test_a_newer_question_of_the_same_tab_ends_the_older_and_takes_its_place() -
     watch = HouseholdWatch(Cards(), max_watchers=6, per_session=2, tick=0.02)
     seen = watch.now().version
     other, _ = _open(watch, seen, "s", 5.0, page="another-tab-01", load="load-0000001")
-    asked = [_open(watch, seen, "s", 5.0, page=TAB, load=f"load-{n:07d}") for n in range(5)]
-    for thread, out in asked[:-1]:  # each ended when the next page of the tab asked
-        thread.join(2)
-        assert not thread.is_alive() and not out[0][0].busy and out[0][1] < 1.5
+    _until(lambda: watch.watching() == 1)
+    asked: list[tuple[threading.Thread, list[Any]]] = []
+    for n in range(5):
+        # A tab's pages come one after another: each asks once the one before holds the tab's place.
+        asked.append(_open(watch, seen, "s", 5.0, page=TAB, load=f"load-{n:07d}"))
+        _until(lambda: watch.watching() == 2 and all(out for _, out in asked[:-1]))
+    for thread, out in asked[:-1]:  # each ended when the next page of the tab asked, not at its timeout
+        thread.join(5)
+        assert not thread.is_alive() and not out[0][0].busy
         assert out[0][0].to_dict()["replaced"] is True
     assert watch.watching() == 2  # the other tab's question and this tab's latest
     last, out = asked[-1]
@@ -152,10 +157,10 @@ def test_leaving_ends_the_question_at_once_and_frees_its_place() -> None:
     thread, out = _open(watch, seen, "s", 10.0, page=TAB, load="load-first01")
     _until(lambda: watch.watching() == 1)
     assert watch.wait(seen, "s", 5.0, page="second-tab-01", load="load-first02").busy
-    started = time.monotonic()
     assert watch.leave("s", TAB, "load-first01")
-    thread.join(2)
-    assert time.monotonic() - started < 0.5 and out[0][0].version == seen and watch.watching() == 0
+    assert watch.watching() == 0  # freed by the leave itself, whenever the thread gets to answer
+    thread.join(5)  # half its 10 s timeout: a loaded machine is slow, not 5 s slow
+    assert not thread.is_alive() and out[0][0].version == seen
     assert "replaced" not in out[0][0].to_dict()
     assert not watch.wait(seen, "s", 0.05, page="second-tab-01", load="load-first02").busy
 
@@ -183,3 +188,19 @@ def test_a_question_without_a_tab_id_is_counted_alone() -> None:
     assert watch.wait(seen, "s", 5.0, page="x", load="y").busy
     for thread, _ in held:
         thread.join(2)
+
+
+def test_a_logout_ends_every_question_of_its_session_and_no_other() -> None:
+    """The session's pages learn at once that it ended (their next question is refused); others keep theirs."""
+    watch = HouseholdWatch(Cards(), max_watchers=6, per_session=2, tick=0.02)
+    seen = watch.now().version
+    mine = [_open(watch, seen, "s", 10.0, page=f"tab-{n}-0123456", load="load-first01") for n in range(2)]
+    theirs, theirs_out = _open(watch, seen, "other", 0.6, page=TAB, load="load-first01")
+    _until(lambda: watch.watching() == 3)
+    assert watch.end_session("s") == 2
+    assert watch.watching() == 1  # freed by the logout itself
+    for thread, out in mine:
+        thread.join(5)  # half their 10 s timeout
+        assert not thread.is_alive() and out[0][0].version == seen
+    theirs.join(3)
+    assert theirs_out[0][1] >= 0.5  # held to its timeout: the other session's logout ended nothing of it

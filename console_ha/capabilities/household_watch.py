@@ -10,7 +10,9 @@ A page's place is freed as soon as the page goes, not when its question would ha
 each question names its browser tab (`page`) and that page load (`load`). A newer question from the same
 tab ends the older one and takes its place, so a reload or a move to another page is never turned away
 by the question it left behind; and a page that goes says so (`leave`, a beacon sent on `pagehide`), which
-ends its question at once. A question without a tab is counted alone, as before.
+ends its question at once. A question without a tab is counted alone, as before. A logout ends every
+question of its session (`end_session`), so the session's other pages ask again at once, are refused, and go
+to the login page, rather than up to `WATCH_SECONDS` later.
 
 The watch looks at the queue every `TICK_SECONDS` while a question is open, rather than being told by the
 queue: a card also goes away by itself when its time runs out, which no call announces, and a look at an
@@ -161,6 +163,14 @@ class HouseholdWatch:
             question.ended.set()
             del self._open[(session, page)]
             return True
+
+    def end_session(self, session: str) -> int:
+        """A session has ended (a logout): its questions answer now and free their places; how many there were."""
+        with self._lock:
+            keys = [key for key, question in self._open.items() if question.session == session]
+            for key in keys:
+                self._open.pop(key).ended.set()
+            return len(keys)
 
     def watching(self) -> int:
         """How many questions are open now."""

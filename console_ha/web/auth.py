@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 from dataclasses import dataclass
@@ -248,12 +249,20 @@ def setup() -> Response | tuple[str, int] | str:
     return redirect(next_url)
 
 
+def session_handle() -> str:
+    """This browser session as the long polls count it: a digest of its id, which itself stays in the cookie."""
+    return hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
+
+
 @bp.post("/logout")
 def logout() -> Response:
     """End the session on the server too, so a copy of its cookie opens nothing (CSRF was checked)."""
     services().secrets.end_session(session.get(SESSION_ID))
     # A token the settings page without JavaScript kept for this session goes with it (settings/held.py).
     services().settings.holds.forget(session.get(SESSION_ID))
+    # Its pages' long polls answer now: they ask again, are refused, and go to the login page at once, not up
+    # to 25 s later; and the places they held are free (capabilities/household_watch.py).
+    services().household_watch.end_session(session_handle())
     session.clear()
     return redirect(url_for("auth.login", logged_out=1))
 

@@ -6,8 +6,6 @@ token gets 403 FORBIDDEN from the access table (web/access.py), so a program can
 
 from __future__ import annotations
 
-import hashlib
-
 from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 
@@ -15,7 +13,7 @@ from console_ha.capabilities.household_queue import HouseholdQueue
 from console_ha.capabilities.household_watch import WATCH_SECONDS
 from console_ha.errors import ConsoleHaError, InvalidRequest
 from console_ha.web import services
-from console_ha.web.auth import SESSION_ID, current_principal, is_household
+from console_ha.web.auth import current_principal, is_household, session_handle
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
 
@@ -26,6 +24,10 @@ POLL_SECONDS = 3
 # Without JavaScript the page reloads itself this often (a <meta> refresh inside <noscript>), so a card that
 # arrives is seen without a reload; long enough to read a card and the line an answer leaves.
 NOSCRIPT_REFRESH_SECONDS = 10
+# The household can stop that refresh and start it again (?refresh=off / on, kept for the session): a page that
+# reloads itself on a timer loses a screen reader's place, and WCAG 2.2.1 (level A) asks that such a time
+# limit can be turned off.
+REFRESH_CHOICE = "confirmations_refresh"
 
 
 def household_queue() -> HouseholdQueue:
@@ -69,7 +71,7 @@ def watch() -> Response:
     """
     args = request.args
     seconds = float(current_app.config.get("CONSOLE_HA_WATCH_SECONDS", WATCH_SECONDS))
-    answer = services().household_watch.wait(args.get("seen", "")[:64], _watcher(), seconds,
+    answer = services().household_watch.wait(args.get("seen", "")[:64], session_handle(), seconds,
                                               page=args.get("page", "")[:64], load=args.get("load", "")[:64])
     return jsonify(answer.to_dict())
 
@@ -78,19 +80,17 @@ def watch() -> Response:
 def leave_watch() -> Response:
     """A page going away (its `pagehide` beacon, form-encoded with the CSRF token): its long poll ends now."""
     form = request.form
-    services().household_watch.leave(_watcher(), form.get("page", "")[:64], form.get("load", "")[:64])
+    services().household_watch.leave(session_handle(), form.get("page", "")[:64], form.get("load", "")[:64])
     return Response(status=204)
-
-
-def _watcher() -> str:
-    # One browser session's questions are counted together; its id is kept only as a digest.
-    return hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
 
 
 @bp.get("/confirmations")
 def page() -> str:
     """The household's page of waiting cards; it updates itself, and its forms work without JavaScript."""
     # It lists every program's cards: a program's API token sees only its own, through the API.
+    choice = request.args.get("refresh")
+    if choice in ("on", "off"):
+        session[REFRESH_CHOICE] = choice == "on"
     return _render()
 
 
@@ -114,6 +114,7 @@ def _render(*, error: ConsoleHaError | None = None) -> str:
         error=error,
         poll_seconds=POLL_SECONDS,
         refresh_seconds=NOSCRIPT_REFRESH_SECONDS,
+        refreshing=session.get(REFRESH_CHOICE, True) is not False,
     )
 
 

@@ -40,7 +40,7 @@ def test_without_javascript_a_new_card_appears_by_itself(
     log_in(page, console, household_password, path="/confirmations")
     expect(page.get_by_text("Nothing is waiting for you.")).to_be_visible()
     expect(page.locator("#confirmations-refresh")).to_have_text(
-        f"This page looks for new requests every {NOSCRIPT_REFRESH_SECONDS} seconds.")
+        f"This page looks for new requests every {NOSCRIPT_REFRESH_SECONDS} seconds. Stop looking for new requests")
     queue.ask("desk assistant", GET_HISTORY, {"entity_id": ENTITY, "period": "day"})
     asked = time.monotonic()
     card = page.locator("section.confirm-card")
@@ -60,3 +60,24 @@ def test_with_javascript_the_page_never_reloads_itself(page: Page, console: Live
     expect(page.locator("#confirmations-refresh")).to_have_count(0)
     page.wait_for_timeout((NOSCRIPT_REFRESH_SECONDS + 2) * 1000)
     assert page.evaluate("window.__same_page === true")
+
+
+@pytest.mark.browser_context_args(java_script_enabled=False)
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_without_javascript_the_household_can_stop_the_refresh(
+    page: Page, console: LiveConsole, household_password: str, size: ViewportSize,
+) -> None:
+    """WCAG 2.2.1: the timed reload can be turned off, by a link before the cards, and turned on again."""
+    page.set_viewport_size(size)
+    log_in(page, console, household_password, path="/confirmations")
+    page.get_by_role("link", name="Stop looking for new requests").click()
+    expect(page.locator("#confirmations-refresh")).to_contain_text("does not look for new requests by itself")
+    loads: list[str] = []
+    page.on("request", lambda request: loads.append(request.url) if request.resource_type == "document" else None)
+    page.wait_for_timeout((NOSCRIPT_REFRESH_SECONDS + 2) * 1000)
+    assert loads == []  # stopped: no reload
+    assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+    page.get_by_role("link", name=f"Look for new requests every {NOSCRIPT_REFRESH_SECONDS} seconds").click()
+    expect(page.locator("#confirmations-refresh")).to_contain_text("Stop looking for new requests")
+    with page.expect_request(console.at("/confirmations"), timeout=(NOSCRIPT_REFRESH_SECONDS + 5) * 1000):
+        pass  # looking again: the page reloads itself

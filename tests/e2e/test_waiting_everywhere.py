@@ -8,12 +8,13 @@ The figures are in docs/benchmarks.md ("Issue 25"); `-s` prints them.
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, ViewportSize, expect
+from playwright.sync_api import BrowserContext, Page, Route, ViewportSize, expect
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.household_queue import HouseholdQueue
@@ -179,3 +180,50 @@ def test_without_web_locks_moving_through_five_pages_is_never_turned_away(
     took = _after_moving(without_web_locks.new_page(), queue, configured, household_password, monkeypatch, PHONE)
     report("right after moving through five pages, without Web Locks", took)
     assert max(took) < WITHIN_SECONDS, took
+
+
+def test_a_page_whose_script_starts_after_a_card_came_still_counts_it(
+    context: BrowserContext, configured: LiveConsole, queue: HouseholdQueue, household_password: str,
+) -> None:
+    """A card that comes between a page's render and its script's start: the leader's answer went out before the
+    page listened, so the page asks the others for what they last heard (before, it waited for the leader's next
+    answer, up to 25 s)."""
+    leader = context.new_page()
+    leader.set_viewport_size(DESKTOP)
+    log_in(leader, configured, household_password, path="/activity")
+    held: list[Route] = []
+    context.route(re.compile(r"/static/nav\.js"), lambda route: held.append(route))
+    late = context.new_page()
+    late.set_viewport_size(DESKTOP)
+    late.goto(configured.at("/conversation"), wait_until="commit")  # rendered with nothing waiting
+    while not held:
+        late.wait_for_timeout(50)
+    ask(queue, 1)
+    expect(leader).to_have_title(re.compile(r"^\(1\) "))  # the leader heard it, and told the pages listening
+    held[0].continue_()
+    late.wait_for_load_state()
+    expect(late).to_have_title(re.compile(r"^\(1\) "), timeout=WITHIN_SECONDS * 1000)
+    expect(late.locator("#waiting-count")).to_have_text("1 waiting")
+
+
+def test_a_logout_in_one_tab_sends_the_others_to_the_login_page_at_once(
+    context: BrowserContext, configured: LiveConsole, household_password: str,
+) -> None:
+    """Logging out in a tab that does not ask for all: the one that asks is answered now, not at its 25 s, and
+    each page goes to the login page in turn, once (before, they stayed up to 25 s)."""
+    tabs = [context.new_page()]
+    log_in(tabs[0], configured, household_password, path="/settings/model")
+    for path in ("/conversation", "/activity"):  # pages without unsaved work, which go to the login page
+        tabs.append(context.new_page())
+        tabs[-1].goto(configured.at(path))
+        tabs[-1].wait_for_load_state()
+    asked: list[str] = []
+    context.on("request", lambda request: asked.append(request.url) if "/confirmations/watch?" in request.url
+               else None)
+    tabs[0].wait_for_timeout(1000)  # the first tab holds the lock and its question is open
+    tabs[-1].get_by_role("button", name="Log out").click()
+    for tab in tabs:
+        expect(tab).to_have_url(re.compile(r"/login\?"), timeout=10_000)
+    tabs[0].wait_for_timeout(2000)
+    assert len(asked) <= len(tabs), asked  # each page asked at most once more: no page keeps asking
+    assert configured.services.household_watch.watching() == 0

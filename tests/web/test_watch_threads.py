@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ import requests
 from flask import Flask
 from waitress import create_server  # type: ignore[attr-defined]
 
-from console_ha.capabilities.household_watch import MAX_WATCHERS, MAX_WATCHERS_PER_SESSION
+from console_ha.capabilities.household_watch import MAX_WATCHERS, MAX_WATCHERS_PER_SESSION, HouseholdWatch
 from console_ha.cli import server_threads
 from tests.mcp.conftest import stop
 from tests.web.live import Browser
@@ -23,9 +24,15 @@ HELD_SECONDS = 4.0
 
 
 @pytest.fixture
-def waitress_url(make_app: Callable[..., Flask]) -> Iterator[str]:
+def served_app(make_app: Callable[..., Flask]) -> Flask:
+    """The app `waitress_url` serves: a test reads its watch to know a poll is held before it goes on."""
+    return make_app(CONSOLE_HA_WATCH_SECONDS=HELD_SECONDS)
+
+
+@pytest.fixture
+def waitress_url(served_app: Flask) -> Iterator[str]:
     """The Console on waitress with the threads `console-ha serve --threads 3` runs (the fewest it allows)."""
-    app = make_app(CONSOLE_HA_WATCH_SECONDS=HELD_SECONDS)
+    app = served_app
     server = create_server(app, host="127.0.0.1", port=0, threads=server_threads(3))
     thread = threading.Thread(target=server.run, name="waitress-watch", daemon=True)
     thread.start()
@@ -91,47 +98,83 @@ def _poll_query(browser: Browser, query: str, answers: list[tuple[dict[str, Any]
     answers.append((body, time.monotonic() - started))
 
 
-def test_a_tab_moving_through_pages_is_never_turned_away(waitress_url: str, password: str) -> None:
-    """Five pages in a row in one tab, each leaving its poll open behind it: every new one is held, none busy
-    (before issue 25 the third was busy, and its count came 15 s late)."""
+def _until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    """Wait for what the test needs to be so (generous: a loaded machine is slow, never wrong)."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert condition()
+
+
+def _one_held_and_answered(holding: Callable[[], int], answers: list[Any], n: int) -> bool:
+    return holding() == 1 and len(answers) == n
+
+
+def _holding(app: Flask) -> Callable[[], int]:
+    """How many polls the served Console holds now."""
+    watch: HouseholdWatch = app.extensions["console_ha"].household_watch
+    return watch.watching
+
+
+def test_a_tab_moving_through_pages_is_never_turned_away(served_app: Flask, waitress_url: str, password: str) -> None:
+    """Five pages in a row in one tab, each leaving its poll open behind it: each new one replaces the one before
+    (answered at once, `replaced`), none busy (before issue 25 the third was busy, and its count came 15 s late)."""
+    holding = _holding(served_app)
     browser = Browser(waitress_url)
     assert browser.log_in(password).status_code == 302
-    # The CSRF token is minted before any poll starts, as a page does (its token is in the page that polls): a
-    # poll answers with the session cookie as it was when the poll began, and a poll begun before the token
-    # was minted would, answering late on a loaded machine, put back a cookie without it.
-    csrf = browser.csrf("/activity")
     seen = browser.get(WATCH).json()["version"]
     answers: list[tuple[dict[str, Any], float]] = []
     for n in range(5):
         _background_poll(browser, f"seen={seen}&page={TAB}&load=load-{n:07d}", answers)
-        time.sleep(0.3)
-    assert len(answers) == 4 and all(not body["busy"] and took < 1.0 for body, took in answers)
+        # Each page asks once the one before is held (or answered): the pages of a tab come one after another.
+        _until(partial(_one_held_and_answered, holding, answers, n))
+    assert all(not body["busy"] and body.get("replaced") is True for body, _ in answers), answers
     # Another tab of the same session still gets its place beside this tab's latest.
     other = _background_poll(browser, f"seen={seen}&page=another-tab-01&load=load-0000009", answers)
-    time.sleep(0.3)
-    assert len(answers) == 4
+    _until(lambda: holding() == 2 or len(answers) > 4)
+    assert len(answers) == 4 and holding() == 2
+    csrf = browser.csrf("/activity")
     for page_id, load in ((TAB, "load-0000004"), ("another-tab-01", "load-0000009")):
         left = browser.post(LEAVE, data={"page": page_id, "load": load, "csrf_token": csrf})
         assert left.status_code == 204
-    other.join(2)
-    assert len(answers) == 6 and all(not body["busy"] for body, _ in answers)
+    assert holding() == 0  # the beacons freed both places, not the polls' timeouts
+    other.join(HELD_SECONDS + 5)
+    _until(lambda: len(answers) == 6)
+    assert all(not body["busy"] and "replaced" not in body for body, _ in answers[4:])
 
 
-def test_the_leave_beacon_is_checked_as_every_change_is(waitress_url: str, password: str) -> None:
+def test_the_leave_beacon_is_checked_as_every_change_is(served_app: Flask, waitress_url: str, password: str) -> None:
     """No CSRF token: refused; another site's Origin: refused; and the poll it named stays held."""
+    holding = _holding(served_app)
     browser = Browser(waitress_url)
     assert browser.log_in(password).status_code == 302
     seen = browser.get(WATCH).json()["version"]
     answers: list[tuple[dict[str, Any], float]] = []
     poll = _background_poll(browser, f"seen={seen}&page={TAB}&load=load-0000001", answers)
-    time.sleep(0.3)
+    _until(lambda: holding() == 1)
     form = {"page": TAB, "load": "load-0000001"}
     no_csrf = browser.post(LEAVE, data=form)
     assert no_csrf.status_code == 400 and no_csrf.json()["error"]["code"] == "CSRF_INVALID"
     foreign = browser.post(LEAVE, data={**form, "csrf_token": browser.csrf("/activity")}, origin="http://evil.test")
     assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "FORBIDDEN"
     assert requests.post(waitress_url + LEAVE, data=form, timeout=5).status_code == 401
-    time.sleep(0.3)
-    assert answers == []
+    assert holding() == 1 and answers == []
     poll.join(HELD_SECONDS + 5)
     assert answers[0][1] >= HELD_SECONDS - 0.5
+
+
+def test_a_logout_answers_its_session_s_polls_at_once(served_app: Flask, waitress_url: str, password: str) -> None:
+    """The session's open poll answers as the logout happens, its next is refused, and its place is free."""
+    holding = _holding(served_app)
+    browser = Browser(waitress_url)
+    assert browser.log_in(password).status_code == 302
+    csrf = browser.csrf("/activity")
+    seen = browser.get(WATCH).json()["version"]
+    answers: list[tuple[dict[str, Any], float]] = []
+    poll = _background_poll(browser, f"seen={seen}&page={TAB}&load=load-0000001", answers)
+    _until(lambda: holding() == 1)
+    assert browser.post("/logout", data={"csrf_token": csrf}).status_code == 302
+    assert holding() == 0
+    poll.join(HELD_SECONDS + 5)
+    assert answers and answers[0][0]["version"] == seen and not answers[0][0]["busy"]
+    assert browser.get(f"{WATCH}?seen={seen}&page={TAB}&load=load-0000002").status_code == 401
