@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts, Traits
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory, Traits
 from console_ha.capabilities.executor import validate
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import MAX_NAMED
@@ -180,11 +180,12 @@ def test_every_other_read_s_card_names_only_the_entity_it_reads(capability: Capa
 
 def test_a_list_read_remembers_each_device_s_kind_for_the_next_card(home: StubHomeAssistant) -> None:
     """Nothing is asked of Home Assistant for a card: what it knows of a kind comes from a read already made."""
-    SEEN.clear()
+    memory = CardMemory()
     sensor = next(e for e in ALLOWED if e.startswith("sensor."))
     home.set_state(sensor, "1234", {"device_class": "energy", "state_class": "total_increasing"})
     with HomeAssistantClient(home.base_url, Secret(home.token), reads=LIST_ENTITIES.reads) as client:
-        LIST_ENTITIES.execute(client, config_for(home), {"domain": "sensor"}, Deadline(8), NOW)
+        LIST_ENTITIES.execute(client, config_for(home), {"domain": "sensor"}, Deadline(8), NOW, memory)
         key = client.cache_key
-    assert SEEN.of(key)[sensor] == Traits("energy", "total_increasing") and SEEN.of(key)[sensor].is_meter
-    assert sensor not in SEEN.of(("http://elsewhere:8123", "x", ""))
+    seen = memory.facts(key).traits_for(sensor)
+    assert seen == Traits("energy", "total_increasing") and seen.is_meter
+    assert memory.facts(("http://elsewhere:8123", "x", "")) == NOTHING_KNOWN

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts, Traits
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, Traits
 from console_ha.capabilities.executor import validate
 from console_ha.capabilities.find_entities import NAME as FIND_ENTITIES
 from console_ha.capabilities.get_state import DOMAIN_WORDS, HOUSEHOLD_ATTRIBUTES
@@ -20,8 +20,6 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.console import Console
 from console_ha.errors import CapabilityError
-from console_ha.ha.areas import fetch_entity_areas
-from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
@@ -173,7 +171,6 @@ def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str])
 def test_an_energy_meter_s_statistics_card_says_how_much_once_a_read_has_seen_it(
         data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
     """Issue 25: "how warm (or how high) Energy today was last month". Nothing is asked for the card itself."""
-    SEEN.clear()
     executor = configured(data_dir, stub_ha, ["sensor.energy_consumption", "sensor.living_room_temperature"])
     arguments = {"entity_id": "sensor.energy_consumption", "period": "last_month"}
     first = executor.propose(GET_STATISTICS, arguments, conversation_id="c")
@@ -215,10 +212,14 @@ def test_a_filtered_list_card_asks_nothing_names_the_room_once_areas_are_held(
 def test_the_areas_the_picker_read_name_the_first_card_s_devices(data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
     """The household chose its devices in the picker, which read the rooms: the first card already names them."""
     stub_ha.serve_registries({"light.living_room": "Living room", "light.bedroom": "Bedroom"})
-    executor = configured(data_dir, stub_ha, ["light.living_room", "light.bedroom", "switch.coffee_machine"])
-    assert fetch_entity_areas(stub_ha.base_url, Secret(stub_ha.token)) is not None  # the picker's own round
-    asked = len(stub_ha.requests)
-    proposal = executor.propose(LIST_ENTITIES, {"area": "bedroom"}, conversation_id="c")
+    configured(data_dir, stub_ha, ["light.living_room", "light.bedroom", "switch.coffee_machine"])
+    console = Console.open(data_dir)
+    try:
+        console.settings.entities()  # the household opens the picker, which reads the rooms
+        asked = len(stub_ha.requests)
+        proposal = console.executor.propose(LIST_ENTITIES, {"area": "bedroom"}, conversation_id="c")
+    finally:
+        console.settings.close()
     assert len(stub_ha.requests) == asked
     assert proposal.card.body.startswith("The assistant wants to read the current state of 1 of the devices you "
                                          "allowed: Bedroom.")
@@ -227,7 +228,6 @@ def test_the_areas_the_picker_read_name_the_first_card_s_devices(data_dir: DataD
 def test_after_the_picker_an_energy_meter_s_first_statistics_card_says_how_much(
         data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
     """The picker read every state to offer the devices: the kinds of the allowed ones serve the cards after it."""
-    SEEN.clear()
     configured(data_dir, stub_ha, ["sensor.energy_consumption"])
     console = Console.open(data_dir)
     try:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, cast
 
-from console_ha.capabilities.card_facts import card_facts
+from console_ha.capabilities.card_facts import CardMemory
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from console_ha.capabilities.entity_budget import json_size
@@ -209,7 +209,7 @@ class Executor:
 
     def __init__(self, data_dir: DataDir, *, config_store: ConfigStore, token_store: TokenStore, audit: AuditLog,
                  confirmations: ConfirmationStore, clients: LendClient = one_client,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, memory: CardMemory | None = None) -> None:
         # Every store is handed in (Console.open builds them once); the executor builds none of its own.
         self._data_dir = data_dir
         self.config_store = config_store
@@ -220,6 +220,9 @@ class Executor:
         # `one_client` closes it, the Console's kept clients (ha.clients) stay open for the next request.
         self._clients = clients
         self._clock = clock
+        # What its cards may say of the devices, kept by its reads: the Console's, shared by its executors and
+        # its settings page; else this executor's own (plain Python).
+        self._memory = memory or CardMemory()
 
     @property
     def confirmation_ttl(self) -> float:
@@ -257,7 +260,7 @@ class Executor:
             arguments=canonical,
             # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home
             # Assistant before the household answers (docs/capabilities.md, "What a card knows").
-            card=capability.card(config, canonical, card_facts(
+            card=capability.card(config, canonical, self._memory.facts(
                 cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))),
             expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
@@ -348,7 +351,7 @@ class Executor:
             now = datetime.fromtimestamp(self._clock(), UTC)
             with self._clients(config.base_url, cast(Secret, token.token),
                                ca_bundle_path(config, self._data_dir)) as client:
-                raw = capability.execute(client, config, arguments, deadline, now)
+                raw = capability.execute(client, config, arguments, deadline, now, self._memory)
             stage = 6
             result = shape(capability, raw)
         except HomeAssistantError as err:

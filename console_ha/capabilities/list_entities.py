@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory
 from console_ha.capabilities.cards import Card, leaves_device, quoted
 from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
@@ -74,7 +74,7 @@ def selection(config: HomeAssistantConfig, arguments: Mapping[str, Any], areas: 
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, memory: CardMemory | None = None) -> dict[str, Any]:
     """The current state of the allowlisted entities the filters keep, each with its area, and how many matched."""
     wanted = set(config.allowlisted_entities)
     states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
@@ -84,8 +84,9 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         entity_id = state.get("entity_id")
         if entity_id in wanted:
             found[entity_id] = state
-    SEEN.remember(client.cache_key, found.values(), wanted)
-    areas = _areas(client, deadline, needed="area" in arguments)
+    if memory is not None:
+        memory.remember(client.cache_key, found.values(), wanted)  # the next cards' words for these
+    areas = _areas(client, deadline, needed="area" in arguments, memory=memory)
     # Every area of Home Assistant the words name; only allowlisted entities are then looked up in them, so
     # an area without one is never told apart from an area that does not exist.
     selected = selection(config, arguments, areas)
@@ -119,15 +120,19 @@ def _fitted(found: Mapping[str, Mapping[str, Any]], shown: list[str], missing: l
     return result
 
 
-def _areas(client: HomeAssistantClient, deadline: Deadline, *, needed: bool) -> AreaIndex | None:
+def _areas(client: HomeAssistantClient, deadline: Deadline, *, needed: bool,
+           memory: CardMemory | None = None) -> AreaIndex | None:
     """The areas, kept or read once; without an area filter a Home Assistant that cannot tell them (no
     WebSocket through its proxy, say) still answers, with every area null and `areas_known` false."""
     try:
-        return area_index(client, timeout=deadline.remaining())
+        index = area_index(client, timeout=deadline.remaining())
     except HomeAssistantError:
         if needed:
             raise
         return None
+    if memory is not None:
+        memory.keep_areas(client.cache_key, index)  # the rooms the next cards name
+    return index
 
 
 def _limit(arguments: Mapping[str, Any]) -> int | None:
