@@ -83,6 +83,10 @@ class Proposal:
 # What the model is told of a bug: that there was one, nothing of it.
 INTERNAL_ERROR_MESSAGE = "Something went wrong inside the Console."
 
+# Why an allowed card read nothing: what it showed (the address, the names) is no longer so. Its card is used up,
+# unlike the other reasons of CONFIRMATION_INVALID, which leave a card unanswered.
+SETTINGS_CHANGED = "settings_changed"
+
 TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
     "The Home Assistant access token was saved for another Home Assistant than the one configured now; "
     "the household must enter it again on the settings page."
@@ -342,7 +346,7 @@ class Executor:
             check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config) != pending.shown:
                 # Approved was a read of that Home Assistant (and whatever else the capability binds).
-                changed = ConfirmationInvalid("settings_changed", "The Home Assistant settings changed after this "
+                changed = ConfirmationInvalid(SETTINGS_CHANGED, "The Home Assistant settings changed after this "
                                               "card was shown; nothing was read. Ask again.")
                 changed.stage = 4
                 raise changed
