@@ -14,18 +14,21 @@ from typing import Any
 
 import pytest
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory, Traits
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory, ReadNotes, Traits
 from console_ha.capabilities.executor import validate
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import MAX_NAMED
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
-from console_ha.ha.areas import build_area_index
+from console_ha.ha.areas import AREA_INDEXES, build_area_index
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.secret import Secret
-from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.datadir import DataDir
+from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import KIND_NAMES
+from tests.executors import executor_over
 from tests.stub_ha import StubHomeAssistant
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -184,8 +187,32 @@ def test_a_list_read_remembers_each_device_s_kind_for_the_next_card(home: StubHo
     sensor = next(e for e in ALLOWED if e.startswith("sensor."))
     home.set_state(sensor, "1234", {"device_class": "energy", "state_class": "total_increasing"})
     with HomeAssistantClient(home.base_url, Secret(home.token), reads=LIST_ENTITIES.reads) as client:
-        LIST_ENTITIES.execute(client, config_for(home), {"domain": "sensor"}, Deadline(8), NOW, memory)
+        LIST_ENTITIES.execute(client, config_for(home), {"domain": "sensor"}, Deadline(8), NOW, ReadNotes(memory))
         key = client.cache_key
     seen = memory.facts(key).traits_for(sensor)
     assert seen == Traits("energy", "total_increasing") and seen.is_meter
     assert memory.facts(("http://elsewhere:8123", "x", "")) == NOTHING_KNOWN
+
+
+# --- between the card and the read: the read names nothing the card did not ------------------------------
+
+def test_a_device_moved_into_the_room_after_the_card_is_not_read(data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
+    """The card named the Kitchen's devices by the rooms it knew; one moved in before the read is not read (the
+    household never saw it named), and one moved out is not either (no longer in the Kitchen)."""
+    allowed = ["light.living_room", "light.bedroom", "sensor.living_room_temperature"]
+    stub_ha.serve_registries({"light.living_room": "Kitchen", "light.bedroom": "Bedroom",
+                              "sensor.living_room_temperature": "Kitchen"})
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": allowed})
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    executor = executor_over(data_dir)
+    first = executor.propose(LIST_ENTITIES.name, {"area": "Kitchen"}, conversation_id="c")
+    executor.answer(first.token, approve=True, conversation_id="c")  # the rooms are known from here on
+    card = executor.propose(LIST_ENTITIES.name, {"area": "Kitchen"}, conversation_id="c")
+    assert card.card.body.startswith("The assistant wants to read the current state of 2 of the devices you "
+                                     "allowed: Living room, Living room temperature.")
+    stub_ha.serve_registries({"light.living_room": "Kitchen", "light.bedroom": "Kitchen",
+                              "sensor.living_room_temperature": "Bedroom"})
+    AREA_INDEXES.clear()  # as a minute later: the read reads the rooms again
+    result = executor.answer(card.token, approve=True, conversation_id="c")
+    assert [e["entity_id"] for e in result["entities"]] == ["light.living_room"]
+    assert result["total"] == 1 and result["missing_entities"] == []

@@ -103,3 +103,12 @@ class CardMemory:
         # Another Home Assistant, or another token or CA for it: what was held is not of this one.
         if self._key != key:
             self._key, self._areas, self._traits = key, None, {}
+
+
+@dataclass(frozen=True)
+class ReadNotes:
+    """What the executor hands a read besides its arguments: the areas its own card was built from (what the
+    household allowed, None when the card knew none), and the Console's memory, told what the read learns."""
+
+    memory: CardMemory
+    card_areas: AreaIndex | None = None

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, cast
 
-from console_ha.capabilities.card_facts import CardMemory
+from console_ha.capabilities.card_facts import CardMemory, ReadNotes
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from console_ha.capabilities.entity_budget import json_size
@@ -255,17 +255,19 @@ class Executor:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
             self._audit("rejected", label, err.stage or 3, invocation, err.code, client=client)
             raise
+        # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home Assistant
+        # before the household answers (docs/capabilities.md, "What a card knows").
+        facts = self._memory.facts(
+            cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
-                                           shown=what_the_card_shows(capability, config), client=client)
+                                           shown=what_the_card_shows(capability, config), client=client,
+                                           card_areas=facts.areas)
         self._audit("confirmation_requested", capability.name, 4, invocation, client=client)
         return Proposal(
             token=pending.token,
             capability=capability.name,
             arguments=canonical,
-            # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home
-            # Assistant before the household answers (docs/capabilities.md, "What a card knows").
-            card=capability.card(config, canonical, self._memory.facts(
-                cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))),
+            card=capability.card(config, canonical, facts),
             expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 
@@ -355,7 +357,8 @@ class Executor:
             now = datetime.fromtimestamp(self._clock(), UTC)
             with self._clients(config.base_url, cast(Secret, token.token),
                                ca_bundle_path(config, self._data_dir)) as client:
-                raw = capability.execute(client, config, arguments, deadline, now, self._memory)
+                raw = capability.execute(client, config, arguments, deadline, now,
+                                         ReadNotes(self._memory, pending.card_areas))
             stage = 6
             result = shape(capability, raw)
         except HomeAssistantError as err:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, listed
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
@@ -101,17 +101,17 @@ def _plain(value: object) -> bool:
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime, memory: CardMemory | None = None) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """One GET /api/states/<id>: the entity as list_entities lists it, its area, and its household attributes."""
     entity_id = arguments["entity_id"]
     state = client.state(entity_id, timeout=deadline.remaining())
     if state.get("entity_id") != entity_id:
         raise HABadResponse("Home Assistant answered for a different entity.")
-    if memory is not None:
-        memory.remember(client.cache_key, [state], config.allowlisted_entities)  # the next card's words for it
+    if notes is not None:
+        notes.memory.remember(client.cache_key, [state], config.allowlisted_entities)  # the next card's words for it
     # As list_entities: a Home Assistant that cannot tell its areas still answers, the area null and
     # `areas_known` false.
-    areas = areas_if_known(client, deadline, needed=False, memory=memory)
+    areas = areas_if_known(client, deadline, needed=False, notes=notes)
     result = {
         **listed(narrow_state(state), None if areas is None else areas.area_name(entity_id), CAP_LEVELS[0]),
         "attributes": household_attributes(state),

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -134,7 +134,7 @@ def calendar(period: Period, start: datetime, end: datetime) -> tuple[list[int],
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime, memory: CardMemory | None = None) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """Daily or monthly points and a summary of one allowlisted entity's long-term statistics over the period."""
     entity_id = arguments["entity_id"]
     period = PERIODS[arguments["period"]]

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card
 from console_ha.deadline import Deadline
 from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
@@ -66,11 +66,11 @@ class Bounds:
 
 class Execute(Protocol):
     """Stage 5: read Home Assistant with the client, within the deadline, for validated arguments; `now` is the
-    invocation's clock, so a result's times agree with each other. What a read learns that a later card may
-    say (areas, kinds of reading) goes to the Console's `memory`; without one (plain Python), nowhere."""
+    invocation's clock, so a result's times agree with each other. `notes` (`ReadNotes`): what its card knew,
+    and where what a later card may say (areas, kinds of reading) goes; without them (plain Python), nowhere."""
 
     def __call__(self, client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-                 deadline: Deadline, now: datetime, memory: CardMemory | None = None, /) -> dict[str, Any]: ...
+                 deadline: Deadline, now: datetime, notes: ReadNotes | None = None, /) -> dict[str, Any]: ...
 
 
 class CardCopy(Protocol):
