@@ -245,6 +245,6 @@ def chat_line(err: ConsoleHaError) -> str:
     return CHAT_WORDS.get(err.code, CHAT_FALLBACK)
 
 # A conversation kept on disk whose card was open when the Console stopped (issue 25): cards live in memory,
-# so that question cannot be answered any more.
-CHAT_RESTARTED = ("The Console restarted before you answered the question “{title}”, so nothing was read. "
-                  "Ask again if you still want to know.")
+# so that question cannot be answered any more. The title is quoted whole, as the other lines quote it.
+CHAT_RESTARTED = ("{title} The Console restarted before you answered this question, so nothing was read. Ask again "
+                  "if you still want to know.")

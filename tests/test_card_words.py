@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from console_ha import words
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, Traits
 from console_ha.capabilities.executor import validate
 from console_ha.capabilities.find_entities import NAME as FIND_ENTITIES
@@ -29,6 +30,7 @@ from console_ha.words import (
     CHAT_DENIED,
     CHAT_EXPIRED,
     CHAT_FALLBACK,
+    CHAT_RESTARTED,
     CHAT_WITHDRAWN,
     CHAT_WORDS,
     KIND_NAMES,
@@ -92,9 +94,19 @@ def test_every_card_is_a_question_and_whole_sentences_without_doubled_punctuatio
         assert doubled(card.title) == [] and doubled(card.body) == [], (name, card)
 
 
-@pytest.mark.parametrize("line", [CHAT_ALLOWED, CHAT_DENIED, CHAT_WITHDRAWN, CHAT_EXPIRED, NOTIFICATION_BODY,
-                                  *(CHAT_ALLOWED_FAILED.replace("{outcome}", words)
-                                    for words in [*CHAT_WORDS.values(), CHAT_FALLBACK])])
+# Every line of words.py that quotes a card's title, found by its placeholder: a new one cannot be left out.
+QUOTING = [line for line in vars(words).values() if isinstance(line, str) and re.search(r"\{(card_)?title\}", line)]
+# Those with another placeholder besides, filled with every text it takes.
+FILLED = {CHAT_ALLOWED_FAILED: [CHAT_ALLOWED_FAILED.replace("{outcome}", outcome)
+                                for outcome in [*CHAT_WORDS.values(), CHAT_FALLBACK]]}
+
+
+def test_the_lines_that_quote_a_card_are_all_found() -> None:
+    assert {CHAT_ALLOWED, CHAT_DENIED, CHAT_WITHDRAWN, CHAT_EXPIRED, CHAT_RESTARTED, NOTIFICATION_BODY,
+            CHAT_ALLOWED_FAILED} <= set(QUOTING)
+
+
+@pytest.mark.parametrize("line", [filled for line in QUOTING for filled in FILLED.get(line, [line])])
 def test_every_line_that_quotes_a_card_quotes_it_whole_without_doubled_punctuation(line: str) -> None:
     """Issue 25: "You did not allow: Read Kitchen Lights now?. Nothing was read." """
     for _, card in CARDS:
