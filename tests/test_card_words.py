@@ -261,3 +261,20 @@ def test_an_approval_covers_the_names_its_list_card_showed(data_dir: DataDir, st
         executor.answer(proposal.token, approve=True, conversation_id="c")
     assert caught.value.code == "CONFIRMATION_INVALID" and caught.value.detail.get("reason") == "settings_changed"
     assert stub_ha.requests == []
+
+
+@pytest.mark.parametrize("name", ["Garage door.", "Is it on?", "Stop!", "Hall; upstairs:", "Lamp,"])
+def test_a_name_s_own_sentence_end_is_not_doubled_in_a_list_card(name: str) -> None:
+    """A name that ends as a sentence does ("Garage door.") read "Garage door., Bedroom." in the list."""
+    config = HomeAssistantConfig(enabled=True, base_url="http://homeassistant.local:8123",
+                                 allowlisted_entities=("light.garage", "light.bedroom"),
+                                 entity_names={"light.garage": name, "light.bedroom": "Bedroom"})
+    for arguments in ({}, {"domain": "light"}, {"domain": "light", "area": "Kitchen"}):
+        body = REGISTRY[LIST_ENTITIES].card(config, arguments).body
+        assert doubled(body) == [] and "Bedroom" in body, body
+
+
+def test_words_cut_short_for_a_card_still_show_they_were_cut() -> None:
+    """A filter of 100 three-byte characters is cut to fit the card: its “…” stays, so it is not shown as whole."""
+    body = REGISTRY[LIST_ENTITIES].card(CONFIG, {"name": "厨" * 100}).body
+    assert "厨…”" in body and doubled(body) == []

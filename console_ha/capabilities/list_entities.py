@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device, quoted
+from console_ha.capabilities.cards import Card, leaves_device, quoted, unended
 from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -192,8 +192,9 @@ def kind_words(domain: str) -> str:
 
 
 def named(config: HomeAssistantConfig, entities: list[str]) -> str:
-    """The first MAX_NAMED of `entities` by the names the household knows them by."""
-    return ", ".join(cut(config.display_name(e), CARD_NAME_BYTES) for e in entities[:MAX_NAMED])
+    """The first MAX_NAMED of `entities` by the names the household knows them by (a name's own "." or "?" is
+    left out: the list goes on with a comma or ends the card's sentence)."""
+    return ", ".join(unended(cut(config.display_name(e), CARD_NAME_BYTES)) for e in entities[:MAX_NAMED])
 
 
 def _what_is_read(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts) -> list[str]:
