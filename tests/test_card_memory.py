@@ -79,3 +79,16 @@ def test_only_allowed_devices_are_remembered() -> None:
     memory.remember(KEY, [{"entity_id": "sensor.a", "attributes": {"device_class": "energy"}},
                           {"entity_id": "sensor.b", "attributes": {"device_class": "energy"}}], ["sensor.a"])
     assert set(memory.facts(KEY).traits) == {"sensor.a"}
+
+
+def test_a_device_seen_again_outlasts_those_no_read_has_seen_for_longer() -> None:
+    """The bound drops what was seen longest ago, not what was first seen: a device every read sees stays."""
+    memory = CardMemory(max_seen=3)
+    allowed = ["sensor.a", "sensor.b", "sensor.c", "sensor.d"]
+
+    def seen(*ids: str) -> list[dict[str, object]]:
+        return [{"entity_id": e, "attributes": {"device_class": "energy"}} for e in ids]
+    memory.remember(KEY, seen("sensor.a", "sensor.b", "sensor.c"), allowed)
+    memory.remember(KEY, seen("sensor.a"), allowed)  # a read sees the first one again
+    memory.remember(KEY, seen("sensor.d"), allowed)
+    assert set(memory.facts(KEY).traits) == {"sensor.c", "sensor.a", "sensor.d"}

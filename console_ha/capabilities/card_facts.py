@@ -20,7 +20,7 @@ Key = tuple[str, str, str]  # a client's `cache_key`: URL, token hash, CA bundle
 # State classes and device classes whose statistics are "how much" (Home Assistant's meters: `change`).
 METER_STATE_CLASSES = frozenset({"total", "total_increasing"})
 METER_DEVICE_CLASSES = frozenset({"energy", "gas", "water"})
-# What a device may be seen with, at most: beyond this, older entries go (a house has a few hundred).
+# How many devices' traits are kept, at most: beyond this, those seen longest ago go (a house has a few hundred).
 MAX_SEEN = 5000
 
 
@@ -88,9 +88,14 @@ class CardMemory:
         seen = {state["entity_id"]: traits_of(state) for state in states if state["entity_id"] in wanted}
         with self._lock:
             self._switch_to(key)
+            # Seen again is seen last: the dict's order is the order of last sight, so what goes first is what
+            # no read has seen for longest (a device still allowed is seen by every read of the states).
+            for entity_id in seen:
+                self._traits.pop(entity_id, None)
             self._traits.update(seen)
-            while len(self._traits) > self._max_seen:
-                del self._traits[next(iter(self._traits))]
+            if len(self._traits) > self._max_seen:
+                # In one pass: deleting from the front one at a time rescans the dict's emptied slots each time.
+                self._traits = dict(list(self._traits.items())[-self._max_seen:])
 
     def facts(self, key: Key) -> CardFacts:
         """What is held for the Home Assistant of `key` (copies), without a request to it; nothing for another."""
