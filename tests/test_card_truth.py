@@ -7,12 +7,15 @@ the reads of one entity); never by writing the filter's rule again here.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory, ReadNotes, Traits
 from console_ha.capabilities.executor import validate
@@ -216,3 +219,65 @@ def test_a_device_moved_into_the_room_after_the_card_is_not_read(data_dir: DataD
     result = executor.answer(card.token, approve=True, conversation_id="c")
     assert [e["entity_id"] for e in result["entities"]] == ["light.living_room"]
     assert result["total"] == 1 and result["missing_entities"] == []
+
+
+# --- any allowlist, rooms, names and filters: the card names what the read returns ---------------------------
+
+# Saved names hold no control or format characters (store/config.py drops them); anything else may be there:
+# accents, RTL letters, quotes, "?", HTML. No "#" or digit, so the tag that starts each name stays its own.
+NAME_TEXT = st.text(st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Nd"), blacklist_characters="#"),
+                    min_size=1, max_size=60).filter(lambda text: text.strip() != "")
+ROOM_WORDS = st.sampled_from(["Kitchen", "KÜCHE", "kitchen ", "Cooking corner", "lounge", "Living room", "bedroom",
+                              "No such room", "Bedroom‏"])
+PICKED = st.lists(st.integers(0, len(ENTITIES) - 1), min_size=1, max_size=40, unique=True)
+
+
+@st.composite
+def homes(draw: st.DrawFn) -> tuple[HomeAssistantConfig, list[dict[str, Any]], dict[str, Any]]:
+    """An allowlist with odd names placed in rooms (one gone from Home Assistant, maybe), and filters for it."""
+    picked = [ENTITIES[i] for i in draw(PICKED)]
+    gone = draw(st.booleans())
+    names = {e: f"#{TAG.search(n).group(1)} {draw(NAME_TEXT)}" for e, _, n in picked}  # type: ignore[union-attr]
+    rooms = {e: draw(st.sampled_from(list(ROOMS))) for e, _, _ in picked}
+    allowed = [e for e, _, _ in picked] + (["light.gone_999"] if gone else [])
+    names.update({"light.gone_999": "#999 gone"} if gone else {})
+    config = HomeAssistantConfig(enabled=True, base_url="http://127.0.0.1:1", allowlisted_entities=tuple(allowed),
+                                 entity_names=names)
+    placed = [{"entity_id": e, "area_id": rooms.get(e, "kitchen"), "device_id": None} for e in allowed
+              if rooms.get(e, "kitchen") is not None]
+    arguments: dict[str, Any] = {}
+    if draw(st.booleans()):
+        arguments["domain"] = draw(st.sampled_from([*DOMAINS, "LIGHT", "ｌｉｇｈｔ", "lights"]))
+    if draw(st.booleans()):
+        arguments["area"] = draw(ROOM_WORDS)
+    if draw(st.booleans()):
+        text = names[draw(st.sampled_from(allowed))][5:]
+        arguments["name"] = text[:draw(st.integers(1, max(1, len(text))))].strip() or "x"
+    if draw(st.booleans()):
+        arguments["limit"] = draw(st.integers(1, 15))
+    return config, placed, arguments
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(home_and_filters=homes())
+def test_for_any_allowlist_rooms_names_and_filters_the_card_names_exactly_what_is_read(
+        home: StubHomeAssistant, home_and_filters: tuple[HomeAssistantConfig, list[dict[str, Any]], dict[str, Any]],
+) -> None:
+    config, placed, arguments = home_and_filters
+    config = dataclasses.replace(config, base_url=home.base_url)
+    index = build_area_index(AREAS, placed, [])
+    home.registries = {**REGISTRIES, "config/entity_registry/list": placed}
+    AREA_INDEXES.clear()
+    arguments = validate(LIST_ENTITIES, arguments)
+    body = LIST_ENTITIES.card(config, arguments, CardFacts(areas=index)).body
+    with HomeAssistantClient(home.base_url, Secret(home.token), reads=LIST_ENTITIES.reads) as client:
+        result = LIST_ENTITIES.execute(client, config, arguments, Deadline(8), NOW)
+    read = {e["entity_id"] for e in result["entities"]} | set(result["missing_entities"])
+    named = {BY_TAG[tag] for tag in TAG.findall(body)}
+    assert named <= read, (arguments, body)
+    if len(read) <= MAX_NAMED:
+        assert named == read, (arguments, body)
+    # Before any room is known: the card names every device the read may answer about (it says so), no other.
+    unknown = LIST_ENTITIES.card(config, arguments, NOTHING_KNOWN).body
+    if "such as" not in unknown and "among them" not in unknown:
+        assert read <= {BY_TAG[tag] for tag in TAG.findall(unknown)}, (arguments, unknown)
