@@ -278,3 +278,14 @@ def test_words_cut_short_for_a_card_still_show_they_were_cut() -> None:
     """A filter of 100 three-byte characters is cut to fit the card: its “…” stays, so it is not shown as whole."""
     body = REGISTRY[LIST_ENTITIES].card(CONFIG, {"name": "厨" * 100}).body
     assert "厨…”" in body and doubled(body) == []
+
+
+def test_a_measurement_of_energy_is_said_as_a_measurement_as_home_assistant_keeps_it() -> None:
+    """The recorder keeps a mean for a state class of measurement whatever the device class: the card says
+    "how high", not "how much … counted", for an energy sensor that measures."""
+    facts = CardFacts(traits={"sensor.kitchen": Traits("energy", "measurement")})
+    arguments = {"entity_id": "sensor.kitchen", "period": "last_month"}
+    body = REGISTRY[GET_STATISTICS].card(CONFIG, arguments, facts).body
+    assert "They say how high" in body and "counted" not in body
+    state = REGISTRY[GET_STATE].card(CONFIG, {"entity_id": "sensor.kitchen"}, facts).body
+    assert "counted" not in state

@@ -33,8 +33,13 @@ class Traits:
 
     @property
     def is_meter(self) -> bool:
-        """Whether its statistics count up (energy, gas, water, or a state class of total)."""
-        return self.state_class in METER_STATE_CLASSES or self.device_class in METER_DEVICE_CLASSES
+        """Whether its statistics count up: a state class of total, or no state class and an energy, gas or water
+        device class."""
+        # Home Assistant's recorder keeps a sum for a total and a mean for a measurement, whatever the device
+        # class: an energy sensor that says "measurement" has an average, lowest and highest, not a count.
+        if self.state_class is not None:
+            return self.state_class in METER_STATE_CLASSES
+        return self.device_class in METER_DEVICE_CLASSES
 
 
 def traits_of(state: Mapping[str, Any]) -> Traits:

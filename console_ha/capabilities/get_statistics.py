@@ -169,7 +169,7 @@ READS_DAILY = ("The assistant wants to read Home Assistant's long-term statistic
                "{period}, day by day.")
 READS_MONTHLY = ("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
                  "{period}, month by month.")
-# A meter (a state class of total, or an energy, gas or water device class) counts up: its statistics are
+# A meter (a state class of total; with none, an energy, gas or water device class) counts up: its statistics are
 # how much; a measurement's are its average, lowest and highest.
 METER_WORDS = "They say how much {name} counted {when}."
 WARM_WORDS = "They say how warm {name} was {when}, on average and at its lowest and highest."
