@@ -327,6 +327,15 @@ class Executor:
         self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
         return "cancelled"
 
+    def still_as_shown(self, pending: PendingConfirmation) -> bool:
+        """Whether what `pending`'s card showed (the address, what its capability binds) is still so: its read
+        refuses when not (`_run`). Reads the settings only; a settings file found damaged is the read's to say."""
+        try:
+            config = self._load_config()
+        except CapabilityError:
+            return True
+        return what_the_card_shows(REGISTRY[pending.capability], config) == pending.shown
+
     def is_open(self, token: object, *, conversation_id: str) -> bool:
         """Whether `token`'s card can still be answered; expired cards are swept (and audited) first."""
         self.sweep_expired()
