@@ -218,9 +218,10 @@ CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_NO_STATISTICS":
         "Home Assistant keeps no long-term statistics for that device, so there were no figures to read.",
     "RESULT_TOO_LARGE": "Home Assistant's answer was too large to pass on, so the assistant got none of it.",
-    # After an Allow, only when what the card showed (the address, your devices' names) changed while it was open.
-    "CONFIRMATION_INVALID": "Your Home Assistant settings or your devices' names changed after this question was "
-                            "shown, so nothing was read. Ask again to see the question as it is now.",
+    # After an Allow, only when what the card showed (the address, your devices' names) changed while it was open;
+    # Activity says the same of such a refusal.
+    "CONFIRMATION_INVALID":
+        "Your Home Assistant settings or your devices' names changed after you were asked, so nothing was read.",
 })
 # What /conversation adds when the language model cannot be used: where to go next.
 MODEL_NEXT_STEP = ("Check that the model server is running, then send your message again; on the Model page, "

@@ -12,7 +12,6 @@ from console_ha.conversation.activity import (
     EVENT_TABLE,
     EVENT_WORDS,
     REFUSED_FALLBACK,
-    SETTINGS_CHANGED,
     UNKNOWN_EVENT_WORDS,
     WITHDRAWN_BY_A_NEW_MESSAGE,
     reason,
@@ -61,7 +60,7 @@ def test_each_event_s_words_are_whole_sentences_without_a_code(event: str) -> No
 @pytest.mark.parametrize("code", REFUSAL_CODES)
 def test_every_refusal_says_why_in_the_household_s_words(code: str) -> None:
     words = reason("rejected", code)
-    assert words == CHAT_WORDS.get(code, SETTINGS_CHANGED)  # the chat's own sentence: one fact, one place
+    assert words == CHAT_WORDS[code]  # the chat's own sentence: one fact, one place
     assert words != REFUSED_FALLBACK and not CODE.search(words)
 
 

@@ -233,7 +233,7 @@ def test_an_allowed_card_whose_names_changed_says_so_not_expired_and_the_turn_go
     result = service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
     assert result.pending_confirmation is None
     assert notes(service, paused.conversation_id) == [f"{TITLE} You allowed it. {CHAT_WORDS['CONFIRMATION_INVALID']}"]
-    assert "names changed" in CHAT_WORDS["CONFIRMATION_INVALID"]
+    assert "names changed after you were asked" in CHAT_WORDS["CONFIRMATION_INVALID"]
     assert audit(data_dir)[-1] == "rejected" and configured.requests == []
     told = json.loads(model.requests[-1].last("tool")["content"])  # type: ignore[index]
     assert told["error"]["code"] == "CONFIRMATION_INVALID"
