@@ -7,7 +7,9 @@ whatever serves them; the next front end does the same. Nothing here knows of HT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
+from console_ha.capabilities.card_facts import CardMemory
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.household_queue import MAX_WAITING, HouseholdQueue
@@ -18,7 +20,7 @@ from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
 from console_ha.conversation.model_setup import environment_values
 from console_ha.conversation.service import ConversationService
-from console_ha.ha.areas import AreaCache
+from console_ha.ha.areas import AreaCache, fetch_entity_areas
 from console_ha.ha.clients import HomeAssistantClients, reading
 from console_ha.ha.discovery import discover
 from console_ha.ha.reads import Reads
@@ -94,6 +96,9 @@ class Console:
     household_watch: HouseholdWatch
     # The Console's own settings: the household's Language choice (issue 26).
     console_settings: ConsoleSettingsStore
+    # What this Console's cards may say of the devices before a read (areas, kinds of reading), filled by its
+    # reads and its picker; its own, so another Console in the process never sees it.
+    card_memory: CardMemory
 
     @classmethod
     def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
@@ -110,15 +115,16 @@ class Console:
         model_environment = options.model_environment
         model_settings = ModelSettingsService(model_store, config_store=config_store, environment=model_environment)
         clients = ha_clients or HomeAssistantClients(reading(CONSOLE_READS))
+        card_memory = CardMemory()
         executor = Executor(data_dir, config_store=config_store, token_store=token_store, audit=audit,
-                            confirmations=ConfirmationStore(), clients=clients.lend)
+                            confirmations=ConfirmationStore(), clients=clients.lend, memory=card_memory)
         # Read afresh for every request to the model: a save on the model settings applies from the next turn.
         model = OpenAICompatibleModel.from_source(model_settings.settings_in_force)
         # Other programs' reads have an executor of their own only for its confirmation store: their cards
         # expire on their own TTL and never count towards (or push out) the conversation page's.
         household_executor = Executor(
             data_dir, config_store=config_store, token_store=token_store, audit=audit, clients=clients.lend,
-            confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl),
+            confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl), memory=card_memory,
         )
         household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting)
         # The household's conversations as the last run left them (a card that was open is closed, and said so).
@@ -141,7 +147,10 @@ class Console:
             settings=SettingsService(data_dir, config_store=config_store, token_store=token_store,
                                      review_store=ReviewStore(data_dir),
                                      ca_store=CACertificateStore(data_dir, config_store), clients=clients,
-                                     discover=discover, areas=AreaCache(), timeouts=options.settings_timeouts),
+                                     discover=discover, timeouts=options.settings_timeouts,
+                                     areas=AreaCache(fetch=partial(fetch_entity_areas, keep=card_memory.keep_areas)),
+                                     card_memory=card_memory),
             household_watch=HouseholdWatch(household.pending),
             console_settings=ConsoleSettingsStore(data_dir),
+            card_memory=card_memory,
         )

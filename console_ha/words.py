@@ -219,6 +219,10 @@ CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_NO_STATISTICS":
         "Home Assistant keeps no long-term statistics for that device, so there were no figures to read.",
     "RESULT_TOO_LARGE": "Home Assistant's answer was too large to pass on, so the assistant got none of it.",
+    # After an Allow, only when what the card showed (the address, your devices' names) changed while it was open;
+    # Activity says the same of such a refusal.
+    "CONFIRMATION_INVALID":
+        "Your Home Assistant settings or your devices' names changed after you were asked, so nothing was read.",
 })
 # What /conversation adds when the language model cannot be used: where to go next.
 MODEL_NEXT_STEP = ("Check that the model server is running, then send your message again; on the Model page, "
@@ -243,6 +247,6 @@ def chat_line(err: ConsoleHaError) -> str:
     return CHAT_WORDS.get(err.code, CHAT_FALLBACK)
 
 # A conversation kept on disk whose card was open when the Console stopped (issue 25): cards live in memory,
-# so that question cannot be answered any more.
-CHAT_RESTARTED = ("The Console restarted before you answered the question “{title}”, so nothing was read. "
-                  "Ask again if you still want to know.")
+# so that question cannot be answered any more. The title is quoted whole, as the other lines quote it.
+CHAT_RESTARTED = ("{title} The Console restarted before you answered this question, so nothing was read. Ask again "
+                  "if you still want to know.")

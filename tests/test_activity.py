@@ -13,7 +13,6 @@ from console_ha.conversation.activity import (
     EVENT_WORDS,
     REFUSED_AFTER_YOU_ALLOWED,
     REFUSED_FALLBACK,
-    SETTINGS_CHANGED,
     UNKNOWN_CAPABILITY_WORDS,
     UNKNOWN_EVENT_WORDS,
     WITHDRAWN_BY_A_NEW_MESSAGE,
@@ -63,7 +62,7 @@ def test_each_event_s_words_are_whole_sentences_without_a_code(event: str) -> No
 @pytest.mark.parametrize("code", REFUSAL_CODES)
 def test_every_refusal_says_why_in_the_household_s_words(code: str) -> None:
     words = reason("rejected", code)
-    assert words == CHAT_WORDS.get(code, SETTINGS_CHANGED)  # the chat's own sentence: one fact, one place
+    assert words == CHAT_WORDS[code]  # the chat's own sentence: one fact, one place
     assert words != REFUSED_FALLBACK and not CODE.search(words)
 
 
@@ -133,6 +132,6 @@ def test_a_refusal_after_the_household_allowed_does_not_say_it_came_before_askin
                           line("rejected", invocation="a1", code="CONFIRMATION_INVALID"),
                           line("proposed", invocation="b2"), line("rejected", invocation="b2", code="CONFIG_INVALID")])
     before, after = activity.latest[0], activity.latest[2]
-    assert after.words == REFUSED_AFTER_YOU_ALLOWED and after.why == SETTINGS_CHANGED
+    assert after.words == REFUSED_AFTER_YOU_ALLOWED and after.why == CHAT_WORDS["CONFIRMATION_INVALID"]
     assert before.words == EVENT_WORDS["rejected"]
     assert "before" not in EVENT_TABLE["rejected"].counter  # the counter holds both kinds of refusal

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts, Traits
+from console_ha import words
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, Traits
 from console_ha.capabilities.executor import validate
 from console_ha.capabilities.find_entities import NAME as FIND_ENTITIES
 from console_ha.capabilities.get_state import DOMAIN_WORDS, HOUSEHOLD_ATTRIBUTES
@@ -20,8 +21,6 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.console import Console
 from console_ha.errors import CapabilityError
-from console_ha.ha.areas import fetch_entity_areas
-from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
@@ -31,6 +30,7 @@ from console_ha.words import (
     CHAT_DENIED,
     CHAT_EXPIRED,
     CHAT_FALLBACK,
+    CHAT_RESTARTED,
     CHAT_WITHDRAWN,
     CHAT_WORDS,
     KIND_NAMES,
@@ -95,9 +95,19 @@ def test_every_card_is_a_question_and_whole_sentences_without_doubled_punctuatio
         assert doubled(card.title) == [] and doubled(card.body) == [], (name, card)
 
 
-@pytest.mark.parametrize("line", [CHAT_ALLOWED, CHAT_DENIED, CHAT_WITHDRAWN, CHAT_EXPIRED, NOTIFICATION_BODY,
-                                  *(CHAT_ALLOWED_FAILED.replace("{outcome}", words)
-                                    for words in [*CHAT_WORDS.values(), CHAT_FALLBACK])])
+# Every line of words.py that quotes a card's title, found by its placeholder: a new one cannot be left out.
+QUOTING = [line for line in vars(words).values() if isinstance(line, str) and re.search(r"\{(card_)?title\}", line)]
+# Those with another placeholder besides, filled with every text it takes.
+FILLED = {CHAT_ALLOWED_FAILED: [CHAT_ALLOWED_FAILED.replace("{outcome}", outcome)
+                                for outcome in [*CHAT_WORDS.values(), CHAT_FALLBACK]]}
+
+
+def test_the_lines_that_quote_a_card_are_all_found() -> None:
+    assert {CHAT_ALLOWED, CHAT_DENIED, CHAT_WITHDRAWN, CHAT_EXPIRED, CHAT_RESTARTED, NOTIFICATION_BODY,
+            CHAT_ALLOWED_FAILED} <= set(QUOTING)
+
+
+@pytest.mark.parametrize("line", [filled for line in QUOTING for filled in FILLED.get(line, [line])])
 def test_every_line_that_quotes_a_card_quotes_it_whole_without_doubled_punctuation(line: str) -> None:
     """Issue 25: "You did not allow: Read Kitchen Lights now?. Nothing was read." """
     for _, card in CARDS:
@@ -174,7 +184,6 @@ def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str])
 def test_an_energy_meter_s_statistics_card_says_how_much_once_a_read_has_seen_it(
         data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
     """Issue 25: "how warm (or how high) Energy today was last month". Nothing is asked for the card itself."""
-    SEEN.clear()
     executor = configured(data_dir, stub_ha, ["sensor.energy_consumption", "sensor.living_room_temperature"])
     arguments = {"entity_id": "sensor.energy_consumption", "period": "last_month"}
     first = executor.propose(GET_STATISTICS, arguments, conversation_id="c")
@@ -216,10 +225,14 @@ def test_a_filtered_list_card_asks_nothing_names_the_room_once_areas_are_held(
 def test_the_areas_the_picker_read_name_the_first_card_s_devices(data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
     """The household chose its devices in the picker, which read the rooms: the first card already names them."""
     stub_ha.serve_registries({"light.living_room": "Living room", "light.bedroom": "Bedroom"})
-    executor = configured(data_dir, stub_ha, ["light.living_room", "light.bedroom", "switch.coffee_machine"])
-    assert fetch_entity_areas(stub_ha.base_url, Secret(stub_ha.token)) is not None  # the picker's own round
-    asked = len(stub_ha.requests)
-    proposal = executor.propose(LIST_ENTITIES, {"area": "bedroom"}, conversation_id="c")
+    configured(data_dir, stub_ha, ["light.living_room", "light.bedroom", "switch.coffee_machine"])
+    console = Console.open(data_dir)
+    try:
+        console.settings.entities()  # the household opens the picker, which reads the rooms
+        asked = len(stub_ha.requests)
+        proposal = console.executor.propose(LIST_ENTITIES, {"area": "bedroom"}, conversation_id="c")
+    finally:
+        console.settings.close()
     assert len(stub_ha.requests) == asked
     assert proposal.card.body.startswith("The assistant wants to read the current state of 1 of the devices you "
                                          "allowed: Bedroom.")
@@ -228,7 +241,6 @@ def test_the_areas_the_picker_read_name_the_first_card_s_devices(data_dir: DataD
 def test_after_the_picker_an_energy_meter_s_first_statistics_card_says_how_much(
         data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
     """The picker read every state to offer the devices: the kinds of the allowed ones serve the cards after it."""
-    SEEN.clear()
     configured(data_dir, stub_ha, ["sensor.energy_consumption"])
     console = Console.open(data_dir)
     try:
@@ -250,3 +262,31 @@ def test_an_approval_covers_the_names_its_list_card_showed(data_dir: DataDir, st
         executor.answer(proposal.token, approve=True, conversation_id="c")
     assert caught.value.code == "CONFIRMATION_INVALID" and caught.value.detail.get("reason") == "settings_changed"
     assert stub_ha.requests == []
+
+
+@pytest.mark.parametrize("name", ["Garage door.", "Is it on?", "Stop!", "Hall; upstairs:", "Lamp,"])
+def test_a_name_s_own_sentence_end_is_not_doubled_in_a_list_card(name: str) -> None:
+    """A name that ends as a sentence does ("Garage door.") read "Garage door., Bedroom." in the list."""
+    config = HomeAssistantConfig(enabled=True, base_url="http://homeassistant.local:8123",
+                                 allowlisted_entities=("light.garage", "light.bedroom"),
+                                 entity_names={"light.garage": name, "light.bedroom": "Bedroom"})
+    for arguments in ({}, {"domain": "light"}, {"domain": "light", "area": "Kitchen"}):
+        body = REGISTRY[LIST_ENTITIES].card(config, arguments).body
+        assert doubled(body) == [] and "Bedroom" in body, body
+
+
+def test_words_cut_short_for_a_card_still_show_they_were_cut() -> None:
+    """A filter of 100 three-byte characters is cut to fit the card: its “…” stays, so it is not shown as whole."""
+    body = REGISTRY[LIST_ENTITIES].card(CONFIG, {"name": "厨" * 100}).body
+    assert "厨…”" in body and doubled(body) == []
+
+
+def test_a_measurement_of_energy_is_said_as_a_measurement_as_home_assistant_keeps_it() -> None:
+    """The recorder keeps a mean for a state class of measurement whatever the device class: the card says
+    "how high", not "how much … counted", for an energy sensor that measures."""
+    facts = CardFacts(traits={"sensor.kitchen": Traits("energy", "measurement")})
+    arguments = {"entity_id": "sensor.kitchen", "period": "last_month"}
+    body = REGISTRY[GET_STATISTICS].card(CONFIG, arguments, facts).body
+    assert "They say how high" in body and "counted" not in body
+    state = REGISTRY[GET_STATE].card(CONFIG, {"entity_id": "sensor.kitchen"}, facts).body
+    assert "counted" not in state

@@ -221,3 +221,19 @@ def test_a_running_turn_is_not_waited_for_when_the_lines_are_read(data_dir, conf
     with conversation.lock:  # a turn in progress
         assert notes(service, paused.conversation_id) == []
     assert len(notes(service, paused.conversation_id)) == 1
+
+
+def test_an_allowed_card_whose_names_changed_says_so_not_expired_and_the_turn_goes_on(
+        data_dir, configured, service, model):
+    """The approval covers the names the card showed: renamed while it was open, nothing is read, the chat says
+    why in the household's words (never "expired"), and the model is told, so the turn ends rather than hangs."""
+    model.script(tool_call(LIST, {}), text("The names changed; I will ask again."))
+    paused = service.send(None, "what's on?")
+    ConfigStore(data_dir).update({"entity_names": {"binary_sensor.front_door": "Back door"}})
+    result = service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    assert result.pending_confirmation is None
+    assert notes(service, paused.conversation_id) == [f"{TITLE} You allowed it. {CHAT_WORDS['CONFIRMATION_INVALID']}"]
+    assert "names changed after you were asked" in CHAT_WORDS["CONFIRMATION_INVALID"]
+    assert audit(data_dir)[-1] == "rejected" and configured.requests == []
+    told = json.loads(model.requests[-1].last("tool")["content"])  # type: ignore[index]
+    assert told["error"]["code"] == "CONFIRMATION_INVALID"

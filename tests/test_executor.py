@@ -473,8 +473,8 @@ def test_a_result_off_its_schema_is_an_internal_error_and_nothing_of_it_leaves(
     secret_state = "the-value-no-log-may-show"
     good = REGISTRY[LIST_ENTITIES]
 
-    def off_schema(client, config, arguments, deadline, now):
-        result = good.execute(client, config, arguments, deadline, now)
+    def off_schema(client, config, arguments, deadline, now, notes=None):
+        result = good.execute(client, config, arguments, deadline, now, notes)
         result["entities"][0]["state"] = {"leaked": secret_state}  # not a string: off the declared schema
         return result
 

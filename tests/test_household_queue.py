@@ -13,6 +13,7 @@ from console_ha.capabilities.household_card import ASKED_TIMES
 from console_ha.capabilities.household_queue import (
     ALLOWED_LATER,
     ALLOWED_NOW,
+    CHANGED_SINCE_SHOWN,
     NOT_ALLOWED,
     Answered,
     Asker,
@@ -401,3 +402,19 @@ def test_a_denial_is_not_joined_past_its_expiry_nor_by_other_arguments(queue, da
     later = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
     assert later.waiting is not first.waiting and later.waiting in queue.pending()
     assert "asked_again" not in events(data_dir)
+
+
+def test_an_allow_after_the_names_changed_says_nothing_will_be_read_and_nothing_is(data_dir, stub_ha, clock):
+    """The approval binds the names a list card showed: renamed while it waited, the household is told at its
+    Allow that nothing will be read (not "the program gets this read once"), and the program gets nothing."""
+    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url,
+                                  "allowlisted_entities": ["light.living_room", "light.bedroom"]})
+    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    queue = HouseholdQueue(executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock),
+                           timer=clock)
+    waiting = queue.ask("desk", LIST_ENTITIES, {"domain": "light"})
+    ConfigStore(data_dir).update({"entity_names": {"light.bedroom": "Guest room"}})
+    assert queue.answer(waiting.token, True) == Answered("approved", CHANGED_SINCE_SHOWN)
+    with pytest.raises(ConfirmationInvalid):
+        queue.collect(waiting)
+    assert events(data_dir)[-1] == "rejected" and stub_ha.requests == []

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from console_ha.capabilities.card_facts import CardMemory
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityError, ConfigInvalid, HABadResponse, HABusy, InvalidConfig
 from console_ha.ha.areas import AreaCache
@@ -50,6 +51,7 @@ def make_service(data_dir: DataDir) -> Iterator[Callable[..., SettingsService]]:
             discover=boundaries.pop("discover", _no_browse),
             areas=boundaries.pop("areas", AreaCache(fetch=lambda *a, **k: None)),
             timeouts=Timeouts(discovery=0.5, states=2.0, areas=0.5, test=2.0),
+            card_memory=boundaries.pop("card_memory", CardMemory()),
         )
         made.append(service)
         return service

@@ -2,8 +2,8 @@
 
 A card is built before approval, so it may not read Home Assistant: it names what the Console already
 holds. That is the saved settings (ids and the names the picker saw), the areas the last registry round
-read (`ha.areas.AreaIndexCache.known`), and each device's kind of reading (device class, state class) as
-the last read of its state found it (`SEEN`). Anything not held is `None`, and the card says so.
+read, and each device's kind of reading (device class, state class) as the last read of its state found
+it: both held by the Console's `CardMemory`. Anything not held is `None`, and the card says so.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from console_ha.ha.areas import AREA_INDEXES, AreaIndex
+from console_ha.ha.areas import AreaIndex
 
 Key = tuple[str, str, str]  # a client's `cache_key`: URL, token hash, CA bundle
 
 # State classes and device classes whose statistics are "how much" (Home Assistant's meters: `change`).
 METER_STATE_CLASSES = frozenset({"total", "total_increasing"})
 METER_DEVICE_CLASSES = frozenset({"energy", "gas", "water"})
-# What a device may be seen with, at most: beyond this, older entries go (a house has a few hundred).
+# How many devices' traits are kept, at most: beyond this, those seen longest ago go (a house has a few hundred).
 MAX_SEEN = 5000
 
 
@@ -33,8 +33,13 @@ class Traits:
 
     @property
     def is_meter(self) -> bool:
-        """Whether its statistics count up (energy, gas, water, or a state class of total)."""
-        return self.state_class in METER_STATE_CLASSES or self.device_class in METER_DEVICE_CLASSES
+        """Whether its statistics count up: a state class of total, or no state class and an energy, gas or water
+        device class."""
+        # Home Assistant's recorder keeps a sum for a total and a mean for a measurement, whatever the device
+        # class: an energy sensor that says "measurement" has an average, lowest and highest, not a count.
+        if self.state_class is not None:
+            return self.state_class in METER_STATE_CLASSES
+        return self.device_class in METER_DEVICE_CLASSES
 
 
 def traits_of(state: Mapping[str, Any]) -> Traits:
@@ -46,42 +51,6 @@ def traits_of(state: Mapping[str, Any]) -> Traits:
         value = attributes.get(key)
         return value if isinstance(value, str) and 0 < len(value) <= 64 else None
     return Traits(text("device_class"), text("state_class"))
-
-
-class SeenTraits:
-    """Each device's traits as the Console last read its state, per Home Assistant (one at a time)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._key: Key | None = None
-        self._traits: dict[str, Traits] = {}
-
-    def remember(self, key: Key, states: Iterable[Mapping[str, Any]], allowed: Iterable[str]) -> None:
-        """Keep the traits of the allowed entities among `states` (those a read has just fetched)."""
-        wanted = set(allowed)
-        # The client hands over states already checked (objects with an entity_id); one pass over them.
-        seen = {state["entity_id"]: traits_of(state) for state in states if state["entity_id"] in wanted}
-        with self._lock:
-            if self._key != key:
-                self._key, self._traits = key, {}
-            self._traits.update(seen)
-            while len(self._traits) > MAX_SEEN:
-                del self._traits[next(iter(self._traits))]
-
-    def of(self, key: Key) -> Mapping[str, Traits]:
-        """What is kept for `key`'s Home Assistant (a copy); empty when nothing is."""
-        with self._lock:
-            return dict(self._traits) if self._key == key else {}
-
-    def clear(self) -> None:
-        """Forget everything (tests)."""
-        with self._lock:
-            self._key, self._traits = None, {}
-
-
-# The capabilities' one store, beside AREA_INDEXES (their one area cache): each read finds it here, so a
-# capability's signature stays the same for every read.
-SEEN = SeenTraits()
 
 
 @dataclass(frozen=True)
@@ -99,6 +68,57 @@ class CardFacts:
 NOTHING_KNOWN = CardFacts()
 
 
-def card_facts(key: Key) -> CardFacts:
-    """What is held for the Home Assistant of `key`, without a request to it."""
-    return CardFacts(AREA_INDEXES.known(key), SEEN.of(key))
+class CardMemory:
+    """What one Console holds for its cards, of the Home Assistant it reads (one at a time): the areas last read
+    and each allowed device's traits as its state last said. `Console.open` builds one and hands it to its
+    executors and its settings service, so a second Console in the same process never sees the first one's."""
+
+    def __init__(self, max_seen: int = MAX_SEEN) -> None:
+        self._max_seen = max_seen
+        self._lock = threading.Lock()
+        self._key: Key | None = None
+        self._areas: AreaIndex | None = None
+        self._traits: dict[str, Traits] = {}
+
+    def keep_areas(self, key: Key, index: AreaIndex) -> None:
+        """Hold `index` as the last areas read for `key` (a read's or the picker's round), for cards only."""
+        with self._lock:
+            self._switch_to(key)
+            self._areas = index
+
+    def remember(self, key: Key, states: Iterable[Mapping[str, Any]], allowed: Iterable[str]) -> None:
+        """Keep the traits of the allowed entities among `states` (those a read has just fetched)."""
+        wanted = set(allowed)
+        # The client hands over states already checked (objects with an entity_id); one pass over them.
+        seen = {state["entity_id"]: traits_of(state) for state in states if state["entity_id"] in wanted}
+        with self._lock:
+            self._switch_to(key)
+            # Seen again is seen last: the dict's order is the order of last sight, so what goes first is what
+            # no read has seen for longest (a device still allowed is seen by every read of the states).
+            for entity_id in seen:
+                self._traits.pop(entity_id, None)
+            self._traits.update(seen)
+            if len(self._traits) > self._max_seen:
+                # In one pass: deleting from the front one at a time rescans the dict's emptied slots each time.
+                self._traits = dict(list(self._traits.items())[-self._max_seen:])
+
+    def facts(self, key: Key) -> CardFacts:
+        """What is held for the Home Assistant of `key` (copies), without a request to it; nothing for another."""
+        with self._lock:
+            if self._key != key:
+                return NOTHING_KNOWN
+            return CardFacts(self._areas, dict(self._traits))
+
+    def _switch_to(self, key: Key) -> None:
+        # Another Home Assistant, or another token or CA for it: what was held is not of this one.
+        if self._key != key:
+            self._key, self._areas, self._traits = key, None, {}
+
+
+@dataclass(frozen=True)
+class ReadNotes:
+    """What the executor hands a read besides its arguments: the areas its own card was built from (what the
+    household allowed, None when the card knew none), and the Console's memory, told what the read learns."""
+
+    memory: CardMemory
+    card_areas: AreaIndex | None = None

@@ -27,14 +27,21 @@ class Card:
         return asdict(self)
 
 
-# What ends a sentence: dropped from the end of words a card quotes inside its own sentence, so the model's
-# "kitchen lights?" is quoted as “kitchen lights” and no line reads “kitchen lights?”. or “…?”,.
-SENTENCE_ENDS = ".?!:;,…。？！"
+# What ends a sentence: dropped from the end of words a card puts inside its own sentence, so the model's
+# "kitchen lights?" is quoted as “kitchen lights” and no line reads “kitchen lights?”. or “…?”,. An ellipsis
+# stays: it says the words were cut short (`entity_budget.cut`), which a card must not hide, and it doubles
+# nothing.
+SENTENCE_ENDS = ".?!:;,。？！"
+
+
+def unended(words: str) -> str:
+    """`words` without the punctuation that would end a sentence at its end (whole, if nothing else is left)."""
+    return words.rstrip(SENTENCE_ENDS).rstrip() or words
 
 
 def quoted(words: str) -> str:
     """Someone else's words (the model's filter, its query) quoted inside a card's sentence, in “”."""
-    return f"“{words.rstrip(SENTENCE_ENDS).rstrip() or words}”"
+    return f"“{unended(words)}”"
 
 
 def host_of(base_url: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console_ha.errors import ConfirmationInvalid
+from console_ha.ha.areas import AreaIndex
 from console_ha.secret import find_by_token
 
 CONFIRMATION_TTL_SECONDS = 300
@@ -39,6 +40,8 @@ class PendingConfirmation:
     shown: str = ""
     # Who asked, when it is not the household's own conversation page: an API token's name.
     client: str | None = None
+    # The areas its card named devices by (None: it knew none): its read reads no device the card did not name.
+    card_areas: AreaIndex | None = None
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -66,7 +69,8 @@ class ConfirmationStore:
         return self._ttl
 
     def issue(self, conversation_id: str, capability: str, arguments: Mapping[str, Any],
-              invocation_id: str, *, shown: str = "", client: str | None = None) -> PendingConfirmation:
+              invocation_id: str, *, shown: str = "", client: str | None = None,
+              card_areas: AreaIndex | None = None) -> PendingConfirmation:
         """Create a token for exactly this conversation, capability and arguments."""
         now = self._clock()
         pending = PendingConfirmation(
@@ -80,6 +84,7 @@ class ConfirmationStore:
             deadline=self._timer() + self._ttl,
             shown=shown,
             client=client,
+            card_areas=card_areas,
         )
         with self._lock:
             if len(self._pending) >= self._max_pending:

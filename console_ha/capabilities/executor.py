@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-from console_ha.capabilities.card_facts import card_facts
+from console_ha.capabilities.card_facts import CardMemory, ReadNotes
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from console_ha.capabilities.entity_budget import json_size
@@ -84,6 +84,10 @@ class Proposal:
 
 # What the model is told of a bug: that there was one, nothing of it.
 INTERNAL_ERROR_MESSAGE = "Something went wrong inside the Console."
+
+# Why an allowed card read nothing: what it showed (the address, the names) is no longer so. Its card is used up,
+# unlike the other reasons of CONFIRMATION_INVALID, which leave a card unanswered.
+SETTINGS_CHANGED = "settings_changed"
 
 TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
     "The Home Assistant access token was saved for another Home Assistant than the one configured now; "
@@ -211,7 +215,7 @@ class Executor:
 
     def __init__(self, data_dir: DataDir, *, config_store: ConfigStore, token_store: TokenStore, audit: AuditLog,
                  confirmations: ConfirmationStore, clients: LendClient = one_client,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, memory: CardMemory | None = None) -> None:
         # Every store is handed in (Console.open builds them once); the executor builds none of its own.
         self._data_dir = data_dir
         self.config_store = config_store
@@ -224,6 +228,9 @@ class Executor:
         self._clock = clock
         # Home Assistant's time zone per address, as the last read that reported one said (`household_zone`).
         self._zones: dict[str, ZoneInfo] = {}
+        # What its cards may say of the devices, kept by its reads: the Console's, shared by its executors and
+        # its settings page; else this executor's own (plain Python).
+        self._memory = memory or CardMemory()
 
     def offered(self) -> tuple[Capability, ...]:
         """The capabilities an allowlisted entity can answer (`spec.offered`): what the model and MCP clients see."""
@@ -280,17 +287,19 @@ class Executor:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
             self._audit("rejected", label, err.stage or 3, invocation, err.code, client=client)
             raise
+        # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home Assistant
+        # before the household answers (docs/capabilities.md, "What a card knows").
+        facts = self._memory.facts(
+            cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
-                                           shown=what_the_card_shows(capability, config), client=client)
+                                           shown=what_the_card_shows(capability, config), client=client,
+                                           card_areas=facts.areas)
         self._audit("confirmation_requested", capability.name, 4, invocation, client=client)
         return Proposal(
             token=pending.token,
             capability=capability.name,
             arguments=canonical,
-            # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home
-            # Assistant before the household answers (docs/capabilities.md, "What a card knows").
-            card=capability.card(config, canonical, card_facts(
-                cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))),
+            card=capability.card(config, canonical, facts),
             expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 
@@ -350,6 +359,15 @@ class Executor:
         self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
         return "cancelled"
 
+    def still_as_shown(self, pending: PendingConfirmation) -> bool:
+        """Whether what `pending`'s card showed (the address, what its capability binds) is still so: its read
+        refuses when not (`_run`). Reads the settings only; a settings file found damaged is the read's to say."""
+        try:
+            config = self._load_config()
+        except CapabilityError:
+            return True
+        return what_the_card_shows(REGISTRY[pending.capability], config) == pending.shown
+
     def is_open(self, token: object, *, conversation_id: str) -> bool:
         """Whether `token`'s card can still be answered; expired cards are swept (and audited) first."""
         self.sweep_expired()
@@ -371,7 +389,7 @@ class Executor:
             check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config) != pending.shown:
                 # Approved was a read of that Home Assistant (and whatever else the capability binds).
-                changed = ConfirmationInvalid("settings_changed", "The Home Assistant settings changed after this "
+                changed = ConfirmationInvalid(SETTINGS_CHANGED, "The Home Assistant settings changed after this "
                                               "card was shown; nothing was read. Ask again.")
                 changed.stage = 4
                 raise changed
@@ -380,7 +398,8 @@ class Executor:
             now = datetime.fromtimestamp(self._clock(), UTC)
             with self._clients(config.base_url, cast(Secret, token.token),
                                ca_bundle_path(config, self._data_dir)) as client:
-                raw = capability.execute(client, config, arguments, deadline, now)
+                raw = capability.execute(client, config, arguments, deadline, now,
+                                         ReadNotes(self._memory, pending.card_areas))
             stage = 6
             result = shape(capability, raw)
             self._learn_zone(config.base_url, result)

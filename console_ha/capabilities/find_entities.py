@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, quoted
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.household_words import HAN, HOUSEHOLD_WORDS, STOP_WORDS, Kind, query_texts
@@ -253,14 +253,15 @@ def _no_area(entity_id: str) -> None:
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """One GET /api/states, the areas, and the ranking: the allowlisted entities the query describes."""
     states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
     deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
-    SEEN.remember(client.cache_key, states, config.allowlisted_entities)  # the kinds of reading a card says
+    if notes is not None:
+        notes.memory.remember(client.cache_key, states, config.allowlisted_entities)  # the kinds of reading a card says
     # As list_entities: a Home Assistant that cannot tell its areas is still searched, by name, id and
     # kind, each area null and `areas_known` false.
-    areas = areas_if_known(client, deadline, needed=False)
+    areas = areas_if_known(client, deadline, needed=False, notes=notes)
     result = find(states, config, _no_area if areas is None else areas.area_name, arguments["query"])
     result["retrieved_at"] = utc_z(now)
     if areas is None:

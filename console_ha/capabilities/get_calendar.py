@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.get_statistics import household_zone
 from console_ha.capabilities.plain_text import plain_value
@@ -130,7 +130,7 @@ def event_of(item: object, zone: tzinfo) -> tuple[datetime, dict[str, Any]]:
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """The events of one allowlisted calendar over the period's days, in start order, at most MAX_EVENTS."""
     entity_id = arguments["entity_id"]
     zone = household_zone(client.config(timeout=deadline.remaining()))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.get_calendar import household_text
 from console_ha.capabilities.get_statistics import household_zone
@@ -81,7 +81,7 @@ def units_of(state: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """The first forecast Home Assistant pushes for the entity, at most 8 days or 48 hours, with its units."""
     entity_id, kind = arguments["entity_id"], arguments["kind"]
     units = units_of(client.state(entity_id, timeout=deadline.remaining()))

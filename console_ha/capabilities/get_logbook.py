@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.get_history import ONE_OF_THE_PERIODS, PERIODS
@@ -70,7 +70,7 @@ LOGBOOK_FIELD_MEANINGS: dict[str, str] = {
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """Up to MAX_ENTRIES logbook entries of one allowlisted entity over the period, each with its cause."""
     entity_id = arguments["entity_id"]
     period = arguments["period"]

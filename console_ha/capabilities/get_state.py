@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, listed
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
@@ -78,16 +78,17 @@ def household_attributes(state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """One GET /api/states/<id>: the entity as list_entities lists it, its area, and its household attributes."""
     entity_id = arguments["entity_id"]
     state = client.state(entity_id, timeout=deadline.remaining())
     if state.get("entity_id") != entity_id:
         raise HABadResponse("Home Assistant answered for a different entity.")
-    SEEN.remember(client.cache_key, [state], config.allowlisted_entities)  # the next card's words for it
+    if notes is not None:
+        notes.memory.remember(client.cache_key, [state], config.allowlisted_entities)  # the next card's words for it
     # As list_entities: a Home Assistant that cannot tell its areas still answers, the area null and
     # `areas_known` false.
-    areas = areas_if_known(client, deadline, needed=False)
+    areas = areas_if_known(client, deadline, needed=False, notes=notes)
     result = {
         **listed(narrow_state(state), None if areas is None else areas.area_name(entity_id), CAP_LEVELS[0]),
         "attributes": household_attributes(state),
@@ -146,7 +147,7 @@ DOMAIN_WORDS: dict[str, str] = {
     "update": ("The assistant wants to read whether {name} ({entity_id}) has an update now, its room, the "
                "version installed and the latest, and whether it is installing."),
 }
-# A sensor whose kind of reading the Console has seen (`card_facts.SEEN`): said as the household asks it.
+# A sensor whose kind of reading the Console has seen (`CardMemory`): said as the household asks it.
 SENSOR_WORDS: dict[str, str] = {
     "temperature": "The assistant wants to read how warm {name} ({entity_id}) says it is now, and its room.",
     "humidity": "The assistant wants to read how humid {name} ({entity_id}) says it is now, and its room.",

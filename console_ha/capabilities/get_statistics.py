@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -134,7 +134,7 @@ def calendar(period: Period, start: datetime, end: datetime) -> tuple[list[int],
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """Daily or monthly points and a summary of one allowlisted entity's long-term statistics over the period."""
     entity_id = arguments["entity_id"]
     period = PERIODS[arguments["period"]]
@@ -169,7 +169,7 @@ READS_DAILY = ("The assistant wants to read Home Assistant's long-term statistic
                "{period}, day by day.")
 READS_MONTHLY = ("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
                  "{period}, month by month.")
-# A meter (a state class of total, or an energy, gas or water device class) counts up: its statistics are
+# A meter (a state class of total; with none, an energy, gas or water device class) counts up: its statistics are
 # how much; a measurement's are its average, lowest and highest.
 METER_WORDS = "They say how much {name} counted {when}."
 WARM_WORDS = "They say how warm {name} was {when}, on average and at its lowest and highest."

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.get_calendar import household_text
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -70,7 +70,7 @@ def item_of(item: object) -> dict[str, Any]:
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """The items of one allowlisted to-do list with the asked status, in the list's order, at most MAX_ITEMS."""
     entity_id = arguments["entity_id"]
     status = arguments.get("status", "needs_action")

@@ -68,6 +68,9 @@ ALLOWED_NOW = "Allowed: the program gets this read once."
 ALLOWED_LATER = ("Allowed; the program will get it when it asks again. Nothing is read until then, and "
                  "nothing at all if it does not ask before the card expires.")
 NOT_ALLOWED = "Not allowed: nothing was read."
+# Allowed, but what the card showed (the address, the devices' names) changed while it waited: its read refuses.
+CHANGED_SINCE_SHOWN = ("Allowed, but your Home Assistant settings or your devices' names changed after this card "
+                       "was shown, so nothing will be read. The program is told to ask again.")
 
 
 class StillWaiting(Exception):  # noqa: N818 - a verdict, not a failure
@@ -348,6 +351,8 @@ class HouseholdQueue:
                 raise self._not_open(token)
             if not approve:
                 return Answered("denied", NOT_ALLOWED)
+            if card.taken is not None and not self._executor.still_as_shown(card.taken):
+                return Answered("approved", CHANGED_SINCE_SHOWN)  # not "the program gets this read": it will not
             return Answered("approved", ALLOWED_NOW if live else ALLOWED_LATER)
 
     def settle(self, waiting: WaitingRead, asker: Asker) -> dict[str, Any]:

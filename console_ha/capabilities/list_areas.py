@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
@@ -26,7 +26,7 @@ AREA_NAME_CAPS = tuple(dict.fromkeys(caps.area for caps in CAP_LEVELS))
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """Per area holding allowlisted entities Home Assistant reports: how many, and how many unavailable."""
     wanted = set(config.allowlisted_entities)
     states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
@@ -37,6 +37,8 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         if entity_id in wanted:
             unavailable[entity_id] = state.get("state") in UNAVAILABLE_STATES
     areas = area_index(client, timeout=deadline.remaining())
+    if notes is not None:
+        notes.memory.keep_areas(client.cache_key, areas)  # the rooms the next cards name
     # Keyed by area id (two areas may share a name cut short); None for entities in no area.
     held: Counter[str | None] = Counter()
     down: Counter[str | None] = Counter()

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, SEEN, CardFacts
-from console_ha.capabilities.cards import Card, leaves_device, quoted
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
+from console_ha.capabilities.cards import Card, leaves_device, quoted, unended
 from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -74,7 +74,7 @@ def selection(config: HomeAssistantConfig, arguments: Mapping[str, Any], areas: 
 
 
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
-            deadline: Deadline, now: datetime) -> dict[str, Any]:
+            deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """The current state of the allowlisted entities the filters keep, each with its area, and how many matched."""
     wanted = set(config.allowlisted_entities)
     states = client.states(timeout=deadline.remaining(), max_bytes=ALL_ENTITIES_MAX_BYTES)
@@ -84,11 +84,17 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         entity_id = state.get("entity_id")
         if entity_id in wanted:
             found[entity_id] = state
-    SEEN.remember(client.cache_key, found.values(), wanted)
-    areas = _areas(client, deadline, needed="area" in arguments)
+    if notes is not None:
+        notes.memory.remember(client.cache_key, found.values(), wanted)  # the next cards' words for these
+    areas = _areas(client, deadline, needed="area" in arguments, notes=notes)
     # Every area of Home Assistant the words name; only allowlisted entities are then looked up in them, so
     # an area without one is never told apart from an area that does not exist.
     selected = selection(config, arguments, areas)
+    if "area" in arguments and notes is not None and notes.card_areas is not None:
+        # The household allowed the devices its card named by the rooms it knew: a device moved into the room
+        # since is not read (never named), one moved out is not either (no longer in the room).
+        allowed = set(named_by_card(config, arguments, notes.card_areas))
+        selected = [e for e in selected if e in allowed]
     # The limit counts the selection as the card names it (allowlist order, gone entities included), so the
     # answer tells of no entity the card did not name.
     limit = _limit(arguments)
@@ -119,15 +125,26 @@ def _fitted(found: Mapping[str, Mapping[str, Any]], shown: list[str], missing: l
     return result
 
 
-def _areas(client: HomeAssistantClient, deadline: Deadline, *, needed: bool) -> AreaIndex | None:
+def _areas(client: HomeAssistantClient, deadline: Deadline, *, needed: bool,
+           notes: ReadNotes | None = None) -> AreaIndex | None:
     """The areas, kept or read once; without an area filter a Home Assistant that cannot tell them (no
     WebSocket through its proxy, say) still answers, with every area null and `areas_known` false."""
     try:
-        return area_index(client, timeout=deadline.remaining())
+        index = area_index(client, timeout=deadline.remaining())
     except HomeAssistantError:
         if needed:
             raise
         return None
+    if notes is not None:
+        notes.memory.keep_areas(client.cache_key, index)  # the rooms the next cards name
+    return index
+
+
+def named_by_card(config: HomeAssistantConfig, arguments: Mapping[str, Any], areas: AreaIndex | None) -> list[str]:
+    """The devices a card names as read, given the areas it knows: the selection, to the limit."""
+    selected = selection(config, arguments, areas)
+    limit = _limit(arguments)
+    return selected[:limit] if limit is not None else selected
 
 
 def _limit(arguments: Mapping[str, Any]) -> int | None:
@@ -175,8 +192,9 @@ def kind_words(domain: str) -> str:
 
 
 def named(config: HomeAssistantConfig, entities: list[str]) -> str:
-    """The first MAX_NAMED of `entities` by the names the household knows them by."""
-    return ", ".join(cut(config.display_name(e), CARD_NAME_BYTES) for e in entities[:MAX_NAMED])
+    """The first MAX_NAMED of `entities` by the names the household knows them by (a name's own "." or "?" is
+    left out: the list goes on with a comma or ends the card's sentence)."""
+    return ", ".join(unended(cut(config.display_name(e), CARD_NAME_BYTES)) for e in entities[:MAX_NAMED])
 
 
 def _what_is_read(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts) -> list[str]:
@@ -189,9 +207,7 @@ def _what_is_read(config: HomeAssistantConfig, arguments: Mapping[str, Any], fac
         words = READS_IN_UNKNOWN_AREA if len(candidates) <= MAX_NAMED else READS_IN_UNKNOWN_AREA_AMONG
         return [words.format(area=_quoted(arguments["area"]), count=len(candidates),
                              names=named(config, candidates))]
-    selected = selection(config, arguments, facts.areas)
-    limit = _limit(arguments)
-    read = selected[:limit] if limit is not None else selected
+    read = named_by_card(config, arguments, facts.areas)
     everything = not arguments
     if not read:
         words = READS_NONE

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
-from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts
+from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card
 from console_ha.deadline import Deadline
 from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
@@ -64,15 +64,18 @@ class Bounds:
     max_invocations_per_turn: int = 1
 
 
-# Stage 5: read Home Assistant with the client, within the deadline, for validated arguments; `now`
-# is the invocation's clock, so a result's times agree with each other.
-Execute = Callable[[HomeAssistantClient, HomeAssistantConfig, Mapping[str, Any], Deadline, datetime],
-                   dict[str, Any]]
+class Execute(Protocol):
+    """Stage 5: read Home Assistant with the client, within the deadline, for validated arguments; `now` is the
+    invocation's clock, so a result's times agree with each other. `notes` (`ReadNotes`): what its card knew,
+    and where what a later card may say (areas, kinds of reading) goes; without them (plain Python), nowhere."""
+
+    def __call__(self, client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
+                 deadline: Deadline, now: datetime, notes: ReadNotes | None = None, /) -> dict[str, Any]: ...
 
 
 class CardCopy(Protocol):
     """The household's card for validated arguments under the settings in force, and what the Console holds
-    of the devices (`card_facts`: kept areas and kinds of reading; nothing is asked of Home Assistant)."""
+    of the devices (`CardMemory.facts`: kept areas and kinds of reading; nothing is asked of Home Assistant)."""
 
     def __call__(self, config: HomeAssistantConfig, arguments: Mapping[str, Any],
                  facts: CardFacts = NOTHING_KNOWN, /) -> Card: ...

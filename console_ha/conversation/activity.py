@@ -9,7 +9,6 @@ from types import MappingProxyType
 from typing import Any
 
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.errors import ConfirmationInvalid
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 
 LATEST_EVENTS = 50
@@ -62,8 +61,6 @@ WITHDRAWN_BY_A_NEW_MESSAGE = "Withdrawn: you asked something else."
 
 # The events whose code says why, in the household's words (`reason`).
 EXPLAINED = ("rejected", "failed")
-# The one refusal whose code has no chat line: approved, but the settings changed while the card was open.
-SETTINGS_CHANGED = "The Home Assistant settings changed after you were asked, so nothing was read."
 REFUSED_FALLBACK = "The Console refused it for a reason this Console has no words for."
 
 
@@ -74,7 +71,7 @@ def reason(event: str, code: str | None) -> str | None:
     if code is not None and code in CHAT_WORDS:
         return CHAT_WORDS[code]
     if event == "rejected":
-        return SETTINGS_CHANGED if code == ConfirmationInvalid.code else REFUSED_FALLBACK
+        return REFUSED_FALLBACK
     return CHAT_FALLBACK  # INTERNAL_ERROR among them: the household is told it did not work, nothing more
 
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from console_ha.capabilities.executor import Executor, Proposal, Turn, at_stage
+from console_ha.capabilities.executor import SETTINGS_CHANGED, Executor, Proposal, Turn, at_stage
 from console_ha.capabilities.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
@@ -230,12 +230,17 @@ class ConversationService:
                 content: dict[str, Any] = self.executor.answer(
                     proposal.token, approve=approve, conversation_id=conversation.id)
             except ConfirmationInvalid as err:
-                # Nothing ran, and the conversation stays as it was. This conversation's own open card
-                # is unknown to the executor only once swept as expired or pushed out by newer cards:
-                # either way, ask again.
-                if err.detail.get("reason") == "unknown":
-                    raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
-                raise
+                if err.detail.get("reason") != SETTINGS_CHANGED:
+                    # Nothing ran, and the conversation stays as it was. This conversation's own open card
+                    # is unknown to the executor only once swept as expired or pushed out by newer cards:
+                    # either way, ask again.
+                    if err.detail.get("reason") == "unknown":
+                        raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
+                    raise
+                # Allowed, and used up: what the card showed had changed, so nothing was read. Said so, not
+                # left open to be called "expired" later.
+                content = error_body(err)
+                conversation.note(CHAT_ALLOWED_FAILED.format(title=title, outcome=chat_line(err)))
             except CapabilityError as err:
                 content = error_body(err)
                 conversation.note(CHAT_DENIED.format(title=title) if not approve else

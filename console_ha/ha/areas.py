@@ -30,19 +30,27 @@ AREAS_FAILURE_TTL = 10.0
 
 EntityAreas = dict[str, str]
 
-__all__ = ["AREA_INDEXES", "Area", "AreaCache", "AreaIndex", "AreaIndexCache", "EntityAreas", "RegistryError",
-           "area_index", "build_area_index", "entity_areas", "fetch_entity_areas", "fetch_key", "read_area_index",
-           "websocket_url"]
+__all__ = ["AREA_INDEXES", "Area", "AreaCache", "AreaIndex", "AreaIndexCache", "EntityAreas", "KeepAreas",
+           "RegistryError", "area_index", "build_area_index", "entity_areas", "fetch_entity_areas", "fetch_key",
+           "read_area_index", "websocket_url"]
 
 
 class RegistryError(Exception):
     """The registry lists were not what Home Assistant's protocol says."""
 
 
+# Given what a registry round found, with its `fetch_key`: the Console's card memory keeps it for its cards.
+KeepAreas = Callable[[tuple[str, str, str], "AreaIndex"], None]
+
+
 def fetch_entity_areas(
-    base_url: str, token: Secret, *, timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None
+    base_url: str, token: Secret, *, timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None,
+    keep: KeepAreas | None = None,
 ) -> EntityAreas | None:
-    """entity_id → area name for every entity with an area; None when the registries cannot be read."""
+    """entity_id → area name for every entity with an area; None when the registries cannot be read.
+
+    `keep` is handed the whole index of a round that worked (the picker's areas, which a card may name).
+    """
     try:
         # The WebSocket holds one of the places the REST calls to this Home Assistant share.
         with CALL_LIMITS.slot(base_url):
@@ -60,8 +68,9 @@ def fetch_entity_areas(
         log.info("entity areas unavailable from %s: registry lists of an unexpected shape (%s)",
                  base_url, type(err).__name__)
         return None
-    # What the picker just read is what a card may name before its read (the same key: URL, token, CA).
-    AREA_INDEXES.keep_known(fetch_key(base_url, token, ca_bundle), index)
+    if keep is not None:
+        # What the picker just read is what a card may name before its read (the same key: URL, token, CA).
+        keep(fetch_key(base_url, token, ca_bundle), index)
     return index.entity_area_names()
 
 
@@ -228,9 +237,6 @@ class AreaIndexCache:
         self._read = read
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str, str], tuple[float, AreaIndex | HomeAssistantError]] = {}
-        # The last areas read for each key, whatever their age or a failure since: what a card names before
-        # the household allows a read (which reads them again), never a reason to ask Home Assistant.
-        self._known: dict[tuple[str, str, str], AreaIndex] = {}
 
     def get(self, client: HomeAssistantClient, *, timeout: float) -> AreaIndex:
         """The areas of `client`'s Home Assistant: kept ones, else one registry round (its HA* error if it fails)."""
@@ -248,30 +254,15 @@ class AreaIndexCache:
             with self._lock:
                 # One Home Assistant at a time: entries for other URLs or tokens go.
                 self._entries = {key: entry}
-                if isinstance(value, AreaIndex):
-                    self._known = {key: value}
-                elif key not in self._known:
-                    self._known = {}
         if isinstance(entry[1], HomeAssistantError):
             # The kept failure, as a new error of its kind, so no traceback grows on a shared exception.
             raise entry[1].reworded(entry[1].message)
         return entry[1]
 
-    def keep_known(self, key: tuple[str, str, str], index: AreaIndex) -> None:
-        """Hold `index` as the last areas read for `key` (the picker's round), for cards only: reads still read."""
-        with self._lock:
-            self._known = {key: index}
-
-    def known(self, key: tuple[str, str, str]) -> AreaIndex | None:
-        """The last areas read for `key` (a client's `cache_key`), however old; None if none. Asks nothing."""
-        with self._lock:
-            return self._known.get(key)
-
     def clear(self) -> None:
         """Forget every kept area list (tests that change a stub's registries)."""
         with self._lock:
             self._entries = {}
-            self._known = {}
 
 
 # The capabilities' one cache (as CALL_LIMITS is the clients' one limit): each read finds it here rather than

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from console_ha.capabilities.card_facts import SEEN
+from console_ha.capabilities.card_facts import CardMemory
 from console_ha.errors import ConsoleHaError, HABusy, InvalidSettingsChange, SettingsFileDamaged
 from console_ha.ha.addresses import ENTITY_ID_RE, normalise_base_url
 from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
@@ -184,6 +184,7 @@ class SettingsService:
         discover: Callable[..., list[Instance]],
         areas: AreaCache,
         timeouts: Timeouts,
+        card_memory: CardMemory,
     ) -> None:
         # Every collaborator is built once by the composition root (`Console.open`) and handed in.
         self._data_dir = data_dir
@@ -193,6 +194,8 @@ class SettingsService:
         self._ca = ca_store
         self._clients = clients
         self._timeouts = timeouts
+        # The Console's memory for its cards: the picker's load tells it the allowed devices' kinds of reading.
+        self._card_memory = card_memory
         # The boundaries a test fakes (zeroconf, the WebSocket registries): swappable after construction.
         self.discover = discover
         self.areas = areas
@@ -360,8 +363,8 @@ class SettingsService:
             # the page show it. One scan of the answer, as the connection test does for /api/config.
             log.warning("the entity list from %s holds the token sent; not Home Assistant", base_url)
             raise not_home_assistant()
-        # The allowed devices' kinds of reading, for the cards of the reads that follow (card_facts.SEEN).
-        SEEN.remember(fetch_key(base_url, token, ca_bundle), states, config.allowlisted_entities)
+        # The allowed devices' kinds of reading, for the cards of the reads that follow.
+        self._card_memory.remember(fetch_key(base_url, token, ca_bundle), states, config.allowlisted_entities)
         return payload
 
     def _areas_for(self, base_url: str, token: Secret, ca_bundle: str | None) -> Future[EntityAreas | None]:

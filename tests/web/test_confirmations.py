@@ -324,3 +324,14 @@ def test_a_program_does_not_see_the_cards_of_another_token_with_the_same_name(ap
     seen = [p["token"] for p in bearer.get("/api/v1/confirmations").get_json()["pending"]]
     # The bearer fixture's token is the first made.
     assert seen == [cards[mine.token_id]]
+
+
+def test_a_card_s_names_are_text_on_the_page_never_markup(app, household, data_dir, configured):
+    """A device's saved name and a program's name holding HTML show as the words they are, escaped."""
+    ConfigStore(data_dir).update({"entity_names": {
+        "sensor.living_room_temperature": '<img src=x onerror="alert(1)">Temp "quoted" ?'}})
+    waiting(app, "<b>desk</b>")
+    html = household.get("/confirmations").get_data(as_text=True)
+    assert "<img" not in html and "<b>desk" not in html
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;Temp &#34;quoted&#34; ?" in html
+    assert "&lt;b&gt;desk&lt;/b&gt;" in html

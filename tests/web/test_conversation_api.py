@@ -570,3 +570,15 @@ def test_a_token_revoked_mid_turn_puts_no_further_card_before_the_household(make
     assert [e["event"] for e in AuditLog(app.extensions["console_ha"].data_dir).events()].count(
         "confirmation_requested") == 1
     assert configured.requests == []
+
+
+def test_a_card_and_its_chat_line_show_a_name_holding_html_as_text(household, data_dir, configured, model):
+    """A device's saved name holding markup is words on the page, in the card and in the line quoting it."""
+    ConfigStore(data_dir).update({"entity_names": {"binary_sensor.front_door": '<img src=x onerror="alert(1)">Door'}})
+    model.script(tool_call("home_assistant__get_state", {"entity_id": "binary_sensor.front_door"}), text("Done."))
+    paused = ask(household).get_json()
+    page = household.get(f"/conversation?c={paused['conversation_id']}").get_data(as_text=True)
+    assert "<img" not in page and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;Door" in page
+    answer(household, paused["conversation_id"], paused["pending_confirmation"]["token"], False)
+    page = household.get(f"/conversation?c={paused['conversation_id']}").get_data(as_text=True)
+    assert "<img" not in page and "You did not allow it" in page
