@@ -46,6 +46,7 @@ from console_ha.errors import (
     InvocationLimitExceeded,
     TokenRevoked,
 )
+from console_ha.language import Words
 from console_ha.secret import find_by_token
 
 # At most this many reads wait for the household at once, over every client. Each waiting MCP call or
@@ -63,10 +64,10 @@ MAX_CARDS_PER_TOOL = 2
 EXPIRED_REMEMBERED = 64
 
 # What the household is told after answering (words.py keeps the error codes' words; these are the queue's).
-ALLOWED_NOW = "Allowed: the program gets this read once."
-ALLOWED_LATER = ("Allowed; the program will get it when it asks again. Nothing is read until then, and "
-                 "nothing at all if it does not ask before the card expires.")
-NOT_ALLOWED = "Not allowed: nothing was read."
+ALLOWED_NOW = Words("Allowed: the program gets this read once.")
+ALLOWED_LATER = Words("Allowed; the program will get it when it asks again. Nothing is read until then, and "
+                      "nothing at all if it does not ask before the card expires.")
+NOT_ALLOWED = Words("Not allowed: nothing was read.")
 
 
 class StillWaiting(Exception):  # noqa: N818 - a verdict, not a failure
@@ -92,7 +93,7 @@ class Answered:
     """The household's answer as the Console tells it back: the contract's status, and what happens now."""
 
     status: str  # "approved" or "denied"
-    message: str
+    message: str  # a Words: the household reads it in the language of the request that answered
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from console_ha.capabilities.executor import Proposal, Turn
 from console_ha.capabilities.household_queue import Asker
 from console_ha.conversation.model import ToolCall
 from console_ha.errors import ConfirmationInvalid, error_body
+from console_ha.language import Words
 from console_ha.store.conversations import ConversationFiles
 from console_ha.timestamps import utc_z_now
 from console_ha.words import CHAT_RESTARTED
@@ -114,7 +115,7 @@ class Conversation:
             conversation.messages.extend({"role": "tool", "tool_call_id": call_id, "content": content}
                                          for call_id in open_card["calls"])
             if not open_card["expiry_said"]:  # an expiry the chat already said needs no second line
-                conversation.note(CHAT_RESTARTED.format(title=open_card["title"]))
+                conversation.note(Words(CHAT_RESTARTED, title=open_card["title"]))
         return conversation
 
 

@@ -35,6 +35,7 @@ from console_ha.errors import (
     error_body,
 )
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import same_token
 from console_ha.store.config import ConfigStore
 from console_ha.words import (
@@ -84,8 +85,9 @@ values. Reply in the language they write in, briefly, with units; durations in h
 
 SYSTEM_PROMPT = system_prompt()
 
-STOPPED_REPLY = ("I stopped before finishing this answer because it took too many steps. "
-                 "Please ask again, perhaps more simply.")
+# The Console's reply for the model, when a turn takes too many steps: the household reads it in its language.
+STOPPED_REPLY = Words("I stopped before finishing this answer because it took too many steps. "
+                      "Please ask again, perhaps more simply.")
 
 
 @dataclass(frozen=True)
@@ -218,10 +220,10 @@ class ConversationService:
                 raise
             except CapabilityError as err:
                 content = error_body(err)
-                conversation.note(CHAT_DENIED.format(title=title) if not approve else
-                                  CHAT_ALLOWED_FAILED.format(title=title, outcome=chat_line(err)))
+                conversation.note(Words(CHAT_DENIED, title=title) if not approve else
+                                  Words(CHAT_ALLOWED_FAILED, title=title, outcome=chat_line(err)))
             else:
-                conversation.note(CHAT_ALLOWED.format(title=title))
+                conversation.note(Words(CHAT_ALLOWED, title=title))
             conversation.touch()
             conversation.pending = None
             conversation.messages.append(_tool_message(call, content))
@@ -288,7 +290,7 @@ class ConversationService:
                 return False
             if self.executor.is_open(token, conversation_id=conversation.id):
                 return False
-            conversation.note(CHAT_EXPIRED.format(title=pending[1].card.title))
+            conversation.note(Words(CHAT_EXPIRED, title=pending[1].card.title))
             conversation.expiry_noted = token
             self.store.save(conversation)
             return True
@@ -375,7 +377,7 @@ class ConversationService:
             withdrawn = self.executor.withdraw(proposal.token, conversation_id=conversation.id)
             if conversation.expiry_noted != proposal.token:  # its expiry not yet said when the page read it
                 words = CHAT_WITHDRAWN if withdrawn == "cancelled" else CHAT_EXPIRED
-                conversation.note(words.format(title=proposal.card.title))
+                conversation.note(Words(words, title=proposal.card.title))
             if conversation.queue:
                 conversation.note(CHAT_WAITING_DROPPED)
         conversation.pending = None
