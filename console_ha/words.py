@@ -223,8 +223,8 @@ CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "RESULT_TOO_LARGE": Words("Home Assistant's answer was too large to pass on, so the assistant got none of it."),
 })
 # What /conversation adds when the language model cannot be used: where to go next.
-MODEL_NEXT_STEP = ("Check that the model server is running, then send your message again; on the Model page, "
-                   "Test model says what is wrong.")
+MODEL_NEXT_STEP = Words("Check that the model server is running, then send your message again; on the Model page, "
+                        "Test model says what is wrong.")
 
 CHAT_FALLBACK = Words("The read did not work, so the assistant got nothing from Home Assistant.")
 
