@@ -331,14 +331,15 @@ class HouseholdQueue:
                 # Revoked while its card waited (on the page, or with the CLI in another process): nothing is
                 # read for it, whether its call waits or returned early, and the household is told so.
                 self._move(card, CardState.WITHDRAWN, now, error=_revoked())
-                raise ConfirmationInvalid("unknown", "That program's API token was revoked; nothing was read.")
+                raise ConfirmationInvalid("unknown", Words("That program's API token was revoked; nothing was read."))
             # A call whose program hung up a moment ago is not a live one (its verdict would find it so too).
             live = any(call.present() for call in card.calls)
             if card.joins is None and not live:
                 # A card no call can join (a program's conversation message) whose program hung up: it can
                 # never be collected, so it goes now rather than being held for a return that cannot come.
                 self._move(card, CardState.WITHDRAWN, now, error=_hung_up())
-                raise ConfirmationInvalid("unknown", "The program hung up before its read ran; nothing was read.")
+                raise ConfirmationInvalid("unknown",
+                                          Words("The program hung up before its read ran; nothing was read."))
             to = (CardState.ALLOWED if live else CardState.HELD) if approve else CardState.DENIED
             if self._move(card, to, now) is CardState.EXPIRED:
                 raise self._not_open(token)
@@ -446,6 +447,6 @@ class HouseholdQueue:
     def _not_open(self, token: object) -> ConfirmationInvalid:
         # Under the lock. A card whose time ran out is said to have expired, even once it left the queue.
         if find_by_token(self._expired, token) is not None:
-            return ConfirmationInvalid("expired", "That request has expired; nothing was read.")
-        return ConfirmationInvalid("unknown", "That request is not waiting any more: it was answered, withdrawn "
-                                   "or never made.")
+            return ConfirmationInvalid("expired", Words("That request has expired; nothing was read."))
+        return ConfirmationInvalid("unknown", Words("That request is not waiting any more: it was answered, "
+                                                    "withdrawn or never made."))

@@ -146,7 +146,9 @@ class ConversationService:
         """
         text = message.strip() if isinstance(message, str) else ""
         if not text or len(text) > MAX_MESSAGE_CHARS:
-            raise InvalidMessage(f"A message is between 1 and {MAX_MESSAGE_CHARS} characters.", field="message")
+            raise InvalidMessage(Words.counted("A message is between 1 and {count} character.",
+                                               "A message is between 1 and {count} characters.", MAX_MESSAGE_CHARS),
+                                 field="message")
         if asker is not None and self._household is None:
             raise ValueError("a program's message needs the household queue: ConversationService(household=...)")
         if asker is None:
@@ -199,13 +201,13 @@ class ConversationService:
         """Resume a paused turn with the household's answer; ConfirmationInvalid (409) when it cannot be."""
         conversation = self.store.get(conversation_id)
         if conversation is None or conversation.owner != HOUSEHOLD:
-            raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
+            raise ConfirmationInvalid("unknown", Words("That confirmation is not known. Ask again."))
         with conversation.lock, self.store.saving(conversation):  # kept on disk as it ends, whatever it came to
             pending = conversation.pending
             if pending is None or not same_token(pending[1].token, token):
                 # Checked before the executor, so a superseded card cannot run, nor burn another
                 # conversation's token.
-                raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
+                raise ConfirmationInvalid("unknown", Words("That confirmation is not known or was already answered."))
             call, proposal = pending
             title = proposal.card.title
             try:
@@ -216,7 +218,7 @@ class ConversationService:
                 # is unknown to the executor only once swept as expired or pushed out by newer cards:
                 # either way, ask again.
                 if err.detail.get("reason") == "unknown":
-                    raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
+                    raise ConfirmationInvalid("expired", Words("That confirmation has expired. Ask again.")) from None
                 raise
             except CapabilityError as err:
                 content = error_body(err)

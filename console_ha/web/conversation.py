@@ -101,7 +101,7 @@ def lines() -> Response:
     # Only a card that can still be answered: once it has expired, the page's script has its line instead.
     found = conversation_service().transcript(conversation_id, open_only=True) if conversation_id else None
     if found is None:
-        raise NotFound("That conversation is not kept any more.")
+        raise NotFound(Words("That conversation is not kept any more."))
     messages, pending = found
     return jsonify({"conversation_id": conversation_id, "messages": messages,
                     "pending_confirmation": pending.to_dict() if pending is not None else None})
