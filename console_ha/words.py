@@ -42,6 +42,7 @@ SETTINGS_WORDS: MappingProxyType[str, str] = MappingProxyType({
 
 # What the model is told when Home Assistant fails a capability. The client's own words may name the
 # household's Home Assistant address, which the model never needs; the code already says what happened.
+# Plain English strings, never Words (issue 26): the model reads English, whatever the household's language.
 MODEL_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_UNREACHABLE": "Home Assistant could not be reached.",
     "HA_TIMEOUT": "Home Assistant did not answer in time.",
