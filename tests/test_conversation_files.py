@@ -14,6 +14,7 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import function_name
 from console_ha.conversation.conversations import MAX_IDLE_SECONDS, ConversationStore
+from console_ha.language import Words, by_code
 from console_ha.store.config import ConfigStore
 from console_ha.store.conversations import ConversationFiles
 from console_ha.store.datadir import DataDir
@@ -162,3 +163,35 @@ def test_the_bounds_hold_on_disk_too(data_dir: DataDir, clock: Any) -> None:
 def test_an_id_that_is_not_a_conversation_s_never_names_a_file(data_dir: DataDir) -> None:
     with pytest.raises(ValueError):
         ConversationFiles(data_dir).write("../secrets/console/password-hash", {})
+
+
+def test_after_a_restart_the_console_s_lines_still_follow_the_household_s_language(
+        data_dir: DataDir, configured: StubHomeAssistant, model: FakeModel) -> None:
+    """Issue 26: a line kept on disk keeps its message, not only its English text; a damaged one stays English."""
+    model.script(tool_call(LIST, {}), answer_from_tool_result, tool_call(LIST, {}, call_id="call_waiting"))
+    console = start(data_dir, model)
+    paused = console.conversation.send(None, "what devices are there?")
+    assert paused.pending_confirmation is not None
+    console.conversation.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    console.conversation.send(paused.conversation_id, "again?")  # a card open when the Console stops
+
+    found = start(data_dir, model).conversation.transcript(paused.conversation_id)
+    assert found is not None
+    notes = [m["content"] for m in found[0] if m["role"] == "note"]
+    assert [note.in_language(by_code("fr")) for note in notes] == [  # type: ignore[attr-defined]
+        "Lire vos appareils Home Assistant\u202f? Vous l’avez autorisé.",
+        "La Console a redémarré avant que vous répondiez à la question «\u00a0Lire vos appareils Home Assistant"
+        "\u202f?\u00a0», donc rien n’a été lu. Posez-la à nouveau si vous voulez toujours savoir."]
+    assert notes[0].in_language(by_code("zh-Hans")) == "读取你的 Home Assistant 设备？你已允许。"  # type: ignore[attr-defined]
+    assert notes == [CHAT_ALLOWED.format(title=TITLE), CHAT_RESTARTED.format(title=TITLE)]  # English as before
+
+    kept = data_dir.root / "conversations" / f"{paused.conversation_id}.json"
+    record = json.loads(kept.read_text())
+    for message in record["messages"]:
+        if "words" in message:
+            message["words"]["values"] = {"nothing": "that fills it"}
+    kept.write_text(json.dumps(record))
+    damaged = start(data_dir, model).conversation.transcript(paused.conversation_id)
+    assert damaged is not None
+    assert [m["content"] for m in damaged[0] if m["role"] == "note"] == notes
+    assert not any(isinstance(m["content"], Words) for m in damaged[0])
