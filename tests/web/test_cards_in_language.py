@@ -161,3 +161,19 @@ def test_an_answer_without_javascript_is_told_back_in_the_page_s_language(
     shown = household.get("/confirmations", headers=FRENCH).get_data(as_text=True)
     assert "Non autorisé\u00a0: rien n’a été lu." in shown
     assert "Rien ne vous attend. Quand un programme demande à lire Home Assistant" in shown
+
+
+def test_each_page_s_long_poll_words_the_notification_in_its_own_language(
+        app: Flask, household: FlaskClient, configured) -> None:
+    """Issue 20's system notification, from the same card: a French tab and a Chinese tab each read their own."""
+    _waiting(app)
+
+    def notification(headers: dict[str, str]) -> tuple[str, str]:
+        card = household.get("/api/v1/confirmations/watch", headers=headers).get_json()["cards"][0]
+        return card["notification_title"], card["notification_body"]
+
+    assert notification(FRENCH) == ("«\u00a0tests\u00a0» demande à lire Home Assistant",
+                                    f"Lire l’historique de {NAME}\u202f? Autorisez-le ou non sur la page "
+                                    "Confirmations de la Console.")
+    assert notification(CHINESE)[1] == f"读取{NAME}的历史记录？请在控制台的“确认请求”页面上选择是否允许。"
+    assert notification({})[0] == "“tests” asks to read Home Assistant"
