@@ -111,6 +111,11 @@ def translations(catalog: str) -> NullTranslations:
     return Translations(buffer, domain=DOMAIN)
 
 
+def N_(msgid: str) -> str:  # noqa: N802  (gettext's own name for it, which pybabel extracts)
+    """Mark `msgid` for the catalogs where it is defined; it becomes a `Words` where it is used, with its values."""
+    return msgid
+
+
 def _shown(value: object, language: Language) -> object:
     if isinstance(value, Words):
         return value.in_language(language)
@@ -145,6 +150,35 @@ class Words(str):
         words = cls(singular if count == 1 else plural, count=count, **params)
         words.msgid, words.plural, words.number = singular, plural, count
         return words
+
+    def to_record(self) -> dict[str, object]:
+        """This sentence as JSON keeps it (a conversation on disk): its message and values, nested sentences too."""
+        values = {name: {"words": value.to_record()} if isinstance(value, Words) else value
+                  for name, value in self.params.items()}
+        return {"msgid": self.msgid, "plural": self.plural, "number": self.number, "values": values}
+
+    @classmethod
+    def from_record(cls, record: object) -> Words | None:
+        """The sentence `to_record` wrote; None for anything else (a damaged file keeps its English text)."""
+        if not isinstance(record, dict) or not isinstance(record.get("msgid"), str):
+            return None
+        plural, number, values = record.get("plural"), record.get("number"), record.get("values")
+        if not isinstance(values, dict) or (plural is None) != (number is None):
+            return None
+        if plural is not None and (not isinstance(plural, str) or type(number) is not int):
+            return None
+        params: dict[str, object] = {}
+        for name, value in values.items():
+            nested = cls.from_record(value.get("words")) if isinstance(value, dict) else None
+            if nested is None and not (isinstance(value, str | int | float) and not isinstance(value, bool)):
+                return None
+            params[str(name)] = nested if nested is not None else value
+        try:
+            if plural is not None and isinstance(number, int):
+                return cls.counted(record["msgid"], plural, number, **{k: v for k, v in params.items() if k != "count"})
+            return cls(record["msgid"], **params)
+        except (KeyError, IndexError, ValueError):  # values that do not fill the message: not one of ours
+            return None
 
     def in_language(self, language: Language) -> str:
         """This sentence in `language`, its values shown in that language's forms (numbers, nested Words)."""

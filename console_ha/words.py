@@ -6,10 +6,11 @@ from types import MappingProxyType
 from typing import Any
 
 from console_ha.errors import CapabilityNotConfigured, ConsoleHaError
+from console_ha.language import N_, Words
 
 # The Console declining to queue one more call behind those still waiting on a Home Assistant.
-BUSY_MESSAGE = ("Home Assistant is still busy with earlier requests from this Console, so this one was "
-                "not sent. Try again in a moment.")
+BUSY_MESSAGE = N_("Home Assistant is still busy with earlier requests from this Console, so this one was "
+                  "not sent. Try again in a moment.")
 
 # What the settings page says when the Home Assistant being set up fails (Test connection, the picker).
 # The client's own message says what it saw (a status, a number of seconds, an entity id); these say what
@@ -41,6 +42,7 @@ SETTINGS_WORDS: MappingProxyType[str, str] = MappingProxyType({
 
 # What the model is told when Home Assistant fails a capability. The client's own words may name the
 # household's Home Assistant address, which the model never needs; the code already says what happened.
+# Plain English strings, never Words (issue 26): the model reads English, whatever the household's language.
 MODEL_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "HA_UNREACHABLE": "Home Assistant could not be reached.",
     "HA_TIMEOUT": "Home Assistant did not answer in time.",
@@ -74,9 +76,9 @@ def household_error(err: ConsoleHaError) -> ConsoleHaError:
 
 
 # -- issue 20: the system notification an open Console page shows for a new card (household_watch) --------
-NOTIFICATION_TITLE = "“{client}” asks to read Home Assistant"
+NOTIFICATION_TITLE = N_("“{client}” asks to read Home Assistant")
 # The card's title is a whole question ("Read Kitchen lights now?"), so it is quoted as a sentence of its own.
-NOTIFICATION_BODY = "{card_title} Allow it or not on the Console’s Confirmations page."
+NOTIFICATION_BODY = N_("{card_title} Allow it or not on the Console’s Confirmations page.")
 
 # --- issue 21: the settings page without JavaScript, the picker's kinds, the CA section -------------------
 
@@ -193,53 +195,55 @@ CA_KEPT = "The certificate was kept."
 
 # A read refused before any card, or failed after the household allowed it: by the error's code.
 CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
-    "UNKNOWN_CAPABILITY": "The assistant asked for a kind of read the Console does not have, so it was refused.",
-    "INVALID_ARGUMENTS": "The assistant asked in a way the Console does not accept, so the read was refused.",
+    "UNKNOWN_CAPABILITY": Words("The assistant asked for a kind of read the Console does not have, so it was refused."),
+    "INVALID_ARGUMENTS": Words("The assistant asked in a way the Console does not accept, so the read was refused."),
     "CAPABILITY_DISABLED":
-        "Reading Home Assistant is switched off in Settings, so the Console refused the read.",
+        Words("Reading Home Assistant is switched off in Settings, so the Console refused the read."),
     "CAPABILITY_NOT_CONFIGURED":
-        "Home Assistant is not fully set up in Settings (address, access token and chosen devices), so the "
-        "Console refused the read.",
+        Words("Home Assistant is not fully set up in Settings (address, access token and chosen devices), so the "
+              "Console refused the read."),
     "ENTITY_NOT_ALLOWLISTED":
-        "The assistant asked about a device that is not on your list, so the Console refused it. You can add "
-        "devices in Settings.",
+        Words("The assistant asked about a device that is not on your list, so the Console refused it. You can add "
+              "devices in Settings."),
     "INVOCATION_LIMIT_EXCEEDED":
-        "The assistant asked for the same kind of read twice for one question; the Console allows one, so it "
-        "refused the second.",
+        Words("The assistant asked for the same kind of read twice for one question; the Console allows one, so it "
+              "refused the second."),
     "CONFIG_INVALID":
-        "The Home Assistant settings file cannot be read, so the Console refused the read. Open Settings.",
+        Words("The Home Assistant settings file cannot be read, so the Console refused the read. Open Settings."),
     "HA_UNAUTHORIZED": SETTINGS_WORDS["HA_UNAUTHORIZED"],
-    "HA_UNREACHABLE": "The Console could not reach Home Assistant, so nothing was read. Check that it is switched on.",
-    "HA_TIMEOUT": "Home Assistant took too long to answer, so nothing was read. Try again in a minute.",
+    "HA_UNREACHABLE":
+        Words("The Console could not reach Home Assistant, so nothing was read. Check that it is switched on."),
+    "HA_TIMEOUT": Words("Home Assistant took too long to answer, so nothing was read. Try again in a minute."),
     "HA_TLS_ERROR":
-        "The secure connection to Home Assistant failed its certificate check, so nothing was read. Open Settings.",
-    "HA_NOT_FOUND": "Home Assistant does not know that device any more; it may have been renamed or removed.",
-    "HA_BAD_RESPONSE": "Home Assistant's answer could not be used, so nothing was read.",
-    "HA_BUSY": BUSY_MESSAGE,
+        Words("The secure connection to Home Assistant failed its certificate check, so nothing was read. "
+              "Open Settings."),
+    "HA_NOT_FOUND": Words("Home Assistant does not know that device any more; it may have been renamed or removed."),
+    "HA_BAD_RESPONSE": Words("Home Assistant's answer could not be used, so nothing was read."),
+    "HA_BUSY": Words(BUSY_MESSAGE),
     "HA_NO_STATISTICS":
-        "Home Assistant keeps no long-term statistics for that device, so there were no figures to read.",
-    "RESULT_TOO_LARGE": "Home Assistant's answer was too large to pass on, so the assistant got none of it.",
+        Words("Home Assistant keeps no long-term statistics for that device, so there were no figures to read."),
+    "RESULT_TOO_LARGE": Words("Home Assistant's answer was too large to pass on, so the assistant got none of it."),
     # After an Allow, only when what the card showed (the address, your devices' names) changed while it was open;
     # Activity says the same of such a refusal.
-    "CONFIRMATION_INVALID":
-        "Your Home Assistant settings or your devices' names changed after you were asked, so nothing was read.",
+    "CONFIRMATION_INVALID": Words(
+        "Your Home Assistant settings or your devices' names changed after you were asked, so nothing was read."),
 })
 # What /conversation adds when the language model cannot be used: where to go next.
-MODEL_NEXT_STEP = ("Check that the model server is running, then send your message again; on the Model page, "
-                   "Test model says what is wrong.")
+MODEL_NEXT_STEP = Words("Check that the model server is running, then send your message again; on the Model page, "
+                        "Test model says what is wrong.")
 
-CHAT_FALLBACK = "The read did not work, so the assistant got nothing from Home Assistant."
+CHAT_FALLBACK = Words("The read did not work, so the assistant got nothing from Home Assistant.")
 
 # A card's title is a whole question ("Read Kitchen lights now?"): each line quotes it as a sentence of its
 # own and goes on in sentences of its own, so no line reads "now?." (tests/test_card_quotes.py).
-CHAT_ALLOWED = "{title} You allowed it."
+CHAT_ALLOWED = N_("{title} You allowed it.")
 # Allowed, and then the read failed: `outcome` is the error's own line (CHAT_WORDS).
-CHAT_ALLOWED_FAILED = "{title} You allowed it. {outcome}"
-CHAT_DENIED = "{title} You did not allow it, so nothing was read."
-CHAT_WITHDRAWN = "{title} You asked something else, so the Console withdrew this question and nothing was read."
-CHAT_EXPIRED = "{title} This question expired before it was answered, so nothing was read."
+CHAT_ALLOWED_FAILED = N_("{title} You allowed it. {outcome}")
+CHAT_DENIED = N_("{title} You did not allow it, so nothing was read.")
+CHAT_WITHDRAWN = N_("{title} You asked something else, so the Console withdrew this question and nothing was read.")
+CHAT_EXPIRED = N_("{title} This question expired before it was answered, so nothing was read.")
 # Calls the model made in the same message as the open card, dropped with it by a new message.
-CHAT_WAITING_DROPPED = "The assistant's other reads for that question were not asked either."
+CHAT_WAITING_DROPPED = Words("The assistant's other reads for that question were not asked either.")
 
 
 def chat_line(err: ConsoleHaError) -> str:
@@ -248,5 +252,5 @@ def chat_line(err: ConsoleHaError) -> str:
 
 # A conversation kept on disk whose card was open when the Console stopped (issue 25): cards live in memory,
 # so that question cannot be answered any more. The title is quoted whole, as the other lines quote it.
-CHAT_RESTARTED = ("{title} The Console restarted before you answered this question, so nothing was read. Ask again "
-                  "if you still want to know.")
+CHAT_RESTARTED = N_("{title} The Console restarted before you answered this question, so nothing was read. Ask "
+                    "again if you still want to know.")

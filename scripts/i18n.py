@@ -33,6 +33,22 @@ COMMENT_TAGS = ("Translators:",)
 # The catalogs written by hand (or with care); the pseudo-language's is generated (scripts/pseudo_locale.py).
 LANGUAGES = ("fr", "de", "es", "nl", "zh_Hans")
 PSEUDO = "en_XA"
+# The capabilities whose modules write their own card's words (console_ha/capabilities/<module>.py, one place
+# each): every message found there names its capability for translators, so a card reads as one whole.
+CARD_MODULES = ("list_entities", "get_state", "find_entities", "list_areas", "get_history", "get_statistics",
+                "get_logbook")
+
+
+def card_comment(filename: str) -> list[str]:
+    """The translators' note naming the capability whose card a message of `filename` belongs to, if any."""
+    path = Path(filename)
+    if path.parent.as_posix() != "console_ha/capabilities":
+        return []
+    if path.stem in CARD_MODULES:
+        return [f"Translators: on the confirmation card of home_assistant.{path.stem}."]
+    if path.stem == "cards":
+        return ["Translators: on every confirmation card."]
+    return [f"Translators: the confirmations ({path.stem})."]
 
 
 def extract(root: Path = ROOT) -> Catalog:
@@ -42,7 +58,8 @@ def extract(root: Path = ROOT) -> Catalog:
     catalog = Catalog(project="console-ha", msgid_bugs_address="", charset="utf-8")
     for filename, line, message, comments, context in extract_from_dir(
             root, method_map, options_map, keywords=KEYWORDS, comment_tags=COMMENT_TAGS, strip_comment_tags=True):
-        catalog.add(message, None, [(filename, line)], auto_comments=comments, context=context)
+        catalog.add(message, None, [(filename, line)], auto_comments=[*card_comment(filename), *comments],
+                    context=context)
     return catalog
 
 

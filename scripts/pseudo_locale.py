@@ -32,7 +32,9 @@ _ACCENTED = str.maketrans(
 )
 # What must reach the formatter untouched: Python's %-style and brace-style named placeholders.
 _PLACEHOLDER = re.compile(r"%\([a-z_]+\)s|\{[a-z_]+\}")
-_PADDING = " ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ"
+# Words of padding, not one long word: a language grows by words, so the layout may break lines between them
+# (a single 90-letter word would overflow a phone's width where no translation would).
+_PADDING = " ·ẋẋẋ·ẋẋẋ" * 24
 
 
 def pseudo(text: str) -> str:

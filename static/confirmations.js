@@ -11,6 +11,9 @@ const empty = document.getElementById("confirmations-empty");
 const statusLine = document.getElementById("confirmations-status");
 const template = document.getElementById("confirmation-template");
 const pollMs = Math.max(1, Number(root.dataset.pollSeconds) || 3) * 1000;
+// The page's own words, in its language, from the server (data-words-*): this script holds none.
+const words = root.dataset;
+const lang = document.documentElement.lang || "en";
 
 let shown = cardsOnPage();
 let answering = false;
@@ -24,6 +27,12 @@ function cardsOnPage() {
   return [...list.querySelectorAll("[data-token]")]
     .map((section) => cardKey(section.dataset.token, section.querySelector('[data-slot="asked"]')?.textContent))
     .join(" ");
+}
+
+/** "3 requests waiting for you.": the server's sentence for the number's plural form, the number in the page's language. */
+function arrivedWords(count) {
+  const form = new Intl.PluralRules(lang).select(count) === "one" ? words.wordsArrivedOne : words.wordsArrivedOther;
+  return form.replace("{count}", new Intl.NumberFormat(lang).format(count));
 }
 
 function setStatus(text) {
@@ -47,7 +56,7 @@ function cardFor(item, index) {
   section.setAttribute("aria-labelledby", titleId);
   slot("title").textContent = item.card.title;
   slot("body").textContent = item.card.body;
-  slot("destination").textContent = item.destination ?? `Asked by “${item.client}”.`;
+  slot("destination").textContent = item.destination ?? "";
   // The server's sentence ("Asked 3 times."), once the program asked again; else the line stays hidden.
   slot("asked").textContent = item.asked_words ?? "";
   slot("asked").hidden = !item.asked_words;
@@ -68,7 +77,7 @@ function render(pending) {
   shown = keys;
   list.replaceChildren(...pending.map(cardFor));
   empty.hidden = pending.length > 0;
-  if (pending.length > before) setStatus(`${pending.length} request${pending.length === 1 ? "" : "s"} waiting for you.`);
+  if (pending.length > before) setStatus(arrivedWords(pending.length));
   // Keep focus on the card it was on, if that card is still there.
   if (focusedToken) list.querySelector(`[data-token="${CSS.escape(focusedToken)}"] button`)?.focus();
 }
@@ -77,7 +86,7 @@ async function refresh() {
   if (answering) return;
   const result = await api("GET", root.dataset.pendingUrl); // a 401 goes to the login page (api.js)
   if (result.ok) render(result.data.pending);
-  else if (result.error.code === "NETWORK") setStatus("The Console cannot be reached right now; this page will try again.");
+  else if (result.error.code === "NETWORK") setStatus(words.wordsUnreachable);
 }
 
 async function answer(form, approve) {
@@ -89,9 +98,9 @@ async function answer(form, approve) {
     if (result.ok) {
       setStatus(result.data.message); // the server says what happens now (read now, or at the program's next call)
     } else if (result.error.code === "NETWORK") {
-      setStatus("The Console cannot be reached right now. Try again.");
+      setStatus(words.wordsUnreachableAnswer);
     } else {
-      setStatus(result.error.message ?? "That answer did not go through. Try again.");
+      setStatus(result.error.message ?? words.wordsNotThrough);
     }
   } finally {
     answering = false;

@@ -16,6 +16,8 @@ const cardTemplate = document.getElementById("confirm-card-template");
 const messageUrl = root.dataset.messageUrl;
 const linesUrl = root.dataset.linesUrl;
 const modelHelp = document.getElementById("model-help");
+// The page's own words, in its language, from the server (data-words-*): this script holds none.
+const words = root.dataset;
 
 let conversationId = root.dataset.conversationId || null;
 let lastQuestion = root.dataset.lastQuestion || "";
@@ -33,7 +35,7 @@ function setBusy(value) {
   busy = value;
   sendButton.disabled = value;
   for (const button of cardSlot.querySelectorAll("button")) button.disabled = value;
-  if (value) setStatus("Waiting for the assistant…", "busy");
+  if (value) setStatus(words.wordsWaiting, "busy");
 }
 
 function rememberConversation(id) {
@@ -146,13 +148,13 @@ async function post(body) {
   const result = await api("POST", messageUrl, body); // a 401 goes to the login page (api.js)
   setBusy(false);
   if (result.error?.code === "NETWORK") {
-    setStatus("The Console could not be reached. Check the connection and try again.", "error");
+    setStatus(words.wordsUnreachable, "error");
     return null;
   }
   const serverDate = Date.parse(result.headers.get("Date") ?? "");
   if (!Number.isNaN(serverDate)) clockSkewMs = serverDate - Date.now();
   if (!result.ok) {
-    const error = result.error.message ? result.error : { code: "INTERNAL_ERROR", message: "Something went wrong. Try again." };
+    const error = result.error.message ? result.error : { code: "INTERNAL_ERROR", message: words.wordsFailed };
     return { error };
   }
   return { data: result.data };
@@ -166,7 +168,7 @@ async function showTurn(data) {
   const shown = await refreshLines();
   if (shown === null && data.reply !== null && data.reply !== undefined) addMessage("assistant", data.reply);
   if (data.pending_confirmation) {
-    setStatus("The assistant asks to read Home Assistant. Allow it?");
+    setStatus(words.wordsAsks);
     showCard(data.pending_confirmation);
   } else {
     clearCard();
@@ -179,7 +181,7 @@ async function sendMessage(text) {
   if (busy) return;
   const question = text.trim();
   if (!question) {
-    setStatus("Type a question first.", "error");
+    setStatus(words.wordsEmpty, "error");
     messageField.focus();
     return;
   }
@@ -215,7 +217,7 @@ async function answerCard(pending, approve) {
   if (outcome.error) {
     refreshRecent(); // the question no longer waits, whatever closed it
     if (outcome.error.code === "CONFIRMATION_INVALID") {
-      showExpired(outcome.error.reason === "expired" ? null : "This request is no longer open, so nothing was read.");
+      showExpired(outcome.error.reason === "expired" ? null : words.wordsNotOpen);
       setStatus("");
       if (outcome.error.reason === "expired") showExpiryLine(pending.token);
     } else {

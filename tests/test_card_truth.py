@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory, ReadNotes, Traits
+from console_ha.capabilities.cards import quoted
 from console_ha.capabilities.executor import validate
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import MAX_NAMED
@@ -26,11 +27,12 @@ from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.ha.areas import AREA_INDEXES, build_area_index
 from console_ha.ha.client import HomeAssistantClient
+from console_ha.language import ENGLISH, Language, by_code
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
-from console_ha.words import KIND_NAMES
+from console_ha.words import KIND_NAMES, kind_name
 from tests.executors import executor_over
 from tests.stub_ha import StubHomeAssistant
 
@@ -62,6 +64,14 @@ PLACED = [{"entity_id": e, "area_id": a, "device_id": None} for e, a, _ in [*ENT
 REGISTRIES = {"config/area_registry/list": AREAS, "config/entity_registry/list": PLACED,
               "config/device_registry/list": []}
 INDEX = build_area_index(AREAS, PLACED, [])
+# Issue 26: a card names the same devices in every language the household may read it in.
+LANGUAGES = [pytest.param(ENGLISH, id="en"), pytest.param(by_code("fr"), id="fr"),
+             pytest.param(by_code("zh-Hans"), id="zh-Hans")]
+
+
+def shown(words: str, language: Language) -> str:
+    """A card's words as the household reads them in `language` (a Words below; English as it is)."""
+    return words.in_language(language) if hasattr(words, "in_language") else words
 
 
 @pytest.fixture(scope="module")
@@ -97,16 +107,20 @@ FILTERS: list[dict[str, Any]] = [
            {"domain": "{domain}", "limit": 2}]
 
 
+@pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("domain", DOMAINS)
-def test_a_filtered_list_card_names_exactly_what_the_read_returns(home: StubHomeAssistant, domain: str) -> None:
+def test_a_filtered_list_card_names_exactly_what_the_read_returns(
+        home: StubHomeAssistant, domain: str, language: Language) -> None:
     """With the areas held, the card names the devices the read answers with, every one and no other."""
     config = config_for(home)
     for shape in FILTERS:
         arguments = {k: v.format(domain=domain) if isinstance(v, str) else v for k, v in shape.items()}
-        body = LIST_ENTITIES.card(config, arguments, CardFacts(areas=INDEX)).body
+        body = shown(LIST_ENTITIES.card(config, arguments, CardFacts(areas=INDEX)).body, language)
         read = listed(home, arguments)
         assert named_in(body) == read, (arguments, body)
-        assert f"“{KIND_NAMES[domain]}”" in body and f"“{domain}”" not in body  # the picker's words for the kind
+        # The picker's words for the kind, quoted as the language quotes; never the domain's id.
+        assert shown(quoted(kind_name(domain)), language) in body and f"“{domain}”" not in body
+        assert f"“{KIND_NAMES[domain]}”" in body or language is not ENGLISH
 
 
 @pytest.mark.parametrize("arguments", [{"area": "Kitchen"}, {"area": "Cooking corner", "name": "thing"},
@@ -169,8 +183,9 @@ def arguments_for(capability: Capability, entity_id: str) -> dict[str, Any]:
     return arguments
 
 
+@pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("capability", [c for c in REGISTRY.values() if c is not LIST_ENTITIES], ids=lambda c: c.name)
-def test_every_other_read_s_card_names_only_the_entity_it_reads(capability: Capability) -> None:
+def test_every_other_read_s_card_names_only_the_entity_it_reads(capability: Capability, language: Language) -> None:
     """For each kind: a read of one entity names that one only; a search or a count names none."""
     config = HomeAssistantConfig(enabled=True, base_url="http://ha.local:8123", allowlisted_entities=ALLOWED,
                                  entity_names=NAMES)
@@ -182,7 +197,8 @@ def test_every_other_read_s_card_names_only_the_entity_it_reads(capability: Capa
         reads = set(capability.entities_named(arguments))
         for known in (facts, NOTHING_KNOWN):
             card = capability.card(config, arguments, known)
-            assert named_in(f"{card.title} {card.body}") == reads, (capability.name, domain)
+            words = f"{shown(card.title, language)} {shown(card.body, language)}"
+            assert named_in(words) == reads, (capability.name, domain)
 
 
 def test_a_list_read_remembers_each_device_s_kind_for_the_next_card(home: StubHomeAssistant) -> None:

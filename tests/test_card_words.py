@@ -21,6 +21,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.console import Console
 from console_ha.errors import CapabilityError
+from console_ha.language import Language, Words, by_code
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
@@ -121,6 +122,67 @@ def test_the_notification_a_page_shows_quotes_the_title_whole() -> None:
     watch = HouseholdWatch(lambda: [waiting])  # type: ignore[list-item]  # only the fields it reads
     body = watch.now().to_dict()["cards"][0]["notification_body"]
     assert body == "Read Kitchen lights now? Allow it or not on the Console’s Confirmations page."
+
+
+# --- issue 26: the same cards in French and in Chinese -------------------------------------------------------
+
+FRENCH, CHINESE = by_code("fr"), by_code("zh-Hans")
+# French typography: a (narrow) no-break space before ? ! : ; and inside « »; set aside before looking for doublings.
+FRENCH_SPACED = re.compile("[\u202f\u00a0](?=[?!:;»])|(?<=«)\u00a0")
+# Chinese full-width punctuation doubled ("？。", "。。", "，。").
+DOUBLED_WIDE = re.compile("[？！。：；，、][。？！：；，、]|[?!.:;,][。？！：；，]|[。？！：；，][.?!:;,]")
+# What is not the card's own words: the names, ids and address it quotes, the picker's kind names (the settings
+# converter's words), the model's quoted query, and Home Assistant's own name.
+VALUES = re.compile("|".join(re.escape(v) for v in sorted(
+    {*CONFIG.entity_names.values(), *CONFIG.allowlisted_entities, *KIND_NAMES.values(), "homeassistant.local:8123",
+     "Home Assistant", "kitchen lights", "front door", "is it warm", "Kitchen", "Lounge", "kitchen", "Lights"},
+    key=len, reverse=True)))
+ENGLISH_WORDS = re.compile(r"\b(the|and|wants|read|now|its|devices?|allowed|request|leaves|this|asked|statistics|"
+                           r"history|logbook|what|whether|which|room)\b", re.IGNORECASE)
+
+
+def test_every_card_in_french_is_a_question_in_whole_french_sentences() -> None:
+    for name, card in CARDS:
+        title, body = card.title.in_language(FRENCH), card.body.in_language(FRENCH)
+        assert title.endswith("\u202f?") and body.endswith("."), (name, title, body)
+        assert doubled(FRENCH_SPACED.sub("", title)) == [] and doubled(FRENCH_SPACED.sub("", body)) == [], body
+        left = VALUES.sub("", f"{title} {body}")
+        assert ENGLISH_WORDS.findall(left) == [], (name, left)
+        assert card.approve_label.in_language(FRENCH) == "Autoriser cette fois-ci"
+
+
+def test_every_card_in_chinese_is_a_question_in_whole_chinese_sentences() -> None:
+    for name, card in CARDS:
+        title, body = card.title.in_language(CHINESE), card.body.in_language(CHINESE)
+        assert title.endswith("？") and body.endswith("。"), (name, title, body)
+        assert DOUBLED_WIDE.findall(f"{title}{body}") == [] and doubled(f"{title} {body}") == [], body
+        # Nothing in Latin letters but the values it quotes (and the "Console"'s name is 控制台 there).
+        left = VALUES.sub("", f"{title} {body}")
+        assert re.findall("[A-Za-z]{2,}", re.sub(r"[a-z_]+\.[a-z_]+", "", left)) == [], (name, left)
+        assert card.deny_label.in_language(CHINESE) == "不允许"
+
+
+@pytest.mark.parametrize("language", [FRENCH, CHINESE], ids=["fr", "zh-Hans"])
+def test_every_chat_line_quotes_the_card_whole_in_the_household_s_language(language: Language) -> None:
+    """The lines after Allow, Don't allow, a withdrawal and an expiry, the card's title in them, once."""
+    for _, card in CARDS[:40]:
+        title = card.title.in_language(language)
+        for line in (CHAT_ALLOWED, CHAT_DENIED, CHAT_WITHDRAWN, CHAT_EXPIRED):
+            said = Words(line, title=card.title).in_language(language)
+            assert said.startswith(title) and said != Words(line, title=card.title), said
+            spaced = FRENCH_SPACED.sub("", said)
+            assert doubled(spaced) == [] and DOUBLED_WIDE.findall(said) == [], said
+        failed = Words(CHAT_ALLOWED_FAILED, title=card.title, outcome=CHAT_FALLBACK).in_language(language)
+        assert failed.endswith(CHAT_FALLBACK.in_language(language)), failed
+
+
+def test_the_notification_is_in_the_language_of_the_page_that_shows_it() -> None:
+    title = REGISTRY[GET_STATE].card(CONFIG, {"entity_id": "light.kitchen"}).title
+    waiting = SimpleNamespace(token="t", client="desk", proposal=SimpleNamespace(card=SimpleNamespace(title=title)))
+    card = HouseholdWatch(lambda: [waiting]).now().to_dict()["cards"][0]  # type: ignore[list-item]
+    assert card["notification_title"].in_language(FRENCH) == "«\u00a0desk\u00a0» demande à lire Home Assistant"
+    assert card["notification_body"].in_language(CHINESE) == (
+        "现在读取Kitchen lights？请在控制台的“确认请求”页面上选择是否允许。")
 
 
 # --- get_state: the details named are those its read returns for the domain ---------------------------------

@@ -19,6 +19,7 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import function_name
 from console_ha.conversation.conversations import MAX_IDLE_SECONDS, ConversationStore
+from console_ha.language import Words, by_code
 from console_ha.store.atomic import sweep_temp_files
 from console_ha.store.config import ConfigStore
 from console_ha.store.conversations import MAX_FILE_BYTES, ConversationFiles
@@ -282,3 +283,35 @@ def test_a_conversation_evicted_while_it_is_written_leaves_no_file_to_come_back_
     store.save(conversation)
     assert store.get(conversation.id) is None
     assert files_of(data_dir) == []  # else it would be loaded again at the next start, past the count
+
+
+def test_after_a_restart_the_console_s_lines_still_follow_the_household_s_language(
+        data_dir: DataDir, configured: StubHomeAssistant, model: FakeModel) -> None:
+    """Issue 26: a line kept on disk keeps its message, not only its English text; a damaged one stays English."""
+    model.script(tool_call(LIST, {}), answer_from_tool_result, tool_call(LIST, {}, call_id="call_waiting"))
+    console = start(data_dir, model)
+    paused = console.conversation.send(None, "what devices are there?")
+    assert paused.pending_confirmation is not None
+    console.conversation.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
+    console.conversation.send(paused.conversation_id, "again?")  # a card open when the Console stops
+
+    found = start(data_dir, model).conversation.transcript(paused.conversation_id)
+    assert found is not None
+    notes = [m["content"] for m in found[0] if m["role"] == "note"]
+    assert [note.in_language(by_code("fr")) for note in notes] == [  # type: ignore[attr-defined]
+        "Lire vos appareils Home Assistant\u202f? Vous l’avez autorisé.",
+        "Lire vos appareils Home Assistant\u202f? La Console a redémarré avant que vous répondiez à cette question, "
+        "donc rien n’a été lu. Posez-la à nouveau si vous voulez toujours savoir."]
+    assert notes[0].in_language(by_code("zh-Hans")) == "读取你的 Home Assistant 设备？你已允许。"  # type: ignore[attr-defined]
+    assert notes == [CHAT_ALLOWED.format(title=TITLE), CHAT_RESTARTED.format(title=TITLE)]  # English as before
+
+    kept = data_dir.root / "conversations" / f"{paused.conversation_id}.json"
+    record = json.loads(kept.read_text())
+    for message in record["messages"]:
+        if "words" in message:
+            message["words"]["values"] = {"nothing": "that fills it"}
+    kept.write_text(json.dumps(record))
+    damaged = start(data_dir, model).conversation.transcript(paused.conversation_id)
+    assert damaged is not None
+    assert [m["content"] for m in damaged[0] if m["role"] == "note"] == notes
+    assert not any(isinstance(m["content"], Words) for m in damaged[0])

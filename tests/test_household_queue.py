@@ -9,7 +9,7 @@ from mcp.types import CallToolResult
 
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_card import ASKED_TIMES
+from console_ha.capabilities.household_card import asked_words
 from console_ha.capabilities.household_queue import (
     ALLOWED_LATER,
     ALLOWED_NOW,
@@ -366,7 +366,7 @@ def test_each_call_that_joins_a_waiting_card_is_counted_on_the_household_s_card(
     queue.call(DESK, GET_HISTORY, {"period": "day", "entity_id": ENTITY})
     assert queue.pending() == [first.waiting]
     shown = first.waiting.to_dict()
-    assert shown["asked"] == 3 and shown["asked_words"] == ASKED_TIMES.format(count=3) == "Asked 3 times."
+    assert shown["asked"] == 3 and shown["asked_words"] == asked_words(3) == "Asked 3 times."
     assert queue.call(DESK, GET_HISTORY, {"entity_id": ENTITY, "period": "hour"}).waiting.to_dict()["asked"] == 1
 
 

@@ -1,6 +1,8 @@
 """What every confirmation card shares: its shape, its buttons, where the request goes, who asked.
 
-Each capability writes its own card's words (`Capability.card`, in its module).
+Each capability writes its own card's words (`Capability.card`, in its module), as `Words`: the catalogs hold
+their translations, each marked with the capability it belongs to (scripts/i18n.py), and the web layer shows
+them in the language of the request that shows the card (docs/capabilities.md, "A card's words").
 """
 
 from __future__ import annotations
@@ -8,15 +10,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 
-APPROVE_LABEL = "Allow this once"
-DENY_LABEL = "Don't allow"
+APPROVE_LABEL = Words("Allow this once")
+DENY_LABEL = Words("Don't allow")
 
 
 @dataclass(frozen=True)
 class Card:
-    """What the Console shows before a capability runs."""
+    """What the Console shows before a capability runs (each field a `Words`, English as a str)."""
 
     title: str
     body: str
@@ -24,6 +27,7 @@ class Card:
     deny_label: str = DENY_LABEL
 
     def to_dict(self) -> dict[str, str]:
+        """The card's fields, each `Words` kept as it is (the JSON provider or a template renders it)."""
         return asdict(self)
 
 
@@ -39,9 +43,28 @@ def unended(words: str) -> str:
     return words.rstrip(SENTENCE_ENDS).rstrip() or words
 
 
-def quoted(words: str) -> str:
-    """Someone else's words (the model's filter, its query) quoted inside a card's sentence, in “”."""
-    return f"“{unended(words)}”"
+def quoted(words: str) -> Words:
+    """Someone else's words (the model's filter, its query, a kind's name) quoted inside a card's sentence."""
+    # A Words (a kind's name) is ours, without a sentence's end; the model's words lose theirs.
+    inner = words if isinstance(words, Words) else unended(words)
+    # Translators: someone else's words quoted inside a sentence; use your language's quotation marks.
+    return Words("“{words}”", words=inner)
+
+
+def names_listed(names: list[str]) -> str:
+    """Devices' names one after the other, as a card lists them ("Kitchen, Hall, Lounge")."""
+    if len(names) <= 1:
+        return "".join(names)
+    # Translators: a device's name, then the names of the others in a card's list (Chinese separates with 、).
+    return Words("{name}, {more_names}", name=names[0], more_names=names_listed(names[1:]))
+
+
+def sentences(first: str, *more: str) -> str:
+    """Whole sentences one after the other, as one card body or chat line (each language spaces them its way)."""
+    if not more:
+        return first
+    # Translators: two whole sentences one after the other (Chinese writes them with no space between).
+    return Words("{sentence} {next_sentence}", sentence=first, next_sentence=sentences(*more))
 
 
 def host_of(base_url: str) -> str:
@@ -50,23 +73,22 @@ def host_of(base_url: str) -> str:
     return parts.netloc or base_url
 
 
-def leaves_device(config: HomeAssistantConfig) -> str:
+def leaves_device(config: HomeAssistantConfig) -> Words:
     """The sentence every card ends with: the read leaves this device, for that Home Assistant."""
-    return f"This request leaves this device for Home Assistant at {host_of(config.base_url)}."
+    return Words("This request leaves this device for Home Assistant at {host}.", host=host_of(config.base_url))
 
 
 # What the program that asked sees of its own waiting card (GET /api/v1/confirmations with its API
 # token): the household's card names Home Assistant's address and the allowed devices, which the
-# program has not been allowed to learn.
+# program has not been allowed to learn. Words too: a program's answer follows its own Accept-Language
+# (none: English), as every JSON answer does (docs/capabilities.md).
 CARD_FOR_THE_ASKING_PROGRAM = Card(
-    title="Waiting for the household",
-    body="The household answers this request on the Console, where its card says what would be read.",
+    title=Words("Waiting for the household"),
+    body=Words("The household answers this request on the Console, where its card says what would be read."),
 )
 
 
-def destination_for(client: str) -> str:
+def destination_for(client: str) -> Words:
     """Who asked, and where what is read goes, for a card asked for by a client other than the Console's page."""
-    return (
-        f"Asked by “{client}”, a program using the Console's API token of that name. If you allow it, "
-        f"what is read goes to that program and to the assistant behind it."
-    )
+    return Words("Asked by “{client}”, a program using the Console's API token of that name. If you allow it, "
+                 "what is read goes to that program and to the assistant behind it.", client=client)

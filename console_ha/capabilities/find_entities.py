@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device, quoted
+from console_ha.capabilities.cards import Card, leaves_device, quoted, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.household_words import HAN, HOUSEHOLD_WORDS, STOP_WORDS, Kind, query_texts
 from console_ha.capabilities.household_words import WORD as _WORD
@@ -21,6 +21,7 @@ from console_ha.folding import fold
 from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -228,19 +229,25 @@ def fit(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-CARD_TITLE = "Search your Home Assistant devices?"
-SEARCHES_ONE = ("The assistant wants to find whether the one device you allowed matches {query}, and read its "
-                "current state and room.")
-SEARCHES_MANY = ("The assistant wants to find which of the {count} devices you allowed match {query}, and read "
-                 "their current state and room.")
+CARD_TITLE = N_("Search your Home Assistant devices?")
+
+
+def searches_words(count: int, query: str) -> Words:
+    """What the search looks for among the `count` allowed devices (one device: a sentence of its own)."""
+    asked = quoted(cut(query, 120))
+    if count == 1:
+        return Words("The assistant wants to find whether the one device you allowed matches {query}, and read its "
+                     "current state and room.", query=asked)
+    return Words.counted("The assistant wants to find whether the {count} device you allowed matches {query}, and "
+                         "read its current state and room.",
+                         "The assistant wants to find which of the {count} devices you allowed match {query}, and "
+                         "read their current state and room.", count, query=asked)
 
 
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """The words searched for, among how many allowed devices, and where the request goes."""
-    count = len(config.allowlisted_entities)
-    words = SEARCHES_ONE if count == 1 else SEARCHES_MANY
-    wants = words.format(count=count, query=quoted(cut(arguments["query"], 120)))
-    return Card(title=CARD_TITLE, body=f"{wants} {leaves_device(config)}")
+    wants = searches_words(len(config.allowlisted_entities), arguments["query"])
+    return Card(title=Words(CARD_TITLE), body=sentences(wants, leaves_device(config)))
 
 
 def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:

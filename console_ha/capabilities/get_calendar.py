@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.get_statistics import household_zone
 from console_ha.capabilities.plain_text import plain_value
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -23,6 +23,7 @@ from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z, utc_z_exact
 
@@ -73,12 +74,15 @@ class Period:
 
 
 PERIODS: dict[str, Period] = {
-    "today": Period(0, 1, "See what's on {name} today?"),
-    "tomorrow": Period(1, 1, "See what's on {name} tomorrow?"),
+    "today": Period(0, 1, N_("See what's on {name} today?")),
+    "tomorrow": Period(1, 1, N_("See what's on {name} tomorrow?")),
     # Today and the six days after it: "this week" as a household means it, from today.
-    "next_7_days": Period(0, 7, "See what's on {name} in the next 7 days?"),
+    "next_7_days": Period(0, 7, N_("See what's on {name} in the next 7 days?")),
 }
 _NAMES = list(PERIODS)
+READS_EVENTS = N_("The assistant wants to read the events on {name} ({entity_id}) for these days: their titles, "
+                  "times and places.")
+LEFT_OUT = N_("Descriptions, links and dial-in codes are left out.")
 ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
 
 # One line (the prompt's budget): without it a small model reads an all-day end as one day too late.
@@ -171,13 +175,9 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     """Which calendar, which days, what of each event is read, and where the request goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    return Card(
-        title=PERIODS[arguments["period"]].title.format(name=name),
-        body=(
-            f"The assistant wants to read the events on {name} ({entity_id}) for these days: their titles, "
-            f"times and places. Descriptions, links and dial-in codes are left out. {leaves_device(config)}"
-        ),
-    )
+    wants = Words(READS_EVENTS, name=name, entity_id=entity_id)
+    return Card(title=Words(PERIODS[arguments["period"]].title, name=name),
+                body=sentences(wants, Words(LEFT_OUT), leaves_device(config)))
 
 
 def wrong_shape() -> HABadResponse:

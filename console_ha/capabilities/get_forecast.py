@@ -15,7 +15,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.get_calendar import household_text
 from console_ha.capabilities.get_statistics import household_zone
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -24,6 +24,7 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import CONFIG_COMMAND, FORECAST_COMMAND, UNSUBSCRIBE_COMMAND
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -32,10 +33,12 @@ NAME = "home_assistant.get_forecast"
 DOMAIN = "weather"
 # What the model may ask for: the most entries kept (8 days, 48 hours) and the card's whole title.
 KINDS: dict[str, tuple[int, str]] = {
-    "daily": (8, "See the daily forecast of {name}?"),
-    "hourly": (48, "See the hourly forecast of {name}?"),
+    "daily": (8, N_("See the daily forecast of {name}?")),
+    "hourly": (48, N_("See the hourly forecast of {name}?")),
 }
 _NAMES = list(KINDS)
+READS_FORECAST = N_("The assistant wants to read the forecast of {name} ({entity_id}): the expected weather, "
+                    "temperatures, rain and wind.")
 # A forecast of a few hundred entries is tens of kilobytes; the event is parsed whole.
 MAX_FORECAST_BYTES = 1024 * 1024
 # The numbers an entry may carry besides its temperature, when Home Assistant gives them.
@@ -110,13 +113,8 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     """Which weather entity, which forecast, and where the request goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    return Card(
-        title=KINDS[arguments["kind"]][1].format(name=name),
-        body=(
-            f"The assistant wants to read the forecast of {name} ({entity_id}): the expected weather, "
-            f"temperatures, rain and wind. {leaves_device(config)}"
-        ),
-    )
+    wants = Words(READS_FORECAST, name=name, entity_id=entity_id)
+    return Card(title=Words(KINDS[arguments["kind"]][1], name=name), body=sentences(wants, leaves_device(config)))
 
 
 def wrong_shape() -> HABadResponse:

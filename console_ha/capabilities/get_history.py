@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
@@ -17,6 +17,7 @@ from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import MAX_CHANGES, MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import HISTORY_COMMAND, WebSocketUnsupported
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -30,13 +31,16 @@ class Period:
     """One period the model may ask for: how far back it reaches, and how a card says it."""
 
     length: timedelta
-    words: str
+    words: str  # "the past hour", as the card's body reads "over {period}" (a Words there)
 
 
 PERIODS: dict[str, Period] = {
-    "hour": Period(timedelta(hours=1), "the past hour"),
-    "day": Period(timedelta(days=1), "the past day"),
-    "week": Period(timedelta(weeks=1), "the past week"),
+    # Translators: the period a card's history or logbook read covers, as it reads after "over" in that card.
+    "hour": Period(timedelta(hours=1), N_("the past hour")),
+    # Translators: the period a card's history or logbook read covers, as it reads after "over" in that card.
+    "day": Period(timedelta(days=1), N_("the past day")),
+    # Translators: the period a card's history or logbook read covers, as it reads after "over" in that card.
+    "week": Period(timedelta(weeks=1), N_("the past week")),
 }
 _NAMES = list(PERIODS)
 ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"  # "hour, day or week"
@@ -99,14 +103,14 @@ def read_history(client: HomeAssistantClient, entity_id: str, *, start: datetime
 
 
 # --- the card's words: a number's history has lowest and highest values, an on/off one has time in each state ---
-CARD_TITLE = "Read the history of {name}?"
+CARD_TITLE = N_("Read the history of {name}?")
 # Domains whose state may be a number: their history is summed up as numbers when every state is one.
 NUMBER_DOMAINS = frozenset({"sensor", "number", "input_number", "counter"})
-NUMBER_HISTORY = ("The assistant wants to read how {name} ({entity_id}) changed over {period}: when it changed, "
-                  "and its lowest and highest values, or how long it was in each state if its states are not "
-                  "numbers.")
-STATE_HISTORY = ("The assistant wants to read how {name} ({entity_id}) changed over {period}: when it changed, "
-                 "and how long it was in each state.")
+NUMBER_HISTORY = N_("The assistant wants to read how {name} ({entity_id}) changed over {period}: when it "
+                    "changed, and its lowest and highest values, or how long it was in each state if its states are "
+                    "not numbers.")
+STATE_HISTORY = N_("The assistant wants to read how {name} ({entity_id}) changed over {period}: when it changed, "
+                   "and how long it was in each state.")
 
 
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
@@ -114,8 +118,8 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
     words = NUMBER_HISTORY if entity_id.partition(".")[0] in NUMBER_DOMAINS else STATE_HISTORY
-    wants = words.format(name=name, entity_id=entity_id, period=PERIODS[arguments["period"]].words)
-    return Card(title=CARD_TITLE.format(name=name), body=f"{wants} {leaves_device(config)}")
+    wants = Words(words, name=name, entity_id=entity_id, period=Words(PERIODS[arguments["period"]].words))
+    return Card(title=Words(CARD_TITLE, name=name), body=sentences(wants, leaves_device(config)))
 
 
 _STATE_TIME = {

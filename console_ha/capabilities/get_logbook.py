@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.get_history import ONE_OF_THE_PERIODS, PERIODS
 from console_ha.capabilities.narrow import narrow_state
@@ -34,6 +34,7 @@ from console_ha.ha.history_rows import EPOCH, MICROS_PER_SECOND, MICROSECOND, Ro
 from console_ha.ha.logbook import fetch_logbook_ws, malformed
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import LOGBOOK_COMMAND
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -251,18 +252,18 @@ class CauseNamer:
 
 
 # --- the card's words: whole sentences with named placeholders (issue 26 translates them as they are) ---------
-CARD_TITLE = "Read what changed {name} and why?"
-READS = ("The assistant wants to read the logbook of {name} ({entity_id}) over {period}: what changed and why (a "
-         "person, an automation, a script or a service). People, automations and scripts are named only if you "
-         "allowed them.")
+CARD_TITLE = N_("Read what changed {name} and why?")
+READS = N_("The assistant wants to read the logbook of {name} ({entity_id}) over {period}: what changed and why "
+           "(a person, an automation, a script or a service). People, automations and scripts are named only if you "
+           "allowed them.")
 
 
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which device, over which period, what the household lets the assistant learn, and where it goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    wants = READS.format(name=name, entity_id=entity_id, period=PERIODS[arguments["period"]].words)
-    return Card(title=CARD_TITLE.format(name=name), body=f"{wants} {leaves_device(config)}")
+    wants = Words(READS, name=name, entity_id=entity_id, period=Words(PERIODS[arguments["period"]].words))
+    return Card(title=Words(CARD_TITLE, name=name), body=sentences(wants, leaves_device(config)))
 
 
 _CAUSE = {

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, listed
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import _areas as areas_if_known
@@ -19,6 +19,7 @@ from console_ha.errors import HABadResponse
 from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -102,59 +103,59 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
 # --- the card's words: one whole sentence per domain, saying what `household_attributes` keeps for it ---
 # Each sentence names only what a read of that domain returns (its state, its area and its listed keys),
 # so a thermometer is never asked about brightness. A test holds this table to HOUSEHOLD_ATTRIBUTES.
-CARD_TITLE = "Read {name} now?"
-PLAIN_STATE = "The assistant wants to read the current state of {name} ({entity_id}) and its room."
+CARD_TITLE = N_("Read {name} now?")
+PLAIN_STATE = N_("The assistant wants to read the current state of {name} ({entity_id}) and its room.")
 DOMAIN_WORDS: dict[str, str] = {
-    "sensor": ("The assistant wants to read the current reading of {name} ({entity_id}) with its unit, its room, "
-               "and what kind of reading it is."),
-    "binary_sensor": ("The assistant wants to read whether {name} ({entity_id}) is on or off now, its room, and what "
-                      "kind of sensor it is."),
-    "climate": ("The assistant wants to read what {name} ({entity_id}) is doing now, its room, the temperature "
-                "and humidity it measures and is set to, and its preset and fan modes."),
-    "water_heater": ("The assistant wants to read the current state of {name} ({entity_id}), its room, its "
-                     "current and target temperature, and its mode."),
-    "humidifier": ("The assistant wants to read whether {name} ({entity_id}) is on now, its room, the humidity "
-                   "it measures and is set to, and its mode."),
-    "fan": ("The assistant wants to read whether {name} ({entity_id}) is on now, its room, its speed and preset, "
-            "and whether it oscillates."),
-    "light": ("The assistant wants to read whether {name} ({entity_id}) is on now, its room, and its brightness "
-              "and colour."),
-    "cover": ("The assistant wants to read whether {name} ({entity_id}) is open now, its room, its position and "
-              "tilt, and what kind of cover it is."),
-    "valve": ("The assistant wants to read whether {name} ({entity_id}) is open now, its room, its position, and "
-              "what kind of valve it is."),
-    "media_player": ("The assistant wants to read what {name} ({entity_id}) is doing now, its room, what it is "
-                     "playing, its volume and its source."),
-    "weather": ("The assistant wants to read the weather now from {name} ({entity_id}), and its room: the "
-                "temperature, humidity, pressure, wind, cloud cover and UV index."),
-    "vacuum": ("The assistant wants to read what {name} ({entity_id}) is doing now, its room, its battery level "
-               "and its fan speed."),
-    "lawn_mower": "The assistant wants to read what {name} ({entity_id}) is doing now, and its room.",
-    "switch": ("The assistant wants to read whether {name} ({entity_id}) is on now, its room, and what kind of "
-               "switch it is."),
-    "event": ("The assistant wants to read when {name} ({entity_id}) last fired, its room, and what kind of "
-              "event it was."),
-    "sun": ("The assistant wants to read whether the sun is up now ({name}, {entity_id}), how high it stands, "
-            "and when it next rises and sets."),
-    "timer": ("The assistant wants to read whether {name} ({entity_id}) is running now, its room, how long it "
-              "runs, what remains and when it finishes."),
-    "counter": ("The assistant wants to read the count of {name} ({entity_id}) now, its room, and its lowest, "
-                "highest and step."),
-    "input_number": ("The assistant wants to read the value of {name} ({entity_id}) now, its room, and its "
-                     "lowest, highest and step."),
-    "number": ("The assistant wants to read the value of {name} ({entity_id}) now, its room, its lowest, highest "
-               "and step, and what kind of number it is."),
-    "update": ("The assistant wants to read whether {name} ({entity_id}) has an update now, its room, the "
-               "version installed and the latest, and whether it is installing."),
+    "sensor": N_("The assistant wants to read the current reading of {name} ({entity_id}) with its unit, its room, "
+                  "and what kind of reading it is."),
+    "binary_sensor": N_("The assistant wants to read whether {name} ({entity_id}) is on or off now, its room, and what "
+                         "kind of sensor it is."),
+    "climate": N_("The assistant wants to read what {name} ({entity_id}) is doing now, its room, the temperature "
+                   "and humidity it measures and is set to, and its preset and fan modes."),
+    "water_heater": N_("The assistant wants to read the current state of {name} ({entity_id}), its room, its "
+                        "current and target temperature, and its mode."),
+    "humidifier": N_("The assistant wants to read whether {name} ({entity_id}) is on now, its room, the humidity "
+                      "it measures and is set to, and its mode."),
+    "fan": N_("The assistant wants to read whether {name} ({entity_id}) is on now, its room, its speed and preset, "
+               "and whether it oscillates."),
+    "light": N_("The assistant wants to read whether {name} ({entity_id}) is on now, its room, and its brightness "
+                 "and colour."),
+    "cover": N_("The assistant wants to read whether {name} ({entity_id}) is open now, its room, its position and "
+                 "tilt, and what kind of cover it is."),
+    "valve": N_("The assistant wants to read whether {name} ({entity_id}) is open now, its room, its position, and "
+                 "what kind of valve it is."),
+    "media_player": N_("The assistant wants to read what {name} ({entity_id}) is doing now, its room, what it is "
+                        "playing, its volume and its source."),
+    "weather": N_("The assistant wants to read the weather now from {name} ({entity_id}), and its room: the "
+                   "temperature, humidity, pressure, wind, cloud cover and UV index."),
+    "vacuum": N_("The assistant wants to read what {name} ({entity_id}) is doing now, its room, its battery level "
+                  "and its fan speed."),
+    "lawn_mower": N_("The assistant wants to read what {name} ({entity_id}) is doing now, and its room."),
+    "switch": N_("The assistant wants to read whether {name} ({entity_id}) is on now, its room, and what kind of "
+                  "switch it is."),
+    "event": N_("The assistant wants to read when {name} ({entity_id}) last fired, its room, and what kind of "
+                 "event it was."),
+    "sun": N_("The assistant wants to read whether the sun is up now ({name}, {entity_id}), how high it stands, "
+               "and when it next rises and sets."),
+    "timer": N_("The assistant wants to read whether {name} ({entity_id}) is running now, its room, how long it "
+                 "runs, what remains and when it finishes."),
+    "counter": N_("The assistant wants to read the count of {name} ({entity_id}) now, its room, and its lowest, "
+                   "highest and step."),
+    "input_number": N_("The assistant wants to read the value of {name} ({entity_id}) now, its room, and its "
+                        "lowest, highest and step."),
+    "number": N_("The assistant wants to read the value of {name} ({entity_id}) now, its room, its lowest, highest "
+                  "and step, and what kind of number it is."),
+    "update": N_("The assistant wants to read whether {name} ({entity_id}) has an update now, its room, the "
+                  "version installed and the latest, and whether it is installing."),
 }
 # A sensor whose kind of reading the Console has seen (`CardMemory`): said as the household asks it.
 SENSOR_WORDS: dict[str, str] = {
-    "temperature": "The assistant wants to read how warm {name} ({entity_id}) says it is now, and its room.",
-    "humidity": "The assistant wants to read how humid {name} ({entity_id}) says it is now, and its room.",
-    "battery": "The assistant wants to read the battery level {name} ({entity_id}) reports now, and its room.",
-    "power": "The assistant wants to read how much power {name} ({entity_id}) measures now, and its room.",
+    "temperature": N_("The assistant wants to read how warm {name} ({entity_id}) says it is now, and its room."),
+    "humidity": N_("The assistant wants to read how humid {name} ({entity_id}) says it is now, and its room."),
+    "battery": N_("The assistant wants to read the battery level {name} ({entity_id}) reports now, and its room."),
+    "power": N_("The assistant wants to read how much power {name} ({entity_id}) measures now, and its room."),
 }
-METER_NOW = "The assistant wants to read how much {name} ({entity_id}) has counted so far, and its room."
+METER_NOW = N_("The assistant wants to read how much {name} ({entity_id}) has counted so far, and its room.")
 
 
 def detail_words(entity_id: str, facts: CardFacts) -> str:
@@ -173,8 +174,8 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     """Which device is read, what of it (in its domain's words), and where the request goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    wants = detail_words(entity_id, facts).format(name=name, entity_id=entity_id)
-    return Card(title=CARD_TITLE.format(name=name), body=f"{wants} {leaves_device(config)}")
+    wants = Words(detail_words(entity_id, facts), name=name, entity_id=entity_id)
+    return Card(title=Words(CARD_TITLE, name=name), body=sentences(wants, leaves_device(config)))
 
 
 _ENTITY = LIST_ENTITIES.result_schema["properties"]["entities"]["items"]

@@ -17,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
@@ -27,6 +27,7 @@ from console_ha.ha.reads import Reads
 from console_ha.ha.statistics import fetch_rows, metadata_command, metadata_of
 from console_ha.ha.statistics_digest import StatisticsDigester
 from console_ha.ha.websocket import CONFIG_COMMAND, STATISTICS_COMMAND, STATISTICS_METADATA_COMMAND
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -75,19 +76,21 @@ class Period:
     when: str  # "in the past 30 days": the card's body reads "how much it used {when}"
 
 
+# Translators: `words` reads after "for" in a statistics card's title and first sentence ("for this month");
+# `when` reads at the end of "They say how much it counted …" ("in the past 30 days").
 PERIODS: dict[str, Period] = {
-    "this_month": Period(lambda now: (_month_start(now), now), False, "this month", "this month"),
+    "this_month": Period(lambda now: (_month_start(now), now), False, N_("this month"), N_("this month")),
     "last_month": Period(lambda now: (_months_later(_month_start(now), -1), _month_start(now)), False,
-                         "last month", "last month"),
+                         N_("last month"), N_("last month")),
     # 30 calendar days: today (so far) and the 29 before it.
     "past_30_days": Period(lambda now: (_midnight(now.date() - timedelta(days=29), now.tzinfo), now), False,
-                           "the past 30 days", "in the past 30 days"),
-    "this_year": Period(lambda now: (_year_start(now), now), True, "this year", "this year"),
+                           N_("the past 30 days"), N_("in the past 30 days")),
+    "this_year": Period(lambda now: (_year_start(now), now), True, N_("this year"), N_("this year")),
     "last_year": Period(lambda now: (_year_start(_year_start(now) - timedelta(days=1)), _year_start(now)), True,
-                        "last year", "last year"),
+                        N_("last year"), N_("last year")),
     # 12 calendar months: this one (so far) and the 11 before it.
     "past_12_months": Period(lambda now: (_months_later(_month_start(now), -11), now), True,
-                             "the past 12 months", "in the past 12 months"),
+                             N_("the past 12 months"), N_("in the past 12 months")),
 }
 _NAMES = list(PERIODS)
 ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
@@ -164,19 +167,19 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
 
 
 # --- the card's words: whole sentences; what the statistics say depends on the kind of reading -----------
-CARD_TITLE = "Read the statistics of {name} for {period}?"
-READS_DAILY = ("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
-               "{period}, day by day.")
-READS_MONTHLY = ("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
-                 "{period}, month by month.")
+CARD_TITLE = N_("Read the statistics of {name} for {period}?")
+READS_DAILY = N_("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
+                 "{period}, day by day.")
+READS_MONTHLY = N_("The assistant wants to read Home Assistant's long-term statistics of {name} ({entity_id}) for "
+                   "{period}, month by month.")
 # A meter (a state class of total; with none, an energy, gas or water device class) counts up: its statistics are
 # how much; a measurement's are its average, lowest and highest.
-METER_WORDS = "They say how much {name} counted {when}."
-WARM_WORDS = "They say how warm {name} was {when}, on average and at its lowest and highest."
-HIGH_WORDS = "They say how high {name} was {when}, on average and at its lowest and highest."
+METER_WORDS = N_("They say how much {name} counted {when}.")
+WARM_WORDS = N_("They say how warm {name} was {when}, on average and at its lowest and highest.")
+HIGH_WORDS = N_("They say how high {name} was {when}, on average and at its lowest and highest.")
 # Not seen yet (no read of its state since the Console started): both, each said as a condition.
-EITHER_WORDS = ("The Console learns only when it reads them whether {name} is a meter or a measurement: for a "
-                "meter they say how much it counted {when}; for a measurement, its average, lowest and highest.")
+EITHER_WORDS = N_("The Console learns only when it reads them whether {name} is a meter or a measurement: for a "
+                  "meter they say how much it counted {when}; for a measurement, its average, lowest and highest.")
 
 
 def kind_words(entity_id: str, facts: CardFacts) -> str:
@@ -194,11 +197,11 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
     period = PERIODS[arguments["period"]]
-    reads = (READS_MONTHLY if period.monthly else READS_DAILY).format(name=name, entity_id=entity_id,
-                                                                       period=period.words)
-    says = kind_words(entity_id, facts).format(name=name, when=period.when)
-    return Card(title=CARD_TITLE.format(name=name, period=period.words),
-                body=f"{reads} {says} {leaves_device(config)}")
+    reads = Words(READS_MONTHLY if period.monthly else READS_DAILY, name=name, entity_id=entity_id,
+                  period=Words(period.words))
+    says = Words(kind_words(entity_id, facts), name=name, when=Words(period.when))
+    return Card(title=Words(CARD_TITLE, name=name, period=Words(period.words)),
+                body=sentences(reads, says, leaves_device(config)))
 
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}

@@ -12,7 +12,7 @@ from datetime import date, datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.get_calendar import household_text
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
@@ -20,6 +20,7 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import TODO_COMMAND
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -33,10 +34,13 @@ MAX_TODO_BYTES = 2 * 1024 * 1024
 ITEM_STATUSES = ("needs_action", "completed")
 # What the model may ask for; each with the card's whole title ({name} is the list's name).
 STATUSES: dict[str, str] = {
-    "needs_action": "See the {name}?",
-    "completed": "See what is done on the {name}?",
-    "all": "See everything on the {name}?",
+    "needs_action": N_("See the {name}?"),
+    "completed": N_("See what is done on the {name}?"),
+    "all": N_("See everything on the {name}?"),
 }
+READS_ITEMS = N_("The assistant wants to read the items on {name} ({entity_id}): their titles, whether they are "
+                 "done and when they are due.")
+LEFT_OUT = N_("Descriptions are left out.")
 _NAMES = list(STATUSES)
 # The longest due Home Assistant writes: a date-time with microseconds and an offset.
 _MAX_DUE_CHARS = 40
@@ -108,13 +112,9 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     """Which list, which of its items, and where the request goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    return Card(
-        title=STATUSES[arguments.get("status", "needs_action")].format(name=name),
-        body=(
-            f"The assistant wants to read the items on {name} ({entity_id}): their titles, whether they are "
-            f"done and when they are due. Descriptions are left out. {leaves_device(config)}"
-        ),
-    )
+    wants = Words(READS_ITEMS, name=name, entity_id=entity_id)
+    return Card(title=Words(STATUSES[arguments.get("status", "needs_action")], name=name),
+                body=sentences(wants, Words(LEFT_OUT), leaves_device(config)))
 
 
 def wrong_shape() -> HABadResponse:

@@ -16,9 +16,17 @@ from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destinati
 from console_ha.capabilities.confirmations import PendingConfirmation
 from console_ha.capabilities.executor import Proposal
 from console_ha.errors import CapabilityError
+from console_ha.language import Words
 
-# Issue 25: a program's card once the program asked for it more than once (each call that joins it counts).
-ASKED_TIMES = "Asked {count} times."
+
+def asked_words(asked: int) -> Words | None:
+    """How often a program asked for its card, in the household's words; None while it asked only once.
+
+    Issue 25: a program's card once the program asked for it more than once (each call that joins it counts).
+    """
+    if asked <= 1:
+        return None
+    return Words.counted("Asked {count} time.", "Asked {count} times.", asked)
 
 
 def always() -> bool:
@@ -99,7 +107,7 @@ class WaitingRead:
         """The contract's pending item: the conversation card plus who asked, where the answer goes, and how
         often the program asked (`asked_words` only once it asked again)."""
         return {**self.proposal.to_dict(), "client": self.client, "destination": destination_for(self.client),
-                "asked": self.asked, "asked_words": ASKED_TIMES.format(count=self.asked) if self.asked > 1 else None}
+                "asked": self.asked, "asked_words": asked_words(self.asked)}
 
     def to_program_dict(self) -> dict[str, Any]:
         """The same item as the program that asked sees it: its own arguments, none of the card's facts."""

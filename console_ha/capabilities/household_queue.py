@@ -47,6 +47,7 @@ from console_ha.errors import (
     InvocationLimitExceeded,
     TokenRevoked,
 )
+from console_ha.language import Words
 from console_ha.secret import find_by_token
 
 # At most this many reads wait for the household at once, over every client. Each waiting MCP call or
@@ -64,13 +65,13 @@ MAX_CARDS_PER_TOOL = 2
 EXPIRED_REMEMBERED = 64
 
 # What the household is told after answering (words.py keeps the error codes' words; these are the queue's).
-ALLOWED_NOW = "Allowed: the program gets this read once."
-ALLOWED_LATER = ("Allowed; the program will get it when it asks again. Nothing is read until then, and "
-                 "nothing at all if it does not ask before the card expires.")
-NOT_ALLOWED = "Not allowed: nothing was read."
+ALLOWED_NOW = Words("Allowed: the program gets this read once.")
+ALLOWED_LATER = Words("Allowed; the program will get it when it asks again. Nothing is read until then, and "
+                      "nothing at all if it does not ask before the card expires.")
+NOT_ALLOWED = Words("Not allowed: nothing was read.")
 # Allowed, but what the card showed (the address, the devices' names) changed while it waited: its read refuses.
-CHANGED_SINCE_SHOWN = ("Allowed, but your Home Assistant settings or your devices' names changed after this card "
-                       "was shown, so nothing will be read. The program is told to ask again.")
+CHANGED_SINCE_SHOWN = Words("Allowed, but your Home Assistant settings or your devices' names changed after this "
+                            "card was shown, so nothing will be read. The program is told to ask again.")
 
 
 class StillWaiting(Exception):  # noqa: N818 - a verdict, not a failure
@@ -96,7 +97,7 @@ class Answered:
     """The household's answer as the Console tells it back: the contract's status, and what happens now."""
 
     status: str  # "approved" or "denied"
-    message: str
+    message: str  # a Words: the household reads it in the language of the request that answered
 
 
 @dataclass(frozen=True)
@@ -338,14 +339,15 @@ class HouseholdQueue:
                 # Revoked while its card waited (on the page, or with the CLI in another process): nothing is
                 # read for it, whether its call waits or returned early, and the household is told so.
                 self._move(card, CardState.WITHDRAWN, now, error=_revoked())
-                raise ConfirmationInvalid("unknown", "That program's API token was revoked; nothing was read.")
+                raise ConfirmationInvalid("unknown", Words("That program's API token was revoked; nothing was read."))
             # A call whose program hung up a moment ago is not a live one (its verdict would find it so too).
             live = any(call.present() for call in card.calls)
             if card.joins is None and not live:
                 # A card no call can join (a program's conversation message) whose program hung up: it can
                 # never be collected, so it goes now rather than being held for a return that cannot come.
                 self._move(card, CardState.WITHDRAWN, now, error=_hung_up())
-                raise ConfirmationInvalid("unknown", "The program hung up before its read ran; nothing was read.")
+                raise ConfirmationInvalid("unknown",
+                                          Words("The program hung up before its read ran; nothing was read."))
             to = (CardState.ALLOWED if live else CardState.HELD) if approve else CardState.DENIED
             if self._move(card, to, now) is CardState.EXPIRED:
                 raise self._not_open(token)
@@ -455,6 +457,6 @@ class HouseholdQueue:
     def _not_open(self, token: object) -> ConfirmationInvalid:
         # Under the lock. A card whose time ran out is said to have expired, even once it left the queue.
         if find_by_token(self._expired, token) is not None:
-            return ConfirmationInvalid("expired", "That request has expired; nothing was read.")
-        return ConfirmationInvalid("unknown", "That request is not waiting any more: it was answered, withdrawn "
-                                   "or never made.")
+            return ConfirmationInvalid("expired", Words("That request has expired; nothing was read."))
+        return ConfirmationInvalid("unknown", Words("That request is not waiting any more: it was answered, "
+                                                    "withdrawn or never made."))

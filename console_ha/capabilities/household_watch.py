@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from console_ha.capabilities.household_queue import WaitingRead
+from console_ha.language import Words
 from console_ha.words import NOTIFICATION_BODY, NOTIFICATION_TITLE
 
 # How long one question stays open with nothing new: well under the 30-60 s after which proxies and
@@ -78,8 +79,8 @@ def card_id(waiting: WaitingRead) -> str:
 
 def _answer(pending: Sequence[WaitingRead], *, busy: bool = False) -> WatchAnswer:
     cards = tuple({"id": card_id(w),
-                   "notification_title": NOTIFICATION_TITLE.format(client=w.client),
-                   "notification_body": NOTIFICATION_BODY.format(card_title=w.proposal.card.title.rstrip("."))}
+                   "notification_title": Words(NOTIFICATION_TITLE, client=w.client),
+                   "notification_body": Words(NOTIFICATION_BODY, card_title=w.proposal.card.title)}
                   for w in pending)
     version = hashlib.sha256(" ".join(card["id"] for card in cards).encode("ascii")).hexdigest()[:16]
     return WatchAnswer(version, cards, busy)

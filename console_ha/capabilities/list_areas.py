@@ -8,13 +8,14 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device
+from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.ha.areas import REGISTRY_COMMANDS, area_index
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -73,18 +74,25 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     return trimmed(low)
 
 
-CARD_TITLE = "Read the areas of your Home Assistant devices?"
-COUNTS_ONE = ("The assistant wants to know which area the one device you allowed is in, and whether it is "
-              "unavailable. Nothing about other devices or areas is read into the answer.")
-COUNTS_MANY = ("The assistant wants to know which areas the {count} devices you allowed are in, and how many in "
-               "each are unavailable. Nothing about other devices or areas is read into the answer.")
+CARD_TITLE = N_("Read the areas of your Home Assistant devices?")
+
+
+def counts_words(count: int) -> Words:
+    """What the read counts over the `count` allowed devices (one device has one area, so its own sentence)."""
+    if count == 1:
+        return Words("The assistant wants to know which area the one device you allowed is in, and whether it is "
+                     "unavailable. Nothing about other devices or areas is read into the answer.")
+    return Words.counted("The assistant wants to know which areas the {count} device you allowed is in, and how "
+                         "many in each are unavailable. Nothing about other devices or areas is read into the answer.",
+                         "The assistant wants to know which areas the {count} devices you allowed are in, and how "
+                         "many in each are unavailable. Nothing about other devices or areas is read into the answer.",
+                         count)
 
 
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which devices' areas will be counted, and where the request goes."""
-    count = len(config.allowlisted_entities)
-    wants = (COUNTS_ONE if count == 1 else COUNTS_MANY).format(count=count)
-    return Card(title=CARD_TITLE, body=f"{wants} {leaves_device(config)}")
+    wants = counts_words(len(config.allowlisted_entities))
+    return Card(title=Words(CARD_TITLE), body=sentences(wants, leaves_device(config)))
 
 
 def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
-from console_ha.capabilities.cards import Card, leaves_device, quoted, unended
+from console_ha.capabilities.cards import Card, leaves_device, names_listed, quoted, sentences, unended
 from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
 from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
@@ -18,9 +18,10 @@ from console_ha.folding import fold
 from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndex, area_index
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
-from console_ha.words import KIND_NAMES
+from console_ha.words import KIND_NAMES, kind_name
 
 NAME = "home_assistant.list_entities"
 MAX_LIMIT = 500
@@ -152,87 +153,112 @@ def _limit(arguments: Mapping[str, Any]) -> int | None:
     return int(arguments["limit"]) if "limit" in arguments else None
 
 
-# --- the card's words: whole sentences, each with named placeholders (issue 26 translates them as they are) ---
-CARD_TITLE = "Read your Home Assistant devices?"
-READS_THE_ONLY_ONE = "The assistant wants to read the current state of the one device you allowed: {names}."
-READS_BOTH = "The assistant wants to read the current state of both devices you allowed: {names}."
-READS_ALL = "The assistant wants to read the current state of all {count} devices you allowed: {names}."
-READS_ALL_AMONG = ("The assistant wants to read the current state of all {count} devices you allowed, among them "
-                   "{names}.")
-READS_SOME = "The assistant wants to read the current state of {count} of the devices you allowed: {names}."
-READS_SOME_AMONG = ("The assistant wants to read the current state of {count} of the devices you allowed, among "
-                    "them {names}.")
-READS_NONE = "None of the devices you allowed is one the assistant asked for, so no device's state is read."
-# An area filter while the Console holds no areas: the card names only what the other filters keep.
-READS_IN_UNKNOWN_AREA = ("The assistant wants to read the current state of the devices you allowed that are in the "
-                         "area {area}. The Console does not know yet which rooms your devices are in: Home "
-                         "Assistant tells it when this is read, and only those in that area are read, from "
-                         "among these {count}: {names}.")
-READS_IN_UNKNOWN_AREA_AMONG = ("The assistant wants to read the current state of the devices you allowed that are "
-                               "in the area {area}. The Console does not know yet which rooms your devices are "
-                               "in: Home Assistant tells it when this is read, and only those in that area are "
-                               "read, from among {count} of them, such as {names}.")
-ASKED_AREA = "It asked for those in the area {area}."
-ASKED_KIND = "It asked for those of the kind {kind}."
-ASKED_NAME = "It asked for those whose name contains {name}."
-ASKED_LIMIT = "It asked for at most {limit}."
+# --- the card's words: whole sentences, each with named placeholders, translated in the catalogs --------------
+CARD_TITLE = N_("Read your Home Assistant devices?")
+READS_NONE = N_("None of the devices you allowed is one the assistant asked for, so no device's state is read.")
+ASKED_AREA = N_("It asked for those in the area {area}.")
+ASKED_KIND = N_("It asked for those of the kind {kind}.")
+ASKED_NAME = N_("It asked for those whose name contains {name}.")
+ASKED_LIMIT = N_("It asked for at most {limit}.")
 # How many names a card lists; past this it says how many, and gives these as examples.
 MAX_NAMED = 12
 CARD_NAME_BYTES = 120
 
 
-def _quoted(value: str) -> str:
+def _quoted(value: str) -> Words:
     return quoted(cut(value, CARD_FILTER_BYTES))
 
 
-def kind_words(domain: str) -> str:
+def kind_words(domain: str) -> Words:
     """The kind asked for in the picker's words ("Lights"); the model's own words, quoted, for no known kind."""
     folded = fold(domain)
-    return f"“{KIND_NAMES[folded]}”" if folded in KIND_NAMES else _quoted(domain)
+    return quoted(kind_name(folded)) if folded in KIND_NAMES else _quoted(domain)
 
 
 def named(config: HomeAssistantConfig, entities: list[str]) -> str:
-    """The first MAX_NAMED of `entities` by the names the household knows them by (a name's own "." or "?" is
-    left out: the list goes on with a comma or ends the card's sentence)."""
-    return ", ".join(unended(cut(config.display_name(e), CARD_NAME_BYTES)) for e in entities[:MAX_NAMED])
+    """The first MAX_NAMED of `entities` by the names the household knows them by, in the language's list (a
+    name's own "." or "?" is left out: the list goes on or ends the card's sentence)."""
+    return names_listed([unended(cut(config.display_name(e), CARD_NAME_BYTES)) for e in entities[:MAX_NAMED]])
 
 
-def _what_is_read(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts) -> list[str]:
+def _in_unknown_area(config: HomeAssistantConfig, area: str, candidates: list[str]) -> Words:
+    """An area filter while the Console holds no areas: the card names only what the other filters keep."""
+    names, count = named(config, candidates), len(candidates)
+    if count <= MAX_NAMED:
+        return Words.counted(
+            "The assistant wants to read the current state of the devices you allowed that are in the area {area}. "
+            "The Console does not know yet which rooms your devices are in: Home Assistant tells it when this is "
+            "read, and only those in that area are read, from among this {count} device: {names}.",
+            "The assistant wants to read the current state of the devices you allowed that are in the area {area}. "
+            "The Console does not know yet which rooms your devices are in: Home Assistant tells it when this is "
+            "read, and only those in that area are read, from among these {count}: {names}.",
+            count, area=_quoted(area), names=names)
+    return Words.counted(
+        "The assistant wants to read the current state of the devices you allowed that are in the area {area}. "
+        "The Console does not know yet which rooms your devices are in: Home Assistant tells it when this is read, "
+        "and only those in that area are read, from among {count} of them, such as {names}.",
+        "The assistant wants to read the current state of the devices you allowed that are in the area {area}. "
+        "The Console does not know yet which rooms your devices are in: Home Assistant tells it when this is read, "
+        "and only those in that area are read, from among {count} of them, such as {names}.",
+        count, area=_quoted(area), names=names)
+
+
+def _reads(config: HomeAssistantConfig, read: list[str], everything: bool) -> Words:
+    """The sentence naming the devices read: all the allowed ones, or some; named, or some named as examples."""
+    count, names = len(read), named(config, read)
+    if not read:
+        return Words(READS_NONE)
+    if everything and count == 1:
+        return Words("The assistant wants to read the current state of the one device you allowed: {names}.",
+                     names=names)
+    if everything and count == 2:
+        return Words("The assistant wants to read the current state of both devices you allowed: {names}.",
+                     names=names)
+    if everything:
+        if count <= MAX_NAMED:
+            return Words.counted("The assistant wants to read the current state of all {count} device you allowed: "
+                                 "{names}.",
+                                 "The assistant wants to read the current state of all {count} devices you allowed: "
+                                 "{names}.", count, names=names)
+        return Words.counted("The assistant wants to read the current state of all {count} device you allowed, among "
+                             "them {names}.",
+                             "The assistant wants to read the current state of all {count} devices you allowed, "
+                             "among them {names}.", count, names=names)
+    if count <= MAX_NAMED:
+        return Words.counted("The assistant wants to read the current state of {count} of the devices you allowed: "
+                             "{names}.",
+                             "The assistant wants to read the current state of {count} of the devices you allowed: "
+                             "{names}.", count, names=names)
+    return Words.counted("The assistant wants to read the current state of {count} of the devices you allowed, "
+                         "among them {names}.",
+                         "The assistant wants to read the current state of {count} of the devices you allowed, "
+                         "among them {names}.", count, names=names)
+
+
+def _what_is_read(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts) -> list[Words]:
     """The sentence of which devices are read; for unknown areas, it says the area itself."""
     if "area" in arguments and facts.areas is None:
         # What the other filters keep, and the limit, can only narrow these: none outside them is read.
         candidates = selection(config, {k: v for k, v in arguments.items() if k != "area"}, None)
         if not candidates:
-            return [READS_NONE, ASKED_AREA.format(area=_quoted(arguments["area"]))]
-        words = READS_IN_UNKNOWN_AREA if len(candidates) <= MAX_NAMED else READS_IN_UNKNOWN_AREA_AMONG
-        return [words.format(area=_quoted(arguments["area"]), count=len(candidates),
-                             names=named(config, candidates))]
-    read = named_by_card(config, arguments, facts.areas)
-    everything = not arguments
-    if not read:
-        words = READS_NONE
-    elif everything and len(read) <= 2:
-        words = READS_THE_ONLY_ONE if len(read) == 1 else READS_BOTH
-    elif everything:
-        words = READS_ALL if len(read) <= MAX_NAMED else READS_ALL_AMONG
-    else:
-        words = READS_SOME if len(read) <= MAX_NAMED else READS_SOME_AMONG
-    sentences = [words.format(count=len(read), names=named(config, read))]
+            return [Words(READS_NONE), Words(ASKED_AREA, area=_quoted(arguments["area"]))]
+        return [_in_unknown_area(config, arguments["area"], candidates)]
+    sentences = [_reads(config, named_by_card(config, arguments, facts.areas), not arguments)]
     if "area" in arguments:
-        sentences.append(ASKED_AREA.format(area=_quoted(arguments["area"])))
+        sentences.append(Words(ASKED_AREA, area=_quoted(arguments["area"])))
     return sentences
 
 
 def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardFacts = NOTHING_KNOWN) -> Card:
     """Which of the allowed devices are read (named, and only those the filters keep), and where it goes."""
-    sentences = _what_is_read(config, arguments, facts)
+    said = _what_is_read(config, arguments, facts)
     if "domain" in arguments:
-        sentences.append(ASKED_KIND.format(kind=kind_words(arguments["domain"])))
+        said.append(Words(ASKED_KIND, kind=kind_words(arguments["domain"])))
     if "name" in arguments:
-        sentences.append(ASKED_NAME.format(name=_quoted(arguments["name"])))
+        said.append(Words(ASKED_NAME, name=_quoted(arguments["name"])))
     if "limit" in arguments:
-        sentences.append(ASKED_LIMIT.format(limit=_limit(arguments)))
-    return Card(title=CARD_TITLE, body=" ".join([*sentences, leaves_device(config)]))
+        said.append(Words(ASKED_LIMIT, limit=_limit(arguments)))
+    return Card(title=Words(CARD_TITLE), body=sentences(*said, leaves_device(config)))
 
 
 def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:

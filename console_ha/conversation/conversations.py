@@ -22,6 +22,7 @@ from console_ha.capabilities.executor import Proposal, Turn
 from console_ha.capabilities.household_queue import Asker
 from console_ha.conversation.model import ToolCall
 from console_ha.errors import ConfirmationInvalid, error_body
+from console_ha.language import Words
 from console_ha.store.conversations import ConversationFiles
 from console_ha.timestamps import utc_z_now
 from console_ha.words import CHAT_RESTARTED
@@ -94,18 +95,24 @@ class Conversation:
 
     def to_record(self) -> dict[str, Any]:
         """What is kept on disk: the messages, and the open card's title and calls (never its token)."""
+        # A line of the Console's own (a Words) keeps its message beside its English text, to be shown in the
+        # household's language again after a restart.
+        messages = [{**m, "words": m["content"].to_record()} if isinstance(m.get("content"), Words) else m
+                    for m in list(self.messages)]
         record: dict[str, Any] = {"id": self.id, "owner": self.owner, "updated": self.updated,
-                                  "touched": self.touched, "messages": list(self.messages), "open": None}
+                                  "touched": self.touched, "messages": messages, "open": None}
         if self.pending is not None:
             call, proposal = self.pending
             record["open"] = {"title": proposal.card.title, "calls": [c.id for c in (call, *self.queue)],
                               "expiry_said": self.expiry_noted == proposal.token}
+            if isinstance(proposal.card.title, Words):
+                record["open"]["title_words"] = proposal.card.title.to_record()
         return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any], last_active: float) -> Conversation:
         """A kept conversation as a restart finds it: a card that was open is closed, and the chat says so."""
-        conversation = cls(record["id"], last_active, record["owner"], list(record["messages"]),
+        conversation = cls(record["id"], last_active, record["owner"], [_kept(m) for m in record["messages"]],
                            updated=record["updated"], touched=record["touched"])
         open_card = record["open"]
         if open_card is not None:
@@ -114,8 +121,18 @@ class Conversation:
             conversation.messages.extend({"role": "tool", "tool_call_id": call_id, "content": content}
                                          for call_id in open_card["calls"])
             if not open_card["expiry_said"]:  # an expiry the chat already said needs no second line
-                conversation.note(CHAT_RESTARTED.format(title=open_card["title"]))
+                title = Words.from_record(open_card.get("title_words")) or open_card["title"]
+                conversation.note(Words(CHAT_RESTARTED, title=title))
         return conversation
+
+
+def _kept(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as a kept file holds it: a line of the Console's own made a Words again (else its English text)."""
+    if "words" not in message:
+        return message
+    words = Words.from_record(message["words"])
+    plain = {key: value for key, value in message.items() if key != "words"}
+    return plain if words is None else {**plain, "content": words}
 
 
 @dataclass(frozen=True)

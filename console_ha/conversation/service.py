@@ -37,6 +37,7 @@ from console_ha.errors import (
     error_body,
 )
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import same_token
 from console_ha.store.config import ConfigStore
 from console_ha.words import (
@@ -103,8 +104,9 @@ values. Reply in the language they write in, briefly, with units; durations in h
 
 SYSTEM_PROMPT = system_prompt()
 
-STOPPED_REPLY = ("I stopped before finishing this answer because it took too many steps. "
-                 "Please ask again, perhaps more simply.")
+# The Console's reply for the model, when a turn takes too many steps: the household reads it in its language.
+STOPPED_REPLY = Words("I stopped before finishing this answer because it took too many steps. "
+                      "Please ask again, perhaps more simply.")
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,9 @@ class ConversationService:
         """
         text = message.strip() if isinstance(message, str) else ""
         if not text or len(text) > MAX_MESSAGE_CHARS:
-            raise InvalidMessage(f"A message is between 1 and {MAX_MESSAGE_CHARS} characters.", field="message")
+            raise InvalidMessage(Words.counted("A message is between 1 and {count} character.",
+                                               "A message is between 1 and {count} characters.", MAX_MESSAGE_CHARS),
+                                 field="message")
         if asker is not None and self._household is None:
             raise ValueError("a program's message needs the household queue: ConversationService(household=...)")
         if asker is None:
@@ -217,13 +221,13 @@ class ConversationService:
         """Resume a paused turn with the household's answer; ConfirmationInvalid (409) when it cannot be."""
         conversation = self.store.get(conversation_id)
         if conversation is None or conversation.owner != HOUSEHOLD:
-            raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
+            raise ConfirmationInvalid("unknown", Words("That confirmation is not known. Ask again."))
         with conversation.lock, self.store.saving(conversation):  # kept on disk as it ends, whatever it came to
             pending = conversation.pending
             if pending is None or not same_token(pending[1].token, token):
                 # Checked before the executor, so a superseded card cannot run, nor burn another
                 # conversation's token.
-                raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
+                raise ConfirmationInvalid("unknown", Words("That confirmation is not known or was already answered."))
             call, proposal = pending
             title = proposal.card.title
             try:
@@ -235,18 +239,19 @@ class ConversationService:
                     # is unknown to the executor only once swept as expired or pushed out by newer cards:
                     # either way, ask again.
                     if err.detail.get("reason") == "unknown":
-                        raise ConfirmationInvalid("expired", "That confirmation has expired. Ask again.") from None
+                        expired = Words("That confirmation has expired. Ask again.")
+                        raise ConfirmationInvalid("expired", expired) from None
                     raise
                 # Allowed, and used up: what the card showed had changed, so nothing was read. Said so, not
                 # left open to be called "expired" later.
                 content = error_body(err)
-                conversation.note(CHAT_ALLOWED_FAILED.format(title=title, outcome=chat_line(err)))
+                conversation.note(Words(CHAT_ALLOWED_FAILED, title=title, outcome=chat_line(err)))
             except CapabilityError as err:
                 content = error_body(err)
-                conversation.note(CHAT_DENIED.format(title=title) if not approve else
-                                  CHAT_ALLOWED_FAILED.format(title=title, outcome=chat_line(err)))
+                conversation.note(Words(CHAT_DENIED, title=title) if not approve else
+                                  Words(CHAT_ALLOWED_FAILED, title=title, outcome=chat_line(err)))
             else:
-                conversation.note(CHAT_ALLOWED.format(title=title))
+                conversation.note(Words(CHAT_ALLOWED, title=title))
             conversation.touch()
             conversation.pending = None
             conversation.messages.append(_tool_message(call, content))
@@ -313,7 +318,7 @@ class ConversationService:
                 return False
             if self.executor.is_open(token, conversation_id=conversation.id):
                 return False
-            conversation.note(CHAT_EXPIRED.format(title=pending[1].card.title))
+            conversation.note(Words(CHAT_EXPIRED, title=pending[1].card.title))
             conversation.expiry_noted = token
             self.store.save(conversation)
             return True
@@ -401,7 +406,7 @@ class ConversationService:
             withdrawn = self.executor.withdraw(proposal.token, conversation_id=conversation.id)
             if conversation.expiry_noted != proposal.token:  # its expiry not yet said when the page read it
                 words = CHAT_WITHDRAWN if withdrawn == "cancelled" else CHAT_EXPIRED
-                conversation.note(words.format(title=proposal.card.title))
+                conversation.note(Words(words, title=proposal.card.title))
             if conversation.queue:
                 conversation.note(CHAT_WAITING_DROPPED)
         conversation.pending = None

@@ -12,10 +12,12 @@ from flask.typing import ResponseReturnValue
 from console_ha.capabilities.household_queue import HouseholdQueue
 from console_ha.capabilities.household_watch import WATCH_SECONDS
 from console_ha.errors import ConsoleHaError, InvalidRequest
+from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.auth import current_principal, is_household, session_handle
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
+from console_ha.web.language import current_language
 
 bp = Blueprint("confirmations", __name__)
 
@@ -37,7 +39,7 @@ def household_queue() -> HouseholdQueue:
 
 def _token(value: object) -> str:
     if not isinstance(value, str) or not 0 < len(value) <= MAX_TOKEN_CHARS:
-        raise InvalidRequest("That is not a confirmation token.", field="token")
+        raise InvalidRequest(Words("That is not a confirmation token."), field="token")
     return value
 
 
@@ -94,6 +96,11 @@ def page() -> str:
     return _render()
 
 
+def shown(words: str) -> str:
+    """`words` in the request's language (a plain str as it is)."""
+    return words.in_language(current_language()) if isinstance(words, Words) else words
+
+
 @bp.post("/confirmations")
 def page_post() -> ResponseReturnValue:
     """A card's form posted without JavaScript: answer it, then show the page again."""
@@ -103,7 +110,8 @@ def page_post() -> ResponseReturnValue:
         answered = household_queue().answer(_token(form.get("token")), approve)
     except ConsoleHaError as err:
         return _render(error=err), status_for(err.code)
-    flash(answered.message)
+    # The session keeps a flashed message as JSON, where a Words is its English text: rendered here first.
+    flash(shown(answered.message))
     return redirect(url_for(".page"), code=303)
 
 

@@ -14,6 +14,7 @@ from console_ha.conversation.activity import summarise
 from console_ha.conversation.conversations import MAX_CONVERSATIONS, MAX_IDLE_SECONDS
 from console_ha.conversation.service import MAX_HISTORY_CHARS, MAX_MESSAGE_CHARS
 from console_ha.errors import ConsoleHaError, InvalidRequest, NotFound
+from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
 from console_ha.web.auth import asker_for, current_principal, is_household
@@ -100,7 +101,7 @@ def lines() -> Response:
     # Only a card that can still be answered: once it has expired, the page's script has its line instead.
     found = conversation_service().transcript(conversation_id, open_only=True) if conversation_id else None
     if found is None:
-        raise NotFound("That conversation is not kept any more.")
+        raise NotFound(Words("That conversation is not kept any more."))
     messages, pending = found
     return jsonify({"conversation_id": conversation_id, "messages": messages,
                     "pending_confirmation": pending.to_dict() if pending is not None else None})
@@ -170,10 +171,18 @@ def _render_page(conversation_id: str | None, *, error: ConsoleHaError | None = 
         model_problem=current_setup().problem,
         model_next_step=MODEL_NEXT_STEP,
         recent=_recent(),
-        kept=MAX_CONVERSATIONS,
-        kept_hours=MAX_IDLE_SECONDS // 3600,
-        kept_chars=MAX_HISTORY_CHARS,
+        kept_words=kept_words(),
     )
+
+
+def kept_words() -> Words:
+    """What the Console keeps of the household's conversations, its numbers in the page's language."""
+    return Words.counted(
+        "The Console keeps your last {count} conversation for {hours} hours after its last message, also across a "
+        "restart, and of a long conversation its latest {chars} characters.",
+        "The Console keeps your last {count} conversations for {hours} hours after their last message, also across "
+        "a restart, and of a long conversation its latest {chars} characters.",
+        MAX_CONVERSATIONS, hours=MAX_IDLE_SECONDS // 3600, chars=MAX_HISTORY_CHARS)
 
 
 def _expired(proposal: Proposal) -> bool:

@@ -10,13 +10,24 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.language import PSEUDO
 from console_ha.store.audit import AuditLog
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.console_settings import ConsoleSettingsStore
-from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, PHONE, SETTINGS, LiveConsole, serious_violations
+from tests.e2e.conftest import (
+    DESKTOP,
+    FAST_HASH,
+    PASSWORD,
+    PHONE,
+    SETTINGS,
+    LiveConsole,
+    serious_violations,
+)
+from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
+ENTITY = "sensor.living_room_temperature"
 
 # Every visible text node under `scope`, less what is not the Console's own words: code the household types
 # (a command) and each language's own name in the select (written in itself, never translated). None may
@@ -30,7 +41,10 @@ _WORDS_AND_FIT = """(scope) => {
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       const parent = node.parentElement;
-      if (!node.textContent.trim() || parent.closest("code, option[lang], script, style, template, [hidden]")) continue;
+      // A <time> is a moment in the language's own forms (Babel, Intl), not a word of a catalog.
+      if (!node.textContent.trim() || parent.closest("code, option[lang], script, style, template, [hidden], time")) {
+        continue;
+      }
       if (!parent.getClientRects().length || getComputedStyle(parent).visibility === "hidden") continue;
       const clipped = parent.closest(".visually-hidden");
       // The pseudo-language has no plain Latin letter (a message split by an element, such as a <code>, is
@@ -59,9 +73,11 @@ def _words_and_fit(page: Page, scope: str = "body") -> dict[str, Any]:
     return result
 
 
-def _assert_catalog_words_that_fit(page: Page, scope: str = "body") -> None:
+def _assert_catalog_words_that_fit(page: Page, scope: str = "body", values: tuple[str, ...] = ()) -> None:
+    """Every word from a catalog and none cut; `values` are what the words quote (names, ids, an address)."""
     found = _words_and_fit(page, scope)
-    assert found["leftovers"] == [], f"words not from a catalog on {page.url}"
+    leftovers = [text for text in found["leftovers"] if re.search("[A-Za-z]", _without(text, values))]
+    assert leftovers == [], f"words not from a catalog on {page.url}"
     assert found["cut"] == [] and not found["scrolls"], f"text cut off or wider than the page on {page.url}"
 
 
@@ -96,6 +112,81 @@ def test_in_the_pseudo_language_every_word_of_the_converted_pages_is_from_a_cata
             assert serious_violations(page) == []
     finally:
         context.close()
+
+
+def _log_in(page: Page, console: LiveConsole, path: str) -> None:
+    """Log in by the form's ids (its words are in the page's language), then open `path`."""
+    page.goto(console.at("/login"))
+    page.locator("#password").fill(PASSWORD)
+    page.locator("button[type=submit].primary").click()
+    page.wait_for_url(re.compile(r"^(?!.*/login)"))
+    page.goto(console.at(path))
+
+
+def _without(text: str, values: tuple[str, ...]) -> str:
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, "")
+    return text
+
+
+@pytest.mark.parametrize(("javascript", "width"), [(True, DESKTOP), (True, PHONE), (False, DESKTOP), (False, PHONE)],
+                         ids=["js-1280", "js-390", "nojs-1280", "nojs-390"])
+def test_in_the_pseudo_language_the_conversation_and_a_waiting_card_are_all_catalog_words_that_fit(
+        browser: Browser, console: LiveConsole, stub_ha: StubHomeAssistant, javascript: bool, width: Any) -> None:
+    """/conversation and /confirmations with a program's card waiting: every word but the values it names."""
+    console.app.config["CONSOLE_HA_PSEUDO_LANGUAGE"] = True
+    ConsoleSettingsStore(console.data_dir).set_language(PSEUDO.code)
+    ConsoleSecrets(console.data_dir).set_password(PASSWORD, method=FAST_HASH)
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=[ENTITY],
+                      entity_names={ENTITY: "Living room temperature"})
+    console.app.extensions["console_ha_mcp"].queue.ask("desk assistant", GET_HISTORY,
+                                                       {"entity_id": ENTITY, "period": "week"})
+    values = ("Living room temperature", ENTITY, "desk assistant", stub_ha.base_url.split("//", 1)[1])
+    context = browser.new_context(java_script_enabled=javascript, viewport=width)
+    page = context.new_page()
+    try:
+        _log_in(page, console, "/confirmations")
+        expect(page.locator("#confirmations-list [data-slot=title]")).to_contain_text("⟦")
+        _assert_catalog_words_that_fit(page, "h1, .lede, #notifications, #confirmations, nav", values)
+        page.goto(console.at("/conversation"))
+        expect(page.locator("html")).to_have_attribute("lang", "en-XA")
+        # The model's own notice is the Model page's words (another part of issue 26).
+        _assert_catalog_words_that_fit(page, "h1, .lede, #conversation, #recent-conversations", values)
+        if javascript:
+            page.locator("#message").fill("   ")
+            page.locator("#message").press("Enter")
+            expect(page.locator("#conversation-status")).to_contain_text("⟦")
+            _assert_catalog_words_that_fit(page, "#conversation-status")
+            assert serious_violations(page) == []
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_a_french_and_a_chinese_household_deny_and_allow_waiting_cards(
+        browser: Browser, console: LiveConsole, stub_ha: StubHomeAssistant, width: Any) -> None:
+    """The card, its buttons and what the Console says after each answer, in French then in Chinese."""
+    ConsoleSecrets(console.data_dir).set_password(PASSWORD, method=FAST_HASH)
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=[ENTITY],
+                      entity_names={ENTITY: "Salon"})
+    queue = console.app.extensions["console_ha_mcp"].queue
+    for language, period, title, button, told in (
+            ("fr-FR", "day", "Lire l’historique de Salon\u202f?", "Ne pas autoriser",
+             "Non autorisé\u00a0: rien n’a été lu."),
+            ("zh-CN", "week", "读取Salon的历史记录？", "仅允许这一次", "已允许：该程序可获得这一次读取结果。")):
+        queue.ask("desk assistant", GET_HISTORY, {"entity_id": ENTITY, "period": period})
+        context = browser.new_context(locale=language, viewport=width)
+        page = context.new_page()
+        try:
+            _log_in(page, console, "/confirmations")
+            card = page.locator("#confirmations-list .confirm-card").first
+            expect(card.locator("[data-slot=title]")).to_have_text(title)
+            assert serious_violations(page) == []
+            card.get_by_role("button", name=button).click()
+            expect(page.locator("#confirmations-status")).to_contain_text(told)
+            expect(page.locator("#confirmations-empty")).to_be_visible()
+        finally:
+            context.close()
 
 
 def test_the_check_above_finds_a_word_from_no_catalog_and_a_cut_one(browser: Browser, console: LiveConsole) -> None:
