@@ -158,7 +158,7 @@ class HouseholdQueue:
             self._sweep(now)
             # Held across propose, so two calls at once cannot both find the slot free.
             own_turn = turn is not None
-            turn = self._turn_for(client, capability, turn, now)
+            turn = self._turn_for(client, token_id, capability, turn, now)
             # Each waiting read is its own "conversation" in the confirmation store: only its own wait
             # can consume its token, never another client's.
             conversation_id = "household-queue:" + secrets.token_hex(8)
@@ -412,13 +412,16 @@ class HouseholdQueue:
             elif card.state is CardState.DENIED:
                 del self._waiting[card.token]
 
-    def _turn_for(self, client: str, capability: object, turn: Turn | None, now: float) -> Turn:
+    def _turn_for(self, client: str, token_id: str, capability: object, turn: Turn | None, now: float) -> Turn:
         # MCP has no conversation turn. Its "one invocation per turn" is at most MAX_CARDS_PER_TOOL
-        # unanswered cards per capability per client; and when the Console already holds its bound of
-        # waiting reads, none at all (a conversation's own turn is then not touched: a copy says "no more").
+        # unanswered cards per capability per program (its API token, else its name); and when
+        # the Console already holds its bound of waiting reads, none at all (a conversation's own turn is then
+        # not touched: a copy says "no more"). By the token, not the name: two tokens may share a name, and
+        # one program's cards must not refuse the other's calls (issue 25 review).
         open_reads = self._open(now)
         if turn is None:
-            mine = Counter(w.proposal.capability for w in open_reads if w.client == client)
+            mine = Counter(w.proposal.capability for w in open_reads
+                           if (w.token_id == token_id if token_id else w.client == client))
             turn = Turn(Counter({name: 1 for name, count in mine.items() if count >= MAX_CARDS_PER_TOOL}))
         if isinstance(capability, str) and len(open_reads) >= self._max_waiting:
             return Turn(Counter({**turn.counts, capability: max(turn.counts[capability], 1 << 16)}))
