@@ -185,7 +185,7 @@ def test_other_arguments_or_another_token_make_a_new_card(queue):
 def test_a_joining_call_takes_the_card_over_and_the_earlier_one_lets_go(queue):
     first = queue.call(DESK, LIST_ENTITIES, {})
     second = queue.call(DESK, LIST_ENTITIES, {})
-    assert second.waiting is first.waiting and first.attachment.let_go.done()
+    assert second.waiting is first.waiting and first.attachment.wake.done()
     assert first.waiting.calls == [second.attachment]
 
 

@@ -206,8 +206,7 @@ class HouseholdQueue:
                                   invocation=secrets.token_hex(8))
             return Call(card, attachment)
         for earlier in card.calls:
-            if not earlier.let_go.done():  # its call may have ended meanwhile
-                earlier.let_go.set_result(None)
+            earlier.stop_waiting()
         card.calls = [attachment]
         if card.state is CardState.HELD:
             self._move(card, CardState.ALLOWED, now)  # it came back before the expiry: the read is this call's
@@ -380,6 +379,8 @@ class HouseholdQueue:
         card.error = error or card.error
         if not card.settled.done():
             card.settled.set_result(to)
+        for call in card.calls:  # each waiting call asks for its verdict now (an event, not its next look)
+            call.stop_waiting()
         if to in GONE:
             self._waiting.pop(card.token, None)
         if to in (CardState.EXPIRED, CardState.ABANDONED):
