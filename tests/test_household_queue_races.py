@@ -258,3 +258,18 @@ def test_a_program_repeating_its_call_leaves_nothing_hooked_on_its_card(data_dir
     assert queue.answer(card.token, True).message == ALLOWED_NOW
     waiter.join(10)
     assert results[0].structuredContent["entity_id"] == ENTITY and time.monotonic() - started < 2
+
+
+def test_a_held_read_nobody_came_back_for_does_not_say_the_household_never_answered(queue, clock):
+    """The household allowed it: a late call finding it abandoned is told the program did not come back, with
+    reason "expired", not "The household did not answer in time" (which the abandoned card said before)."""
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    newer = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # takes the card over: the first returns early
+    queue.detach(newer.waiting, newer.attachment)  # and the newer one's patience ran out too
+    assert queue.answer(first.waiting.token, True).message == ALLOWED_LATER
+    clock.now = first.waiting.deadline + 1
+    assert queue.pending() == [] and first.waiting.state is CardState.ABANDONED
+    with pytest.raises(ConfirmationInvalid) as late:
+        queue.collect(first.waiting, first.attachment)  # the first call's thread runs only now (a loaded machine)
+    assert late.value.detail["reason"] == "expired" and "did not answer" not in late.value.message
+    assert "allowed" in late.value.message

@@ -117,6 +117,12 @@ def _expired() -> ConfirmationInvalid:
     return ConfirmationInvalid("expired", "The household did not answer in time; nothing was read.")
 
 
+def _abandoned() -> ConfirmationInvalid:
+    # The household did answer: a held read ends because its program did not come back, not for want of an answer.
+    return ConfirmationInvalid("expired", "The household allowed this read, but the program did not ask for it "
+                               "again before the request expired; nothing was read.")
+
+
 def _hung_up() -> ConfirmationInvalid:
     return ConfirmationInvalid(None, "The program hung up before its read ran; nothing was read.")
 
@@ -409,7 +415,7 @@ class HouseholdQueue:
             if card.state is CardState.WAITING:
                 self._move(card, CardState.EXPIRED, now, error=_expired())
             elif card.state is CardState.HELD:
-                self._move(card, CardState.ABANDONED, now, error=_expired())
+                self._move(card, CardState.ABANDONED, now, error=_abandoned())
             elif card.state is CardState.DENIED:
                 del self._waiting[card.token]
 
