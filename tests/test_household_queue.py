@@ -97,6 +97,20 @@ def test_at_most_two_waiting_cards_per_capability_per_client(data_dir, stub_ha, 
     queue.ask("tablet", GET_HISTORY, HISTORY_ARGS)  # another program may
 
 
+def test_the_two_card_limit_is_each_api_token_s_own_even_when_two_tokens_share_a_name(data_dir, stub_ha, clock):
+    """Two tokens named "desk" are two programs: one's two waiting cards never refuse the other's call (before,
+    the limit counted cards by name, and the second was told to "call again to collect one" it could not join)."""
+    queue = roomy_queue(data_dir, stub_ha, clock, max_waiting=5)
+    first, second = Asker("desk", token_id="a" * 16), Asker("desk", token_id="b" * 16)
+    queue.call(first, GET_HISTORY, HISTORY_ARGS)
+    queue.call(first, GET_HISTORY, {"entity_id": ENTITY, "period": "hour"})
+    with pytest.raises(CapabilityError) as refused:
+        queue.call(first, GET_HISTORY, {"entity_id": ENTITY, "period": "week"})
+    assert refused.value.code == "INVOCATION_LIMIT_EXCEEDED"
+    other = queue.call(second, GET_HISTORY, HISTORY_ARGS)
+    assert other.waiting.token_id == "b" * 16 and len(queue.pending()) == 3
+
+
 def test_the_queue_is_bounded_overall_and_an_expired_card_frees_its_place(queue, clock, data_dir):
     first = queue.ask("desk", LIST_ENTITIES, {})
     queue.ask("tablet", LIST_ENTITIES, {})
@@ -172,7 +186,7 @@ def test_other_arguments_or_another_token_make_a_new_card(queue):
 def test_a_joining_call_takes_the_card_over_and_the_earlier_one_lets_go(queue):
     first = queue.call(DESK, LIST_ENTITIES, {})
     second = queue.call(DESK, LIST_ENTITIES, {})
-    assert second.waiting is first.waiting and first.attachment.let_go.done()
+    assert second.waiting is first.waiting and first.attachment.wake.done()
     assert first.waiting.calls == [second.attachment]
 
 

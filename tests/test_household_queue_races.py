@@ -231,3 +231,45 @@ def test_near_the_expiry_what_the_household_is_told_always_matches_what_the_prog
     assert lines.count("executed") == tally[("read", "read")] and lines.count("expired") == tally[("expired",
                                                                                                    "expired")]
     assert "abandoned" not in lines and "held" not in lines
+
+
+def test_a_program_repeating_its_call_leaves_nothing_hooked_on_its_card(data_dir, stub_ha):
+    """Each MCP call that joins a card and returns early lets go of it entirely: before, each left an asyncio
+    wrapper hooked on the card's `settled` future for the card's life (200 calls, 200 hooks), and the answer
+    then woke them all. The answer still reaches the call that waits now, at once."""
+    queue = real_queue(data_dir, stub_ha, ttl=60)
+    impatient = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=0)
+    for _ in range(50):
+        result = run_to_end(_call(queue, impatient, GET_HISTORY, HISTORY_ARGS, _no_progress, 60.0))
+        assert "waiting_for_household" in (result.structuredContent or {})
+    (card,) = queue.pending()
+    # concurrent.futures offers no public view of a future's callbacks: its private list is the fact here.
+    assert card.asked == 50 and card.settled._done_callbacks == []  # type: ignore[attr-defined]
+    patient = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=60)
+    results: list[Any] = []
+    waiter = threading.Thread(target=lambda: results.append(
+        run_to_end(_call(queue, patient, GET_HISTORY, HISTORY_ARGS, _no_progress, 60.0))))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while card.asked < 51:
+        assert time.monotonic() < deadline, "the patient call never joined"
+        time.sleep(0.002)
+    started = time.monotonic()
+    assert queue.answer(card.token, True).message == ALLOWED_NOW
+    waiter.join(10)
+    assert results[0].structuredContent["entity_id"] == ENTITY and time.monotonic() - started < 2
+
+
+def test_a_held_read_nobody_came_back_for_does_not_say_the_household_never_answered(queue, clock):
+    """The household allowed it: a late call finding it abandoned is told the program did not come back, with
+    reason "expired", not "The household did not answer in time" (which the abandoned card said before)."""
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    newer = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)  # takes the card over: the first returns early
+    queue.detach(newer.waiting, newer.attachment)  # and the newer one's patience ran out too
+    assert queue.answer(first.waiting.token, True).message == ALLOWED_LATER
+    clock.now = first.waiting.deadline + 1
+    assert queue.pending() == [] and first.waiting.state is CardState.ABANDONED
+    with pytest.raises(ConfirmationInvalid) as late:
+        queue.collect(first.waiting, first.attachment)  # the first call's thread runs only now (a loaded machine)
+    assert late.value.detail["reason"] == "expired" and "did not answer" not in late.value.message
+    assert "allowed" in late.value.message

@@ -5,8 +5,9 @@ The queue (household_queue.py) makes every move, under its lock; this module say
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -65,10 +66,19 @@ AUDITED: Mapping[CardState, str] = MappingProxyType({_S.HELD: "held", _S.WITHDRA
 
 @dataclass(eq=False)
 class Attachment:
-    """One live call on a card: whether its program is still there, and a future set when it must let go."""
+    """One live call on a card: whether its program is still there, and a future set when it must stop waiting."""
 
     present: Callable[[], bool] = always
-    let_go: Future[None] = field(default_factory=Future)
+    # Set when the card moves or a newer call of its program takes the card over: the call then asks for its
+    # verdict. The call's own, not the card's `settled`: each waiting call hooked onto that one future stayed
+    # hooked for the card's life, so a program repeating its call grew it without bound (issue 25 review).
+    wake: Future[None] = field(default_factory=Future)
+
+    def stop_waiting(self) -> None:
+        """Wake the call, once; a call that already ended (its future cancelled) is left alone."""
+        with contextlib.suppress(InvalidStateError):  # done meanwhile, from the event loop's thread
+            if not self.wake.done():
+                self.wake.set_result(None)
 
 
 @dataclass(eq=False)

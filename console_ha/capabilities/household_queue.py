@@ -122,6 +122,12 @@ def _expired() -> ConfirmationInvalid:
     return ConfirmationInvalid("expired", "The household did not answer in time; nothing was read.")
 
 
+def _abandoned() -> ConfirmationInvalid:
+    # The household did answer: a held read ends because its program did not come back, not for want of an answer.
+    return ConfirmationInvalid("expired", "The household allowed this read, but the program did not ask for it "
+                               "again before the request expired; nothing was read.")
+
+
 def _hung_up() -> ConfirmationInvalid:
     return ConfirmationInvalid(None, "The program hung up before its read ran; nothing was read.")
 
@@ -167,7 +173,7 @@ class HouseholdQueue:
             self._sweep(now)
             # Held across propose, so two calls at once cannot both find the slot free.
             own_turn = turn is not None
-            turn = self._turn_for(client, capability, turn, now)
+            turn = self._turn_for(client, token_id, capability, turn, now)
             # Each waiting read is its own "conversation" in the confirmation store: only its own wait
             # can consume its token, never another client's.
             conversation_id = "household-queue:" + secrets.token_hex(8)
@@ -215,8 +221,7 @@ class HouseholdQueue:
                                   invocation=secrets.token_hex(8))
             return Call(card, attachment)
         for earlier in card.calls:
-            if not earlier.let_go.done():  # its call may have ended meanwhile
-                earlier.let_go.set_result(None)
+            earlier.stop_waiting()
         card.calls = [attachment]
         if card.state is CardState.HELD:
             self._move(card, CardState.ALLOWED, now)  # it came back before the expiry: the read is this call's
@@ -392,6 +397,8 @@ class HouseholdQueue:
         card.error = error or card.error
         if not card.settled.done():
             card.settled.set_result(to)
+        for call in card.calls:  # each waiting call asks for its verdict now (an event, not its next look)
+            call.stop_waiting()
         if to in GONE:
             self._waiting.pop(card.token, None)
         if to in (CardState.EXPIRED, CardState.ABANDONED):
@@ -420,17 +427,20 @@ class HouseholdQueue:
             if card.state is CardState.WAITING:
                 self._move(card, CardState.EXPIRED, now, error=_expired())
             elif card.state is CardState.HELD:
-                self._move(card, CardState.ABANDONED, now, error=_expired())
+                self._move(card, CardState.ABANDONED, now, error=_abandoned())
             elif card.state is CardState.DENIED:
                 del self._waiting[card.token]
 
-    def _turn_for(self, client: str, capability: object, turn: Turn | None, now: float) -> Turn:
+    def _turn_for(self, client: str, token_id: str, capability: object, turn: Turn | None, now: float) -> Turn:
         # MCP has no conversation turn. Its "one invocation per turn" is at most MAX_CARDS_PER_TOOL
-        # unanswered cards per capability per client; and when the Console already holds its bound of
-        # waiting reads, none at all (a conversation's own turn is then not touched: a copy says "no more").
+        # unanswered cards per capability per program (its API token, else its name); and when
+        # the Console already holds its bound of waiting reads, none at all (a conversation's own turn is then
+        # not touched: a copy says "no more"). By the token, not the name: two tokens may share a name, and
+        # one program's cards must not refuse the other's calls (issue 25 review).
         open_reads = self._open(now)
         if turn is None:
-            mine = Counter(w.proposal.capability for w in open_reads if w.client == client)
+            mine = Counter(w.proposal.capability for w in open_reads
+                           if (w.token_id == token_id if token_id else w.client == client))
             turn = Turn(Counter({name: 1 for name, count in mine.items() if count >= MAX_CARDS_PER_TOOL}))
         if isinstance(capability, str) and len(open_reads) >= self._max_waiting:
             return Turn(Counter({**turn.counts, capability: max(turn.counts[capability], 1 << 16)}))

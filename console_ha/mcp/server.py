@@ -249,9 +249,9 @@ async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Caller,
     patience ran out, a newer call of its program took the card over, or the program hung up. `_call` then
     asks the queue what the call gets."""
     waiting = call.waiting
-    # asyncio.wait, not wait_for: a timeout here must not cancel the card's own future.
-    settled = asyncio.wrap_future(waiting.settled)
-    let_go = asyncio.wrap_future(call.attachment.let_go)
+    # The call's own future, which the queue sets at the card's every move and at a takeover; not the card's
+    # `settled`, which outlives this call (a wrapper of it would stay hooked on it until the card ends).
+    wake = asyncio.wrap_future(call.attachment.wake)
     total = max(queue.remaining(waiting), 0.0)
     started = time.monotonic()
     patience_ends = started + max(caller.patience, 0.0)
@@ -263,12 +263,13 @@ async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Caller,
                 await report(min(now - started, total), total)
                 next_report = now + progress_interval
             remaining = queue.remaining(waiting)
-            if settled.done() or remaining <= 0 or let_go.done() or not caller.present() or now >= patience_ends:
+            if (waiting.settled.done() or wake.done() or remaining <= 0 or not caller.present()
+                    or now >= patience_ends):
                 return
             # The presence of the program is looked at every PRESENCE_INTERVAL_SECONDS (waitress tells no one of
-            # a closed connection); the household's answer and a newer call end the wait at once: FIRST_COMPLETED,
-            # since asyncio.wait's default waits for both (issue 25: the answer was noticed only at the next look).
+            # a closed connection); the household's answer and a newer call end the wait at once, through `wake`
+            # (issue 25: the answer was noticed only at the next look).
             timeout = min(remaining, next_report - now, patience_ends - now, PRESENCE_INTERVAL_SECONDS)
-            await asyncio.wait((settled, let_go), timeout=max(timeout, 0.0), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((wake,), timeout=max(timeout, 0.0))
     finally:
-        let_go.cancel()  # not `settled`: cancelling its wrapper would cancel the card's own future
+        wake.cancel()  # the call's own: nothing else waits on it
