@@ -21,6 +21,7 @@ from console_ha.folding import fold
 from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -326,7 +327,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     binds=binds,
-    activity_words="Search among your devices",
+    activity_words=Words("Search among your devices"),
     prompt_summary="the devices a few words describe (room, kind, name), best first.",
     # Every state, then the areas (kept per Home Assistant, or one registry round).
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),

@@ -23,6 +23,7 @@ from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z, utc_z_exact
 
@@ -235,7 +236,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Events on one calendar",
+    activity_words=Words("Events on one calendar"),
     prompt_summary="a calendar's events today, tomorrow or in the next 7 days.",
     reads=Reads(paths=("/api/config", "/api/calendars/{entity_id}")),
     result_meanings=CALENDAR_FIELD_MEANINGS,

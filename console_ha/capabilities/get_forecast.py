@@ -24,6 +24,7 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import CONFIG_COMMAND, FORECAST_COMMAND, UNSUBSCRIBE_COMMAND
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -175,7 +176,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Weather forecast",
+    activity_words=Words("Weather forecast"),
     prompt_summary="a weather entity's daily or hourly forecast.",
     # The units (the entity's state), then on one WebSocket the time zone and the subscription's first event.
     reads=Reads(paths=("/api/states/{entity_id}",), commands=(CONFIG_COMMAND, FORECAST_COMMAND, UNSUBSCRIBE_COMMAND)),

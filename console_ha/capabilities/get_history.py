@@ -17,6 +17,7 @@ from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import MAX_CHANGES, MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import HISTORY_COMMAND, WebSocketUnsupported
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -226,7 +227,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=10),
     execute=execute,
     card=card,
-    activity_words="History of one device",
+    activity_words=Words("History of one device"),
     prompt_summary=f"how one device changed over the past {ONE_OF_THE_PERIODS}.",
     # The entity's state (its name, unit, and a 404 for one gone), then its history: over the WebSocket,
     # or REST's where Home Assistant offers no WebSocket.

@@ -34,6 +34,7 @@ from console_ha.ha.history_rows import EPOCH, MICROS_PER_SECOND, MICROSECOND, Ro
 from console_ha.ha.logbook import fetch_logbook_ws, malformed
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import LOGBOOK_COMMAND
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -330,7 +331,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=10),
     execute=execute,
     card=card,
-    activity_words="Logbook of one device: what changed it and why",
+    activity_words=Words("Logbook of one device: what changed it and why"),
     prompt_summary=f"what changed one device over the past {ONE_OF_THE_PERIODS}, and who or what did it.",
     # The entity's state (its name, a 404 for one gone) and the allowlisted person entities' states (whose
     # user is whom), then the logbook over the WebSocket.

@@ -19,6 +19,7 @@ from console_ha.errors import HABadResponse
 from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -217,7 +218,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Current state of one device",
+    activity_words=Words("Current state of one device"),
     prompt_summary="one device now: state, area and details (temperatures, brightness, position).",
     # The entity's state, then the areas (kept per Home Assistant, or one registry round).
     reads=Reads(paths=("/api/states/{entity_id}",), commands=REGISTRY_COMMANDS),

@@ -27,6 +27,7 @@ from console_ha.ha.reads import Reads
 from console_ha.ha.statistics import fetch_rows, metadata_command, metadata_of
 from console_ha.ha.statistics_digest import StatisticsDigester
 from console_ha.ha.websocket import CONFIG_COMMAND, STATISTICS_COMMAND, STATISTICS_METADATA_COMMAND
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -292,7 +293,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=10),
     execute=execute,
     card=card,
-    activity_words="Statistics of one device by day or month",
+    activity_words=Words("Statistics of one device by day or month"),
     prompt_summary="a meter's use, or a measurement's mean, min and max, by day or month over months or a year.",
     # On one WebSocket: the configuration (its time zone) and the statistics metadata, then the hourly rows.
     reads=Reads(commands=(CONFIG_COMMAND, STATISTICS_METADATA_COMMAND, STATISTICS_COMMAND)),

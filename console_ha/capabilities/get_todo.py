@@ -20,6 +20,7 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
 from console_ha.ha.websocket import TODO_COMMAND
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -169,7 +170,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Items on one to-do list",
+    activity_words=Words("Items on one to-do list"),
     prompt_summary="a to-do or shopping list's items, those still to do by default.",
     reads=Reads(commands=(TODO_COMMAND,)),
     answers_for=frozenset({DOMAIN}),

@@ -15,6 +15,7 @@ from console_ha.deadline import Deadline
 from console_ha.ha.areas import REGISTRY_COMMANDS, area_index
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 
@@ -128,7 +129,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     binds=binds,
-    activity_words="Areas of your devices",
+    activity_words=Words("Areas of your devices"),
     prompt_summary="the rooms (areas) holding devices, with how many and how many unavailable.",
     # Every state (to count the unavailable), and the three registry lists that place entities in areas.
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),

@@ -18,6 +18,7 @@ from console_ha.folding import fold
 from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndex, area_index
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
 from console_ha.words import KIND_NAMES
@@ -300,7 +301,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     binds=binds,
-    activity_words="Current state of your devices",
+    activity_words=Words("Current state of your devices"),
     prompt_summary="what devices are doing now, with their areas; filter by domain, area or name.",
     # Every state, and the three registry lists that place entities in areas (one round, kept a minute).
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),
