@@ -334,7 +334,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     binds=binds,
-    activity_words="Search among your devices",
+    activity_words=Words("Search among your devices"),
     prompt_summary="the devices a few words describe (room, kind, name), best first.",
     # Every state, then the areas (kept per Home Assistant, or one registry round).
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),

@@ -235,7 +235,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Events on one calendar",
+    activity_words=Words("Events on one calendar"),
     prompt_summary="a calendar's events today, tomorrow or in the next 7 days.",
     reads=Reads(paths=("/api/config", "/api/calendars/{entity_id}")),
     result_meanings=CALENDAR_FIELD_MEANINGS,

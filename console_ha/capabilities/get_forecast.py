@@ -173,7 +173,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Weather forecast",
+    activity_words=Words("Weather forecast"),
     prompt_summary="a weather entity's daily or hourly forecast.",
     # The units (the entity's state), then on one WebSocket the time zone and the subscription's first event.
     reads=Reads(paths=("/api/states/{entity_id}",), commands=(CONFIG_COMMAND, FORECAST_COMMAND, UNSUBSCRIBE_COMMAND)),

@@ -230,7 +230,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=10),
     execute=execute,
     card=card,
-    activity_words="History of one device",
+    activity_words=Words("History of one device"),
     prompt_summary=f"how one device changed over the past {ONE_OF_THE_PERIODS}.",
     # The entity's state (its name, unit, and a 404 for one gone), then its history: over the WebSocket,
     # or REST's where Home Assistant offers no WebSocket.

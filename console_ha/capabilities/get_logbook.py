@@ -331,7 +331,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=10),
     execute=execute,
     card=card,
-    activity_words="Logbook of one device: what changed it and why",
+    activity_words=Words("Logbook of one device: what changed it and why"),
     prompt_summary=f"what changed one device over the past {ONE_OF_THE_PERIODS}, and who or what did it.",
     # The entity's state (its name, a 404 for one gone) and the allowlisted person entities' states (whose
     # user is whom), then the logbook over the WebSocket.

@@ -219,7 +219,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Current state of one device",
+    activity_words=Words("Current state of one device"),
     prompt_summary="one device now: state, area and details (temperatures, brightness, position).",
     # The entity's state, then the areas (kept per Home Assistant, or one registry round).
     reads=Reads(paths=("/api/states/{entity_id}",), commands=REGISTRY_COMMANDS),

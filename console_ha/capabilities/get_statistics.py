@@ -295,7 +295,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=10),
     execute=execute,
     card=card,
-    activity_words="Statistics of one device by day or month",
+    activity_words=Words("Statistics of one device by day or month"),
     prompt_summary="a meter's use, or a measurement's mean, min and max, by day or month over months or a year.",
     # On one WebSocket: the configuration (its time zone) and the statistics metadata, then the hourly rows.
     reads=Reads(commands=(CONFIG_COMMAND, STATISTICS_METADATA_COMMAND, STATISTICS_COMMAND)),

@@ -169,7 +169,7 @@ CAPABILITY = Capability(
     bounds=Bounds(timeout_seconds=8),
     execute=execute,
     card=card,
-    activity_words="Items on one to-do list",
+    activity_words=Words("Items on one to-do list"),
     prompt_summary="a to-do or shopping list's items, those still to do by default.",
     reads=Reads(commands=(TODO_COMMAND,)),
     answers_for=frozenset({DOMAIN}),

@@ -138,7 +138,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     binds=binds,
-    activity_words="Areas of your devices",
+    activity_words=Words("Areas of your devices"),
     prompt_summary="the rooms (areas) holding devices, with how many and how many unavailable.",
     # Every state (to count the unavailable), and the three registry lists that place entities in areas.
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),

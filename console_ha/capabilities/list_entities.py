@@ -342,7 +342,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     binds=binds,
-    activity_words="Current state of your devices",
+    activity_words=Words("Current state of your devices"),
     prompt_summary="what devices are doing now, with their areas; filter by domain, area or name.",
     # Every state, and the three registry lists that place entities in areas (one round, kept a minute).
     reads=Reads(paths=("/api/states",), commands=REGISTRY_COMMANDS),

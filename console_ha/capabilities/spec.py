@@ -24,6 +24,7 @@ from console_ha.deadline import Deadline
 from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
@@ -104,8 +105,8 @@ class Capability:
     bounds: Bounds
     execute: Execute
     card: CardCopy
-    # The capability in the household's words, on the activity page.
-    activity_words: str
+    # The capability in the household's words, on the activity page (rendered in the page's language).
+    activity_words: Words
     # The system prompt's line for its tool: what it reads.
     prompt_summary: str
     # The Home Assistant REST paths and WebSocket commands `execute` uses: the Console's client reads

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from console_ha.capabilities.registry import REGISTRY
+from console_ha.language import Words
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 
 LATEST_EVENTS = 50
@@ -16,52 +17,53 @@ LATEST_EVENTS = 50
 # names (a newer Console's, a damaged line's) are counted under it too.
 UNKNOWN_CAPABILITY = "unknown"
 # What a capability the log names but the Console does not register (or "unknown") is called.
-UNKNOWN_CAPABILITY_WORDS = "Something the Console does not know"
+UNKNOWN_CAPABILITY_WORDS = Words("Something the Console does not know")
 
 
 @dataclass(frozen=True)
 class EventWords:
     """One kind of audit event in the household's words: its line among the latest events, its counter's label."""
 
-    line: str
-    counter: str
+    line: Words
+    counter: Words
 
 
 # Every audit event (store.audit.EVENTS) in the household's words, one entry each, in the order "How often"
-# lists its counters. Each line is one whole sentence, so it can be translated as it is (issue 26); why a read
-# was refused or did not work is the code's own sentence (`reason`), never a code.
+# lists its counters. Each line is one whole sentence in the catalogs (issue 26), shown in the page's language;
+# why a read was refused or did not work is the code's own sentence (`reason`), never a code.
 EVENT_TABLE: Mapping[str, EventWords] = MappingProxyType({
-    "proposed": EventWords("Asked to read Home Assistant.", "Asked to read"),
+    "proposed": EventWords(Words("Asked to read Home Assistant."), Words("Asked to read")),
     # Counted with the refusals after an approval too (`REFUSED_AFTER_YOU_ALLOWED`), so the label says neither.
-    "rejected": EventWords("Refused by the Console before you were asked.", "Refused by the Console"),
-    "confirmation_requested": EventWords("The Console asked you whether to allow it.", "Asked you"),
-    "approved": EventWords("You allowed it.", "You allowed"),
-    "denied": EventWords("You did not allow it, so nothing was read.", "You did not allow"),
+    "rejected": EventWords(Words("Refused by the Console before you were asked."), Words("Refused by the Console")),
+    "confirmation_requested": EventWords(Words("The Console asked you whether to allow it."), Words("Asked you")),
+    "approved": EventWords(Words("You allowed it."), Words("You allowed")),
+    "denied": EventWords(Words("You did not allow it, so nothing was read."), Words("You did not allow")),
     # Issue 25: a program's call that joins a card the household already denied; it is told no again.
-    "asked_again": EventWords("Asked again after you said no.", "Asked again after you said no"),
-    "expired": EventWords("It expired before you answered, so nothing was read.", "Expired unanswered"),
-    "held": EventWords("Allowed; the program will get it when it asks again.", "Allowed, waiting for the program"),
-    "executed": EventWords("The read was done.", "Read done"),
-    "failed": EventWords("You allowed it, but the read did not work.", "Did not work"),
-    "cancelled": EventWords("Withdrawn by the program before you answered.", "Withdrawn"),
-    "abandoned": EventWords("The program had already gone; nothing was read.", "The program had gone"),
+    "asked_again": EventWords(Words("Asked again after you said no."), Words("Asked again after you said no")),
+    "expired": EventWords(Words("It expired before you answered, so nothing was read."), Words("Expired unanswered")),
+    "held": EventWords(Words("Allowed; the program will get it when it asks again."),
+                       Words("Allowed, waiting for the program")),
+    "executed": EventWords(Words("The read was done."), Words("Read done")),
+    "failed": EventWords(Words("You allowed it, but the read did not work."), Words("Did not work")),
+    "cancelled": EventWords(Words("Withdrawn by the program before you answered."), Words("Withdrawn")),
+    "abandoned": EventWords(Words("The program had already gone; nothing was read."), Words("The program had gone")),
 })
 # Each event's line, for callers that need only that (tests look a line up by its event).
-EVENT_WORDS: Mapping[str, str] = MappingProxyType({event: words.line for event, words in EVENT_TABLE.items()})
+EVENT_WORDS: Mapping[str, Words] = MappingProxyType({event: words.line for event, words in EVENT_TABLE.items()})
 # A line of a log written by a newer Console, whose event this one has no words for.
-UNKNOWN_EVENT_WORDS = "Something happened that this Console has no words for."
+UNKNOWN_EVENT_WORDS = Words("Something happened that this Console has no words for.")
 
 # Who asked, when the audit line names no program: the household's own conversation page.
-CONVERSATION_PAGE = "Conversation page"
+CONVERSATION_PAGE = Words("Conversation page")
 # A read the household allowed that the Console then refused (the settings changed while the card was open):
 # the same `rejected` event, told apart by its invocation having been approved earlier in the log.
-REFUSED_AFTER_YOU_ALLOWED = "You allowed it, but the Console then refused it, so nothing was read."
+REFUSED_AFTER_YOU_ALLOWED = Words("You allowed it, but the Console then refused it, so nothing was read.")
 # A card of the conversation page withdrawn because the household sent another message instead.
-WITHDRAWN_BY_A_NEW_MESSAGE = "Withdrawn: you asked something else."
+WITHDRAWN_BY_A_NEW_MESSAGE = Words("Withdrawn: you asked something else.")
 
 # The events whose code says why, in the household's words (`reason`).
 EXPLAINED = ("rejected", "failed")
-REFUSED_FALLBACK = "The Console refused it for a reason this Console has no words for."
+REFUSED_FALLBACK = Words("The Console refused it for a reason this Console has no words for.")
 
 
 def reason(event: str, code: str | None) -> str | None:

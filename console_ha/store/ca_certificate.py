@@ -19,6 +19,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from console_ha.errors import InvalidSettingsChange, SettingsFileDamaged
+from console_ha.language import Words
 from console_ha.store import pem_paste
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
@@ -36,20 +37,19 @@ MAX_CERTIFICATES = 8
 # read differently in different tools. Refused with words rather than dropped, so the household knows.
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
-NOT_PEM = ("This is not a PEM certificate. It should start with “-----BEGIN CERTIFICATE-----”; in Home "
-           "Assistant’s set-up it is often a file named ca.crt or ca.pem.")
-A_PRIVATE_KEY = ("This holds a private key, which must never be shared, so nothing was stored. Only the "
-                 "certificate is needed: paste only the part from “-----BEGIN CERTIFICATE-----” to "
-                 "“-----END CERTIFICATE-----”.")
-DAMAGED = ("This certificate is damaged or incomplete: the text between “-----BEGIN CERTIFICATE-----” and "
-           "“-----END CERTIFICATE-----” cannot be read. Copy it again whole, or choose the certificate file.")
-A_CONTROL_CHARACTER = ("This holds a character that no certificate file has (such as a NUL byte), so nothing "
-                       "was stored. Choose the certificate file again, or paste only the part from "
-                       "“-----BEGIN CERTIFICATE-----” to “-----END CERTIFICATE-----”.")
+# The PEM markers and file names are the same in every language: values, not words to translate.
+_BEGIN, _END = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
+NOT_PEM = Words("This is not a PEM certificate. It should start with “{begin}”; in Home Assistant’s set-up it is "
+                "often a file named {file} or {other_file}.", begin=_BEGIN, file="ca.crt", other_file="ca.pem")
+A_PRIVATE_KEY = Words("This holds a private key, which must never be shared, so nothing was stored. Only the "
+                      "certificate is needed: paste only the part from “{begin}” to “{end}”.", begin=_BEGIN, end=_END)
+DAMAGED = Words("This certificate is damaged or incomplete: the text between “{begin}” and “{end}” cannot be read. "
+                "Copy it again whole, or choose the certificate file.", begin=_BEGIN, end=_END)
+A_CONTROL_CHARACTER = Words("This holds a character that no certificate file has (such as a NUL byte), so "
+                            "nothing was stored. Choose the certificate file again, or paste only the part from "
+                            "“{begin}” to “{end}”.", begin=_BEGIN, end=_END)
 # What refuses a paste, most important first: a key is named even when the paste is damaged as well.
 _REFUSED = ((Found.PRIVATE_KEY, A_PRIVATE_KEY), (Found.DAMAGED_CERTIFICATE, DAMAGED), (Found.OTHER, NOT_PEM))
-MANAGED_BY_FILE = ("The settings file names its own CA bundle ({path}), so the Console uses that one. Edit or "
-                   "remove `ca_bundle` in {config} to manage the certificate on this page.")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class CertificateInfo:
     not_after: str
     kind: str  # "ca", "self_signed_host" or "host"
     hosts: tuple[str, ...]
-    words: str  # what it is, in the household's words
+    words: Words  # what it is, in the household's words
 
     def to_json(self) -> dict[str, object]:
         """The JSON the settings API answers with."""
@@ -83,17 +83,18 @@ def _usable(pem: str, moment: datetime) -> list[x509.Certificate]:
     infos = [_info(cert) for cert in certificates]
     if all(info.kind == "host" for info in infos):
         first = infos[0]
-        raise InvalidSettingsChange(
-            f"This is the certificate of a host ({first.subject}), issued by {first.issuer}. The Console needs "
-            "the certificate of whoever issued it (the CA), which trusts every certificate it signs.", field=FIELD)
+        raise InvalidSettingsChange(Words(
+            "This is the certificate of a host ({subject}), issued by {issuer}. The Console needs the certificate "
+            "of whoever issued it (the CA), which trusts every certificate it signs.",
+            subject=first.subject, issuer=first.issuer), field=FIELD)
     return certificates
 
 
 def _certificates(pem: str) -> list[x509.Certificate]:
     """Every certificate in the paste, parsed; refused if it holds a key, damage, anything else, or too many."""
     if len(pem.encode("utf-8", "replace")) > MAX_PEM_BYTES:
-        raise InvalidSettingsChange(f"This file is larger than a CA certificate ({MAX_PEM_BYTES // 1024} KiB at most).",
-                            field=FIELD)
+        raise InvalidSettingsChange(Words("This file is larger than a CA certificate ({size} KiB at most).",
+                                          size=MAX_PEM_BYTES // 1024), field=FIELD)
     if _CONTROL_CHARACTER.search(pem):
         raise InvalidSettingsChange(A_CONTROL_CHARACTER, field=FIELD)
     reading = pem_paste.read(pem)
@@ -105,7 +106,8 @@ def _certificates(pem: str) -> list[x509.Certificate]:
     if not reading.certificates:
         raise InvalidSettingsChange(NOT_PEM, field=FIELD)
     if len(reading.certificates) > MAX_CERTIFICATES:
-        raise InvalidSettingsChange(f"At most {MAX_CERTIFICATES} certificates at once, please.", field=FIELD)
+        raise InvalidSettingsChange(Words("At most {count} certificates at once, please.", count=MAX_CERTIFICATES),
+                                    field=FIELD)
     return list(reading.certificates)
 
 
@@ -113,15 +115,16 @@ def _refuse_if_out_of_date(cert: x509.Certificate, moment: datetime) -> None:
     """Expired, or not valid yet: OpenSSL would refuse every connection, so the page refuses it first."""
     info = _info(cert)
     if cert.not_valid_after_utc <= moment:
-        raise InvalidSettingsChange(f"This certificate ({info.subject}) expired on {info.not_after[:10]}: Home "
-                            "Assistant needs a new one, and then so does this page.", field=FIELD)
+        raise InvalidSettingsChange(Words("This certificate ({subject}) expired on {date}: Home Assistant needs a "
+                                          "new one, and then so does this page.",
+                                          subject=info.subject, date=info.not_after[:10]), field=FIELD)
     if cert.not_valid_before_utc > moment:
         # OpenSSL refuses it until then, so every https call would fail while the page showed it as fine;
         # a date just ahead is usually one of the two machines' clocks being wrong.
         when = info.not_before[:16].replace("T", " ")
-        raise InvalidSettingsChange(f"This certificate ({info.subject}) is not valid before {when} UTC. Check"
-                            " the date and time on this computer and on the one that made it.",
-                            field=FIELD)
+        raise InvalidSettingsChange(Words("This certificate ({subject}) is not valid before {when} UTC. Check the "
+                                          "date and time on this computer and on the one that made it.",
+                                          subject=info.subject, when=when), field=FIELD)
 
 
 def _info(cert: x509.Certificate) -> CertificateInfo:
@@ -142,15 +145,15 @@ def _info(cert: x509.Certificate) -> CertificateInfo:
     if self_signed and (hosts or not is_ca):
         kind = "self_signed_host"
         named = ", ".join(hosts) or subject
-        words = (f"A self-signed certificate for one Home Assistant ({named}). The Console will trust that "
-                 "address only, and only until the certificate is replaced.")
+        words = Words("A self-signed certificate for one Home Assistant ({named}). The Console will trust that "
+                      "address only, and only until the certificate is replaced.", named=named)
     elif is_ca:
         kind = "ca"
-        words = (f"A certificate authority (CA): {subject}. The Console will trust every Home Assistant "
-                 "certificate it has signed.")
+        words = Words("A certificate authority (CA): {subject}. The Console will trust every Home Assistant "
+                      "certificate it has signed.", subject=subject)
     else:
         kind = "host"
-        words = f"The certificate of a host, issued by {issuer}; not a CA."
+        words = Words("The certificate of a host, issued by {issuer}; not a CA.", issuer=issuer)
     return CertificateInfo(subject, issuer, utc_z(cert.not_valid_before_utc),
                            utc_z(cert.not_valid_after_utc), kind, hosts, words)
 
@@ -172,7 +175,10 @@ class CACertificateStore:
     def _refuse_if_managed_by_file(self) -> None:
         path = self.managed_by_file()
         if path:
-            raise InvalidSettingsChange(MANAGED_BY_FILE.format(path=path, config=self._dd.ha_config), field=FIELD)
+            raise InvalidSettingsChange(Words(
+                "The settings file names its own CA bundle ({path}), so the Console uses that one. Edit or remove "
+                "{setting} in {config} to manage the certificate on this page.",
+                path=path, config=str(self._dd.ha_config), setting="`ca_bundle`"), field=FIELD)
 
     def current(self) -> tuple[str | None, list[CertificateInfo]]:
         """The PEM the Console uses (the file's own path first), described; (None, []) when there is none."""

@@ -19,6 +19,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import SecurityError
 
 from console_ha.errors import ConsoleHaError, Forbidden, UntrustedHost, error_body
+from console_ha.language import Words, from_browser, localised
 from console_ha.web.errors import is_api_request
 
 log = logging.getLogger(__name__)
@@ -29,11 +30,11 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 # `--host` values that mean "every address of this machine".
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-UNTRUSTED_HOST_MESSAGE = (
+UNTRUSTED_HOST_MESSAGE = Words(
     "The Console does not answer to this host name. Open it by the address it serves as, or add the "
-    "name with `console-ha serve --trusted-host NAME` (or CONSOLE_HA_TRUSTED_HOSTS)."
-)
-FOREIGN_ORIGIN_MESSAGE = "This request came from another site, so the Console refused it."
+    "name with {command} (or {variable}).",
+    command="`console-ha serve --trusted-host NAME`", variable=ENV_TRUSTED_HOSTS)
+FOREIGN_ORIGIN_MESSAGE = Words("This request came from another site, so the Console refused it.")
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -139,12 +140,14 @@ def _refuse_untrusted_host() -> Response | None:
     if not isinstance(request.routing_exception, SecurityError):
         return None
     log.warning("refused a request for an untrusted host %r", request.headers.get("Host", "")[:100])
-    body = error_body(UntrustedHost(UNTRUSTED_HOST_MESSAGE))
+    # In the browser's language only: the saved choice is the household's, not for a page of another name.
+    language = from_browser(tag for tag, quality in request.accept_languages if quality > 0)
+    body = localised(error_body(UntrustedHost(UNTRUSTED_HOST_MESSAGE)), language)
     wants_json = is_api_request() or request.is_json or request.accept_mimetypes.best == "application/json"
     if wants_json:
         response = jsonify(body)
     else:
-        response = Response(UNTRUSTED_HOST_MESSAGE + "\n", mimetype="text/plain")
+        response = Response(UNTRUSTED_HOST_MESSAGE.in_language(language) + "\n", mimetype="text/plain")
     response.status_code = 400
     return response
 

@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.language import PSEUDO
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import EVENTS, AuditLog
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.console_settings import ConsoleSettingsStore
 from tests.e2e.conftest import (
@@ -30,7 +30,8 @@ pytestmark = pytest.mark.browser
 ENTITY = "sensor.living_room_temperature"
 
 # Every visible text node under `scope`, less what is not the Console's own words: code the household types
-# (a command) and each language's own name in the select (written in itself, never translated). None may
+# (a command), each language's own name in the select (written in itself, never translated) and a moment
+# (`<time>`: Babel's or Intl's date in the language's locale, English's for the pseudo-language). None may
 # hold a plain Latin letter (the pseudo-language accents every one), and none may stand past the page's
 # right edge or be cut by its box.
 _WORDS_AND_FIT = """(scope) => {
@@ -73,6 +74,21 @@ def _words_and_fit(page: Page, scope: str = "body") -> dict[str, Any]:
     return result
 
 
+def _activity_of_every_event(console: LiveConsole) -> int:
+    """Every event on the conversation page (no program's own name, which is the household's text), and each
+    refusal whose reason is Activity's own: after an approval, and for a code this Console has no words for."""
+    log = AuditLog(console.data_dir)
+    for number, event in enumerate(EVENTS):
+        if event not in ("failed", "rejected"):  # a failure's reason is a chat line (words.CHAT_WORDS)
+            log.record(event, capability="home_assistant.get_state", classification="read", stage=4,
+                       invocation=f"i{number}", duration_ms=1234 if event == "executed" else None)
+    log.record("rejected", capability="home_assistant.get_state", classification="read", stage=3,
+               invocation="i3", code="CONFIRMATION_INVALID")  # i3: approved above, so refused after you allowed
+    log.record("rejected", capability="home_assistant.no_such_read", classification="read", stage=1,
+               invocation="new", code="A_NEWER_CONSOLES_CODE")
+    return len(list(log.events()))
+
+
 def _assert_catalog_words_that_fit(page: Page, scope: str = "body", values: tuple[str, ...] = ()) -> None:
     """Every word from a catalog and none cut; `values` are what the words quote (names, ids, an address)."""
     found = _words_and_fit(page, scope)
@@ -85,8 +101,10 @@ def _assert_catalog_words_that_fit(page: Page, scope: str = "body", values: tupl
                          ids=["js-1280", "js-390", "nojs-1280", "nojs-390"])
 def test_in_the_pseudo_language_every_word_of_the_converted_pages_is_from_a_catalog_and_fits(
         browser: Browser, console: LiveConsole, javascript: bool, width: Any) -> None:
-    """Set-up, login (and its error), the navigation, the Language choice and the error page, at 1280 and 390 px."""
+    """Set-up, login (and its error), the navigation, the Language choice, Activity and the error page, at 1280 and
+    390 px."""
     console.app.config["CONSOLE_HA_PSEUDO_LANGUAGE"] = True
+    events = _activity_of_every_event(console)
     ConsoleSettingsStore(console.data_dir).set_language(PSEUDO.code)
     context = browser.new_context(java_script_enabled=javascript, viewport=width)
     page = context.new_page()
@@ -105,6 +123,11 @@ def test_in_the_pseudo_language_every_word_of_the_converted_pages_is_from_a_cata
         page.goto(console.at(SETTINGS))
         # The settings page beyond its Language choice is converted after issue 25's merge.
         _assert_catalog_words_that_fit(page, "header, form.language-choice")
+        page.goto(console.at("/activity"))
+        expect(page.locator(".event-card")).to_have_count(events)
+        _assert_catalog_words_that_fit(page)
+        if javascript:
+            assert serious_violations(page) == []
         page.goto(console.at("/no-such-page"))
         expect(page.locator("#error-title")).to_contain_text("⟦")
         _assert_catalog_words_that_fit(page)
