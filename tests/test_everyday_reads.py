@@ -47,6 +47,21 @@ HOSTILE_TEXT = [
     "admin:secret@cam.local",
     "x" * 65,  # oversized: cut would pass on a part
     "Fake\u202etitle",  # a bidi override
+    # Full-width forms read as the ASCII they look like (NFKC), as get_state's links are.
+    "ＰＩＮ ４４２１",
+    "Ｐａｓｓｃｏｄｅ ４４２１ ＃",
+    "Ｍｅｅｔｉｎｇ ＩＤ ８８４ ２２１ ９９０",
+    # Phone numbers as households and invitations group them, without a "+" or ten digits in a row.
+    "Dial-in: 020 7946 0000",
+    "Call 0800 123 4567",
+    "(020) 7946-0000",
+    "Zoom 884 2219 9901",
+    # A code or a password under a short or another language's name.
+    "Code: 4421",
+    "Door ID 8841",
+    "pw: hunter2",
+    "Kennwort: geheim",
+    "contraseña: hunter2",
 ]
 
 
@@ -79,7 +94,8 @@ def test_text_that_looks_like_a_link_a_dial_in_code_or_a_secret_is_dropped_whole
 
 
 @pytest.mark.parametrize("text", ["Dentist", "Main Street 4", "School trip 2026-12-05", "Grandma's 80th birthday",
-                                  "Swimming at 17:30", "Milk (2 l)", "Room 204"])
+                                  "Swimming at 17:30", "Milk (2 l)", "Room 204", "Party 05.12.2026",
+                                  "Party 12/5/26", "Meeting 10:00-11:30", "Flight KL 1234 at 10:15"])
 def test_plain_household_text_passes_as_it_is(text: str) -> None:
     assert household_text(text) == text
 
