@@ -17,16 +17,18 @@ import pytest
 
 from console_ha.capabilities import get_calendar, get_forecast, get_todo
 from console_ha.capabilities.get_calendar import household_text
+from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound, HATimeout
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha import client as client_module
+from console_ha.ha.client import KEPT_CONFIG_SECONDS, HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import console_client, executor_over
 from tests.result_schemas import assert_matches_result_schema
-from tests.stub_ha import StubHomeAssistant
+from tests.stub_ha import StubHomeAssistant, default_config
 from tests.stub_ha_everyday import CALENDAR, TODO, WEATHER, ZONE, StubEveryday, event
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -397,3 +399,35 @@ def test_another_kind_of_allowed_entity_is_refused_at_stage_2_in_the_argument_s_
     assert (caught.value.code, caught.value.stage) == ("INVALID_ARGUMENTS", 2)
     assert caught.value.message == REGISTRY[name].argument_messages["entity_id"]
     assert stub_ha.requests_to("/api/calendars/") == []
+
+
+# --- one request a read: the zone kept on the kept client ---------------------------------------
+
+def test_a_kept_client_asks_for_the_zone_once_then_each_calendar_read_is_one_request(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday) -> None:
+    with HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token), reads=HOME_ASSISTANT_READS) as client:
+        for capability, arguments in ((get_calendar.CAPABILITY, {"entity_id": CALENDAR, "period": "today"}),
+                                      (get_forecast.CAPABILITY, {"entity_id": WEATHER, "kind": "daily"}),
+                                      (get_calendar.CAPABILITY, {"entity_id": CALENDAR, "period": "tomorrow"})):
+            result = capability.execute(client, config_for(stub_ha), arguments, Deadline(10), NOW)
+            assert result["time_zone"] == "Europe/Amsterdam"
+    assert len(stub_ha.requests_to("/api/config")) == 1
+    assert len(stub_ha.requests_to("/api/calendars/")) == 2
+    # The forecast's WebSocket carries the subscription and its end, no configuration.
+    assert not any(json.loads(m).get("type") == "get_config" for m in stub_ha.ws_messages[1:])
+
+
+def test_the_kept_zone_is_asked_for_again_once_it_is_older_than_its_time(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A household that moves Home Assistant to another zone has its days follow within KEPT_CONFIG_SECONDS."""
+    assert KEPT_CONFIG_SECONDS <= 300
+    arguments = {"entity_id": CALENDAR, "period": "today"}
+    with HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token), reads=HOME_ASSISTANT_READS) as client:
+        get_calendar.execute(client, config_for(stub_ha), arguments, Deadline(10), NOW)
+        stub_ha.override("/api/config", json.dumps({**default_config(), "time_zone": "America/New_York"}).encode())
+        assert get_calendar.execute(client, config_for(stub_ha), arguments, Deadline(10),
+                                    NOW)["time_zone"] == "Europe/Amsterdam"
+        monkeypatch.setattr(client_module, "KEPT_CONFIG_SECONDS", 0.0)  # what was kept is now too old
+        assert get_calendar.execute(client, config_for(stub_ha), arguments, Deadline(10),
+                                    NOW)["time_zone"] == "America/New_York"
+    assert len(stub_ha.requests_to("/api/config")) == 2

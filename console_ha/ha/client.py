@@ -42,6 +42,9 @@ from console_ha.words import BUSY_MESSAGE
 log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_MAX_BYTES = 1024 * 1024
+# How long a client keeps Home Assistant's configuration for the reads that need only its time zone
+# (`kept_config`): a change of Home Assistant's zone reaches "today" and "tomorrow" within this.
+KEPT_CONFIG_SECONDS = 300.0
 DEFAULT_STATE_MAX_BYTES = 256 * 1024
 # The most an answer listing every entity (all states, a registry) may weigh: about 70,000 entities, ten
 # times a large household's (5,000 send about 2 MB); parsing it costs a few hundred MiB.
@@ -220,6 +223,8 @@ class HomeAssistantClient:
         self._limits = limits or CALL_LIMITS
         self._reads = reads
         self._tls_problem: str | None = None
+        # (when it was read on the monotonic clock, /api/config's answer): see `kept_config`.
+        self._kept_config: tuple[float, dict[str, Any]] | None = None
         ssl_context: ssl.SSLContext | None = None
         # Only https needs a context. Loading the system trust store takes about 18 ms, which an
         # http:// Home Assistant (the usual one on a LAN) would pay on every capability invocation.
@@ -290,6 +295,21 @@ class HomeAssistantClient:
         if not isinstance(data, dict) or not isinstance(data.get("version", ""), str):
             raise _wrong_shape()
         return data
+
+    def kept_config(self, *, timeout: float) -> dict[str, Any]:
+        """/api/config as this client last read it, read again when older than KEPT_CONFIG_SECONDS.
+
+        For the reads that need only the time zone (a calendar's days, a forecast's hours): the Console
+        keeps its client per Home Assistant and credentials (ha.clients), so a read of a kept client makes
+        one request, not two. A new URL, token or CA bundle is a new client, with nothing kept.
+        """
+        kept = self._kept_config
+        if kept is not None and 0 <= time.monotonic() - kept[0] < KEPT_CONFIG_SECONDS:
+            return kept[1]
+        read_at = time.monotonic()
+        answer = self.config(timeout=timeout)
+        self._kept_config = (read_at, answer)  # one assignment: a request racing it reads either whole
+        return answer
 
     def states(self, *, timeout: float, max_bytes: int) -> list[dict[str, Any]]:
         """GET /api/states: every entity's current state."""
