@@ -121,6 +121,20 @@ class Deadline:
         value: T = outcome["value"]
         return value
 
+    def call_here(self, call: Callable[[], T], connections: list[Any]) -> T:
+        """`call()` (a GET up to its headers) on this thread; at the deadline the watchdog shuts the sockets of
+        the urllib3 `connections` it has taken (the caller's pool adds each as it hands it out).
+
+        For a request that needs no name lookup (an IP address over plain http: the connect is one attempt,
+        bounded by its timeout), so nothing but the socket can hold it; shutting the socket ends a wait for
+        headers sent a byte at a time, as `call`'s thread would. No handoff to another thread.
+        """
+        ticket = WATCHDOG.at(self.end, lambda: _shut_connections(connections))
+        try:
+            return call()
+        finally:
+            WATCHDOG.cancel(ticket)
+
     @contextmanager
     def watch(self, response: requests.Response) -> Iterator[None]:
         """Shut `response`'s socket at the deadline while the block runs.
@@ -296,6 +310,17 @@ def shut_socket(response: requests.Response) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _shut_connections(connections: list[Any]) -> None:
+    """Shut the socket of each urllib3 connection (one not yet connected has none)."""
+    for connection in list(connections):
+        sock = getattr(connection, "sock", None)
+        if isinstance(sock, socket.socket):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def _set_read_timeout(response: requests.Response, seconds: float) -> None:

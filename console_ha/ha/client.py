@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import ipaddress
 import logging
 import math
 import re
@@ -10,10 +11,10 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO, TypeGuard, cast
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 import requests
@@ -129,6 +130,22 @@ class CallLimits:
 CALL_LIMITS = CallLimits()
 
 
+# The urllib3 connections the current thread's GET has taken from a pool, so that `Deadline.call_here` can
+# shut their sockets at the deadline. Per thread: a GET runs on one thread and nothing else reads it.
+_TAKEN = threading.local()
+
+
+class _WatchedPool(urllib3.HTTPConnectionPool):
+    """A pool that adds each connection it hands out to the current thread's `_TAKEN.connections`, if any."""
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        connection = super()._get_conn(timeout)
+        taken = getattr(_TAKEN, "connections", None)
+        if taken is not None:
+            taken.append(connection)
+        return connection
+
+
 class _VerifiedAdapter(HTTPAdapter):
     """An adapter that always verifies certificates, with the trust the household chose."""
 
@@ -140,6 +157,9 @@ class _VerifiedAdapter(HTTPAdapter):
         if self._ssl_context is not None:
             pool_kwargs["ssl_context"] = self._ssl_context
         super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+        # Plain http only: `Deadline.call_here` runs GETs to an IP address on the caller's thread (https keeps
+        # the thread of `Deadline.call`: a handshake that trickles happens before a socket is there to shut).
+        self.poolmanager.pool_classes_by_scheme = {**self.poolmanager.pool_classes_by_scheme, "http": _WatchedPool}
 
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
         # Whatever `verify` a caller or session says, certificates are required... (types-requests leaves
@@ -234,6 +254,8 @@ class HomeAssistantClient:
                 ssl_context = ssl.create_default_context(cafile=ca_bundle or None)
             except (OSError, ssl.SSLError, ValueError):
                 self._tls_problem = "The CA certificate file for Home Assistant could not be read."
+        # Only a name can hang in its lookup; an IP address over http is connected in one bounded attempt.
+        self._needs_lookup = not (normalised.startswith("http:") and _is_ip_address(urlsplit(normalised).hostname))
         self._owns_session = session is None
         if session is None:
             session = requests.Session()
@@ -389,8 +411,9 @@ class HomeAssistantClient:
         }
         failure: HomeAssistantError | None = None
         response: requests.Response | None = None
-        try:
-            response = deadline.call(lambda: self._session.get(
+
+        def send() -> requests.Response:
+            return self._session.get(
                 url,
                 params=params,
                 headers=headers,
@@ -400,7 +423,10 @@ class HomeAssistantClient:
                 stream=True,
                 allow_redirects=False,  # a redirect could carry the token elsewhere
                 verify=True,
-            ), requests.Response.close)
+            )
+
+        try:
+            response = self._send_within(deadline, send)
         except TimeoutError:
             failure = _timeout_error(timeout)
         except requests.exceptions.SSLError:
@@ -438,6 +464,17 @@ class HomeAssistantClient:
         finally:
             response.close()
 
+    def _send_within(self, deadline: Deadline, send: Callable[[], requests.Response]) -> requests.Response:
+        """`send()` up to its headers within `deadline`: on this thread when no name lookup can hold it."""
+        if not self._needs_lookup:
+            taken: list[Any] = []
+            _TAKEN.connections = taken
+            try:
+                return deadline.call_here(send, taken)
+            finally:
+                _TAKEN.connections = None
+        return deadline.call(send, requests.Response.close)
+
     def _url(self, path: str) -> str:
         """The absolute URL of a declared API path; anything else is a programming error."""
         if not isinstance(path, str) or not _PATH_RE.fullmatch(path):
@@ -461,6 +498,14 @@ def cache_key(base_url: str, token: Secret, ca_bundle: str | None) -> tuple[str,
     """What makes two calls to Home Assistant the same: the URL, the token and the CA bundle."""
     # A hash of the token, so a new token is a new key and the token itself is not kept in one.
     return base_url, token.digest(), ca_bundle or ""
+
+
+def _is_ip_address(host: str | None) -> bool:
+    try:
+        ipaddress.ip_address(host or "")
+    except ValueError:
+        return False
+    return True
 
 
 def _check_params(params: Mapping[str, str] | None) -> None:
