@@ -200,6 +200,19 @@ def test_a_due_date_is_kept_as_home_assistant_wrote_it(stub_ha: StubHomeAssistan
                                   "due": (TODAY + timedelta(days=2)).isoformat()}
 
 
+@pytest.mark.parametrize(("due", "written"), [
+    ("2026-W49-5", "2026-12-04"),  # a week date, which Python reads too
+    ("20261205T100000Z", "2026-12-05T10:00:00+00:00"),  # the basic format
+    ("2026-12-05 10:00:00.5+01:00", "2026-12-05T10:00:00.500000+01:00"),
+])
+def test_a_due_in_another_iso_shape_is_written_as_home_assistant_writes_one(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday, due: str, written: str) -> None:
+    everyday.raw["todo/item/list"] = lambda i: [{"id": i, "type": "result", "success": True, "result": {
+        "items": [{"summary": "Milk", "status": "needs_action", "due": due}]}}]
+    assert read(get_todo.CAPABILITY, stub_ha, {"entity_id": TODO})["items"] == [
+        {"summary": "Milk", "status": "needs_action", "due": written}]
+
+
 def test_hostile_items_lose_their_titles_and_at_most_100_are_listed(
         stub_ha: StubHomeAssistant, everyday: StubEveryday) -> None:
     everyday.todo[TODO] = [{"summary": HOSTILE_TEXT[i % len(HOSTILE_TEXT)], "uid": str(i), "status": "needs_action",
