@@ -158,6 +158,9 @@ def test_at_most_50_events_the_earliest_and_the_total_said(stub_ha: StubHomeAssi
     [{"start": {"date": "tomorrow"}, "end": {"date": "2026-12-06"}}],
     [{"start": {"date": "2026-12-05", "x": 1}, "end": {"date": "2026-12-06"}}],
     ["an event"],
+    # A moment past what a datetime holds once in the household's zone (it raised OverflowError).
+    [{"start": {"dateTime": "9999-12-31T23:59:59-23:59"}, "end": {"dateTime": "9999-12-31T23:59:59-23:59"}}],
+    [{"start": {"dateTime": "0001-01-01T00:00:00+23:59"}, "end": {"dateTime": "0001-01-01T00:00:00+23:59"}}],
 ])
 def test_a_malformed_answer_is_a_bad_response_never_a_result(stub_ha: StubHomeAssistant, everyday: StubEveryday,
                                                               answer: Any) -> None:
@@ -289,6 +292,7 @@ def test_only_the_subscription_s_own_event_after_its_success_counts(
     {"datetime": "2026-12-05T00:00:00+00:00", "condition": "sunny", "temperature": "4"},
     {"datetime": "2026-12-05T00:00:00+00:00", "condition": "sunny", "temperature": 4, "wind_speed": [1]},
     {"datetime": "2026-12-05T00:00:00+00:00", "condition": "sunny", "temperature": True},
+    {"datetime": "9999-12-31T23:59:59-23:59", "condition": "sunny", "temperature": 4},  # OverflowError before
 ])
 def test_a_malformed_forecast_is_a_bad_response(stub_ha: StubHomeAssistant, everyday: StubEveryday,
                                                 entry: dict[str, Any]) -> None:

@@ -102,7 +102,10 @@ def _moment(value: object, zone: tzinfo) -> tuple[str, datetime, bool]:
         moment = _parse(datetime.fromisoformat, value["dateTime"])
         if moment.tzinfo is None:
             raise wrong_shape()
-        local = moment.astimezone(zone)
+        try:
+            local = moment.astimezone(zone)
+        except OverflowError:
+            raise wrong_shape() from None  # year 9999 behind a negative offset: past what a datetime holds
         return local.isoformat(timespec="seconds"), local, False
     if isinstance(value, dict) and isinstance(value.get("date"), str) and len(value) == 1:
         day = _parse(date.fromisoformat, value["date"])

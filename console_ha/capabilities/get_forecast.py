@@ -63,7 +63,11 @@ def entry_of(item: object, zone: tzinfo) -> dict[str, Any]:
     temperature = item.get("temperature")
     if moment is None or moment.tzinfo is None or not (temperature is None or _number(temperature)):
         raise wrong_shape()
-    entry: dict[str, Any] = {"datetime": moment.astimezone(zone).isoformat(timespec="seconds"),
+    try:
+        local = moment.astimezone(zone)
+    except OverflowError:
+        raise wrong_shape() from None  # year 9999 behind a negative offset: past what a datetime holds
+    entry: dict[str, Any] = {"datetime": local.isoformat(timespec="seconds"),
                              "condition": household_text(item.get("condition")), "temperature": temperature}
     for key in OPTIONAL_NUMBERS:
         value = item.get(key)
