@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import queue
 import socket
 import threading
@@ -192,6 +193,10 @@ class Workers:
 
     def __init__(self, idle_seconds: float = IDLE_WORKER_SECONDS) -> None:
         self._idle_seconds = idle_seconds
+        self.forget()
+
+    def forget(self) -> None:
+        """Start afresh with no thread (a forked child has none of its parent's)."""
         self._lock = threading.Lock()
         self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
 
@@ -232,6 +237,10 @@ class Watchdog:
     """
 
     def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Start afresh with no thread and nothing due (a forked child has none of its parent's)."""
         self._wake = threading.Condition()
         self._due: list[tuple[float, int]] = []
         self._actions: dict[int, Callable[[], None]] = {}
@@ -282,9 +291,19 @@ class Watchdog:
                 pass
 
 
-# The process's one watchdog and its call threads, shared by every Deadline.
+# The process's one watchdog and its call threads, shared by every Deadline. A forked child (a server that
+# forks its workers after the app was used) forgets its parent's: their threads do not run in the child, and
+# an idle thread that is not there would leave every call to wait for its deadline and no socket shut.
 WATCHDOG = Watchdog()
 WORKERS = Workers()
+
+
+def _forget_threads() -> None:
+    WATCHDOG.forget()
+    WORKERS.forget()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
 
 
 def is_timeout(err: BaseException) -> bool:

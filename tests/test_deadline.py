@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import queue
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import Any
 
 import pytest
 import requests
@@ -341,3 +345,25 @@ def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
 ])
 def test_is_timeout_looks_beneath_requests_wrapping(error: BaseException, timeout: bool) -> None:
     assert is_timeout(error) is timeout
+
+
+def _call_and_watch_in_a_forked_child(url: str, outcome: Any) -> None:
+    deadline = Deadline(5)
+    response = deadline.call(lambda: get(url), requests.Response.close)
+    with response, deadline.watch(response):
+        outcome.put(b"".join(deadline.body(response, max_bytes=100, chunk_bytes=64)).decode())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forking is POSIX's")
+def test_a_forked_child_runs_calls_and_its_watchdog_on_threads_of_its_own(serve) -> None:
+    """The parent's kept threads do not exist in a child: without forgetting them, its calls wait out the deadline."""
+    body = b'{"state": "on"}'
+    server = serve(lambda conn: conn.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % len(body) + body))
+    _call_and_watch_in_a_forked_child(server.url, queue.SimpleQueue())  # the parent's threads wait, idle
+    forked = multiprocessing.get_context("fork")
+    outcome = forked.SimpleQueue()
+    child = forked.Process(target=_call_and_watch_in_a_forked_child, args=(server.url, outcome))
+    started = time.monotonic()
+    child.start()
+    child.join(5 + MARGIN)
+    assert child.exitcode == 0 and outcome.get() == body.decode() and time.monotonic() - started < 5
