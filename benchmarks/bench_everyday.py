@@ -3,15 +3,17 @@
 Starts a real Home Assistant 2025.4.4 with the demo integration and a shopping list (as
 tests/real_ha/test_everyday_real.py does) on 127.0.0.1, and measures, alternating pairs in one run:
 
-- `calendar`: `execute` (GET /api/config, then GET /api/calendars/calendar.calendar_1 for the next 7 days,
-  shaped) against the same two GETs through one kept requests session, each body `json.loads`-ed;
+- `calendar`: `execute` (GET /api/calendars/calendar.calendar_1 for the next 7 days, shaped; the time zone is
+  the kept client's, `kept_config`) against that one GET through one kept requests session, its body
+  `json.loads`-ed, the zone read once before the run as the Console keeps it;
 - `todo`: `execute` (one WebSocket, `todo/item/list`, shaped) against the same command on the Console's
   WebSocket, its answer's bytes `json.loads`-ed;
-- `forecast`: `execute` (GET the entity's state for its units; one WebSocket: `get_config`, then
-  `weather/subscribe_forecast`'s first event and `unsubscribe_events`, shaped) against the same reads
-  made bare: the state GET `json.loads`-ed and the WebSocket's answers as the connection parses them.
+- `forecast`: `execute` (GET the entity's state for its units; one WebSocket: `weather/subscribe_forecast`'s
+  first event and `unsubscribe_events`, shaped; the zone kept) against the same reads made bare: the state
+  GET through the requests session `json.loads`-ed and the subscription's first event on a WebSocket.
 
-Each read needs the same round trips as its baseline: the ratio is what the Console adds (checks, shaping).
+Each read needs the same round trips as its baseline, which are Home Assistant's own answer to the question:
+the ratio is what the Console adds (its deadlines, checks and shaping).
 
 Run from the repository root (the harness installs Home Assistant into .cache/ha-venv, or $CONSOLE_HA_HA_VENV):
 
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     from console_ha.capabilities.registry import HOME_ASSISTANT_READS
     from console_ha.deadline import Deadline
     from console_ha.ha.client import HomeAssistantClient
-    from console_ha.ha.websocket import CONFIG_COMMAND, FORECAST_COMMAND, TODO_COMMAND
+    from console_ha.ha.websocket import FORECAST_COMMAND, TODO_COMMAND
     from console_ha.secret import Secret
     from console_ha.store.config import HomeAssistantConfig
     from tests.real_ha.test_everyday_real import demo_home_assistant
@@ -89,8 +91,9 @@ def main(argv: list[str] | None = None) -> None:
                 return json.loads(session.get(f"{hass.base_url}{path}", params=params, headers=headers,
                                               timeout=10).content)
 
+            zone = ZoneInfo(get("/api/config")["time_zone"])
+
             def own_calendar() -> Any:
-                zone = ZoneInfo(get("/api/config")["time_zone"])
                 start = datetime.now(zone).replace(hour=0, minute=0, second=0, microsecond=0)
                 return get(f"/api/calendars/{CALENDAR}", start=start.astimezone(UTC).isoformat(),
                            end=(start + timedelta(days=7)).astimezone(UTC).isoformat())
@@ -103,7 +106,6 @@ def main(argv: list[str] | None = None) -> None:
             def own_forecast() -> Any:
                 state = get(f"/api/states/{WEATHER}")
                 with client.websocket(timeout=10, max_bytes=MAX_BYTES) as connection:
-                    connection.commands([{"type": CONFIG_COMMAND}])
                     return state, connection.first_event({"type": FORECAST_COMMAND, "entity_id": WEATHER,
                                                           "forecast_type": "daily"})
 

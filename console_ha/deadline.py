@@ -9,6 +9,10 @@ module that reaches into a response's socket.
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import os
+import queue
 import socket
 import threading
 import time
@@ -25,6 +29,8 @@ T = TypeVar("T")
 
 # A read that failed this close to the deadline failed because of it: the watchdog shut its socket.
 SLACK_SECONDS = 0.01
+# How long a worker thread of `Deadline.call` waits for the next call before it ends.
+IDLE_WORKER_SECONDS = 60.0
 
 
 class DeadlinePassed(TimeoutError):
@@ -88,8 +94,8 @@ class Deadline:
         """`call()` (a request up to its response headers, a connect), given up with DeadlinePassed at the deadline.
 
         A name lookup, or headers sent a byte at a time, are not bounded as a whole by socket timeouts, so
-        the call runs on a thread of its own; one given up on is left to end, and `abandon` is handed what
-        it returns (a response or socket to close).
+        the call runs on another thread (a kept one, `WORKERS`); one given up on is left to end, and
+        `abandon` is handed what it returns (a response or socket to close).
         """
         outcome: dict[str, Any] = {}
         done = threading.Event()
@@ -105,7 +111,7 @@ class Deadline:
                 if given_up.is_set() and "value" in outcome:
                     abandon(outcome["value"])
 
-        threading.Thread(target=work, name="deadline-call", daemon=True).start()
+        WORKERS.run(work)
         if not done.wait(max(self.left(), 0.0)):
             given_up.set()
             if done.is_set() and "value" in outcome:
@@ -116,6 +122,20 @@ class Deadline:
         value: T = outcome["value"]
         return value
 
+    def call_here(self, call: Callable[[], T], connections: list[Any]) -> T:
+        """`call()` (a GET up to its headers) on this thread; at the deadline the watchdog shuts the sockets of
+        the urllib3 `connections` it has taken (the caller's pool adds each as it hands it out).
+
+        For a request that needs no name lookup (an IP address over plain http: the connect is one attempt,
+        bounded by its timeout), so nothing but the socket can hold it; shutting the socket ends a wait for
+        headers sent a byte at a time, as `call`'s thread would. No handoff to another thread.
+        """
+        ticket = WATCHDOG.at(self.end, lambda: _shut_connections(connections))
+        try:
+            return call()
+        finally:
+            WATCHDOG.cancel(ticket)
+
     @contextmanager
     def watch(self, response: requests.Response) -> Iterator[None]:
         """Shut `response`'s socket at the deadline while the block runs.
@@ -123,13 +143,11 @@ class Deadline:
         Per-read timeouts cannot bound every read: http.client reads a chunk-size line whole, byte after
         byte, each within the socket timeout, before it returns anything to the caller's deadline check.
         """
-        watchdog = threading.Timer(max(self.left(), 0.0), shut_socket, args=(response,))
-        watchdog.daemon = True
-        watchdog.start()
+        ticket = WATCHDOG.at(self.end, lambda: shut_socket(response))
         try:
             yield
         finally:
-            watchdog.cancel()
+            WATCHDOG.cancel(ticket)
 
     def read1(self, response: requests.Response, size: int) -> bytes:
         """What one socket read of `response`'s body brings, at most `size` bytes; b"" at the body's end.
@@ -164,6 +182,130 @@ class Deadline:
             yield chunk
 
 
+class Workers:
+    """The threads `Deadline.call` runs its calls on: an idle one takes the next call, else a new one starts.
+
+    Kept rather than started per call: starting a thread waits until the new thread runs, which on a
+    busy machine costs a scheduling round, and a read of Home Assistant makes a call per request. Never
+    a fixed number: a call given up on (a name lookup that hangs) keeps its thread until it ends, and
+    the next call must not wait behind it. A thread idle for IDLE_WORKER_SECONDS ends.
+    """
+
+    def __init__(self, idle_seconds: float = IDLE_WORKER_SECONDS) -> None:
+        self._idle_seconds = idle_seconds
+        self.forget()
+
+    def forget(self) -> None:
+        """Start afresh with no thread (a forked child has none of its parent's)."""
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+
+    def run(self, work: Callable[[], None]) -> None:
+        """Start `work` (which handles its own errors) on an idle thread, or on a new one."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name="deadline-call", daemon=True).start()
+        inbox.put(work)
+
+    def idle(self) -> int:
+        """How many threads wait for a call."""
+        with self._lock:
+            return len(self._idle)
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            try:
+                work = inbox.get(timeout=self._idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    if inbox in self._idle:
+                        self._idle.remove(inbox)
+                        return
+                continue  # taken by `run` just as the wait ended: its call is on the way
+            work()
+            with self._lock:
+                self._idle.append(inbox)
+
+
+class Watchdog:
+    """One thread that runs actions at their moments (shutting a socket at its deadline), for every call.
+
+    One thread for all, rather than a Timer per call: starting a thread waits until it runs, and every
+    request to Home Assistant is watched. `at` and `cancel` only take a lock; the caller never waits.
+    """
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Start afresh with no thread and nothing due (a forked child has none of its parent's)."""
+        self._wake = threading.Condition()
+        self._due: list[tuple[float, int]] = []
+        self._actions: dict[int, Callable[[], None]] = {}
+        self._tickets = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def at(self, moment: float, action: Callable[[], None]) -> int:
+        """Run `action` at `moment` (the monotonic clock) unless cancelled; a ticket for `cancel`."""
+        with self._wake:
+            ticket = next(self._tickets)
+            self._actions[ticket] = action
+            heapq.heappush(self._due, (moment, ticket))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="deadline-watchdog", daemon=True)
+                self._thread.start()
+            elif self._due[0][1] == ticket:
+                self._wake.notify()  # sooner than what the thread sleeps towards
+        return ticket
+
+    def cancel(self, ticket: int) -> None:
+        """The action of `ticket` will not run (it may be running now)."""
+        with self._wake:
+            self._actions.pop(ticket, None)
+
+    def pending(self) -> int:
+        """How many actions wait for their moment."""
+        with self._wake:
+            return len(self._actions)
+
+    def _serve(self) -> None:
+        while True:
+            with self._wake:
+                while self._due and self._due[0][1] not in self._actions:
+                    heapq.heappop(self._due)  # cancelled
+                if not self._due:
+                    self._wake.wait()
+                    continue
+                moment, ticket = self._due[0]
+                left = moment - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                heapq.heappop(self._due)
+                action = self._actions.pop(ticket)
+            try:
+                action()
+            except Exception:  # noqa: BLE001 - one failed action must not end the watchdog for every call
+                pass
+
+
+# The process's one watchdog and its call threads, shared by every Deadline. A forked child (a server that
+# forks its workers after the app was used) forgets its parent's: their threads do not run in the child, and
+# an idle thread that is not there would leave every call to wait for its deadline and no socket shut.
+WATCHDOG = Watchdog()
+WORKERS = Workers()
+
+
+def _forget_threads() -> None:
+    WATCHDOG.forget()
+    WORKERS.forget()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
+
+
 def is_timeout(err: BaseException) -> bool:
     """Whether a transport error (requests wraps urllib3's in its own) was a timeout underneath."""
     seen: set[int] = set()
@@ -187,6 +329,17 @@ def shut_socket(response: requests.Response) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _shut_connections(connections: list[Any]) -> None:
+    """Shut the socket of each urllib3 connection (one not yet connected has none)."""
+    for connection in list(connections):
+        sock = getattr(connection, "sock", None)
+        if isinstance(sock, socket.socket):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def _set_read_timeout(response: requests.Response, seconds: float) -> None:

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import queue
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
 
 import pytest
 import requests
 import urllib3
 
 from console_ha.deadline import (
+    WATCHDOG,
     BodyBroken,
     BodyTooLarge,
     Deadline,
     DeadlinePassed,
+    Watchdog,
+    Workers,
     is_timeout,
     shut_socket,
 )
@@ -159,6 +167,90 @@ def test_call_bounds_headers_sent_a_byte_at_a_time(serve) -> None:
     assert time.monotonic() - started < 0.5 + MARGIN
 
 
+def counting_thread_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads the deadline module starts from now on (never a test server's)."""
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        if thread.name.startswith("deadline-") or isinstance(thread, threading.Timer):
+            started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    return started
+
+
+def test_calls_one_after_another_reuse_a_waiting_thread_rather_than_start_one_each(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting a thread waits until it runs: on a busy machine a scheduling round per request."""
+    Deadline(5).call(lambda: None, lambda _: None)  # a thread waits from here on
+    started = counting_thread_starts(monkeypatch)
+    for value in range(20):
+        assert Deadline(5).call(partial(int, value), lambda _: None) == value
+    assert started == []
+
+
+def test_a_call_given_up_on_keeps_its_thread_and_the_next_call_is_not_kept_waiting_behind_it() -> None:
+    workers = Workers(idle_seconds=5)
+    release = threading.Event()
+
+    def hangs() -> None:  # a name lookup that hangs
+        release.wait(10)
+
+    workers.run(hangs)
+    ran = threading.Event()
+    started = time.monotonic()
+    workers.run(ran.set)
+    assert ran.wait(MARGIN) and time.monotonic() - started < MARGIN
+    release.set()
+
+
+def test_an_idle_call_thread_ends_after_its_idle_time() -> None:
+    workers = Workers(idle_seconds=0.1)
+    done = threading.Event()
+    workers.run(done.set)
+    assert done.wait(MARGIN)
+    limit = time.monotonic() + 0.1 + MARGIN
+    while workers.idle() and time.monotonic() < limit:
+        time.sleep(0.02)
+    assert workers.idle() == 0
+
+
+def test_watching_a_body_starts_no_thread_and_leaves_nothing_pending(serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = b'{"state": "on"}'
+    server = serve(lambda conn: conn.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % len(body) + body))
+    deadline = Deadline(5)
+    response = deadline.call(lambda: get(server.url), requests.Response.close)
+    with response, deadline.watch(response):  # the watchdog's one thread runs from here on
+        b"".join(deadline.body(response, max_bytes=100, chunk_bytes=64))
+    started = counting_thread_starts(monkeypatch)
+    for _ in range(5):
+        response = deadline.call(lambda: get(server.url), requests.Response.close)
+        with response, deadline.watch(response):
+            assert b"".join(deadline.body(response, max_bytes=100, chunk_bytes=64)) == body
+    assert started == [] and WATCHDOG.pending() == 0
+
+
+def test_the_watchdog_runs_each_action_at_its_moment_in_order_and_never_a_cancelled_one() -> None:
+    watchdog = Watchdog()
+    ran: list[str] = []
+    now = time.monotonic()
+    watchdog.at(now + 0.3, lambda: ran.append("late"))
+    cancelled = watchdog.at(now + 0.1, lambda: ran.append("cancelled"))
+    watchdog.at(now + 0.2, lambda: ran.append("soon"))
+
+    def fails() -> None:  # a failing action ends neither the watchdog nor the others
+        raise RuntimeError("shutting failed")
+
+    watchdog.at(now + 0.05, fails)
+    watchdog.cancel(cancelled)
+    limit = time.monotonic() + 0.3 + MARGIN
+    while len(ran) < 2 and time.monotonic() < limit:
+        time.sleep(0.02)
+    assert ran == ["soon", "late"] and watchdog.pending() == 0
+
+
 # --- the body ----------------------------------------------------------------------------------
 
 def test_a_whole_body_in_time_is_read_piece_by_piece(serve) -> None:
@@ -253,3 +345,25 @@ def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
 ])
 def test_is_timeout_looks_beneath_requests_wrapping(error: BaseException, timeout: bool) -> None:
     assert is_timeout(error) is timeout
+
+
+def _call_and_watch_in_a_forked_child(url: str, outcome: Any) -> None:
+    deadline = Deadline(5)
+    response = deadline.call(lambda: get(url), requests.Response.close)
+    with response, deadline.watch(response):
+        outcome.put(b"".join(deadline.body(response, max_bytes=100, chunk_bytes=64)).decode())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forking is POSIX's")
+def test_a_forked_child_runs_calls_and_its_watchdog_on_threads_of_its_own(serve) -> None:
+    """The parent's kept threads do not exist in a child: without forgetting them, its calls wait out the deadline."""
+    body = b'{"state": "on"}'
+    server = serve(lambda conn: conn.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % len(body) + body))
+    _call_and_watch_in_a_forked_child(server.url, queue.SimpleQueue())  # the parent's threads wait, idle
+    forked = multiprocessing.get_context("fork")
+    outcome = forked.SimpleQueue()
+    child = forked.Process(target=_call_and_watch_in_a_forked_child, args=(server.url, outcome))
+    started = time.monotonic()
+    child.start()
+    child.join(5 + MARGIN)
+    assert child.exitcode == 0 and outcome.get() == body.decode() and time.monotonic() - started < 5

@@ -17,16 +17,18 @@ import pytest
 
 from console_ha.capabilities import get_calendar, get_forecast, get_todo
 from console_ha.capabilities.get_calendar import household_text
+from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound, HATimeout
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha import client as client_module
+from console_ha.ha.client import KEPT_CONFIG_SECONDS, HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import console_client, executor_over
 from tests.result_schemas import assert_matches_result_schema
-from tests.stub_ha import StubHomeAssistant
+from tests.stub_ha import StubHomeAssistant, default_config
 from tests.stub_ha_everyday import CALENDAR, TODO, WEATHER, ZONE, StubEveryday, event
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -47,6 +49,21 @@ HOSTILE_TEXT = [
     "admin:secret@cam.local",
     "x" * 65,  # oversized: cut would pass on a part
     "Fake\u202etitle",  # a bidi override
+    # Full-width forms read as the ASCII they look like (NFKC), as get_state's links are.
+    "ＰＩＮ ４４２１",
+    "Ｐａｓｓｃｏｄｅ ４４２１ ＃",
+    "Ｍｅｅｔｉｎｇ ＩＤ ８８４ ２２１ ９９０",
+    # Phone numbers as households and invitations group them, without a "+" or ten digits in a row.
+    "Dial-in: 020 7946 0000",
+    "Call 0800 123 4567",
+    "(020) 7946-0000",
+    "Zoom 884 2219 9901",
+    # A code or a password under a short or another language's name.
+    "Code: 4421",
+    "Door ID 8841",
+    "pw: hunter2",
+    "Kennwort: geheim",
+    "contraseña: hunter2",
 ]
 
 
@@ -79,7 +96,8 @@ def test_text_that_looks_like_a_link_a_dial_in_code_or_a_secret_is_dropped_whole
 
 
 @pytest.mark.parametrize("text", ["Dentist", "Main Street 4", "School trip 2026-12-05", "Grandma's 80th birthday",
-                                  "Swimming at 17:30", "Milk (2 l)", "Room 204"])
+                                  "Swimming at 17:30", "Milk (2 l)", "Room 204", "Party 05.12.2026",
+                                  "Party 12/5/26", "Meeting 10:00-11:30", "Flight KL 1234 at 10:15"])
 def test_plain_household_text_passes_as_it_is(text: str) -> None:
     assert household_text(text) == text
 
@@ -140,6 +158,9 @@ def test_at_most_50_events_the_earliest_and_the_total_said(stub_ha: StubHomeAssi
     [{"start": {"date": "tomorrow"}, "end": {"date": "2026-12-06"}}],
     [{"start": {"date": "2026-12-05", "x": 1}, "end": {"date": "2026-12-06"}}],
     ["an event"],
+    # A moment past what a datetime holds once in the household's zone (it raised OverflowError).
+    [{"start": {"dateTime": "9999-12-31T23:59:59-23:59"}, "end": {"dateTime": "9999-12-31T23:59:59-23:59"}}],
+    [{"start": {"dateTime": "0001-01-01T00:00:00+23:59"}, "end": {"dateTime": "0001-01-01T00:00:00+23:59"}}],
 ])
 def test_a_malformed_answer_is_a_bad_response_never_a_result(stub_ha: StubHomeAssistant, everyday: StubEveryday,
                                                               answer: Any) -> None:
@@ -180,6 +201,19 @@ def test_a_due_date_is_kept_as_home_assistant_wrote_it(stub_ha: StubHomeAssistan
     result = read(get_todo.CAPABILITY, stub_ha, {"entity_id": TODO})
     assert result["items"][1] == {"summary": "Batteries", "status": "needs_action",
                                   "due": (TODAY + timedelta(days=2)).isoformat()}
+
+
+@pytest.mark.parametrize(("due", "written"), [
+    ("2026-W49-5", "2026-12-04"),  # a week date, which Python reads too
+    ("20261205T100000Z", "2026-12-05T10:00:00+00:00"),  # the basic format
+    ("2026-12-05 10:00:00.5+01:00", "2026-12-05T10:00:00.500000+01:00"),
+])
+def test_a_due_in_another_iso_shape_is_written_as_home_assistant_writes_one(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday, due: str, written: str) -> None:
+    everyday.raw["todo/item/list"] = lambda i: [{"id": i, "type": "result", "success": True, "result": {
+        "items": [{"summary": "Milk", "status": "needs_action", "due": due}]}}]
+    assert read(get_todo.CAPABILITY, stub_ha, {"entity_id": TODO})["items"] == [
+        {"summary": "Milk", "status": "needs_action", "due": written}]
 
 
 def test_hostile_items_lose_their_titles_and_at_most_100_are_listed(
@@ -258,6 +292,7 @@ def test_only_the_subscription_s_own_event_after_its_success_counts(
     {"datetime": "2026-12-05T00:00:00+00:00", "condition": "sunny", "temperature": "4"},
     {"datetime": "2026-12-05T00:00:00+00:00", "condition": "sunny", "temperature": 4, "wind_speed": [1]},
     {"datetime": "2026-12-05T00:00:00+00:00", "condition": "sunny", "temperature": True},
+    {"datetime": "9999-12-31T23:59:59-23:59", "condition": "sunny", "temperature": 4},  # OverflowError before
 ])
 def test_a_malformed_forecast_is_a_bad_response(stub_ha: StubHomeAssistant, everyday: StubEveryday,
                                                 entry: dict[str, Any]) -> None:
@@ -381,3 +416,35 @@ def test_another_kind_of_allowed_entity_is_refused_at_stage_2_in_the_argument_s_
     assert (caught.value.code, caught.value.stage) == ("INVALID_ARGUMENTS", 2)
     assert caught.value.message == REGISTRY[name].argument_messages["entity_id"]
     assert stub_ha.requests_to("/api/calendars/") == []
+
+
+# --- one request a read: the zone kept on the kept client ---------------------------------------
+
+def test_a_kept_client_asks_for_the_zone_once_then_each_calendar_read_is_one_request(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday) -> None:
+    with HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token), reads=HOME_ASSISTANT_READS) as client:
+        for capability, arguments in ((get_calendar.CAPABILITY, {"entity_id": CALENDAR, "period": "today"}),
+                                      (get_forecast.CAPABILITY, {"entity_id": WEATHER, "kind": "daily"}),
+                                      (get_calendar.CAPABILITY, {"entity_id": CALENDAR, "period": "tomorrow"})):
+            result = capability.execute(client, config_for(stub_ha), arguments, Deadline(10), NOW)
+            assert result["time_zone"] == "Europe/Amsterdam"
+    assert len(stub_ha.requests_to("/api/config")) == 1
+    assert len(stub_ha.requests_to("/api/calendars/")) == 2
+    # The forecast's WebSocket carries the subscription and its end, no configuration.
+    assert not any(json.loads(m).get("type") == "get_config" for m in stub_ha.ws_messages[1:])
+
+
+def test_the_kept_zone_is_asked_for_again_once_it_is_older_than_its_time(
+        stub_ha: StubHomeAssistant, everyday: StubEveryday, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A household that moves Home Assistant to another zone has its days follow within KEPT_CONFIG_SECONDS."""
+    assert KEPT_CONFIG_SECONDS <= 300
+    arguments = {"entity_id": CALENDAR, "period": "today"}
+    with HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token), reads=HOME_ASSISTANT_READS) as client:
+        get_calendar.execute(client, config_for(stub_ha), arguments, Deadline(10), NOW)
+        stub_ha.override("/api/config", json.dumps({**default_config(), "time_zone": "America/New_York"}).encode())
+        assert get_calendar.execute(client, config_for(stub_ha), arguments, Deadline(10),
+                                    NOW)["time_zone"] == "Europe/Amsterdam"
+        monkeypatch.setattr(client_module, "KEPT_CONFIG_SECONDS", 0.0)  # what was kept is now too old
+        assert get_calendar.execute(client, config_for(stub_ha), arguments, Deadline(10),
+                                    NOW)["time_zone"] == "America/New_York"
+    assert len(stub_ha.requests_to("/api/config")) == 2

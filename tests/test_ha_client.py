@@ -16,6 +16,7 @@ import ijson
 import pytest
 import requests
 
+from console_ha import deadline as deadline_module
 from console_ha.errors import (
     HABadResponse,
     HANotFound,
@@ -189,6 +190,24 @@ def test_the_deadline_holds_for_headers_or_chunk_framing_sent_a_byte_at_a_time(
     with pytest.raises(HATimeout):
         client_for(stub_ha).states(timeout=1.0, max_bytes=1_000_000)
     assert time.monotonic() - began < 1.6
+
+
+def test_a_get_to_an_ip_address_over_http_runs_on_the_caller_s_thread_and_a_named_host_s_does_not(
+        stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No name lookup, no handoff: the watchdog bounds it (the trickle test above holds it to the deadline)."""
+    handed_off: list[object] = []
+    run = deadline_module.WORKERS.run
+
+    def counted(work: Callable[[], None]) -> None:
+        handed_off.append(work)
+        run(work)
+
+    monkeypatch.setattr(deadline_module.WORKERS, "run", counted)
+    assert client_for(stub_ha).config(timeout=5)["time_zone"] == "Europe/Amsterdam"
+    assert handed_off == [] and deadline_module.WATCHDOG.pending() == 0
+    named = HomeAssistantClient(stub_ha.base_url.replace("127.0.0.1", "localhost"), Secret(stub_ha.token))
+    assert named.config(timeout=5)["time_zone"] == "Europe/Amsterdam"
+    assert len(handed_off) == 1
 
 
 def test_a_spent_budget_is_a_timeout_without_a_request(stub_ha: StubHomeAssistant) -> None:

@@ -3,6 +3,7 @@ form (full-width, mixed case, inside a phrase); ordinary values (numbers, times,
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from console_ha.capabilities.get_state import household_attributes
-from console_ha.capabilities.plain_text import looks_like_link_or_secret
+from console_ha.capabilities.plain_text import _LINK_OR_SECRET, looks_like_link_or_secret
 
 # What the probe (issue 25) saw pass under listed keys.
 PROBE_FOUND = [
@@ -18,6 +19,9 @@ PROBE_FOUND = [
     "javascript:alert(1)", "smb:\\\\h\\s", "\\\\nas\\camera\\live",
     "password=hunter2", "apikey: AKIAIOSFODNN7EXAMPLE", "Bearer abcdef123456",
     "ｈｔｔｐ：／／ｅｘａｍｐｌｅ．ｃｏｍ／ｘ",
+    # A fully qualified name ends in the root's dot; a scheme's "+" or "." before a digit (found by the drawn
+    # shapes below: "a.:0", "a+:0").
+    "nvr.local.:8554", "a.:0", "a+:0", "tel:0612345678",
 ]
 ORDINARY = ["21.5", "on", "0:10:00", "12:30", "1.0.0.25", "2025.4.4", "2026-12-02T07:00:00+00:00",
             "Partly cloudy", "AC/DC", "Track 1/12", "Rated 3.5/5", "Mr. Brightside", "Sigur Rós", "HDMI 1",
@@ -134,3 +138,17 @@ def test_ordinary_values_pass_whatever_they_hold(value: str) -> None:
 def test_a_scheme_like_name_or_a_root_dotted_host_before_a_port_is_dropped(text: str) -> None:
     """Hypothesis found "a.:0" passing: a host may end in the root's dot, and a name may hold a scheme's + . -."""
     assert looks_like_link_or_secret(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aAbkKtTeEnNwW01239 .:/\\=[]@+-_#ＡＴｗ：／＝［＠ſK\u00a0"), max_size=40))
+def test_the_quick_look_never_passes_what_the_shapes_drop(value: str) -> None:
+    """The quick look (`_ANY_SHAPE`) only skips trying the shapes: with it or without, the same text is dropped."""
+    read_as = unicodedata.normalize("NFKC", value)
+    assert looks_like_link_or_secret(value) is (_LINK_OR_SECRET.search(read_as) is not None)
+
+
+@pytest.mark.parametrize("value", [*PROBE_FOUND, *ORDINARY, "A" * 19 + "1", "token", "www.x", "bearer x"])
+def test_the_quick_look_agrees_with_the_shapes_on_the_known_values(value: str) -> None:
+    read_as = unicodedata.normalize("NFKC", value)
+    assert looks_like_link_or_secret(value) is (_LINK_OR_SECRET.search(read_as) is not None)

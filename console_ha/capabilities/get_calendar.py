@@ -1,7 +1,8 @@
 """home_assistant.get_calendar: what is on an allowed calendar today, tomorrow or in the next 7 days.
 
-Two GETs: `/api/config` for the household's time zone (the days are Home Assistant's, not this device's),
-then `/api/calendars/{entity_id}?start=&end=` for the events overlapping those days. Each event keeps its
+One GET, `/api/calendars/{entity_id}?start=&end=`, for the events overlapping the period's days, which are
+Home Assistant's, not this device's: its time zone is `/api/config`'s, as the kept client last read it
+(`HomeAssistantClient.kept_config`, a second GET only when it has none from the last 5 minutes). Each event keeps its
 title, times and a short place; a description is never passed on, and a title or place that looks like a
 link, a dial-in code or a secret is dropped whole (`household_text`), never cut and passed on.
 """
@@ -9,6 +10,7 @@ link, a dial-in code or a secret is dropped whole (`household_text`), never cut 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -36,21 +38,28 @@ MAX_EVENTS = 50
 MAX_TEXT_CHARS = 64
 # A week of a busy calendar with long descriptions stays far below this; the answer is parsed whole.
 MAX_CALENDAR_BYTES = 2 * 1024 * 1024
-# What a dial-in or a secret looks like, beyond get_state's links and tokens: a phone number (international,
-# ten digits, or a long run of digits, which is also how PINs, meeting ids and account numbers look), the
-# words that introduce a PIN or a password, and a conference code's shapes ("code: 123 456 #", "ID 8841").
+# What a dial-in or a secret looks like, beyond get_state's links and tokens, matched against the text as NFKC
+# normalises it (a full-width "ＰＩＮ ４４２１" is the ASCII it looks like): a phone number, however it is
+# grouped (seven digits and more with spaces, dots, dashes or brackets between them, as "020 7946 0000" and
+# "(0800) 123-4567", which is also how PINs, meeting ids and account numbers look), the words that introduce
+# a dial-in, a PIN or a password, and a code's shapes ("code: 4421", "ID 8841", "123 456 #").
 # Text that matches is dropped whole: a cut could keep the digits and lose the word that warned of them.
 _DIAL_IN = re.compile(
-    r"(?i)\+\d[\d ().-]{6,}\d|\b\d{3}[ .-]?\d{3}[ .-]?\d{4}\b|\d{7,}"
-    r"|\b(?:pin|passcode|password|passwort|pwd|secret|api[ _-]?key)\b"
+    r"(?i)\+\d[\d ().-]{6,}\d|\d(?:[\s().-]{0,3}\d){6,}"
+    r"|\b(?:pin|passcode|password|passwort|kennwort|wachtwoord|contrase[ñn]a|senha|pwd|pw|secret|api[ _-]?key"
+    r"|dial[ -]?in)\b"
     r"|\b(?:conference|access|meeting|participant|dial[ -]?in|host|bridge)\s*(?:code|id|number|no\b|#)"
-    r"|#\s*\d{3,}|\d{3,}\s*#")
+    r"|\b(?:code|id)\s*[:#=]?\s*\d{3,}|#\s*\d{3,}|\d{3,}\s*#")
+# A date as a household writes one (2026-12-05, 05.12.2026, 12/5/26): its digits are not a phone number's.
+_DATE = re.compile(r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}([./-])\d{1,2}\1(?:\d{4}|\d{2}))\b")
 
 
 def household_text(value: object) -> str | None:
     """`value` when it is short plain text with no link, dial-in code or secret in it; None otherwise."""
-    if isinstance(value, str) and plain_value(value, MAX_TEXT_CHARS) and _DIAL_IN.search(value) is None:
-        return value
+    if isinstance(value, str) and plain_value(value, MAX_TEXT_CHARS):
+        read_as = _DATE.sub(" ", unicodedata.normalize("NFKC", value))
+        if _DIAL_IN.search(read_as) is None:
+            return value
     return None
 
 
@@ -97,7 +106,10 @@ def _moment(value: object, zone: tzinfo) -> tuple[str, datetime, bool]:
         moment = _parse(datetime.fromisoformat, value["dateTime"])
         if moment.tzinfo is None:
             raise wrong_shape()
-        local = moment.astimezone(zone)
+        try:
+            local = moment.astimezone(zone)
+        except OverflowError:
+            raise wrong_shape() from None  # year 9999 behind a negative offset: past what a datetime holds
         return local.isoformat(timespec="seconds"), local, False
     if isinstance(value, dict) and isinstance(value.get("date"), str) and len(value) == 1:
         day = _parse(date.fromisoformat, value["date"])
@@ -137,7 +149,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
             deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """The events of one allowlisted calendar over the period's days, in start order, at most MAX_EVENTS."""
     entity_id = arguments["entity_id"]
-    zone = household_zone(client.config(timeout=deadline.remaining()))
+    zone = household_zone(client.kept_config(timeout=deadline.remaining()))
     start, end = PERIODS[arguments["period"]].window(now.astimezone(zone))
     answer = _events_answer(client, entity_id, start, end, deadline)
     if not isinstance(answer, list):

@@ -2,9 +2,10 @@
 
 Home Assistant 2025.4.4 gives a forecast through a service call (`weather.get_forecasts`), which a read-only
 client never makes, or through the WebSocket subscription `weather/subscribe_forecast`: the Console takes
-its first event and unsubscribes at once (`HomeAssistantWebSocket.first_event`). Before it, on the same
-connection, `get_config` gives the household's time zone (each entry's time is written in it); the units
-are the entity's own attributes (GET /api/states/{entity_id}), as Home Assistant's frontend shows them.
+its first event and unsubscribes at once (`HomeAssistantWebSocket.first_event`). Before it, the units are the
+entity's own attributes (GET /api/states/{entity_id}), as Home Assistant's frontend shows them; each entry's
+time is written in Home Assistant's time zone, `/api/config`'s as the kept client last read it
+(`HomeAssistantClient.kept_config`, asked again only when it has none from the last 5 minutes).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
-from console_ha.ha.websocket import CONFIG_COMMAND, FORECAST_COMMAND, UNSUBSCRIBE_COMMAND
+from console_ha.ha.websocket import FORECAST_COMMAND, UNSUBSCRIBE_COMMAND
 from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z
@@ -65,7 +66,11 @@ def entry_of(item: object, zone: tzinfo) -> dict[str, Any]:
     temperature = item.get("temperature")
     if moment is None or moment.tzinfo is None or not (temperature is None or _number(temperature)):
         raise wrong_shape()
-    entry: dict[str, Any] = {"datetime": moment.astimezone(zone).isoformat(timespec="seconds"),
+    try:
+        local = moment.astimezone(zone)
+    except OverflowError:
+        raise wrong_shape() from None  # year 9999 behind a negative offset: past what a datetime holds
+    entry: dict[str, Any] = {"datetime": local.isoformat(timespec="seconds"),
                              "condition": household_text(item.get("condition")), "temperature": temperature}
     for key in OPTIONAL_NUMBERS:
         value = item.get(key)
@@ -88,9 +93,9 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     """The first forecast Home Assistant pushes for the entity, at most 8 days or 48 hours, with its units."""
     entity_id, kind = arguments["entity_id"], arguments["kind"]
     units = units_of(client.state(entity_id, timeout=deadline.remaining()))
+    zone = household_zone(client.kept_config(timeout=deadline.remaining()))
     try:
         with client.websocket(timeout=deadline.remaining(), max_bytes=MAX_FORECAST_BYTES) as connection:
-            (ha_config,) = connection.commands([{"type": CONFIG_COMMAND}])
             event = connection.first_event({"type": FORECAST_COMMAND, "entity_id": entity_id,
                                             "forecast_type": kind})
     except HABadResponse as err:
@@ -98,7 +103,6 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
             raise
         # `invalid_entity_id` or `forecast_not_supported` (weather/websocket_api.py): no such forecast here.
         raise HANotFound(f"Home Assistant has no {kind} forecast for {entity_id}.", entity_id=entity_id) from None
-    zone = household_zone(ha_config)
     forecast = event.get("forecast") if isinstance(event, dict) and event.get("type") == kind else False
     if forecast is None:
         forecast = []  # the entity has no forecast at the moment
@@ -175,7 +179,7 @@ CAPABILITY = Capability(
     card=card,
     activity_words=Words("Weather forecast"),
     prompt_summary="a weather entity's daily or hourly forecast.",
-    # The units (the entity's state), then on one WebSocket the time zone and the subscription's first event.
-    reads=Reads(paths=("/api/states/{entity_id}",), commands=(CONFIG_COMMAND, FORECAST_COMMAND, UNSUBSCRIBE_COMMAND)),
+    # The units (the entity's state), the time zone (kept), then on one WebSocket the subscription's first event.
+    reads=Reads(paths=("/api/states/{entity_id}", "/api/config"), commands=(FORECAST_COMMAND, UNSUBSCRIBE_COMMAND)),
     answers_for=frozenset({DOMAIN}),
 )

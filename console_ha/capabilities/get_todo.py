@@ -47,19 +47,24 @@ _MAX_DUE_CHARS = 40
 
 
 def _due(value: object) -> str | None:
-    """A due date or date-time as Home Assistant wrote it; anything else is a bad answer."""
+    """A due date or date-time as ISO 8601 writes it (as Home Assistant does); anything else is a bad answer.
+
+    Written out again, not passed on as it came: Python also reads week dates ("2026-W49-5") and the basic
+    format ("20261205T100000Z"), which a small model would misread.
+    """
     if value is None:
         return None
     if not isinstance(value, str) or len(value) > _MAX_DUE_CHARS:
         raise wrong_shape()
     try:
         if len(value) == 10:
-            date.fromisoformat(value)
-        elif datetime.fromisoformat(value).tzinfo is None:
-            raise ValueError(value)
+            return date.fromisoformat(value).isoformat()
+        moment = datetime.fromisoformat(value)
     except ValueError:
         raise wrong_shape() from None
-    return value
+    if moment.tzinfo is None:
+        raise wrong_shape()
+    return moment.isoformat()
 
 
 def item_of(item: object) -> dict[str, Any]:

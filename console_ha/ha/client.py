@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import io
+import ipaddress
 import logging
 import math
 import re
@@ -10,17 +10,16 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO, TypeGuard, cast
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
 
-from console_ha.deadline import BodyBroken, BodyTooLarge, Deadline, is_timeout
+from console_ha.deadline import Deadline, is_timeout
 from console_ha.errors import (
     HABadResponse,
     HABusy,
@@ -35,6 +34,7 @@ from console_ha.errors import (
 from console_ha.ha import websocket as ha_ws
 from console_ha.ha.addresses import is_entity_id, normalise_base_url, origin_of
 from console_ha.ha.reads import UNDECLARED_READS, Reads
+from console_ha.ha.transport import TAKEN, BodyReader, VerifiedAdapter, too_large
 from console_ha.ha.websocket import HomeAssistantWebSocket
 from console_ha.secret import Secret
 from console_ha.words import BUSY_MESSAGE
@@ -42,11 +42,13 @@ from console_ha.words import BUSY_MESSAGE
 log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_MAX_BYTES = 1024 * 1024
+# How long a client keeps Home Assistant's configuration for the reads that need only its time zone
+# (`kept_config`): a change of Home Assistant's zone reaches "today" and "tomorrow" within this.
+KEPT_CONFIG_SECONDS = 300.0
 DEFAULT_STATE_MAX_BYTES = 256 * 1024
 # The most an answer listing every entity (all states, a registry) may weigh: about 70,000 entities, ten
 # times a large household's (5,000 send about 2 MB); parsing it costs a few hundred MiB.
 ALL_ENTITIES_MAX_BYTES = 32 * 1024 * 1024
-READ_CHUNK_BYTES = 64 * 1024
 
 # The states in which Home Assistant says it does not know an entity's value.
 UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
@@ -126,79 +128,6 @@ class CallLimits:
 CALL_LIMITS = CallLimits()
 
 
-class _VerifiedAdapter(HTTPAdapter):
-    """An adapter that always verifies certificates, with the trust the household chose."""
-
-    def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
-        self._ssl_context = ssl_context
-        super().__init__(max_retries=0)
-
-    def init_poolmanager(self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any) -> None:
-        if self._ssl_context is not None:
-            pool_kwargs["ssl_context"] = self._ssl_context
-        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
-
-    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
-        # Whatever `verify` a caller or session says, certificates are required... (types-requests leaves
-        # HTTPAdapter.cert_verify unannotated, hence the ignore.)
-        super().cert_verify(conn, url, True, cert)  # type: ignore[no-untyped-call]
-        # ...against our context's trust (system store, or only the household's bundle), not certifi's.
-        conn.ca_certs = None
-        conn.ca_cert_dir = None
-
-
-class _BodyReader(io.RawIOBase):
-    """A file-like view of a response body that stops at the byte cap and at the call's deadline."""
-
-    def __init__(self, response: requests.Response, *, deadline: Deadline, max_bytes: int) -> None:
-        super().__init__()
-        self._chunks = deadline.body(response, max_bytes=max_bytes, chunk_bytes=READ_CHUNK_BYTES)
-        self._max_bytes = max_bytes
-        self._pending = memoryview(b"")
-        self._received = 0
-
-    @property
-    def bytes_received(self) -> int:
-        """How many body bytes have been read so far."""
-        return self._received
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        if not self._pending:
-            chunk = self._next_chunk()
-            if chunk is None:
-                return 0
-            self._pending = memoryview(chunk)
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
-
-    def readall(self) -> bytes:
-        parts = [bytes(self._pending)]
-        self._pending = memoryview(b"")
-        while (chunk := self._next_chunk()) is not None:
-            parts.append(chunk)
-        return b"".join(parts)
-
-    def _next_chunk(self) -> bytes | None:
-        """The next piece of the body, or None at its end; HATimeout past the deadline (the Deadline's own)."""
-        failure: HomeAssistantError | None = None
-        try:
-            chunk = next(self._chunks, None)
-        except BodyBroken:
-            failure = HABadResponse("Home Assistant stopped in the middle of its answer.", reason="incomplete")
-        except BodyTooLarge:
-            failure = _too_large(self._max_bytes)
-        if failure is not None:
-            raise failure
-        if chunk is not None:
-            self._received += len(chunk)
-        return chunk
-
-
 class HomeAssistantClient:
     """Reads Home Assistant's REST API. It can send GET and nothing else, to the paths in its `reads`.
 
@@ -220,6 +149,8 @@ class HomeAssistantClient:
         self._limits = limits or CALL_LIMITS
         self._reads = reads
         self._tls_problem: str | None = None
+        # (when it was read on the monotonic clock, /api/config's answer): see `kept_config`.
+        self._kept_config: tuple[float, dict[str, Any]] | None = None
         ssl_context: ssl.SSLContext | None = None
         # Only https needs a context. Loading the system trust store takes about 18 ms, which an
         # http:// Home Assistant (the usual one on a LAN) would pay on every capability invocation.
@@ -229,6 +160,8 @@ class HomeAssistantClient:
                 ssl_context = ssl.create_default_context(cafile=ca_bundle or None)
             except (OSError, ssl.SSLError, ValueError):
                 self._tls_problem = "The CA certificate file for Home Assistant could not be read."
+        # Only a name can hang in its lookup; an IP address over http is connected in one bounded attempt.
+        self._needs_lookup = not (normalised.startswith("http:") and _is_ip_address(urlsplit(normalised).hostname))
         self._owns_session = session is None
         if session is None:
             session = requests.Session()
@@ -236,7 +169,7 @@ class HomeAssistantClient:
             session.trust_env = False
         self._session = session
         # Mounted for this base URL only, so a shared session keeps its other adapters.
-        self._session.mount(self._base_url + "/", _VerifiedAdapter(ssl_context))
+        self._session.mount(self._base_url + "/", VerifiedAdapter(ssl_context))
 
     def __repr__(self) -> str:
         return f"HomeAssistantClient(base_url={self._base_url!r})"
@@ -291,6 +224,21 @@ class HomeAssistantClient:
             raise _wrong_shape()
         return data
 
+    def kept_config(self, *, timeout: float) -> dict[str, Any]:
+        """/api/config as this client last read it, read again when older than KEPT_CONFIG_SECONDS.
+
+        For the reads that need only the time zone (a calendar's days, a forecast's hours): the Console
+        keeps its client per Home Assistant and credentials (ha.clients), so a read of a kept client makes
+        one request, not two. A new URL, token or CA bundle is a new client, with nothing kept.
+        """
+        kept = self._kept_config
+        if kept is not None and 0 <= time.monotonic() - kept[0] < KEPT_CONFIG_SECONDS:
+            return kept[1]
+        read_at = time.monotonic()
+        answer = self.config(timeout=timeout)
+        self._kept_config = (read_at, answer)  # one assignment: a request racing it reads either whole
+        return answer
+
     def states(self, *, timeout: float, max_bytes: int) -> list[dict[str, Any]]:
         """GET /api/states: every entity's current state."""
         data = self.get_json("/api/states", timeout=timeout, max_bytes=max_bytes)
@@ -332,7 +280,7 @@ class HomeAssistantClient:
 
     @contextmanager
     def _request(self, path: str, *, params: Mapping[str, str] | None, timeout: float,
-                 max_bytes: int) -> Iterator[_BodyReader]:
+                 max_bytes: int) -> Iterator[BodyReader]:
         """Send one GET and yield its capped, deadline-bound body; every failure is an HA* error."""
         url = self._url(path)
         _check_params(params)
@@ -356,7 +304,7 @@ class HomeAssistantClient:
 
     @contextmanager
     def _get_within(self, path: str, url: str, token: str, *, params: Mapping[str, str] | None, timeout: float,
-              max_bytes: int) -> Iterator[_BodyReader]:
+              max_bytes: int) -> Iterator[BodyReader]:
         """The GET itself, once _request has checked its arguments and holds a place for it."""
         started = time.monotonic()
         deadline = Deadline(timeout, expired=lambda: _timeout_error(timeout))
@@ -369,8 +317,9 @@ class HomeAssistantClient:
         }
         failure: HomeAssistantError | None = None
         response: requests.Response | None = None
-        try:
-            response = deadline.call(lambda: self._session.get(
+
+        def send() -> requests.Response:
+            return self._session.get(
                 url,
                 params=params,
                 headers=headers,
@@ -380,7 +329,10 @@ class HomeAssistantClient:
                 stream=True,
                 allow_redirects=False,  # a redirect could carry the token elsewhere
                 verify=True,
-            ), requests.Response.close)
+            )
+
+        try:
+            response = self._send_within(deadline, send)
         except TimeoutError:
             failure = _timeout_error(timeout)
         except requests.exceptions.SSLError:
@@ -407,16 +359,27 @@ class HomeAssistantClient:
                 if failure is None:
                     declared = response.headers.get("Content-Length", "")
                     if declared.isdigit() and int(declared) > max_bytes:
-                        failure = _too_large(max_bytes)
+                        failure = too_large(max_bytes)
                 if failure is not None:
                     log.info("GET %s answered %s: %s", path, response.status_code, failure.code)
                     raise failure
-                body = _BodyReader(response, deadline=deadline, max_bytes=max_bytes)
+                body = BodyReader(response, deadline=deadline, max_bytes=max_bytes)
                 yield body
                 log.debug("GET %s: %s, %d bytes in %.0f ms", path, response.status_code, body.bytes_received,
                           (time.monotonic() - started) * 1000)
         finally:
             response.close()
+
+    def _send_within(self, deadline: Deadline, send: Callable[[], requests.Response]) -> requests.Response:
+        """`send()` up to its headers within `deadline`: on this thread when no name lookup can hold it."""
+        if not self._needs_lookup:
+            taken: list[Any] = []
+            TAKEN.connections = taken
+            try:
+                return deadline.call_here(send, taken)
+            finally:
+                TAKEN.connections = None
+        return deadline.call(send, requests.Response.close)
 
     def _url(self, path: str) -> str:
         """The absolute URL of a declared API path; anything else is a programming error."""
@@ -443,6 +406,14 @@ def cache_key(base_url: str, token: Secret, ca_bundle: str | None) -> tuple[str,
     return base_url, token.digest(), ca_bundle or ""
 
 
+def _is_ip_address(host: str | None) -> bool:
+    try:
+        ipaddress.ip_address(host or "")
+    except ValueError:
+        return False
+    return True
+
+
 def _check_params(params: Mapping[str, str] | None) -> None:
     if params is None:
         return
@@ -464,12 +435,6 @@ def _seconds(value: float) -> str:
 
 def _timeout_error(timeout: float) -> HATimeout:
     return HATimeout(f"Home Assistant did not answer within {_seconds(timeout)}.")
-
-
-def _too_large(max_bytes: int) -> HABadResponse:
-    return HABadResponse(
-        f"Home Assistant's answer was larger than the {max_bytes:,} bytes allowed for it.", reason="too_large"
-    )
 
 
 def _wrong_shape() -> HABadResponse:

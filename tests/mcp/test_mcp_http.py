@@ -115,6 +115,10 @@ def test_lists_a_tool_per_capability_with_its_schemas_and_read_only_annotations(
     (HISTORY, {"entity_id": ENTITY}, "INVALID_ARGUMENTS"),
     (LIST, {"anything": 1}, "INVALID_ARGUMENTS"),
     ("home_assistant_call_service", {}, "UNKNOWN_CAPABILITY"),
+    # Not listed (no calendar, list or weather allowed), called by name all the same: refused before any card.
+    ("home_assistant_get_calendar", {"entity_id": "calendar.family", "period": "today"}, "ENTITY_NOT_ALLOWLISTED"),
+    ("home_assistant_get_todo", {"entity_id": "todo.shopping_list"}, "ENTITY_NOT_ALLOWLISTED"),
+    ("home_assistant_get_forecast", {"entity_id": ENTITY, "kind": "daily"}, "INVALID_ARGUMENTS"),
 ])
 def test_stages_one_to_three_refuse_at_once_with_no_card(configured, api_token, household, tool, arguments, code):
     """A refusal is an isError result with the contract code, at once; the household is never asked."""

@@ -263,3 +263,12 @@ def test_a_confirmation_expires(household: FlaskClient, many: StubHomeAssistant,
                       confirm_sensitive=nonce(html))
     assert question(html) == ["person.alex"] and CONFIRMATION_SPENT in html
     assert ConfigStore(data_dir).load().allowlisted_entities == ()
+
+
+def test_a_calendar_or_a_to_do_list_is_asked_about_before_a_save_without_javascript(
+        household: FlaskClient, many: StubHomeAssistant, data_dir: DataDir) -> None:
+    """Issue 28: personal appointments and lists are sensitive, asked about as a lock is (the form's own save)."""
+    status, html, _ = post(household, base_url=many.base_url,
+                           allowlisted_entities=["calendar.family", "todo.shopping_list", "weather.home"])
+    assert status == 200 and sorted(question(html)) == ["calendar.family", "todo.shopping_list"]
+    assert SENSITIVE_QUESTION in html and ConfigStore(data_dir).load().allowlisted_entities == ()
