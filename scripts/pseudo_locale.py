@@ -32,7 +32,9 @@ _ACCENTED = str.maketrans(
 )
 # What must reach the formatter untouched: Python's %-style and brace-style named placeholders.
 _PLACEHOLDER = re.compile(r"%\([a-z_]+\)s|\{[a-z_]+\}")
-_PADDING = " ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ·ẋẋẋ"
+# In words of a long word's length, as a language that is longer writes more words, not one unbreakable one
+# (a sentence of 300 letters would otherwise end in a 120-letter "word" no phone could wrap).
+_PADDING = " ·ẋẋẋ·ẋẋẋ" * 14
 
 
 def pseudo(text: str) -> str:

@@ -29,6 +29,7 @@ class HostConfiguration:
     title: Words
     explanation: Words
     text: str
+    copy_label: Words  # its copy button's accessible name, a whole phrase of its own in each language
 
 
 def command_path() -> str:
@@ -55,10 +56,10 @@ def host_configurations(console_url: str, token: Secret, *, command: str | None 
             "command", Words("A host that starts a command"),
             Words("Claude Desktop, LM Studio, Cursor and others: the host starts console-ha mcp, which forwards "
                   "to this Console with the token in {variable}.", variable=TOKEN_ENV),
-            json.dumps(stdio, indent=2)),
+            json.dumps(stdio, indent=2), Words("Copy the configuration for a host that starts a command")),
         HostConfiguration(
             "http", Words("A host that speaks streamable HTTP"),
             Words("VS Code, Claude Code and others: the host connects to this Console's /mcp with the token in "
                   "an Authorization: Bearer header."),
-            json.dumps(http, indent=2)),
+            json.dumps(http, indent=2), Words("Copy the configuration for a host that speaks streamable HTTP")),
     ]

@@ -225,7 +225,7 @@ export function setUpPicker(page) {
   let shownTotal = 0;
 
   function applyFilter() {
-    const words = el.search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const searched = el.search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
     const domain = el.domain.value;
     const area = el.area.value;
     const onlySelected = el.onlySelected.checked;
@@ -236,7 +236,7 @@ export function setUpPicker(page) {
       let visible =
         (!domain || e.domain === domain) && (!area || (!e.missing && e.area === area)) && (!onlySelected || selected.has(e.id)) && (!onlyNew || e.isNew);
       if (visible) {
-        for (const w of words) {
+        for (const w of searched) {
           if (!e.hay.includes(w)) {
             visible = false;
             break;

@@ -28,10 +28,10 @@ export function say(error) {
 export function showError(el, error, after = "") {
   const loggedOut = document.getElementById("logged-out-template");
   if (error.code === "UNAUTHENTICATED" && loggedOut) {
-    const words = loggedOut.content.cloneNode(true);
-    words.querySelector("[data-slot=words]").append(after);
+    const sentence = loggedOut.content.cloneNode(true);
+    sentence.querySelector("[data-slot=words]").append(after);
     setStatus(el, "", "error");
-    el.append(words);
+    el.append(sentence);
     return;
   }
   setStatus(el, say(error) + after, "error");
