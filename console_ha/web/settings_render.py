@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -18,7 +18,7 @@ from flask import render_template, request, session, url_for
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, Unauthenticated
 from console_ha.ha.addresses import ENTITY_ID_RE
-from console_ha.language import Words
+from console_ha.language import Language, Words
 from console_ha.settings.browse import PAGE_SIZE, BrowsePage, BrowseQuery, browse
 from console_ha.settings.held import SessionHolds
 from console_ha.settings.service import SensitiveItem, SettingsService, SettingsUnreadable, SettingsView
@@ -194,7 +194,14 @@ def _listing(view: SettingsView, chosen: list[str], query: BrowseQuery) -> tuple
     except ConsoleHaError as err:
         log.info("picker without JavaScript: %s", err.code)
         return None, household_error(err).message
-    return browse(catalogue, chosen, query), ""
+    listing = browse(catalogue, chosen, query)
+    # The kinds in the order of the page's language, as the script's picker sorts them: "Lumières" under L.
+    language = current_language()
+    return replace(listing, kinds=sorted(listing.kinds, key=lambda kind: _said(kind.label, language))), ""
+
+
+def _said(label: str, language: Language) -> str:
+    return (label.in_language(language) if isinstance(label, Words) else label).casefold()
 
 
 @dataclass(frozen=True)

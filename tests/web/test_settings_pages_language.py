@@ -100,6 +100,10 @@ def test_the_picker_without_javascript_names_kinds_and_counts_in_the_language(
     html = household.get(PAGE + "?q=", headers=headers).get_data(as_text=True)
     assert sensors in html and showing in html
     assert "Sensors (temperature" not in html and "Showing 1" not in html
+    kinds = re.search(r'<select id="nojs-kind" name="kind">(.*?)</select>', html, re.S)
+    assert kinds is not None
+    labels = re.findall(r'<option value="[a-z_]+"[^>]*>([^<]+)</option>', kinds.group(1))
+    assert len(labels) > 2 and labels == sorted(labels, key=str.casefold)  # in the language's own order
 
 
 def test_a_failed_connection_test_is_said_in_the_language_of_the_request(household: FlaskClient) -> None:
