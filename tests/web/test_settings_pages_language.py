@@ -151,3 +151,15 @@ def test_with_no_accept_language_the_pages_stay_english(household: FlaskClient) 
     assert '<html lang="en"' in html and 'id="test-connection">Test connection</button>' in html
     assert '<span data-kind="light">Lights</span>' in _script_words(html)
     assert ">Test model</button>" in household.get(MODEL_PAGE).get_data(as_text=True)
+
+
+def test_a_mistyped_url_is_refused_in_the_language_of_the_page(household: FlaskClient) -> None:
+    """The URL's own refusal (ha/addresses.py) beside the field and in the notice, with the page's own words."""
+    page = household.get(PAGE, headers=FRENCH).get_data(as_text=True)
+    html = household.post(PAGE, headers=FRENCH, data={"csrf_token": csrf_from(page), "revision": "",
+                                                      "base_url": "ftp://homeassistant.local"}).get_data(as_text=True)
+    assert "L’URL de Home Assistant doit commencer par http:// ou https://." in html
+    assert "Rien n’a été enregistré." in html and "must start with" not in html
+    english = household.post(PAGE, data={"csrf_token": csrf_from(page), "revision": "",
+                                         "base_url": "ftp://homeassistant.local"}).get_data(as_text=True)
+    assert "The Home Assistant URL must start with http:// or https://." in english
