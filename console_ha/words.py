@@ -15,29 +15,29 @@ BUSY_MESSAGE = N_("Home Assistant is still busy with earlier requests from this 
 # What the settings page says when the Home Assistant being set up fails (Test connection, the picker).
 # The client's own message says what it saw (a status, a number of seconds, an entity id); these say what
 # the household can do about it, so the settings API answers with these (`household_error`).
-SETTINGS_WORDS: MappingProxyType[str, str] = MappingProxyType({
+SETTINGS_WORDS: MappingProxyType[str, Words] = MappingProxyType({
     "HA_UNAUTHORIZED":
-        "Home Assistant refused the access token. Check that it was copied completely, or create a new "
-        "one in Home Assistant (your profile, then Security, then Long-lived access tokens).",
+        Words("Home Assistant refused the access token. Check that it was copied completely, or create a new "
+              "one in Home Assistant (your profile, then Security, then Long-lived access tokens)."),
     "HA_UNREACHABLE":
-        "Couldn’t reach Home Assistant at that address. Check the URL, and that Home Assistant is "
-        "switched on and on the same network as this Console.",
+        Words("Couldn’t reach Home Assistant at that address. Check the URL, and that Home Assistant is "
+              "switched on and on the same network as this Console."),
     "HA_TIMEOUT":
-        "Home Assistant took too long to answer. It may be starting up or busy; try again in a minute.",
+        Words("Home Assistant took too long to answer. It may be starting up or busy; try again in a minute."),
     "HA_TLS_ERROR":
-        "The secure (https) connection failed because this Console doesn’t trust Home Assistant’s "
-        "certificate. Add its CA certificate under “Home Assistant on https with its own certificate” "
-        "below, or try the http:// address you use at home.",
+        Words("The secure (https) connection failed because this Console doesn’t trust Home Assistant’s "
+              "certificate. Add its CA certificate under “Home Assistant on https with its own certificate” "
+              "below, or try the http:// address you use at home."),
     "HA_NOT_FOUND":
-        "Something answered at that address, but it isn’t Home Assistant. Check the URL; it usually "
-        "ends in :8123.",
+        Words("Something answered at that address, but it isn’t Home Assistant. Check the URL; it usually "
+              "ends in :8123."),
     "HA_BAD_RESPONSE":
-        "Something answered at that address, but it doesn’t look like Home Assistant. Check the URL; "
-        "it usually ends in :8123.",
+        Words("Something answered at that address, but it doesn’t look like Home Assistant. Check the URL; "
+              "it usually ends in :8123."),
     # Not configured, without a `reason`: the picker cannot load yet. (A token saved for another Home
     # Assistant has a reason, and its own sentence naming both addresses.)
     "CAPABILITY_NOT_CONFIGURED":
-        "Enter the Home Assistant URL and an access token, then press Test connection, to choose entities.",
+        Words("Enter the Home Assistant URL and an access token, then press Test connection, to choose entities."),
 })
 
 # What the model is told when Home Assistant fails a capability. The client's own words may name the
@@ -85,108 +85,116 @@ NOTIFICATION_BODY = N_("{card_title} Allow it or not on the Console’s Confirma
 # The picker's "Kind of entity": a Home Assistant domain in the household's words, plural, as Home
 # Assistant's own expose page names them (translated domain titles), with the everyday examples a household
 # would look for where the domain name says little. A domain not listed gets `kind_name`'s readable form.
-KIND_NAMES: MappingProxyType[str, str] = MappingProxyType({
-    "air_quality": "Air quality",
-    "alarm_control_panel": "Alarms",
-    "assist_satellite": "Voice assistants",
-    "automation": "Automations",
-    "binary_sensor": "On/off sensors (doors, windows, motion)",
-    "button": "Buttons",
-    "calendar": "Calendars",
-    "camera": "Cameras",
-    "climate": "Heating and cooling",
-    "conversation": "Conversation agents",
-    "counter": "Counters",
-    "cover": "Blinds, curtains and garage doors",
-    "date": "Dates",
-    "datetime": "Dates and times",
-    "device_tracker": "Where devices are (phones, tags)",
-    "event": "Events (doorbells, remotes)",
-    "fan": "Fans",
-    "group": "Groups",
-    "humidifier": "Humidifiers",
-    "image": "Images",
-    "input_boolean": "Helpers: on/off toggles",
-    "input_button": "Helpers: buttons",
-    "input_datetime": "Helpers: dates and times",
-    "input_number": "Helpers: numbers",
-    "input_select": "Helpers: lists of choices",
-    "input_text": "Helpers: text",
-    "lawn_mower": "Lawn mowers",
-    "light": "Lights",
-    "lock": "Locks",
-    "media_player": "TVs and speakers",
-    "notify": "Notifications",
-    "number": "Numbers",
-    "person": "People",
-    "plant": "Plants",
-    "remote": "Remotes",
-    "scene": "Scenes",
-    "schedule": "Schedules",
-    "script": "Scripts",
-    "select": "Choices",
-    "sensor": "Sensors (temperature, energy, humidity…)",
-    "siren": "Sirens",
-    "stt": "Speech to text",
-    "sun": "Sun",
-    "switch": "Switches and plugs",
-    "tag": "Tags",
-    "text": "Text",
-    "time": "Times",
-    "timer": "Timers",
-    "todo": "To-do lists",
-    "tts": "Text to speech",
-    "update": "Updates",
-    "vacuum": "Vacuum cleaners",
-    "valve": "Valves",
-    "wake_word": "Wake words",
-    "water_heater": "Water heaters",
-    "weather": "Weather",
-    "zone": "Zones",
+KIND_NAMES: MappingProxyType[str, Words] = MappingProxyType({
+    "air_quality": Words("Air quality"),
+    "alarm_control_panel": Words("Alarms"),
+    "assist_satellite": Words("Voice assistants"),
+    "automation": Words("Automations"),
+    "binary_sensor": Words("On/off sensors (doors, windows, motion)"),
+    "button": Words("Buttons"),
+    "calendar": Words("Calendars"),
+    "camera": Words("Cameras"),
+    "climate": Words("Heating and cooling"),
+    "conversation": Words("Conversation agents"),
+    "counter": Words("Counters"),
+    "cover": Words("Blinds, curtains and garage doors"),
+    "date": Words("Dates"),
+    "datetime": Words("Dates and times"),
+    "device_tracker": Words("Where devices are (phones, tags)"),
+    "event": Words("Events (doorbells, remotes)"),
+    "fan": Words("Fans"),
+    "group": Words("Groups"),
+    "humidifier": Words("Humidifiers"),
+    "image": Words("Images"),
+    "input_boolean": Words("Helpers: on/off toggles"),
+    "input_button": Words("Helpers: buttons"),
+    "input_datetime": Words("Helpers: dates and times"),
+    "input_number": Words("Helpers: numbers"),
+    "input_select": Words("Helpers: lists of choices"),
+    "input_text": Words("Helpers: text"),
+    "lawn_mower": Words("Lawn mowers"),
+    "light": Words("Lights"),
+    "lock": Words("Locks"),
+    "media_player": Words("TVs and speakers"),
+    "notify": Words("Notifications"),
+    "number": Words("Numbers"),
+    "person": Words("People"),
+    "plant": Words("Plants"),
+    "remote": Words("Remotes"),
+    "scene": Words("Scenes"),
+    "schedule": Words("Schedules"),
+    "script": Words("Scripts"),
+    "select": Words("Choices"),
+    "sensor": Words("Sensors (temperature, energy, humidity…)"),
+    "siren": Words("Sirens"),
+    "stt": Words("Speech to text"),
+    "sun": Words("Sun"),
+    "switch": Words("Switches and plugs"),
+    "tag": Words("Tags"),
+    "text": Words("Text"),
+    "time": Words("Times"),
+    "timer": Words("Timers"),
+    "todo": Words("To-do lists"),
+    "tts": Words("Text to speech"),
+    "update": Words("Updates"),
+    "vacuum": Words("Vacuum cleaners"),
+    "valve": Words("Valves"),
+    "wake_word": Words("Wake words"),
+    "water_heater": Words("Water heaters"),
+    "weather": Words("Weather"),
+    "zone": Words("Zones"),
 })
 
 
-def kind_name(domain: str) -> str:
+def kind_name(domain: str) -> Words:
     """The household's name for a kind of entity: the table's, else the domain made readable."""
     # "some_new_domain" -> "Some new domain": never the raw id, and still findable by what HA calls it.
-    return KIND_NAMES.get(domain) or domain.replace("_", " ").strip().capitalize() or domain
+    return KIND_NAMES.get(domain) or Words(domain.replace("_", " ").strip().capitalize() or domain)
 
 
 # A Save that turns the assistant's access on with no entity chosen: said by both the page and the script.
-NOTHING_CHOSEN = ("Saved. The assistant can read nothing yet: no entity is chosen. Choose the entities it may "
-                  "read below, then press Save again.")
+NOTHING_CHOSEN = Words("Saved. The assistant can read nothing yet: no entity is chosen. Choose the entities it "
+                       "may read below, then press Save again.")
 # The picker without JavaScript lists entities from the saved URL and token: a GET cannot carry a token.
-PICKER_NEEDS_SAVED_CONNECTION = ("To choose entities without JavaScript, first save the Home Assistant URL and "
-                                 "an access token (press Save; the assistant stays off until you turn it on). "
-                                 "The entities then appear here.")
+PICKER_NEEDS_SAVED_CONNECTION = Words("To choose entities without JavaScript, first save the Home Assistant URL "
+                                      "and an access token (press Save; the assistant stays off until you turn it "
+                                      "on). The entities then appear here.")
 # After Test connection without JavaScript, when a token was typed: the page never sends a token back.
-PASTE_TOKEN_AGAIN = ("This page never sends a token back to your browser, so paste it again before you press "
-                     "Save.")
-# Without JavaScript a pasted token is kept on the server for the session (`settings.held`), never sent back:
-# said beside the empty token field, in two sentences.
-TOKEN_KEPT = "The access token you pasted is kept on this Console for {minutes} minutes, for {origin} only."
-TOKEN_KEPT_HOW = "Leave the field empty and press Save to store it, or paste another one."
+PASTE_TOKEN_AGAIN = Words("This page never sends a token back to your browser, so paste it again before you "
+                          "press Save.")
+
+
+def token_kept(minutes: int, origin: str) -> list[Words]:
+    """Beside the empty token field without JavaScript: the pasted token is kept on the server, never sent back.
+
+    Kept for the session (`settings.held`), for the URL's origin only; said in two sentences.
+    """
+    return [Words("The access token you pasted is kept on this Console for {minutes} minutes, for {origin} only.",
+                  minutes=minutes, origin=origin),
+            Words("Leave the field empty and press Save to store it, or paste another one.")]
+
+
 # A "Save anyway" posted again (Back and resubmit) or after its question expired: each is good once.
-CONFIRMATION_SPENT = ("That “Save anyway” was already used or is too old, so nothing was saved: answer the "
-                      "question below again.")
+CONFIRMATION_SPENT = Words("That “Save anyway” was already used or is too old, so nothing was saved: answer the "
+                           "question below again.")
 
 # Sensitive entities (`settings.catalogue.is_sensitive`): why the page asks before the assistant may read one
 # (the script's dialog and the question of the page without JavaScript say the same).
-SENSITIVE_WHY = ("Locks, alarms, cameras, and where people are can tell someone when your home is empty or open, "
-                 "and calendars and to-do lists hold your appointments and lists. The assistant would see them "
-                 "in your conversations.")
-SENSITIVE_QUESTION = "Let the assistant read these sensitive entities? Nothing was saved yet."
+SENSITIVE_WHY = Words("Locks, alarms, cameras, and where people are can tell someone when your home is empty or "
+                      "open, and calendars and to-do lists hold your appointments and lists. The assistant would "
+                      "see them in your conversations.")
+SENSITIVE_QUESTION = Words("Let the assistant read these sensitive entities? Nothing was saved yet.")
 
 # The household's CA certificate is stored by its own buttons, at once: Save does not wait for it.
-CA_TAKES_EFFECT = "Adding or removing a certificate takes effect at once; it does not wait for Save."
-CA_ADDED = ("Added. It is used from now on, for Test connection and for every read of Home Assistant; "
-            "Save is not needed for it.")
-CA_REMOVE_QUESTION = ("Remove the certificate? From then on https is checked only against the authorities this "
-                      "Console trusts anyway, so a Home Assistant using this certificate can’t be reached "
-                      "over https. This takes effect at once.")
-CA_REMOVED = ("Removed. From now on https is checked against the authorities this Console trusts anyway; "
-              "Save is not needed for it.")
-CA_KEPT = "The certificate was kept."
+CA_TAKES_EFFECT = Words("Adding or removing a certificate takes effect at once; it does not wait for Save.")
+CA_ADDED = Words("Added. It is used from now on, for Test connection and for every read of Home Assistant; "
+                 "Save is not needed for it.")
+CA_REMOVE_QUESTION = Words("Remove the certificate? From then on https is checked only against the authorities "
+                           "this Console trusts anyway, so a Home Assistant using this certificate can’t be "
+                           "reached over https. This takes effect at once.")
+CA_REMOVED = Words("Removed. From now on https is checked against the authorities this Console trusts anyway; "
+                   "Save is not needed for it.")
+CA_KEPT = Words("The certificate was kept.")
 
 # --- The conversation's own lines (issue 21) ---------------------------------------------------------
 # What the Console itself says in the chat, beside the model's reply, when a read is refused, denied,

@@ -54,9 +54,11 @@ if (dialog && typeof dialog.showModal === "function") {
     if (!asking) return;
     event.preventDefault();
     const name = asking.dataset.tokenName;
-    dialog.querySelector("[data-slot=name]").textContent = name;
+    // The server's sentences, in the page's language, with the token's name in its place.
+    const title = dialog.querySelector("#revoke-dialog-title");
+    title.textContent = title.dataset.words.replace("{name}", name);
     form.action = asking.dataset.revokeUrl;
-    confirm.setAttribute("aria-label", `Yes, revoke ${name}`);
+    confirm.setAttribute("aria-label", confirm.dataset.label.replace("{name}", name));
     dialog.showModal();
   });
 }

@@ -8,10 +8,10 @@
 // ./entity_budget.js turns the sums into "about N fit" and "untick N"; no cost formula is in a script.
 
 import { howManyFit, howManyToUntick } from "./entity_budget.js";
+import { words } from "./words.js";
 
 const script = document.getElementById("budget-script");
 const BUDGET = Number(script.dataset.budgetBytes);
-const number = new Intl.NumberFormat();
 
 const picker = document.getElementById("picker");
 if (picker && BUDGET > 0) {
@@ -32,18 +32,12 @@ if (picker && BUDGET > 0) {
     let text;
     if (over) {
       const untick = howManyToUntick(chosen, used, BUDGET);
-      text =
-        `Too many for the assistant to read at once: about ${number.format(about)} of these fit, and ` +
-        `${number.format(chosen)} are chosen. Untick ${number.format(untick)} or more before saving.`;
+      text = words("budget-over", { about, chosen, untick });
     } else if (chosen === 0) {
-      text = about
-        ? `Nothing chosen yet. The assistant can read about ${number.format(about)} entities at once.`
-        : "Nothing chosen yet.";
+      text = about ? words("budget-none-about", { about }) : words("budget-none");
     } else {
       const percent = Math.floor((used / BUDGET) * 100);
-      text =
-        `Uses ${percent}% of what the assistant can read at once ` +
-        `(${number.format(chosen)} of about ${number.format(about)} entities).`;
+      text = words("budget-uses", { percent, chosen, about });
     }
     meter.value = Math.min(used / BUDGET, 1);
     region.classList.toggle("status--error", over);

@@ -2,6 +2,7 @@
 // module (plain form posts); this keeps what was typed, fills the model choices, and says what happened.
 
 import { api } from "./api.js";
+import { words } from "./words.js";
 
 const form = document.getElementById("model-settings");
 const baseUrl = document.getElementById("base-url");
@@ -71,16 +72,16 @@ function typed() {
 async function testModel() {
   clearFieldErrors();
   testButton.disabled = true;
-  say(testStatus, "Testing the model… a server loading its model can take a minute.", "busy");
+  say(testStatus, words("testing"), "busy");
   const result = await api("POST", form.dataset.testUrl, typed()); // a 401 goes to the login page (api.js)
   testButton.disabled = false;
   if (!result.ok) {
     const { error } = result;
     if (error.code === "NETWORK") {
-      say(testStatus, "The Console did not answer. Check that it is still running, then try again.", "error");
+      say(testStatus, words("test-no-answer"), "error");
       return;
     }
-    say(testStatus, error.message ?? "The test could not run.", "error");
+    say(testStatus, error.message ?? words("test-failed"), "error");
     showFieldError(error.field, error.message ?? "");
     return;
   }
@@ -94,7 +95,7 @@ async function testModel() {
 async function save() {
   clearFieldErrors();
   saveButton.disabled = true;
-  say(saveStatus, "Saving…", "busy");
+  say(saveStatus, words("saving"), "busy");
   const remove = document.getElementById("remove-api-key");
   const body = { ...typed(), remove_api_key: Boolean(remove?.checked) };
   const result = await api("POST", form.dataset.configUrl, body); // a 401 goes to the login page (api.js)
@@ -102,10 +103,10 @@ async function save() {
   if (!result.ok) {
     const { error } = result;
     if (error.code === "NETWORK") {
-      say(saveStatus, "The Console did not answer, so nothing was saved. Try again.", "error");
+      say(saveStatus, words("save-no-answer"), "error");
       return;
     }
-    say(saveStatus, `${error.message ?? "The settings could not be saved."} Nothing was saved.`, "error");
+    say(saveStatus, `${error.message ?? words("save-failed")} ${words("nothing-saved")}`, "error");
     showFieldError(error.field, error.message ?? "");
     return;
   }
@@ -113,13 +114,10 @@ async function save() {
   // The key field is write-only: once saved, it empties again and the hint says a key is kept.
   apiKey.value = "";
   if (remove) remove.checked = false;
-  apiKeyStatus.textContent = answer.has_api_key
-    ? "An API key is saved for this server; it is never shown. Leave this empty to keep it."
-    : "Most servers on your own network need none. Leave this empty if yours doesn’t.";
+  apiKeyStatus.textContent = words(answer.has_api_key ? "key-saved" : "key-none");
   // The page's "not set up" notice no longer holds once a turn would reach a model.
   if (answer.ready) document.getElementById("model-problem")?.setAttribute("hidden", "");
-  const removed = answer.api_key_removed ? " The API key you had saved was for another server, so it was removed." : "";
-  say(saveStatus, `Saved.${removed}`, "ok");
+  say(saveStatus, words(answer.api_key_removed ? "saved-key-removed" : "saved"), "ok");
 }
 
 form.addEventListener("submit", (event) => {

@@ -15,6 +15,7 @@ from console_ha.conversation.model import (
 )
 from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.store.model_config import (
     HOME_ASSISTANT_URL,
     MAX_MODEL_CHARS,
@@ -31,23 +32,30 @@ log = logging.getLogger(__name__)
 # model for the first request can be slow, but a settings page must answer.
 TEST_TIMEOUT_SECONDS = 60.0
 
-# The problems the test reports, in the household's words. One place: the API sends them, the page shows them.
-PROBLEMS: Mapping[str, str] = {
-    "unreachable": "Nothing answered at {url} ({why}). Check the address, and that the model server is "
-                   "running and reachable from this Console.",
-    "not_openai_compatible": "Something answers at {url}, but not as an OpenAI-compatible server ({why}). "
-                             f"Check the address: it usually ends in /v1, like {URL_EXAMPLE}.",
-    "key_refused": "The model server refused the API key (HTTP {status}). Type the key again, or leave it "
-                   "empty if the server needs none.",
-    "model_not_found": "The model server has no model called “{model}”. Choose one of the models it lists.",
-    "no_tool_calls": "The model answered, but without calling the test tool, so it could not read your home. "
-                     "Use a model that supports tool calls; llama.cpp's server must be started with --jinja.",
-    "refused": "The model server refused the test request (HTTP {status}).",
-    "no_model": "The model server answers and offers {count} models. Choose one under Model, then test again.",
+# The problems the test reports, in the household's words (each `Words`, filled in by `_failed`). One place:
+# the API sends them, the page shows them, each in the language of the request that shows it.
+PROBLEMS: Mapping[str, Words] = {
+    "unreachable": Words("Nothing answered at {url} ({why}). Check the address, and that the model server is "
+                         "running and reachable from this Console."),
+    "not_openai_compatible": Words("Something answers at {url}, but not as an OpenAI-compatible server ({why}). "
+                                   "Check the address: it usually ends in /v1, like {example}."),
+    "key_refused": Words("The model server refused the API key (HTTP {status}). Type the key again, or leave it "
+                         "empty if the server needs none."),
+    "model_not_found": Words("The model server has no model called “{model}”. Choose one of the models it lists."),
+    "no_tool_calls": Words("The model answered, but without calling the test tool, so it could not read your "
+                           "home. Use a model that supports tool calls; llama.cpp's server must be started with "
+                           "--jinja."),
+    "refused": Words("The model server refused the test request (HTTP {status})."),
+    "no_model": Words("The model server answers and offers {count} models. Choose one under Model, then test "
+                      "again."),
 }
-READY = "The model answered with a tool call: it is ready. Press Save to use it."
-# The server offers exactly one model and none was typed: the Console takes it (issue 21), and says so first.
-CHOSEN = "The model server offers one model, {model}, so the Console chose it for you. "
+READY = Words("The model answered with a tool call: it is ready. Press Save to use it.")
+# The server offers exactly one model and none was typed: the Console takes it (issue 21), and says so first;
+# `outcome` is the test's own finding with it, a sentence of its own.
+CHOSEN = Words("The model server offers one model, {model}, so the Console chose it for you. {outcome}")
+# What the server's answer was, when it was not what an OpenAI-compatible server says ("{why}" above).
+NOT_A_MODEL_LIST = Words("its list of models is not in the OpenAI form")
+NOT_A_CHAT_COMPLETION = Words("its answer to a chat request was not a chat completion")
 # A finding that asks the household to choose, not a failure: the page shows it without the error's colour.
 NOT_AN_ERROR = frozenset({"no_model"})
 
@@ -74,7 +82,7 @@ class ModelCheck:
 
     ok: bool
     problem: str | None
-    message: str
+    message: Words
     models: tuple[str, ...] = ()
     # The model the test chose because the server offers only that one ("" when the household typed one).
     chosen: str = ""
@@ -91,7 +99,7 @@ class ModelCheck:
 
 
 def _failed(problem: str, models: tuple[str, ...] = (), **words: Any) -> ModelCheck:
-    return ModelCheck(False, problem, PROBLEMS[problem].format(**words), models)
+    return ModelCheck(False, problem, Words(PROBLEMS[problem].msgid, example=URL_EXAMPLE, **words), models)
 
 
 def _lists(models: tuple[str, ...], name: str) -> bool:
@@ -113,7 +121,7 @@ def check_model(settings: ModelSettings, **adapter_options: Any) -> ModelCheck:
     if not settings.model:
         chosen = replace(settings, model=models[0])
         found = _chat_test(OpenAICompatibleModel(chosen, tools=[PROBE_TOOL], **adapter_options), chosen, models)
-        return replace(found, message=CHOSEN.format(model=models[0]) + found.message, chosen=models[0])
+        return replace(found, message=Words(CHOSEN.msgid, model=models[0], outcome=found.message), chosen=models[0])
     return _chat_test(adapter, settings, models)
 
 
@@ -139,11 +147,10 @@ def _classify(err: ModelUnavailable, url: str, model: str, models: tuple[str, ..
     if err.status in (401, 403):
         return _failed("key_refused", models, status=err.status)
     if listing:
-        why = f"HTTP {err.status} for {url}/models" if err.status else "its list of models is not in the OpenAI form"
+        why = f"HTTP {err.status} for {url}/models" if err.status else NOT_A_MODEL_LIST
         return _failed("not_openai_compatible", (), url=url, why=why)
     if err.kind != "refused":
-        return _failed("not_openai_compatible", models, url=url, why="its answer to a chat request was not a "
-                                                                     "chat completion")
+        return _failed("not_openai_compatible", models, url=url, why=NOT_A_CHAT_COMPLETION)
     if "jinja" in answer or ("tool" in answer and "model" not in answer):
         return _failed("no_tool_calls", models)
     if err.status == 404 or ("model" in answer and models and not _lists(models, model)):

@@ -7,6 +7,7 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 from console_ha.errors import InvalidSettingsChange
+from console_ha.language import Words
 
 ENTITY_ID_RE = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
 # RFC 3986's characters (unreserved, reserved and %); anything else is refused, not guessed at.
@@ -20,39 +21,43 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 def normalise_base_url(value: object) -> str:
     """Check a base URL (http/https, host, no credentials, query or fragment) and normalise it."""
     if not isinstance(value, str):
-        raise InvalidSettingsChange("The Home Assistant URL must be text.", field="base_url")
+        raise InvalidSettingsChange(Words("The Home Assistant URL must be text."), field="base_url")
     text = value.strip()
     if text == "":
         return ""
     if len(text) > MAX_BASE_URL_LENGTH or not URL_CHARACTERS.fullmatch(text):
         # Printable ASCII of a URL only: a backslash, a control or a bidi character could make the
         # host the card shows differ from the host the token is sent to.
-        raise InvalidSettingsChange("The Home Assistant URL is not a valid URL.", field="base_url")
+        raise InvalidSettingsChange(Words("The Home Assistant URL is not a valid URL."), field="base_url")
     try:
         parts = urlsplit(text)
         port = parts.port
     except ValueError as err:
-        raise InvalidSettingsChange("The Home Assistant URL is not a valid URL.", field="base_url") from err
+        raise InvalidSettingsChange(Words("The Home Assistant URL is not a valid URL."), field="base_url") from err
     if parts.scheme.lower() not in ("http", "https"):
-        raise InvalidSettingsChange("The Home Assistant URL must start with http:// or https://.", field="base_url")
+        raise InvalidSettingsChange(Words("The Home Assistant URL must start with http:// or https://."),
+                                    field="base_url")
     if not parts.hostname:
-        raise InvalidSettingsChange("The Home Assistant URL needs a host name or address.", field="base_url")
+        raise InvalidSettingsChange(Words("The Home Assistant URL needs a host name or address."), field="base_url")
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         raise InvalidSettingsChange(
-            "The Home Assistant URL must not contain a user name or password; "
-            "the access token is entered separately.",
+            Words("The Home Assistant URL must not contain a user name or password; "
+                  "the access token is entered separately."),
             field="base_url",
         )
     if parts.query or parts.fragment or text.endswith(("?", "#")):
-        raise InvalidSettingsChange("The Home Assistant URL must not have a query or fragment.", field="base_url")
+        raise InvalidSettingsChange(Words("The Home Assistant URL must not have a query or fragment."),
+                                    field="base_url")
     path = parts.path.rstrip("/")
     while path.endswith("/api"):
         path = path[: -len("/api")].rstrip("/")
     host = parts.hostname
     if not _is_host(host):
-        raise InvalidSettingsChange("The Home Assistant URL's host is not a valid name or address.", field="base_url")
+        raise InvalidSettingsChange(Words("The Home Assistant URL's host is not a valid name or address."),
+                                    field="base_url")
     if port is not None and not 0 < port < 65536:
-        raise InvalidSettingsChange("The Home Assistant URL's port must be between 1 and 65535.", field="base_url")
+        raise InvalidSettingsChange(Words("The Home Assistant URL's port must be between 1 and 65535."),
+                                    field="base_url")
     if ":" in host:
         host = f"[{host}]"
     netloc = host if port is None else f"{host}:{port}"

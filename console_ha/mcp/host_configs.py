@@ -12,6 +12,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from console_ha.language import Words
 from console_ha.mcp.stdio import TOKEN_ENV, endpoint_url
 from console_ha.secret import Secret
 
@@ -25,9 +26,10 @@ class HostConfiguration:
     """One configuration: what kind of host takes it, and its text (holding the token: shown once, never kept)."""
 
     key: str
-    title: str
-    explanation: str
+    title: Words
+    explanation: Words
     text: str
+    copy_label: Words  # its copy button's accessible name, a whole phrase of its own in each language
 
 
 def command_path() -> str:
@@ -51,13 +53,13 @@ def host_configurations(console_url: str, token: Secret, *, command: str | None 
     }}}
     return [
         HostConfiguration(
-            "command", "A host that starts a command",
-            "Claude Desktop, LM Studio, Cursor and others: the host starts console-ha mcp, which forwards to "
-            f"this Console with the token in {TOKEN_ENV}.",
-            json.dumps(stdio, indent=2)),
+            "command", Words("A host that starts a command"),
+            Words("Claude Desktop, LM Studio, Cursor and others: the host starts console-ha mcp, which forwards "
+                  "to this Console with the token in {variable}.", variable=TOKEN_ENV),
+            json.dumps(stdio, indent=2), Words("Copy the configuration for a host that starts a command")),
         HostConfiguration(
-            "http", "A host that speaks streamable HTTP",
-            "VS Code, Claude Code and others: the host connects to this Console's /mcp with the token in an "
-            "Authorization: Bearer header.",
-            json.dumps(http, indent=2)),
+            "http", Words("A host that speaks streamable HTTP"),
+            Words("VS Code, Claude Code and others: the host connects to this Console's /mcp with the token in "
+                  "an Authorization: Bearer header."),
+            json.dumps(http, indent=2), Words("Copy the configuration for a host that speaks streamable HTTP")),
     ]

@@ -12,14 +12,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from console_ha.language import Words
 from console_ha.words import kind_name
 
 PAGE_SIZE = 200
 # The area filter's value for entities in no area; real areas are "area:<name>", so no name can collide.
 NO_AREA = "none"
 AREA_PREFIX = "area:"
-NO_AREA_WORDS = "No area"
-MISSING_WORDS = "No longer in Home Assistant"
+NO_AREA_WORDS = Words("No area")
+MISSING_WORDS = Words("No longer in Home Assistant")
 # The longest search kept: a search longer than any name, id and area together matches nothing anyway.
 MAX_SEARCH = 200
 # The query parameters of the page's GET form.

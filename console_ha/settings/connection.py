@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.language import Words
 from console_ha.secret import Secret
 
 log = logging.getLogger(__name__)
@@ -15,7 +16,7 @@ log = logging.getLogger(__name__)
 # What the test reads from Home Assistant.
 CONNECTION_TEST_READS = Reads(paths=("/api/config",))
 
-NOT_HOME_ASSISTANT = (
+NOT_HOME_ASSISTANT = Words(
     "Something answers at this address, but it is not Home Assistant's API. Check the URL: it is usually "
     "like http://homeassistant.local:8123, without a path."
 )

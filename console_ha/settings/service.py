@@ -24,6 +24,7 @@ from console_ha.ha.addresses import ENTITY_ID_RE, normalise_base_url
 from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
 from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.discovery import Instance
+from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.settings import saving
 from console_ha.settings.catalogue import catalogue_json, holds_token, is_sensitive
@@ -54,8 +55,8 @@ AREA_WORKERS = 2
 # Discovery requests that may hold a server thread at once: one browsing and one waiting for it. More
 # would queue on the lock, each holding a thread for a whole browse, and /health would wait behind them.
 DISCOVERY_REQUESTS = 2
-DISCOVERY_RUNNING = ("The Console is already looking for Home Assistant on your network. Wait a few seconds "
-                     "for that search, then look again.")
+DISCOVERY_RUNNING = Words("The Console is already looking for Home Assistant on your network. Wait a few "
+                          "seconds for that search, then look again.")
 
 ClientFactory = Callable[[str, Secret, str | None], HomeAssistantClient]
 
@@ -423,7 +424,7 @@ class SettingsService:
     def store_ca_certificate(self, pem: object) -> dict[str, Any]:
         """Check a pasted or uploaded PEM and store it (replacing any), atomically; 400 with why if unusable."""
         if not isinstance(pem, str) or not pem.strip():
-            raise InvalidSettingsChange("Paste a CA certificate, or choose its file.", field=CA_FIELD)
+            raise InvalidSettingsChange(Words("Paste a CA certificate, or choose its file."), field=CA_FIELD)
         self._ca.store(pem)
         return self.ca_certificate()
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from console_ha.errors import CapabilityNotConfigured, InvalidSettingsChange
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.store.ha_token import (
     TOKEN_FOR_ANOTHER_ORIGIN_REASON,
@@ -21,7 +22,7 @@ from console_ha.store.ha_token import (
     look_up,
 )
 
-TOKEN_NEEDS_A_URL = "Enter the Home Assistant URL this access token belongs to."
+TOKEN_NEEDS_A_URL = Words("Enter the Home Assistant URL this access token belongs to.")
 
 
 @dataclass(frozen=True)
@@ -67,16 +68,17 @@ def optional_token(value: object) -> Secret | None:
 
 def not_configured(field: str) -> CapabilityNotConfigured:
     """409 CAPABILITY_NOT_CONFIGURED: the settings lack the URL (`base_url`) or a token (`access_token`)."""
-    what = "the Home Assistant URL" if field == "base_url" else "an access token"
-    return CapabilityNotConfigured(f"Home Assistant is not set up yet: save {what} first.", field=field)
+    words = (Words("Home Assistant is not set up yet: save the Home Assistant URL first.") if field == "base_url"
+             else Words("Home Assistant is not set up yet: save an access token first."))
+    return CapabilityNotConfigured(words, field=field)
 
 
 def not_entered(field: str) -> CapabilityNotConfigured:
     """409 CAPABILITY_NOT_CONFIGURED for a URL and token being tried: what to type, since nothing need be saved."""
     # A test before anything is saved uses what is typed: "save ... first" would contradict the page's one Save.
-    what = ("Enter the Home Assistant URL" if field == "base_url"
-            else "Paste an access token from Home Assistant")
-    return CapabilityNotConfigured(f"{what} above, then press Test connection.", field=field)
+    words = (Words("Enter the Home Assistant URL above, then press Test connection.") if field == "base_url"
+             else Words("Paste an access token from Home Assistant above, then press Test connection."))
+    return CapabilityNotConfigured(words, field=field)
 
 
 def _for_another_origin(lookup: TokenLookup) -> InvalidSettingsChange:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
@@ -27,11 +28,11 @@ MAX_TOKEN_LENGTH = 4096
 # The `reason` detail of every refusal for that cause, so a page can tell it from "no token yet".
 TOKEN_FOR_ANOTHER_ORIGIN_REASON = "token_for_another_origin"
 # The household's words when the stored token belongs to another Home Assistant; one place for every path.
-TOKEN_FOR_ANOTHER_ORIGIN = (
+TOKEN_FOR_ANOTHER_ORIGIN = Words(
     "The stored access token was saved for the Home Assistant at {saved_for}, and the Console only ever "
     "sends it there. To use {asked_for}, enter the access token of that Home Assistant."
 )
-TOKEN_WITHOUT_ORIGIN = (
+TOKEN_WITHOUT_ORIGIN = Words(
     "The stored access token was saved without a Home Assistant URL, so the Console cannot tell which "
     "Home Assistant it belongs to. Enter the access token again with the URL."
 )
@@ -89,11 +90,12 @@ class TokenLookup:
         """A token is stored, but for another Home Assistant: it must be entered again for this one."""
         return self.stored and self.token is None
 
-    def message(self) -> str:
+    def message(self) -> Words:
         """Why the stored token cannot be used here, in the household's words."""
         if self.saved_for is None:
             return TOKEN_WITHOUT_ORIGIN
-        return TOKEN_FOR_ANOTHER_ORIGIN.format(saved_for=self.saved_for, asked_for=self.asked_for or "this address")
+        return Words(TOKEN_FOR_ANOTHER_ORIGIN.msgid, saved_for=self.saved_for,
+                     asked_for=self.asked_for or "this address")
 
 
 def look_up(record: StoredToken | None, url: str, *, configured_url: str) -> TokenLookup:

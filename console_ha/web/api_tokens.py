@@ -26,6 +26,7 @@ from flask.typing import ResponseReturnValue
 from werkzeug.wrappers import Response
 
 from console_ha.errors import InvalidSettingsChange
+from console_ha.language import Words
 from console_ha.mcp.host_configs import HostConfiguration, host_configurations
 from console_ha.secret import Secret
 from console_ha.store.console_secrets import (
@@ -38,6 +39,7 @@ from console_ha.store.console_secrets import (
 )
 from console_ha.web import services
 from console_ha.web.auth import SESSION_ID
+from console_ha.web.language import current_language
 
 log = logging.getLogger(__name__)
 
@@ -154,12 +156,17 @@ def _token_or_404(token_id: str) -> ApiToken | None:
     return next((t for t in services().secrets.api_tokens() if t.token_id == token_id), None)
 
 
+def _tell(words: str, category: str = "message") -> None:
+    """Flash `words` in the request's language: the session keeps a flashed message as plain text."""
+    flash(words.in_language(current_language()) if isinstance(words, Words) else words, category)
+
+
 @bp.get("/settings/api-tokens/<token_id>/revoke")
 def confirm_revoke(token_id: str) -> ResponseReturnValue:
     """The question before a revoke, as a page of its own (the list's Revoke without JavaScript comes here)."""
     token = _token_or_404(token_id)
     if token is None:
-        flash("That token was already revoked.", "error")
+        _tell(Words("That token was already revoked."), "error")
         return redirect(url_for("api_tokens.page"), 303)
     return render_template("api_token_revoke.html", token=token)
 
@@ -169,10 +176,11 @@ def revoke(token_id: str) -> Response:
     """Revoke one token; the program holding it is refused from its next request on."""
     gone = services().secrets.revoke_api_token(token_id) if _TOKEN_ID.match(token_id) else None
     if gone is None:
-        flash("That token was already revoked.", "error")
+        _tell(Words("That token was already revoked."), "error")
     else:
         log.info("the household revoked the API token %r on the page", gone.name)
-        flash(f"Revoked the token “{gone.name}”. The program using it can no longer reach the Console.")
+        _tell(Words("Revoked the token “{name}”. The program using it can no longer reach the Console.",
+                    name=gone.name))
     return redirect(url_for("api_tokens.page"), 303)
 
 
@@ -183,11 +191,13 @@ def set_patience(token_id: str) -> Response:
         changed = services().secrets.set_api_token_patience(token_id, request.form.get("patience")) \
             if _TOKEN_ID.match(token_id) else None
     except InvalidSettingsChange as err:
-        flash(err.message, "error")
+        _tell(err.message, "error")
         return redirect(url_for("api_tokens.page"), 303)
     if changed is None:
-        flash("That token was revoked.", "error")
+        _tell(Words("That token was revoked."), "error")
     else:
-        flash(f"The token “{changed.name}” now waits up to {changed.patience} seconds for your answer; then its "
-              "program is told to call again for it.")
+        _tell(Words.counted("The token “{name}” now waits up to {count} second for your answer; then its "
+                            "program is told to call again for it.",
+                            "The token “{name}” now waits up to {count} seconds for your answer; then its "
+                            "program is told to call again for it.", changed.patience, name=changed.name))
     return redirect(url_for("api_tokens.page"), 303)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import flask_babel
+from babel.numbers import format_decimal
 from flask import Blueprint, Flask, current_app, g, has_request_context, redirect, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.wrappers import Response
@@ -88,6 +89,11 @@ def _finalize(value: Any) -> Any:
     return value.in_language(current_language()) if isinstance(value, Words) else value
 
 
+def number_words(value: int | float) -> str:
+    """A number as the request's language writes it ("1 234" in French): the templates' `number` filter."""
+    return format_decimal(value, locale=current_language().locale)
+
+
 def _template_values() -> dict[str, Any]:
     language = current_language()
     return {"html_lang": language.code, "offered_languages": offered_languages,
@@ -116,6 +122,9 @@ def init_app(app: Flask) -> None:
     app.json = _LocalisingJSONProvider(app)
     _ConsoleBabel(app, locale_selector=lambda: current_language().locale)
     app.jinja_env.finalize = _finalize
+    app.add_template_filter(number_words, "number")
+    # A `Words` passed as a value to `_()` would be formatted as its English text: `|said` renders it first.
+    app.add_template_filter(_finalize, "said")
     app.context_processor(_template_values)
     app.after_request(_vary)
     app.register_blueprint(bp)

@@ -19,9 +19,11 @@ from console_ha.conversation.model_service import (
 )
 from console_ha.conversation.model_setup import ENVIRONMENT, ModelSetup
 from console_ha.errors import ConsoleHaError, InvalidSettingsChange
+from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.bodies import json_object
 from console_ha.web.errors import status_for
+from console_ha.web.language import current_language
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +107,8 @@ def page_post() -> ResponseReturnValue:
               "api_key": form.get("api_key", "")}
     if action == "reset":
         model_settings().reset()
-        flash("Started again with empty model settings. The damaged file was kept beside the new one.")
+        flash(Words("Started again with empty model settings. The damaged file was kept beside the new one.")
+              .in_language(current_language()))
         return redirect(url_for(".page"), 303)
     if action == "test":
         try:
@@ -119,7 +122,9 @@ def page_post() -> ResponseReturnValue:
             values["base_url"], values["model"], values["api_key"], remove_api_key=form.get("remove_api_key") == "on"))
     except InvalidSettingsChange as err:
         return _render(current_setup(), values=values, form_error=err), 400
-    flash("Saved. The API key you had saved was for another server, so it was removed." if dropped else "Saved.")
+    saved = (Words("Saved. The API key you had saved was for another server, so it was removed.") if dropped
+             else Words("Saved."))
+    flash(saved.in_language(current_language()))
     return redirect(url_for(".page"), 303)
 
 

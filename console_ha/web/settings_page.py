@@ -20,12 +20,14 @@ from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
 from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, SettingsChangedElsewhere
+from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.settings.browse import QUERY_PARAMS, BrowseQuery
 from console_ha.settings.service import TRY_FIELDS, SaveRequest, SettingsUnreadable, TryRequest
 from console_ha.settings.set_up import is_set_up
 from console_ha.settings.tokens import optional_token, typed_origin
 from console_ha.store.config import PAGE_SETTINGS, HomeAssistantConfig
+from console_ha.web.language import current_language
 from console_ha.web.settings_render import (
     Outcome,
     Question,
@@ -75,7 +77,8 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     action = form.get("action", "save")
     if action == "reset":
         settings().save(SaveRequest({}, reset=True))
-        flash("Started again with empty settings. The damaged file was kept beside the new one.")
+        flash(Words("Started again with empty settings. The damaged file was kept beside the new one.")
+              .in_language(current_language()))
         return redirect(url_for("pages.home_assistant_settings"), 303)
     if action in _BUTTONS:
         return _BUTTONS[action](form)
@@ -110,9 +113,9 @@ def _save(form: MultiDict[str, str]) -> Response | tuple[str, int]:
         holds().drop_token(session_id())  # stored now (or another typed in its place): no longer needed
     log.info("Home Assistant settings saved from the page without JavaScript")
     if saved.config.enabled and not saved.config.allowlisted_entities:
-        flash(NOTHING_CHOSEN, "warn")
+        flash(NOTHING_CHOSEN.in_language(current_language()), "warn")
     else:
-        flash("Saved.")
+        flash(Words("Saved.").in_language(current_language()))
     args: dict[str, Any] = _browse_args()
     if not args and saved.can_list:
         # The URL and token are saved: show their entities at once, to choose from (an empty search lists
@@ -183,16 +186,19 @@ def _test_connection(form: MultiDict[str, str]) -> tuple[str, int]:
         if refused:
             holds().drop_token(session_id())  # Home Assistant said no to it: it is not kept for Save
         field = err.detail.get("field")
-        field_words = str(worded.detail.get("field_message") or worded.message)
+        field_words: str = worded.detail.get("field_message") or worded.message
         # Not set up: the API's sentence leads to the script's live picker ("…to choose entities"); this page
         # says what to type instead, as beside the field.
         words = field_words if err.code == CapabilityNotConfigured.code else worded.message
         outcome = Outcome("test", words, False, field if isinstance(field, str) else None, field_words)
         return _render_in_place(form, Shown(outcome=outcome), keep_token=not refused,
                                 status=400 if err.code == InvalidSettingsChange.code else 200)
-    where = f"“{found.location_name}”" if found.location_name else "Home Assistant"
-    return _render_in_place(form, Shown(outcome=Outcome("test", f"Connected to {where}, Home Assistant "
-                                                                f"{found.version}.", True)))
+    if found.location_name:
+        words = Words("Connected to “{name}”, Home Assistant {version}.", name=found.location_name,
+                      version=found.version)
+    else:
+        words = Words("Connected to Home Assistant {version}.", version=found.version)
+    return _render_in_place(form, Shown(outcome=Outcome("test", words, True)))
 
 
 def _add_ca_certificate(form: MultiDict[str, str]) -> tuple[str, int]:
@@ -204,7 +210,7 @@ def _add_ca_certificate(form: MultiDict[str, str]) -> tuple[str, int]:
     try:
         settings().store_ca_certificate(pem)
     except InvalidSettingsChange as err:
-        outcome = Outcome("ca", "Nothing was changed.", False, "ca_certificate", err.message)
+        outcome = Outcome("ca", Words("Nothing was changed."), False, "ca_certificate", err.message)
         return _render_in_place(form, Shown(outcome=outcome), status=400)
     return _render_in_place(form, Shown(outcome=Outcome("ca", CA_ADDED, True)))
 
@@ -261,11 +267,11 @@ def _render_refused(form: MultiDict[str, str], err: InvalidSettingsChange) -> tu
     """The page again with what the household sent (the token kept, never shown) and why nothing was saved."""
     status = 409 if err.code == "CONFIG_STALE" else 400
     if err.code == "CONFIG_STALE":
-        err = SettingsChangedElsewhere(
+        err = SettingsChangedElsewhere(Words(
             "Someone changed these settings elsewhere since you opened this page, so nothing was saved. "
             "Your choices are still below: press Save again to replace the other changes, or reload the "
             "page to see them."
-        )
+        ))
     # Every entity stays on the list, the stored ones unticked where the household unticked them; the file's
     # revision goes into the form: after a stale save, saving again replaces the other change, knowingly.
     shown = Shown(form_error=err, revision=settings().read().revision)

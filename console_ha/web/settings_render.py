@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -18,6 +18,7 @@ from flask import render_template, request, session, url_for
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, Unauthenticated
 from console_ha.ha.addresses import ENTITY_ID_RE
+from console_ha.language import Language, Words
 from console_ha.settings.browse import PAGE_SIZE, BrowsePage, BrowseQuery, browse
 from console_ha.settings.held import SessionHolds
 from console_ha.settings.service import SensitiveItem, SettingsService, SettingsUnreadable, SettingsView
@@ -28,21 +29,22 @@ from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_OR
 from console_ha.store.review import MAX_SENT_BY_PAGE
 from console_ha.web import services
 from console_ha.web.auth import SESSION_ID
+from console_ha.web.language import current_language
 from console_ha.words import (
     CA_ADDED,
     CA_REMOVE_QUESTION,
     CA_REMOVED,
     CA_TAKES_EFFECT,
     CONFIRMATION_SPENT,
+    KIND_NAMES,
     NOTHING_CHOSEN,
     PASTE_TOKEN_AGAIN,
     PICKER_NEEDS_SAVED_CONNECTION,
     SENSITIVE_QUESTION,
     SENSITIVE_WHY,
     SETTINGS_WORDS,
-    TOKEN_KEPT,
-    TOKEN_KEPT_HOW,
     household_error,
+    token_kept,
 )
 
 log = logging.getLogger(__name__)
@@ -138,6 +140,8 @@ def render(view: SettingsView, shown: Shown = Shown(), *, status: int = 200) -> 
         ca_words={"takes_effect": CA_TAKES_EFFECT, "question": CA_REMOVE_QUESTION, "removed": CA_REMOVED,
                   "added": CA_ADDED},
         nothing_chosen=NOTHING_CHOSEN,
+        # For static/settings/picker.js: the kinds of entity in the page's language (the picker's JSON is bytes).
+        kind_names=KIND_NAMES,
         # For static/settings/picker.js: what the picker says, without asking, while no URL and token are saved.
         picker_not_configured=SETTINGS_WORDS[CapabilityNotConfigured.code],
         question=shown.question,
@@ -190,7 +194,14 @@ def _listing(view: SettingsView, chosen: list[str], query: BrowseQuery) -> tuple
     except ConsoleHaError as err:
         log.info("picker without JavaScript: %s", err.code)
         return None, household_error(err).message
-    return browse(catalogue, chosen, query), ""
+    listing = browse(catalogue, chosen, query)
+    # The kinds in the order of the page's language, as the script's picker sorts them: "Lumières" under L.
+    language = current_language()
+    return replace(listing, kinds=sorted(listing.kinds, key=lambda kind: _said(kind.label, language))), ""
+
+
+def _said(label: str, language: Language) -> str:
+    return (label.in_language(language) if isinstance(label, Words) else label).casefold()
 
 
 @dataclass(frozen=True)
@@ -207,12 +218,13 @@ class TokenNote:
     saved_origin: str
     typed_origin: str
     parts: tuple[str, str, str]
-    unbound_words: str = TOKEN_WITHOUT_ORIGIN
+    unbound_words: Words = TOKEN_WITHOUT_ORIGIN
 
 
 def _token_context(token: TokenStatus, typed_url: str) -> dict[str, Any]:
     """What the page says beside the token field: what is stored, for which origin, and what is kept to save."""
-    before, _, rest = TOKEN_FOR_ANOTHER_ORIGIN.partition("{saved_for}")
+    # The sentence in the page's language, split around its two origins (each language keeps their order).
+    before, _, rest = TOKEN_FOR_ANOTHER_ORIGIN.in_language(current_language()).partition("{saved_for}")
     middle, _, after = rest.partition("{asked_for}")
     origin = typed_origin(typed_url)
     note = TokenNote(token.asked_again_for(typed_url), token.stored and token.origin is None, token.origin or "",
@@ -224,7 +236,7 @@ def _token_context(token: TokenStatus, typed_url: str) -> dict[str, Any]:
     return {
         "has_token": token.stored,
         "token_note": note,
-        "token_kept": [TOKEN_KEPT.format(minutes=minutes, origin=origin), TOKEN_KEPT_HOW] if kept else [],
+        "token_kept": token_kept(minutes, origin) if kept else [],
     }
 
 

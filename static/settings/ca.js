@@ -3,6 +3,7 @@
 
 import { api } from "../api.js";
 import { setStatus, showError } from "./status.js";
+import { words } from "../words.js";
 
 const expiryWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
 
@@ -32,24 +33,25 @@ export function setUpCa(page) {
     const blocks = [];
     if (!data.stored) {
       const p = document.createElement("p");
-      p.textContent = "No certificate added: https is checked against the authorities this Console trusts anyway.";
+      p.textContent = ca.current.dataset.none;
       blocks.push(p);
     } else if (!data.readable) {
       const p = document.createElement("p");
       p.className = "status--error";
-      p.textContent = "The stored certificate file can’t be read. Add the certificate again, or remove it.";
+      p.textContent = ca.current.dataset.unreadable;
       blocks.push(p);
     }
     if (data.managed_by_file) {
       const p = document.createElement("p");
-      p.textContent = `Set in the settings file (${data.managed_by_file}); change it there.`;
+      p.textContent = ca.current.dataset.managed.replace("{file}", data.managed_by_file);
       blocks.push(p);
     }
     for (const cert of data.certificates || []) {
       const block = ca.template.content.firstElementChild.cloneNode(true);
       block.querySelector(".ca-cert__words").textContent = cert.words;
       block.querySelector(".ca-cert__subject").textContent = cert.subject;
-      block.querySelector(".ca-cert__issuer").textContent = cert.issuer === cert.subject ? `${cert.issuer} (itself)` : cert.issuer;
+      const issuer = block.querySelector(".ca-cert__issuer");
+      issuer.textContent = cert.issuer === cert.subject ? issuer.dataset.itself.replace("{issuer}", cert.issuer) : cert.issuer;
       block.querySelector(".ca-cert__expires").textContent = expiryWords.format(new Date(cert.not_after));
       blocks.push(block);
     }
@@ -65,7 +67,7 @@ export function setUpCa(page) {
       ca.error.hidden = false;
       ca.pem.setAttribute("aria-invalid", "true");
       ca.pem.focus();
-      setStatus(ca.status, "Nothing was changed.", "error");
+      setStatus(ca.status, words("nothing-changed"), "error");
     } else {
       showError(ca.status, error);
     }
@@ -86,19 +88,19 @@ export function setUpCa(page) {
     const file = ca.file.files && ca.file.files[0];
     if (!file) return;
     if (file.size > maxBytes) {
-      caError({ field: "ca_certificate", message: "This file is larger than a CA certificate." });
+      caError({ field: "ca_certificate", message: words("ca-too-large") });
       return;
     }
     ca.pem.value = await file.text();
     clearCaError();
-    setStatus(ca.status, `Read ${file.name}. Press Add certificate to use it.`);
+    setStatus(ca.status, words("ca-read", { file: file.name }));
   });
 
   // Add and Remove are submit buttons, for the page without JavaScript; here they act in place.
   ca.add.addEventListener("click", async (event) => {
     event.preventDefault();
     clearCaError();
-    setStatus(ca.status, "Checking the certificate…", "busy");
+    setStatus(ca.status, words("ca-checking"), "busy");
     const result = await api("POST", ca.section.dataset.caUrl, { pem: ca.pem.value });
     if (!result.ok) {
       caError(result.error);

@@ -2,6 +2,7 @@
 
 import { api } from "../api.js";
 import { setStatus, showError } from "./status.js";
+import { words } from "../words.js";
 
 /** scheme://host:port with the port written out, as the server's ha.addresses.origin_of; "" if not a URL. */
 export function originOf(text) {
@@ -52,11 +53,9 @@ export function setUpConnection(page) {
   // ---------- token status ----------
 
   function describeToken(stored, elsewhere = false) {
-    el.tokenStatus.textContent = !stored
-      ? "No token is stored yet."
-      : elsewhere
-        ? "A token is stored, but for another Home Assistant."
-        : "A token is stored. Leave this field empty to keep it.";
+    // The server's words for each case, in the page's language (data-none, data-elsewhere, data-kept).
+    const said = el.tokenStatus.dataset;
+    el.tokenStatus.textContent = !stored ? said.none : elsewhere ? said.elsewhere : said.kept;
   }
 
   page.showTokenStored = (stored) => {
@@ -103,14 +102,13 @@ export function setUpConnection(page) {
     if (el.token.value.trim()) body.access_token = el.token.value.trim();
     const key = page.connectionKey(); // what is tested: typing during the test makes it another
     el.test.setAttribute("aria-disabled", "true");
-    setStatus(el.testStatus, "Asking Home Assistant…", "busy");
+    setStatus(el.testStatus, words("asking"), "busy");
     const result = await api("POST", page.urls.test, body);
     el.test.removeAttribute("aria-disabled");
     if (result.ok) {
-      const where = result.data.location_name ? `“${result.data.location_name}”` : "Home Assistant";
-      const version = result.data.version ? `, Home Assistant ${result.data.version}` : "";
-      const next = page.dirty ? " Choose the entities below, then press Save to keep everything." : "";
-      setStatus(el.testStatus, `Connected to ${where}${version}.${next}`, "ok");
+      const { location_name: name, version } = result.data;
+      const connected = name ? words("connected-named", { name, version }) : words("connected", { version });
+      setStatus(el.testStatus, page.dirty ? `${connected} ${words("choose-then-save")}` : connected, "ok");
       page.testedWith = key;
       page.showSteps();
       // The picker from what was just tested, before anything is saved: the same URL and token, so the

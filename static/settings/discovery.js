@@ -3,6 +3,7 @@
 
 import { api } from "../api.js";
 import { setStatus } from "./status.js";
+import { words } from "../words.js";
 
 export function setUpDiscovery(page) {
   const { el, $ } = page;
@@ -12,14 +13,15 @@ export function setUpDiscovery(page) {
     const li = itemTemplate.content.firstElementChild.cloneNode(true);
     li.querySelector("[data-slot=name]").textContent = instance.name;
     li.querySelector("[data-slot=url]").textContent = instance.base_url;
-    if (instance.version) li.querySelector("[data-slot=version-number]").textContent = instance.version;
-    else li.querySelector("[data-slot=version]").remove();
+    const version = li.querySelector("[data-slot=version]");
+    if (instance.version) version.textContent = version.dataset.words.replace("{version}", instance.version);
+    else version.remove();
     li.querySelector("button").addEventListener("click", () => {
       // Only the address: the stored token stays with the Home Assistant it was saved for.
       el.url.value = instance.base_url;
       page.showTokenOrigin();
       page.dirty = true;
-      setStatus(el.discoveryStatus, `Filled in the address of “${instance.name}”.`);
+      setStatus(el.discoveryStatus, words("discovery-filled", { name: instance.name }));
       el.token.focus();
     });
     return li;
@@ -30,28 +32,28 @@ export function setUpDiscovery(page) {
     el.discoverAgain.hidden = true;
     el.discoveryList.replaceChildren();
     $("discovery-title").hidden = true;
-    setStatus(el.discoveryStatus, "Looking for Home Assistant on your network…", "busy");
+    setStatus(el.discoveryStatus, words("discovery-looking"), "busy");
     const result = await api("GET", page.urls.discover);
     el.discoverAgain.hidden = false;
-    el.discoverAgain.textContent = "Look again";
+    el.discoverAgain.textContent = el.discoverAgain.dataset.again;
     if (!result.ok) {
-      setStatus(el.discoveryStatus, "Couldn’t look for Home Assistant on the network. Type its address below.");
+      setStatus(el.discoveryStatus, words("discovery-failed"));
       return;
     }
     const instances = result.data.instances || [];
     el.discoveryList.append(...instances.map(item));
     $("discovery-title").hidden = instances.length === 0;
     if (instances.length === 0) {
-      setStatus(el.discoveryStatus, "No Home Assistant found on your network. Type its address below.");
+      setStatus(el.discoveryStatus, words("discovery-none"));
     } else if (instances.length === 1 && el.url.value.trim() === "") {
       el.url.value = instances[0].base_url;
       page.showTokenOrigin();
       page.dirty = true;
-      setStatus(el.discoveryStatus, `Found “${instances[0].name}” and filled in its address.`);
+      setStatus(el.discoveryStatus, words("discovery-one-filled", { name: instances[0].name }));
     } else if (instances.length === 1) {
-      setStatus(el.discoveryStatus, `Found “${instances[0].name}”. Choose it to use its address.`);
+      setStatus(el.discoveryStatus, words("discovery-one", { name: instances[0].name }));
     } else {
-      setStatus(el.discoveryStatus, `Found ${instances.length}. Choose one to fill in its address.`);
+      setStatus(el.discoveryStatus, words("discovery-many", { count: instances.length }));
     }
   };
 

@@ -8,13 +8,13 @@
 
 import { api } from "../api.js";
 import { setStatus, showError } from "./status.js";
+import { counted, words } from "../words.js";
 import { originOf, setUpConnection } from "./connection.js";
 import { setUpCa } from "./ca.js";
 import { setUpDiscovery } from "./discovery.js";
 import { setUpPicker } from "./picker.js";
 import { setUpSteps } from "./steps.js";
 
-const number = new Intl.NumberFormat();
 
 function elements($) {
   return {
@@ -157,7 +157,7 @@ function start(form) {
     el.discovery.hidden = false;
     $("discovery-title").hidden = true;
     el.discoverAgain.hidden = false;
-    el.discoverAgain.textContent = "Look for Home Assistant on the network";
+    el.discoverAgain.textContent = el.discoverAgain.dataset.first;
   }
   page.loadEntities();
 }
@@ -220,7 +220,6 @@ function setUpSave(page) {
       el.enabled.checked = Boolean(data.enabled);
       page.dirty = false;
       const n = (data.allowlisted_entities || allowlist).length;
-      const entitiesText = n === 1 ? "1 entity" : `${number.format(n)} entities`;
       // On with nothing chosen: the server's words (words.NOTHING_CHOSEN, rendered in #nothing-chosen-words).
       const nothing = data.enabled && n === 0;
       setStatus(
@@ -228,8 +227,8 @@ function setUpSave(page) {
         nothing
           ? page.$("nothing-chosen-words").content.textContent
           : data.enabled
-            ? `Saved. The assistant may read ${entitiesText}, asking you first each time.`
-            : "Saved. The assistant can’t read Home Assistant while “Let the assistant read Home Assistant” is unticked.",
+            ? counted("saved-reading", n)
+            : words("saved-off"),
         nothing ? "" : "ok",
       );
       page.showSteps();
@@ -245,11 +244,11 @@ function setUpSave(page) {
       return;
     }
     if (error.code === "CONFIG_INVALID") {
-      setStatus(el.saveStatus, `${error.message} Reload the page to see what to do; nothing was saved.`, "error");
+      setStatus(el.saveStatus, `${error.message} ${words("reload-nothing-saved")}`, "error");
       return;
     }
     if (error.field) page.showFieldError(error);
-    showError(el.saveStatus, error, error.code === "UNAUTHENTICATED" ? "" : " Nothing was saved; your choices are still here.");
+    showError(el.saveStatus, error, error.code === "UNAUTHENTICATED" ? "" : ` ${words("nothing-saved-kept")}`);
   }
 
   form.addEventListener("submit", (event) => {
@@ -260,7 +259,7 @@ function setUpSave(page) {
   el.saveAnyway.addEventListener("click", async () => {
     const current = await api("GET", page.urls.config);
     if (!current.ok) {
-      showError(el.saveStatus, current.error, " Nothing was saved.");
+      showError(el.saveStatus, current.error, ` ${words("nothing-saved")}`);
       return;
     }
     await save(current.data.revision);

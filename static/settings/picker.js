@@ -5,11 +5,12 @@
 import { api } from "../api.js";
 import { say, setStatus, showError } from "./status.js";
 import { originOf } from "./connection.js";
+import { pageLocale } from "../clock.js";
+import { counted, kindWords, words } from "../words.js";
 
-const NO_AREA = "No area";
+const NO_AREA = words("no-area");
 const collator = new Intl.Collator(undefined, { sensitivity: "base", numeric: true });
-const number = new Intl.NumberFormat();
-const dateWords = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
+const dateWords = new Intl.DateTimeFormat(pageLocale(), { dateStyle: "long" });
 
 export function setUpPicker(page) {
   const { el, $, selected, names, acknowledged } = page;
@@ -37,7 +38,7 @@ export function setUpPicker(page) {
       return;
     }
     el.picker.setAttribute("aria-busy", "true");
-    setStatus(el.pickerStatus, "Loading entities from Home Assistant…", "busy");
+    setStatus(el.pickerStatus, words("loading"), "busy");
     const result = tried ? await api("POST", page.urls.preview, tried) : await api("GET", page.urls.entities);
     el.picker.removeAttribute("aria-busy");
     if (!result.ok) {
@@ -56,9 +57,8 @@ export function setUpPicker(page) {
     render(result.data);
     showNew(result.data);
     page.showSteps();
-    const total = number.format(result.data.entities.length);
-    const areas = result.data.areas_known === false ? " Their areas couldn’t be read this time." : "";
-    setStatus(el.pickerStatus, `Loaded ${total} entities from Home Assistant.${areas}`);
+    const loaded = counted("loaded", result.data.entities.length);
+    setStatus(el.pickerStatus, result.data.areas_known === false ? `${loaded} ${words("areas-unknown")}` : loaded);
   };
 
   el.pickerRetry.addEventListener("click", () => page.loadEntities(lastLoad));
@@ -110,9 +110,9 @@ export function setUpPicker(page) {
     div.setAttribute("aria-labelledby", `grp-${g}`);
     const heading = div.querySelector("h3");
     heading.id = `grp-${g}`;
-    heading.firstChild.data = `${key === "" ? "No longer in Home Assistant" : key} `; // the text before the count
+    heading.firstChild.data = `${key === "" ? words("missing-heading") : key} `; // the text before the count
     const countEl = div.querySelector(".count");
-    countEl.textContent = `(${count})`;
+    countEl.textContent = words("count", { count });
     const hint = div.querySelector("[data-slot=missing-hint]");
     if (key === "") hint.removeAttribute("data-slot");
     else hint.remove();
@@ -197,22 +197,23 @@ export function setUpPicker(page) {
     entities = ordered;
 
     // Kind filter: every kind present, with how many of each, in the server's words for it (data.kinds,
-    // console_ha.words.KIND_NAMES); a kind it did not name (a missing entity's) shows its domain.
-    const kindName = (d) => (data.kinds && data.kinds[d]) || d;
+    // console_ha.words.KIND_NAMES, in the page's language in #script-words); a kind it did not name (a
+    // missing entity's) shows its domain.
+    const kindName = (d) => kindWords(d) || (data.kinds && data.kinds[d]) || d;
     const domains = new Map();
     for (const e of entities) domains.set(e.domain, (domains.get(e.domain) || 0) + 1);
     const current = el.domain.value;
-    el.domain.replaceChildren(new Option(`All kinds (${number.format(entities.length)})`, ""));
+    el.domain.replaceChildren(new Option(words("all-kinds", { count: entities.length }), ""));
     for (const d of [...domains.keys()].sort((a, b) => collator.compare(kindName(a), kindName(b)))) {
-      el.domain.append(new Option(`${kindName(d)} (${number.format(domains.get(d))})`, d));
+      el.domain.append(new Option(words("with-count", { name: kindName(d), count: domains.get(d) }), d));
     }
     el.domain.value = domains.has(current) ? current : "";
 
     // Area filter: the areas the groups are (missing ones have none to filter by), in the groups' order.
     const currentArea = el.area.value;
-    el.area.replaceChildren(new Option("All areas", ""));
+    el.area.replaceChildren(new Option(words("all-areas"), ""));
     for (const key of keys) {
-      if (key !== "") el.area.append(new Option(`${key} (${number.format(byArea.get(key).length)})`, key));
+      if (key !== "") el.area.append(new Option(words("with-count", { name: key, count: byArea.get(key).length }), key));
     }
     el.area.value = byArea.has(currentArea) && currentArea !== "" ? currentArea : "";
 
@@ -224,7 +225,7 @@ export function setUpPicker(page) {
   let shownTotal = 0;
 
   function applyFilter() {
-    const words = el.search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+    const searched = el.search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
     const domain = el.domain.value;
     const area = el.area.value;
     const onlySelected = el.onlySelected.checked;
@@ -235,7 +236,7 @@ export function setUpPicker(page) {
       let visible =
         (!domain || e.domain === domain) && (!area || (!e.missing && e.area === area)) && (!onlySelected || selected.has(e.id)) && (!onlyNew || e.isNew);
       if (visible) {
-        for (const w of words) {
+        for (const w of searched) {
           if (!e.hay.includes(w)) {
             visible = false;
             break;
@@ -259,7 +260,7 @@ export function setUpPicker(page) {
       }
       if (g.visible !== g.shownCount) {
         g.shownCount = g.visible;
-        g.countEl.textContent = `(${number.format(g.visible)})`;
+        g.countEl.textContent = words("count", { count: g.visible });
       }
     }
     shownTotal = shown;
@@ -269,9 +270,8 @@ export function setUpPicker(page) {
 
   function showCount() {
     const limit = page.limits.allowlist;
-    let text = `${number.format(selected.size)} chosen · ${number.format(shownTotal)} of ${number.format(entities.length)} shown`;
-    if (selected.size > limit) text += ` · at most ${number.format(limit)} can be saved`;
-    el.count.textContent = text;
+    const counts = { chosen: selected.size, shown: shownTotal, total: entities.length, limit };
+    el.count.textContent = words(selected.size > limit ? "picker-count-over" : "picker-count", counts);
     el.count.className = selected.size > limit ? "status--error" : "";
     page.reportCost(); // the meter, in this same task: it moves in the frame the count does
     showMissing();
@@ -305,11 +305,9 @@ export function setUpPicker(page) {
       applyFilter();
       return;
     }
-    const when = data.reviewed_at ? ` on ${dateWords.format(new Date(data.reviewed_at))}` : "";
-    el.newNoticeText.textContent =
-      `Home Assistant has ${n === 1 ? "1 new entity" : `${number.format(n)} new entities`} since your ` +
-      `choices were last saved${when}. None of them is chosen: tick “New since last review” to see ` +
-      "them, and choose any the assistant may read.";
+    el.newNoticeText.textContent = data.reviewed_at
+      ? counted("new-entities-since", n, { date: dateWords.format(new Date(data.reviewed_at)) })
+      : counted("new-entities", n);
   }
 
   /** After a save that sent the picker's list: that list is the new review, so nothing is new now. */
@@ -329,20 +327,14 @@ export function setUpPicker(page) {
     const n = entities.filter((e) => e.missing && selected.has(e.id)).length;
     el.missingNotice.hidden = n === 0;
     if (n === 0) return;
-    el.missingNoticeText.textContent =
-      `${n === 1 ? "1 chosen entity is" : `${number.format(n)} chosen entities are`} no longer in ` +
-      "Home Assistant (listed first, under “No longer in Home Assistant”).";
+    el.missingNoticeText.textContent = counted("missing-chosen", n);
   }
 
   el.removeMissing.addEventListener("click", () => {
     const removed = untickWhere((e) => e.missing);
     page.dirty = page.dirty || removed > 0;
     showCount();
-    setStatus(
-      el.reviewStatus,
-      `Unticked ${removed === 1 ? "1 entity" : `${number.format(removed)} entities`} no longer in Home ` +
-        "Assistant. Press Save to keep this.",
-    );
+    setStatus(el.reviewStatus, counted("unticked-missing", removed));
   });
 
   function choose(e, on) {
@@ -393,7 +385,7 @@ export function setUpPicker(page) {
       choose(e, true);
       page.dirty = true;
       showCount();
-      setStatus(el.bulkStatus, `Chose ${e.name}, a sensitive entity.`);
+      setStatus(el.bulkStatus, words("chose-sensitive", { name: e.name }));
     }
     e.cb.focus();
   });
@@ -413,11 +405,8 @@ export function setUpPicker(page) {
     }
     page.dirty = page.dirty || added > 0;
     showCount();
-    let text = added === 1 ? "Chose 1 more entity." : `Chose ${number.format(added)} more entities.`;
-    if (skipped) {
-      text += ` Left out ${number.format(skipped)} sensitive ${skipped === 1 ? "entity" : "entities"};` +
-        " tick those one at a time if you want them.";
-    }
+    let text = counted("chose-more", added);
+    if (skipped) text += ` ${counted("left-out", skipped)}`;
     setStatus(el.bulkStatus, text);
   });
 
@@ -425,6 +414,6 @@ export function setUpPicker(page) {
     const removed = untickWhere((e) => e.shown);
     page.dirty = page.dirty || removed > 0;
     showCount();
-    setStatus(el.bulkStatus, removed === 1 ? "Cleared 1 entity." : `Cleared ${number.format(removed)} entities.`);
+    setStatus(el.bulkStatus, counted("cleared", removed));
   });
 }

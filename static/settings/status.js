@@ -2,9 +2,7 @@
 // It keeps only the fallbacks for an answer without a body (static/api.js gives such an error only a code):
 // the Console not answering at all, or answering with no JSON.
 
-const NETWORK_WORDS =
-  "The Console didn’t answer. Check that it is still running, then try again; your choices are " +
-  "still on this page.";
+import { words } from "../words.js";
 
 /** A status line's words and kind (busy, ok, error); the colour only repeats the words. */
 export function setStatus(el, text, kind = "") {
@@ -15,11 +13,11 @@ export function setStatus(el, text, kind = "") {
 /** What went wrong, in the server's words. */
 export function say(error) {
   if (error.message) return error.message;
-  if (error.code === "NETWORK") return NETWORK_WORDS;
+  if (error.code === "NETWORK") return words("network");
   if (error.code.startsWith("HTTP_")) {
-    return `The Console answered with an error (${error.code.slice("HTTP_".length)}). Please try again.`;
+    return words("http-error", { status: error.code.slice("HTTP_".length) });
   }
-  return "Something went wrong. Please try again.";
+  return words("went-wrong");
 }
 
 /**
@@ -30,10 +28,10 @@ export function say(error) {
 export function showError(el, error, after = "") {
   const loggedOut = document.getElementById("logged-out-template");
   if (error.code === "UNAUTHENTICATED" && loggedOut) {
-    const words = loggedOut.content.cloneNode(true);
-    words.querySelector("[data-slot=words]").append(after);
+    const sentence = loggedOut.content.cloneNode(true);
+    sentence.querySelector("[data-slot=words]").append(after);
     setStatus(el, "", "error");
-    el.append(words);
+    el.append(sentence);
     return;
   }
   setStatus(el, say(error) + after, "error");

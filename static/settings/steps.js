@@ -24,7 +24,7 @@ export function setUpSteps(page) {
       const done = stepDone[item.dataset.step]();
       const state = item.querySelector(".step__state");
       state.dataset.state = done ? "done" : "todo";
-      state.textContent = done ? "done" : "not done yet";
+      state.textContent = done ? state.dataset.done : state.dataset.todo; // the server's words for each
       item.classList.toggle("step--done", done);
     }
   };

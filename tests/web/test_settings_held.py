@@ -13,7 +13,7 @@ from console_ha.settings.held import HOLD_SECONDS, SessionHolds
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
-from console_ha.words import CONFIRMATION_SPENT, SENSITIVE_QUESTION, SETTINGS_WORDS, TOKEN_KEPT
+from console_ha.words import CONFIRMATION_SPENT, SENSITIVE_QUESTION, SETTINGS_WORDS, token_kept
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, household_client, page_csrf
@@ -23,7 +23,7 @@ KEPT = "The access token you pasted is kept"
 
 
 def kept_words(origin: str) -> str:
-    return TOKEN_KEPT.format(minutes=HOLD_SECONDS // 60, origin=origin)
+    return token_kept(HOLD_SECONDS // 60, origin)[0]
 
 
 def stored_token(data_dir: DataDir) -> str | None:
