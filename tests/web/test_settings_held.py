@@ -186,6 +186,19 @@ def test_ticks_are_carried_across_pages_and_searches_and_one_save_keeps_them_all
     assert config.entity_names["switch.coffee_machine"] == "Coffee machine"
 
 
+def test_a_page_button_posted_without_the_filter_fields_turns_the_list_shown(
+    household: FlaskClient, many: StubHomeAssistant
+) -> None:
+    """The script removes the page's filter fields: its Previous and Next turn the list the URL names."""
+    status, html, _ = post(household, PAGE + "?q=extra&kind=sensor&area=&page=1", base_url=many.base_url,
+                           action="page-2", allowlisted_entities=["sensor.extra_001"])
+    assert status == 200 and "Showing 201–400 of 450 matching" in html
+    assert kept(html) == ["sensor.extra_001"]
+    # Fields the form has (without JavaScript) win over the URL, even empty: "" is the household's search.
+    _, html, _ = post(household, PAGE + "?q=extra", base_url=many.base_url, q="", action="page-2")
+    assert "Showing 201–400 of 466 matching" in html
+
+
 def test_unticking_on_a_page_drops_it_from_what_is_carried(household: FlaskClient, many: StubHomeAssistant) -> None:
     _, html, _ = post(household, base_url=many.base_url, q="coffee", action="browse",
                       allowlisted_entities=["sensor.extra_001", "switch.coffee_machine"])
