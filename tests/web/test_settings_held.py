@@ -13,10 +13,11 @@ from console_ha.settings.held import HOLD_SECONDS, SessionHolds
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
+from console_ha.web.auth import SESSION_ID
 from console_ha.words import CONFIRMATION_SPENT, SENSITIVE_QUESTION, SETTINGS_WORDS, TOKEN_KEPT
 from tests.stub_ha import StubHomeAssistant
 
-from .conftest import API, configure, household_client, page_csrf
+from .conftest import API, PASSWORD, configure, household_client, page_csrf
 from .test_settings_without_javascript import PAGE, boxes, kept, nonce, post, question
 
 KEPT = "The access token you pasted is kept"
@@ -117,6 +118,29 @@ def test_logging_out_drops_the_kept_token(app: Flask, household: FlaskClient, st
     again = household_client(app, data_dir)
     assert post(again, base_url=stub_ha.base_url)[0] == 303
     assert stored_token(data_dir) is None
+
+
+def test_logging_in_again_over_the_session_drops_its_kept_token(app: Flask, household: FlaskClient,
+                                                                stub_ha: StubHomeAssistant) -> None:
+    """A login ends the session it replaces (`auth._start_session`), and with it the token kept for it."""
+    holds = app.extensions["console_ha"].settings.holds
+    post(household, action="test", base_url=stub_ha.base_url, access_token=stub_ha.token)
+    assert len(holds) == 1
+    login = household.post("/login", data={"password": PASSWORD, "csrf_token": page_csrf(household)})
+    assert login.status_code == 302
+    assert len(holds) == 0
+
+
+def test_a_session_that_ended_elsewhere_drops_its_kept_token(app: Flask, household: FlaskClient,
+                                                             stub_ha: StubHomeAssistant) -> None:
+    """Expired or ended (a new password, a logout from a copy of the cookie): its next request forgets it."""
+    services = app.extensions["console_ha"]
+    post(household, action="test", base_url=stub_ha.base_url, access_token=stub_ha.token)
+    assert len(services.settings.holds) == 1
+    with household.session_transaction() as browser_session:
+        services.secrets.end_session(browser_session[SESSION_ID])
+    assert household.get(PAGE).status_code == 302  # to the login page
+    assert len(services.settings.holds) == 0
 
 
 def test_another_session_cannot_use_the_kept_token(app: Flask, household: FlaskClient, stub_ha: StubHomeAssistant,
