@@ -285,3 +285,28 @@ def test_the_typescript_sdks_stdio_client_lists_sends_a_large_message_and_cancel
             program.kill()
         program.communicate()
     assert stub_ha.requests_to("/api/states") == []
+
+
+def test_closing_stdin_with_a_call_waiting_withdraws_its_card(console, api_token, household, stub_ha):
+    """A host that ends (stdin closed) while its call waits for the household: the card goes, nothing is read."""
+    console.configure(stub_ha.base_url, stub_ha.token)
+    env = {**os.environ, "CONSOLE_HA_API_TOKEN": api_token, "CONSOLE_HA_MDNS_INTERFACES": "127.0.0.1"}
+    command = subprocess.Popen([sys.executable, "-m", "console_ha", "mcp", "--url", console.url], env=env, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert command.stdin is not None and command.stdout is not None
+    for message in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": LIST, "arguments": {}}},
+    ):
+        command.stdin.write(json.dumps(message) + "\n")
+    command.stdin.flush()
+    assert json.loads(command.stdout.readline())["id"] == 0
+    run(lambda: pending_cards(console, household))
+    command.stdin.close()
+    command.stdin = None
+    assert command.wait(timeout=30) == 0
+    command.communicate()
+    run(lambda: pending_cards(console, household, count=0))
+    assert stub_ha.requests_to("/api/states") == []
