@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from console_ha.capabilities.get_state import household_attributes
-from console_ha.capabilities.plain_text import _LINK_OR_SECRET, looks_like_link_or_secret
+from console_ha.capabilities.plain_text import _CJK_COLON, _LINK_OR_SECRET, looks_like_link_or_secret
 
 # What the probe (issue 25) saw pass under listed keys.
 PROBE_FOUND = [
@@ -25,7 +25,20 @@ PROBE_FOUND = [
 ]
 ORDINARY = ["21.5", "on", "0:10:00", "12:30", "1.0.0.25", "2025.4.4", "2026-12-02T07:00:00+00:00",
             "Partly cloudy", "AC/DC", "Track 1/12", "Rated 3.5/5", "Mr. Brightside", "Sigur Rós", "HDMI 1",
-            "Interlude: Reprise", "heat_cool", "-3 °C", "Basic cleaning", "ＨＤＭＩ　２"]
+            "Interlude: Reprise", "heat_cool", "-3 °C", "Basic cleaning", "ＨＤＭＩ　２",
+            # Titles whose words end in a secret's name, or hold "token" or "signature" (issue 25's review).
+            "Turkey: A History", "Monkey: Journey to the West", "Whiskey: The Water of Life", "Compass: North",
+            "Passion: Live in Paris", "Hockey Night: Game 7", "Tokens of Love", "The Signature Collection",
+            # Chinese punctuation: a full-width colon beside Chinese is a pause, not a scheme or a port.
+            "Jay Chou：晴天", "周杰伦：晴天", "Wi-Fi：已连接", "PM2.5：良", "温度：21.5 °C", "Très nuageux"]
+# Links whose host is written in another script (IDN), with a path or a port (issue 25's review).
+IDN_LINKS = ["пример.рф/путь", "例子.测试/路径", "пример.рф:8123", "http：例子.测试/路径", "Voir café.fr/menu",
+             "nvr.local.:8554", "localhost.:8123", "a.:0", "a+:0"]
+
+
+@pytest.mark.parametrize("value", IDN_LINKS)
+def test_a_link_to_a_host_in_another_script_is_dropped(value: str) -> None:
+    assert looks_like_link_or_secret(value)
 
 
 @pytest.mark.parametrize("value", PROBE_FOUND)
@@ -73,10 +86,18 @@ key = st.text(_LETTERS + "_", min_size=1, max_size=1).flatmap(
     lambda first: st.text(_LETTERS + "0123456789_.-", max_size=12).map(lambda rest: first + rest))
 secret_value = st.text(st.characters(codec="ascii", exclude_categories=("Cc", "Zs")), min_size=1, max_size=16)
 key_is_value = st.tuples(key, st.sampled_from(["=", " = ", "= "]), secret_value).map("".join)
-SECRET_NAMES = ["password", "passwd", "pass", "pwd", "secret", "token", "apikey", "api_key", "api-key",
-                "api key", "key", "auth", "credentials", "cookie", "session", "client_secret", "signature"]
-secret_name = st.tuples(st.text(_LETTERS + "_", max_size=4), st.sampled_from(SECRET_NAMES),
-                        st.text(_LETTERS + "0123456789_", max_size=4)).map("".join)
+SECRET_NAMES = ["password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key", "api key",
+                "credentials", "cookie", "client_secret", "signature", "passphrase", "passcode"]
+# Names that are household words too ("Turkey: a history", "Passion: live"): inside an identifier only.
+WORD_NAMES = ["pass", "key", "auth", "session"]
+secret_name = st.one_of(
+    st.tuples(st.text(_LETTERS + "_", max_size=4), st.sampled_from(SECRET_NAMES),
+              st.text(_LETTERS + "0123456789_", max_size=4)).map("".join),
+    st.tuples(st.sampled_from(["", "_", "db_", "x-", "2"]), st.sampled_from(WORD_NAMES),
+              st.sampled_from(["", "s"]) | st.text("0123456789_", min_size=1, max_size=1).flatmap(
+                  lambda first: st.text(_LETTERS + "0123456789_", max_size=4).map(lambda rest: first + rest)),
+              ).map("".join),
+)
 key_colon_value = st.tuples(secret_name, st.sampled_from([":", ": ", " : ", ":  "]), secret_value).map("".join)
 bearer = st.text(_LETTERS + _LETTERS.upper() + "0123456789-._~+/", min_size=6, max_size=40).map(
     lambda credential: f"Bearer {credential}")
@@ -144,11 +165,11 @@ def test_a_scheme_like_name_or_a_root_dotted_host_before_a_port_is_dropped(text:
 @given(st.text(alphabet=st.sampled_from("aAbkKtTeEnNwW01239 .:/\\=[]@+-_#ＡＴｗ：／＝［＠ſK\u00a0"), max_size=40))
 def test_the_quick_look_never_passes_what_the_shapes_drop(value: str) -> None:
     """The quick look (`_ANY_SHAPE`) only skips trying the shapes: with it or without, the same text is dropped."""
-    read_as = unicodedata.normalize("NFKC", value)
+    read_as = unicodedata.normalize("NFKC", _CJK_COLON.sub("\u3001", value))  # as the rule reads it
     assert looks_like_link_or_secret(value) is (_LINK_OR_SECRET.search(read_as) is not None)
 
 
 @pytest.mark.parametrize("value", [*PROBE_FOUND, *ORDINARY, "A" * 19 + "1", "token", "www.x", "bearer x"])
 def test_the_quick_look_agrees_with_the_shapes_on_the_known_values(value: str) -> None:
-    read_as = unicodedata.normalize("NFKC", value)
+    read_as = unicodedata.normalize("NFKC", _CJK_COLON.sub("\u3001", value))  # as the rule reads it
     assert looks_like_link_or_secret(value) is (_LINK_OR_SECRET.search(read_as) is not None)

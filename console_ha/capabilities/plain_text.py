@@ -24,21 +24,27 @@ _SHAPES = (
     # A script scheme runs with a space after its colon too ("javascript: alert(1)").
     r"(?:java|vb)script\s*:",
     # A host and a port: nvr.local:8554, localhost:8123, an IPv4 address with a port; a name led by a letter
-    # or a dotted one, so that "12:30" and "0:10:00" stay plain. A name led by a letter may hold a scheme's
-    # characters (nvr.local.:8554 ends in the root's dot; tel:0612 and a+:0 are a scheme before a digit).
-    r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]*|[a-z0-9-]+(?:\.[a-z0-9-]+)+\.?):\d",
+    # or a dotted one, so that "12:30" and "0:10:00" stay plain. A dotted name in any script (пример.рф:8123),
+    # and a name written whole, with the root's trailing dot (nvr.local.:8554); or a scheme before a digit (a+:0).
+    r"(?<![\w.+-])(?:[a-z][a-z0-9+.-]*|(?:[^\W_]|-)+(?:\.(?:[^\W_]|-)+)+)\.?:\d",
     # IPv6 literals: bracketed ([fe80::1]:554, [::1]), compressed (fe80::1, ::1) or five groups and more.
     r"\[[^\]]*:[^\]]*\]", r"::", r"(?<![\w:])(?:[0-9a-f]{1,4}:){4,}[0-9a-f]{1,4}",
     # UNC paths (\\nas\camera\live) and any doubled backslash; a leading slash (/api/camera_proxy/...).
     r"\\\\", r"^\s*/",
     # key=value of any key (password=hunter2, ?token=..., a=b): household words hold no "=".
     r"[\w.-]\s*=\s*\S",
-    # key: value, key=value or key value under a secret's name: "apikey: AKIA…", "Password: x", "db_pass=y".
-    r"(?:pass|pwd|secret|token|api[\s_-]?key|key|auth|credential|cookie|session|signature)\w*\s*[:=]\s*\S",
-    # A Bearer credential ("Basic" is left: "Basic cleaning" is a vacuum's mode), "token" or "signature" anywhere.
-    r"\bbearer\s+[\w~+/.-]{6,}", r"token|signature",
+    # key: value or key=value under a secret's name: "apikey: AKIA…", "Password: x", "dbpassword:y". A name
+    # that is only a secret's (password, token...) counts inside any word; one that is also a household word
+    # (pass, key, auth, session) only as a word or a part of an identifier ("db_pass", "key2"), so that
+    # "Turkey: a history", "Monkey: Journey to the West" or "Passion: live" are the titles they are.
+    r"(?:pass(?:word|wd|phrase|code)|pwd|secret|token|api[\s_-]?key|credential|cookie|signature)\w*\s*[:=]\s*\S",
+    r"(?<![^\W\d_])(?:pass|key|auth|session)(?:s|[_\d]\w*)?\s*[:=]\s*\S",
+    # A Bearer credential ("Basic" is left: "Basic cleaning" is a vacuum's mode); "token" or "signature" as part
+    # of an identifier (access_token, x-amz-signature), not as the words of a title ("Tokens of Love").
+    r"\bbearer\s+[\w~+/.-]{6,}", r"[\w-](?:token|signature)|(?:token|signature)s?[_-]\w",
     # Links without a scheme: credentials before an "@", a host with a path, www., an IPv4 address with a path.
-    r"[^\s/@:]+:[^\s/@]*@", r"\b(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*(?::\d+)?/", r"www\.",
+    # A host's labels and its top-level name in any script: пример.рф/путь and 例子.测试/路径 are links too.
+    r"[^\s/@:]+:[^\s/@]*@", r"\b(?:(?:[^\W_]|-)+\.)+[^\W\d_](?:[^\W_]|-)*(?::\d+)?/", r"www\.",
     r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d|/)",
     # A long run of letters and digits mixed: an access key, a JWT, a session id (AKIAIOSFODNN7EXAMPLE).
     r"(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]{20,}",
@@ -48,11 +54,17 @@ _LINK_OR_SECRET = re.compile("|".join(f"(?:{shape})" for shape in _SHAPES), re.I
 # the words "bearer", "token", "signature" or "www.", or twenty letters and digits in a row. Text without
 # any is plain without trying each shape at each place (a title: microseconds, not tens of them).
 _ANY_SHAPE = re.compile(r"[:/\\=\[]|bearer|token|signature|www\.|[a-z0-9]{20}", re.IGNORECASE)
+# Chinese and Japanese write a full-width colon as punctuation, with no space after it ("Jay Chou：晴天",
+# "Wi-Fi：已连接"): beside a CJK character it is read as a pause, not as the ":" NFKC makes of it, which
+# would look like a scheme or a port. Beside a CJK letter only (its punctuation and the ideographic space are
+# no words); beside anything else (ｈｔｔｐ：／／, ｎｖｒ．ｌｏｃａｌ：８５５４) it stays a colon.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_COLON = re.compile(f"(?<=[{_CJK}])\uff1a|\uff1a(?=[{_CJK}])")
 
 
 def looks_like_link_or_secret(text: str) -> bool:
     """Whether `text`, read as NFKC normalises it, holds a link, an address, a path or a secret's shape."""
-    normalised = unicodedata.normalize("NFKC", text)
+    normalised = unicodedata.normalize("NFKC", _CJK_COLON.sub("\u3001", text))
     return _ANY_SHAPE.search(normalised) is not None and _LINK_OR_SECRET.search(normalised) is not None
 
 

@@ -46,6 +46,9 @@ INSTRUCTIONS = (
 PRESENCE_INTERVAL_SECONDS = 1.0
 # The patience of a caller that does not say (the store's default for an API token).
 DEFAULT_PATIENCE_SECONDS = 50.0
+# A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed. The Console answers a
+# larger body 413 (web/mcp.py); the stdio command answers such a call itself (mcp/stdio.py).
+MAX_REQUEST_BYTES = 64 * 1024
 
 
 def come_back_words(answer_url: str, expires_at: str) -> str:

@@ -9,6 +9,7 @@ and cancellation, with the API token from `CONSOLE_HA_API_TOKEN`. Built from the
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import ssl
@@ -35,6 +36,8 @@ from pydantic import ValidationError
 from console_ha import __version__
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
 from console_ha.errors import McpForwardError as McpForwardError
+from console_ha.errors import PayloadTooLarge
+from console_ha.mcp.server import MAX_REQUEST_BYTES, error_of
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,10 @@ INITIALIZE_TIMEOUT_SECONDS = 10.0
 # How much of a content type the message quotes (it comes from whatever answers at the URL).
 MAX_QUOTED_CHARS = 80
 STDIN_CHUNK_BYTES = 65536
+# How long a cancelled call's notice may take to reach the Console (the command may be ending meanwhile).
+CANCEL_NOTICE_SECONDS = 5.0
+# What a call's message holds besides its name and arguments (jsonrpc, id, method, a progress token), at most.
+ENVELOPE_BYTES = 512
 
 T = TypeVar("T")
 
@@ -111,6 +118,8 @@ class Upstream:
         self._garbled = anyio.Event()
         self._waiting = anyio.CancelScope()  # what the session waits for now: cancelled when garbled
         self._found = ""
+        self._session_id: Callable[[], str | None] = lambda: None
+        self._protocol = types.LATEST_PROTOCOL_VERSION
         http.event_hooks["response"].append(self._note_answer)
 
     async def _note_answer(self, response: httpx.Response) -> None:
@@ -154,9 +163,11 @@ class Upstream:
         """Keep a session open, opening a new one each time the current one is lost."""
         started = False
         while True:
-            async with streamable_http_client(self._url, http_client=self._http) as (read, write, _), \
+            async with streamable_http_client(self._url, http_client=self._http) as (read, write, session_id), \
                     ClientSession(read, write, message_handler=self._on_message) as session:
-                self.instructions = (await self._initialize(session)).instructions
+                initialized = await self._initialize(session)
+                self.instructions, self._protocol = initialized.instructions, str(initialized.protocolVersion)
+                self._session_id = session_id
                 current = self._current = _Session(session)
                 self._ready.set()
                 if not started:
@@ -169,6 +180,25 @@ class Upstream:
                 while current.users:
                     current.unused = anyio.Event()
                     await current.unused.wait()
+
+    async def cancel(self, request_id: int) -> None:
+        """Tell the Console its request `request_id` was cancelled, and wait until the Console has the notice.
+
+        Posted here rather than queued with the SDK's client (`send_notification`), whose writer only posts it
+        later: a host that cancels and then closes stdin ends this command first, and the household's card
+        would stay open for a call nobody waits for.
+        """
+        notice = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled",
+                                           params={"requestId": request_id, "reason": "cancelled by the host"})
+        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": self._protocol}
+        if (session_id := self._session_id()) is not None:
+            headers["mcp-session-id"] = session_id
+        with anyio.move_on_after(CANCEL_NOTICE_SECONDS):
+            try:
+                await self._http.post(self._url, json=notice.model_dump(by_alias=True, exclude_none=True),
+                                      headers=headers)
+            except httpx.HTTPError as err:
+                log.info("could not tell the Console of a cancelled call: %s", type(err).__name__)
 
     async def send(self, request: Callable[[ClientSession], Awaitable[T]]) -> T:
         """`request` in the current session; once more in a new one when the Console had ended it."""
@@ -206,6 +236,11 @@ def build_forwarder(upstream: Upstream, instructions: str | None) -> Server:
     # The Console validates (stage 2), with the contract's codes.
     @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if _too_large(name, arguments):
+            # The Console answers such a body 413, which the SDK's client raises in its own task group: the
+            # whole session, and this command, would end over one call. Answered here, with the Console's code.
+            return error_of(PayloadTooLarge(
+                f"The call is larger than the Console takes ({MAX_REQUEST_BYTES // 1024} KiB), so nothing was sent."))
         context = server.request_context
         progress_token = context.meta.progressToken if context.meta is not None else None
 
@@ -222,16 +257,21 @@ def build_forwarder(upstream: Upstream, instructions: str | None) -> Server:
                 return await session.call_tool(name, arguments,
                                                progress_callback=relay if progress_token is not None else None)
             except anyio.get_cancelled_exc_class():
-                # The host cancelled: tell the Console, so the household's card goes away too.
+                # The host cancelled (or closed stdin): tell the Console, so the household's card goes away too.
                 with anyio.CancelScope(shield=True):
-                    await session.send_notification(types.ClientNotification(types.CancelledNotification(
-                        params=types.CancelledNotificationParams(requestId=upstream_id,
-                                                                 reason="cancelled by the host"))))
+                    await upstream.cancel(upstream_id)
                 raise
 
         return await upstream.send(call)
 
     return server
+
+
+def _too_large(name: str, arguments: dict[str, Any]) -> bool:
+    """Whether the call's message, as the SDK's client will post it (compact UTF-8 JSON), is over the bound."""
+    body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, separators=(",", ":"),
+                      default=str)
+    return len(body.encode("utf-8", "surrogatepass")) + ENVELOPE_BYTES > MAX_REQUEST_BYTES
 
 
 def console_client(token: str) -> httpx.AsyncClient:

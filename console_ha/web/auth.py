@@ -100,11 +100,21 @@ def _session_is_valid() -> bool:
     return secrets.session_active(session.get(SESSION_ID), _idle_limit())
 
 
+def _end_session(session_id: object) -> None:
+    services().secrets.end_session(session_id)
+    # A token the settings page without JavaScript kept for this session goes with it (settings/held.py), at
+    # logout and at a login over it alike.
+    services().settings.holds.forget(session_id)
+    # Its pages' long polls answer now: they ask again, are refused, and go to the login page at once, not up
+    # to 25 s later; and the places they held are free (capabilities/household_watch.py).
+    services().household_watch.end_session(session_handle(session_id))
+
+
 def _start_session(fingerprint: str | None = None) -> None:
     # A fresh session (and with it a fresh CSRF token) at every login. `fingerprint` is of the hash the
     # password was checked against: one changed during the check leaves this session ended at once.
     secrets = services().secrets
-    secrets.end_session(session.get(SESSION_ID))
+    _end_session(session.get(SESSION_ID))
     session.clear()
     session.permanent = True
     session[SESSION_KEY] = fingerprint or secrets.password_fingerprint()
@@ -142,6 +152,8 @@ def authenticate() -> Response | None:
             web_services().csrf.protect()
         return None
     if SESSION_KEY in session:
+        # Expired or ended elsewhere: what the settings page kept for it (a pasted token) goes now, not later.
+        services().settings.holds.forget(session.get(SESSION_ID))
         session.clear()
     if is_api_request():
         raise Unauthenticated(LOG_IN_FIRST)
@@ -249,20 +261,18 @@ def setup() -> Response | tuple[str, int] | str:
     return redirect(next_url)
 
 
-def session_handle() -> str:
-    """This browser session as the long polls count it: a digest of its id, which itself stays in the cookie."""
-    return hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
+def session_handle(session_id: object = None) -> str:
+    """This browser session (or the one of `session_id`) as the long polls count it: a digest of its id, which
+    itself stays in the cookie."""
+    if session_id is None:
+        session_id = session.get(SESSION_ID, "")
+    return hashlib.sha256(str(session_id).encode("utf-8")).hexdigest()
 
 
 @bp.post("/logout")
 def logout() -> Response:
     """End the session on the server too, so a copy of its cookie opens nothing (CSRF was checked)."""
-    services().secrets.end_session(session.get(SESSION_ID))
-    # A token the settings page without JavaScript kept for this session goes with it (settings/held.py).
-    services().settings.holds.forget(session.get(SESSION_ID))
-    # Its pages' long polls answer now: they ask again, are refused, and go to the login page at once, not up
-    # to 25 s later; and the places they held are free (capabilities/household_watch.py).
-    services().household_watch.end_session(session_handle())
+    _end_session(session.get(SESSION_ID))
     session.clear()
     return redirect(url_for("auth.login", logged_out=1))
 

@@ -32,6 +32,7 @@ from console_ha.errors import InvalidRequest, NotFound, RateLimited, Unauthentic
 from console_ha.mcp.server import (
     CALLER_SCOPE_KEY,
     DEFAULT_PATIENCE_SECONDS,
+    MAX_REQUEST_BYTES,
     PROGRESS_INTERVAL_SECONDS,
     Caller,
     build_server,
@@ -52,8 +53,6 @@ EXTENSION = "console_ha_mcp"
 CALLER_ENVIRON_KEY = "console_ha.mcp_caller"
 # The request environ key of the request's _Exchange, where the bridge notes the task serving it.
 TASK_ENVIRON_KEY = "console_ha.mcp_task"
-# A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed.
-MAX_REQUEST_BYTES = 64 * 1024
 # An MCP message is a few levels deep (a tool's arguments sit at the fourth); this bounds the work and
 # the recursion of everything that handles one after the Console (pydantic, the SDK, the executor).
 MAX_NESTING = 32

@@ -168,7 +168,10 @@ def _browse_args() -> dict[str, Any]:
 
 def _browse(form: MultiDict[str, str], page: str = "1") -> tuple[str, int]:
     """Search the picker, or turn its page: the list asked for, with every tick and typed value kept."""
-    query = BrowseQuery.from_args({**{name: form.get(name, "") for name in PICKER_FIELDS}, "page": page})
+    # A filter the form lacks is the list's shown one, from the URL the form posts to: with JavaScript the
+    # script removed the page's filter fields, and its Previous and Next still turn the list shown.
+    fields = {name: form.get(name, request.args.get(name, "")) for name in PICKER_FIELDS}
+    query = BrowseQuery.from_args({**fields, "page": page})
     return _render_in_place(form, Shown(query=query))
 
 

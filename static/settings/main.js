@@ -252,6 +252,15 @@ function setUpSave(page) {
   }
 
   form.addEventListener("submit", (event) => {
+    // The list of the page without JavaScript stays until the live picker replaces it (or when it cannot
+    // load): its Previous and Next buttons turn the page, as without JavaScript. The form posts as it is,
+    // every tick and value typed going along (the server answers in place and saves nothing), so leaving
+    // the page loses nothing and is not asked about.
+    const button = event.submitter;
+    if (button && button.name === "action" && button.value.startsWith("page-")) {
+      page.dirty = false;
+      return;
+    }
     event.preventDefault();
     save(el.revision.value);
   });

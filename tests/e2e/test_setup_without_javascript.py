@@ -298,3 +298,31 @@ def test_a_sensitive_entity_asks_before_it_is_saved_without_javascript(
     assert again.status == 200
     assert CONFIRMATION_SPENT in again.text() and SENSITIVE_QUESTION in again.text()
     assert saved_file(console)["allowlisted_entities"] == []
+
+
+def test_with_javascript_the_listed_pages_turn_and_save_nothing_while_the_live_picker_cannot_load(
+    page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant
+) -> None:
+    """The server's list (a `?q=` link) stays while the live picker cannot load: Next turns the page, never saves."""
+    for i in range(250):
+        stub_ha.states.append({"entity_id": f"sensor.extra_{i:03d}", "state": str(i), "attributes": {},
+                               "last_changed": "2026-01-01T00:00:00+00:00",
+                               "last_updated": "2026-01-01T00:00:00+00:00"})
+    console.configure(stub_ha.base_url, stub_ha.token)
+    before = console.config.path.read_bytes()
+    # The live picker's list never arrives: the page keeps the list the server drew.
+    page.route(re.compile(r".*/entities(\?.*)?$"), lambda route: route.abort())
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password, path="/settings/home-assistant?q=extra")
+    expect(page.locator("#nojs-count")).to_contain_text("Showing 1–200 of 250 matching")
+    entity(page, "sensor.extra_001").check()
+
+    page.get_by_role("button", name="Next 200").click()
+    expect(page.locator("#nojs-count")).to_contain_text("Showing 201–250 of 250 matching")
+    expect(page.locator("#nojs-kept")).to_contain_text("1 chosen entity is not on this page")
+    expect(page.locator("#save-status")).to_have_text("")
+    assert console.config.path.read_bytes() == before  # nothing was saved
+    page.get_by_role("button", name="Previous 200").click()
+    expect(page.locator("#nojs-count")).to_contain_text("Showing 1–200 of 250 matching")
+    expect(entity(page, "sensor.extra_001")).to_be_checked()
+    assert console.config.path.read_bytes() == before

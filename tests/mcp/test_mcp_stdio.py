@@ -24,6 +24,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.mcp.server import tool_name
 from console_ha.store.console_secrets import ConsoleSecrets
 from tests.mcp.conftest import CLIENT_NAME
+from tests.mcp.sdk_clients import ts_sdk_installed
 from tests.mcp.test_mcp_http import (
     ENTITY,
     HISTORY,
@@ -253,3 +254,59 @@ def test_waiting_for_household_passes_through_the_stdio_command_and_the_same_cal
     assert len(stub_ha.requests_to("/api/history")) == 1  # read once, for the call that collected it
     events = [e["event"] for e in audit_events(console) if e["capability"] == "home_assistant.get_history"]
     assert events.count("confirmation_requested") == 1 and events.count("executed") == 1, events
+
+
+def test_the_typescript_sdks_stdio_client_lists_sends_a_large_message_and_cancels(console, api_token, household,
+                                                                                  stub_ha):
+    """The official TypeScript SDK's stdio client through the command: the tools, a 300 KB message, a cancel."""
+    console.configure(stub_ha.base_url, stub_ha.token)
+    env = {**os.environ, "CONSOLE_HA_API_TOKEN": api_token, "CONSOLE_HA_MDNS_INTERFACES": "127.0.0.1"}
+    program = subprocess.Popen(["node", "stdio_session.mjs", sys.executable, console.url, LIST], env=env,
+                               cwd=ts_sdk_installed(), text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        assert program.stdout is not None and program.stdin is not None
+        step = lambda: json.loads(program.stdout.readline() or "null")  # noqa: E731
+        assert set(step()["tools"]) == LISTED
+        # Over the Console's bound: answered by the command, which goes on (the Console's 413 ended it before).
+        assert step() == {"large": True, "code": "PAYLOAD_TOO_LARGE"}
+        assert step() == {"large": True, "code": "INVALID_ARGUMENTS"}  # under it: the Console's own answer
+        assert step() == {"waiting": True}
+        run(lambda: pending_cards(console, household))
+        program.stdin.write("cancel\n")
+        program.stdin.flush()
+        assert step()["cancelled"] != "answered"  # the SDK rejects the call (an McpError naming the abort)
+        # The program closes at once (stdin too): the Console still heard of the cancel, and the card went.
+        run(lambda: pending_cards(console, household, count=0))
+        assert step() == {"done": True}
+        assert program.wait(timeout=30) == 0
+    finally:
+        if program.poll() is None:
+            program.kill()
+        program.communicate()
+    assert stub_ha.requests_to("/api/states") == []
+
+
+def test_closing_stdin_with_a_call_waiting_withdraws_its_card(console, api_token, household, stub_ha):
+    """A host that ends (stdin closed) while its call waits for the household: the card goes, nothing is read."""
+    console.configure(stub_ha.base_url, stub_ha.token)
+    env = {**os.environ, "CONSOLE_HA_API_TOKEN": api_token, "CONSOLE_HA_MDNS_INTERFACES": "127.0.0.1"}
+    command = subprocess.Popen([sys.executable, "-m", "console_ha", "mcp", "--url", console.url], env=env, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert command.stdin is not None and command.stdout is not None
+    for message in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": LIST, "arguments": {}}},
+    ):
+        command.stdin.write(json.dumps(message) + "\n")
+    command.stdin.flush()
+    assert json.loads(command.stdout.readline())["id"] == 0
+    run(lambda: pending_cards(console, household))
+    command.stdin.close()
+    command.stdin = None
+    assert command.wait(timeout=30) == 0
+    command.communicate()
+    run(lambda: pending_cards(console, household, count=0))
+    assert stub_ha.requests_to("/api/states") == []

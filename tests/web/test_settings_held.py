@@ -13,10 +13,11 @@ from console_ha.settings.held import HOLD_SECONDS, SessionHolds
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
+from console_ha.web.auth import SESSION_ID
 from console_ha.words import CONFIRMATION_SPENT, SENSITIVE_QUESTION, SETTINGS_WORDS, token_kept
 from tests.stub_ha import StubHomeAssistant
 
-from .conftest import API, configure, household_client, page_csrf
+from .conftest import API, PASSWORD, configure, household_client, page_csrf
 from .test_settings_without_javascript import PAGE, boxes, kept, nonce, post, question
 
 KEPT = "The access token you pasted is kept"
@@ -119,6 +120,29 @@ def test_logging_out_drops_the_kept_token(app: Flask, household: FlaskClient, st
     assert stored_token(data_dir) is None
 
 
+def test_logging_in_again_over_the_session_drops_its_kept_token(app: Flask, household: FlaskClient,
+                                                                stub_ha: StubHomeAssistant) -> None:
+    """A login ends the session it replaces (`auth._start_session`), and with it the token kept for it."""
+    holds = app.extensions["console_ha"].settings.holds
+    post(household, action="test", base_url=stub_ha.base_url, access_token=stub_ha.token)
+    assert len(holds) == 1
+    login = household.post("/login", data={"password": PASSWORD, "csrf_token": page_csrf(household)})
+    assert login.status_code == 302
+    assert len(holds) == 0
+
+
+def test_a_session_that_ended_elsewhere_drops_its_kept_token(app: Flask, household: FlaskClient,
+                                                             stub_ha: StubHomeAssistant) -> None:
+    """Expired or ended (a new password, a logout from a copy of the cookie): its next request forgets it."""
+    services = app.extensions["console_ha"]
+    post(household, action="test", base_url=stub_ha.base_url, access_token=stub_ha.token)
+    assert len(services.settings.holds) == 1
+    with household.session_transaction() as browser_session:
+        services.secrets.end_session(browser_session[SESSION_ID])
+    assert household.get(PAGE).status_code == 302  # to the login page
+    assert len(services.settings.holds) == 0
+
+
 def test_another_session_cannot_use_the_kept_token(app: Flask, household: FlaskClient, stub_ha: StubHomeAssistant,
                                                    data_dir: DataDir) -> None:
     post(household, action="test", base_url=stub_ha.base_url, access_token=stub_ha.token)
@@ -184,6 +208,19 @@ def test_ticks_are_carried_across_pages_and_searches_and_one_save_keeps_them_all
     config = ConfigStore(data_dir).load()
     assert config.allowlisted_entities == ("sensor.extra_001", "sensor.extra_300", "switch.coffee_machine")
     assert config.entity_names["switch.coffee_machine"] == "Coffee machine"
+
+
+def test_a_page_button_posted_without_the_filter_fields_turns_the_list_shown(
+    household: FlaskClient, many: StubHomeAssistant
+) -> None:
+    """The script removes the page's filter fields: its Previous and Next turn the list the URL names."""
+    status, html, _ = post(household, PAGE + "?q=extra&kind=sensor&area=&page=1", base_url=many.base_url,
+                           action="page-2", allowlisted_entities=["sensor.extra_001"])
+    assert status == 200 and "Showing 201–400 of 450 matching" in html
+    assert kept(html) == ["sensor.extra_001"]
+    # Fields the form has (without JavaScript) win over the URL, even empty: "" is the household's search.
+    _, html, _ = post(household, PAGE + "?q=extra", base_url=many.base_url, q="", action="page-2")
+    assert "Showing 201–400 of 466 matching" in html
 
 
 def test_unticking_on_a_page_drops_it_from_what_is_carried(household: FlaskClient, many: StubHomeAssistant) -> None:

@@ -122,6 +122,10 @@ def test_a_tab_moving_through_pages_is_never_turned_away(served_app: Flask, wait
     holding = _holding(served_app)
     browser = Browser(waitress_url)
     assert browser.log_in(password).status_code == 302
+    # The CSRF token is minted before any poll starts, as a page's is: a poll answers with the session cookie as
+    # it was when the poll began, and one begun before the token was minted would put back a cookie without it
+    # when a beacon ends it, before the next beacon is sent.
+    csrf = browser.csrf("/activity")
     seen = browser.get(WATCH).json()["version"]
     answers: list[tuple[dict[str, Any], float]] = []
     for n in range(5):
@@ -133,7 +137,6 @@ def test_a_tab_moving_through_pages_is_never_turned_away(served_app: Flask, wait
     other = _background_poll(browser, f"seen={seen}&page=another-tab-01&load=load-0000009", answers)
     _until(lambda: holding() == 2 or len(answers) > 4)
     assert len(answers) == 4 and holding() == 2
-    csrf = browser.csrf("/activity")
     for page_id, load in ((TAB, "load-0000004"), ("another-tab-01", "load-0000009")):
         left = browser.post(LEAVE, data={"page": page_id, "load": load, "csrf_token": csrf})
         assert left.status_code == 204
