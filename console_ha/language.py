@@ -12,11 +12,11 @@ import io
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 
 from babel import Locale, negotiate_locale
-from babel.dates import format_datetime, format_time
+from babel.dates import format_date, format_datetime, format_time
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
@@ -117,8 +117,14 @@ def N_(msgid: str) -> str:  # noqa: N802  (gettext's own name for it, which pyba
 
 
 def _shown(value: object, language: Language) -> object:
+    # A value as `language` writes it: a nested sentence, a number, a moment (in its own zone), a day.
     if isinstance(value, Words):
         return value.in_language(language)
+    if isinstance(value, datetime):
+        locale = Locale.parse(language.locale)
+        return format_datetime(value, format=_date_time_pattern(locale), tzinfo=value.tzinfo, locale=locale)
+    if isinstance(value, date):
+        return format_date(value, format="long", locale=language.locale)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return format_decimal(value, locale=language.locale)
     return value

@@ -23,8 +23,9 @@ from console_ha.deadline import BodyBroken, BodyTooLarge, Deadline
 from console_ha.errors import ModelNotConfigured as ModelNotConfigured
 from console_ha.errors import ModelUnavailable as ModelUnavailable
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import Secret
-from console_ha.store.model_config import check_endpoint
+from console_ha.store.model_config import EndpointWords, check_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +47,16 @@ MAX_ARGUMENTS_CHARS = 4 * 1024
 MAX_CALL_ID_CHARS = 256
 _CHUNK_BYTES = 64 * 1024
 # What a page can say when nothing is set up; one place for the words, shown by API and page alike.
-NOT_SET_UP = ("No language model is set up yet. Set the model server on the model settings page "
-              "(/settings/model), or start the Console with CONSOLE_HA_LLM_URL and CONSOLE_HA_LLM_MODEL.")
+NOT_SET_UP = Words("No language model is set up yet. Set the model server on the model settings page "
+                   "(/settings/model), or start the Console with CONSOLE_HA_LLM_URL and CONSOLE_HA_LLM_MODEL.")
 # Function names may not contain dots (OpenAI: ^[a-zA-Z0-9_-]{1,64}$), so the dot becomes "__".
 _NAME_SEPARATOR = "__"
+# The environment's URL refused, as the model page shows it: each sentence names the variable.
+_ENV_URL_WORDS = EndpointWords(
+    Words("{name} holds a URL that cannot be parsed.", name=ENV_URL),
+    Words("{name} must be an http:// or https:// URL with a host.", name=ENV_URL),
+    Words("{name} must not hold a user name, password, query or fragment.", name=ENV_URL),
+)
 
 
 # --- capability names <-> function names -------------------------------------------------------
@@ -135,19 +142,21 @@ class ModelSettings:
         raw_urls = str(values.get(ENV_URL) or "").strip()
         if not raw_urls:
             return None
-        endpoints = tuple(check_endpoint(url, label=ENV_URL, error=ModelNotConfigured)
+        endpoints = tuple(check_endpoint(url, words=_ENV_URL_WORDS, error=ModelNotConfigured)
                           for url in raw_urls.split(",") if url.strip())
         model = str(values.get(ENV_MODEL) or "").strip()
         if not endpoints or not model:
-            raise ModelNotConfigured(f"Set {ENV_URL} and {ENV_MODEL} to reach the household's model.")
+            raise ModelNotConfigured(Words("Set {url} and {model} to reach the household's model.",
+                                           url=ENV_URL, model=ENV_MODEL))
         key = str(values.get(ENV_API_KEY) or "").strip()
         timeout = values.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT_SECONDS
         try:
             seconds = float(timeout)
         except (TypeError, ValueError):
-            raise ModelNotConfigured(f"{ENV_TIMEOUT} must be a number of seconds.") from None
+            raise ModelNotConfigured(Words("{name} must be a number of seconds.", name=ENV_TIMEOUT)) from None
         if not 0 < seconds <= 3600:
-            raise ModelNotConfigured(f"{ENV_TIMEOUT} must be between 0 and 3600 seconds.")
+            raise ModelNotConfigured(Words("{name} must be between {low} and {high} seconds.",
+                                           name=ENV_TIMEOUT, low=0, high=3600))
         return cls(endpoints, model, Secret(key) if key else None, seconds)
 
     @classmethod

@@ -22,6 +22,7 @@ from console_ha.conversation.model import (
 )
 from console_ha.errors import SettingsFileDamaged
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.store.model_config import ModelStore, SavedModel
 
@@ -80,12 +81,12 @@ def resolve(environment: Mapping[str, Any], store: ModelStore) -> ModelSetup:
     if not url:
         problem = NOT_SET_UP
         if saved_error is not None:
-            problem = (f"The saved model settings cannot be read: {saved_error.message} "
-                       "Open the model settings page (/settings/model) to start again.")
+            problem = Words("The saved model settings cannot be read: {why} "
+                            "Open the model settings page (/settings/model) to start again.", why=saved_error.message)
         return replace(base, problem=problem)
     if not values[ENV_MODEL]:
-        return replace(base, problem="No model is chosen yet. Choose one on the model settings page "
-                                     "(/settings/model), or set CONSOLE_HA_LLM_MODEL.")
+        return replace(base, problem=Words("No model is chosen yet. Choose one on the model settings page "
+                                           "(/settings/model), or set {name}.", name=ENV_MODEL))
     try:
         settings = ModelSettings.from_mapping(values)
     except ModelNotConfigured as err:

@@ -117,11 +117,12 @@ def _refuse_if_out_of_date(cert: x509.Certificate, moment: datetime) -> None:
     if cert.not_valid_after_utc <= moment:
         raise InvalidSettingsChange(Words("This certificate ({subject}) expired on {date}: Home Assistant needs a "
                                           "new one, and then so does this page.",
-                                          subject=info.subject, date=info.not_after[:10]), field=FIELD)
+                                          subject=info.subject, date=cert.not_valid_after_utc.date()),
+                                    field=FIELD)
     if cert.not_valid_before_utc > moment:
         # OpenSSL refuses it until then, so every https call would fail while the page showed it as fine;
         # a date just ahead is usually one of the two machines' clocks being wrong.
-        when = info.not_before[:16].replace("T", " ")
+        when = cert.not_valid_before_utc.replace(second=0, microsecond=0)
         raise InvalidSettingsChange(Words("This certificate ({subject}) is not valid before {when} UTC. Check the "
                                           "date and time on this computer and on the one that made it.",
                                           subject=info.subject, when=when), field=FIELD)

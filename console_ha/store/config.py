@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from console_ha.errors import InvalidSettingsChange, SettingsChangedElsewhere, SettingsFileDamaged
 from console_ha.ha.addresses import is_entity_id, normalise_base_url
+from console_ha.language import Words
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
 from console_ha.store.files import read_stored
@@ -105,14 +106,15 @@ def normalise_allowlist(value: object) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)):
         raise ALLOWLISTED_ENTITIES.refuse()
     if len(value) > MAX_ALLOWLIST:
-        raise ALLOWLISTED_ENTITIES.refuse(f"The allowlist may hold at most {MAX_ALLOWLIST} entities.")
+        raise ALLOWLISTED_ENTITIES.refuse(
+            Words("The allowlist may hold at most {count} entities.", count=MAX_ALLOWLIST))
     seen: dict[str, None] = {}
     for item in value:
         if not is_entity_id(item):
-            raise ALLOWLISTED_ENTITIES.refuse(
+            raise ALLOWLISTED_ENTITIES.refuse(Words(
                 "Each allowlisted entity must look like domain.object_id "
                 "(lower-case letters, digits and underscores)."
-            )
+            ))
         seen.setdefault(item, None)
     return tuple(seen)
 
@@ -127,11 +129,11 @@ def _check_entity_names(value: object) -> Mapping[str, str]:
     if not isinstance(value, dict):
         raise ENTITY_NAMES.refuse()
     if len(value) > MAX_ALLOWLIST:
-        raise ENTITY_NAMES.refuse(f"At most {MAX_ALLOWLIST} entity names.")
+        raise ENTITY_NAMES.refuse(Words("At most {count} entity names.", count=MAX_ALLOWLIST))
     names: dict[str, str] = {}
     for key, name in value.items():
         if not is_entity_id(key) or not isinstance(name, str):
-            raise ENTITY_NAMES.refuse("Entity names must map entity ids to text.")
+            raise ENTITY_NAMES.refuse(Words("Entity names must map entity ids to text."))
         # Control and format characters (bidi overrides among them) could make a card say one thing
         # and mean another; whitespace runs fold to one space.
         visible = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
@@ -146,7 +148,7 @@ def _check_ca_bundle(value: object) -> str:
         raise CA_BUNDLE.refuse()
     text = value.strip()
     if text and not Path(text).is_absolute():
-        raise CA_BUNDLE.refuse("The CA bundle must be an absolute file path.")
+        raise CA_BUNDLE.refuse(Words("The CA bundle must be an absolute file path."))
     return text
 
 
@@ -156,17 +158,18 @@ def _check_base_url(value: object) -> str:
     return normalise_base_url(value)  # says itself what is wrong with a URL's text
 
 
-ENABLED: Setting[bool] = Setting("enabled", "boolean", False, "`enabled` must be true or false.", _check_enabled)
-BASE_URL: Setting[str] = Setting("base_url", "string", "", "The Home Assistant URL must be text.", _check_base_url)
+ENABLED: Setting[bool] = Setting("enabled", "boolean", False, Words("`enabled` must be true or false."), _check_enabled)
+BASE_URL: Setting[str] = Setting("base_url", "string", "", Words("The Home Assistant URL must be text."),
+                               _check_base_url)
 ALLOWLISTED_ENTITIES: Setting[tuple[str, ...]] = Setting(
-    "allowlisted_entities", "array", (), "The allowlist must be a list of entity ids.", normalise_allowlist)
+    "allowlisted_entities", "array", (), Words("The allowlist must be a list of entity ids."), normalise_allowlist)
 # Friendly names the picker saw for allowlisted entities, so a confirmation card can name an entity
 # without asking Home Assistant before approval.
 ENTITY_NAMES: Setting[Mapping[str, str]] = Setting(
-    "entity_names", "object", MappingProxyType({}), "Entity names must be an object of entity id to name.",
+    "entity_names", "object", MappingProxyType({}), Words("Entity names must be an object of entity id to name."),
     _check_entity_names)
 # A PEM file of the household's own CA, for https Home Assistant.
-CA_BUNDLE: Setting[str] = Setting("ca_bundle", "string", "", "The CA bundle must be a file path.",
+CA_BUNDLE: Setting[str] = Setting("ca_bundle", "string", "", Words("The CA bundle must be a file path."),
                                    _check_ca_bundle, sent_by_page=False)
 
 # Every setting, in the order a save checks them (so the first bad one, in this order, is the one named).
@@ -181,7 +184,7 @@ def refuse_unknown(changes: Mapping[str, Any], allowed: Iterable[str]) -> None:
     """400 INVALID_CONFIG naming the first key of `changes` that is not one of `allowed`."""
     unknown = first_unknown(changes, allowed)
     if unknown is not None:
-        raise InvalidSettingsChange(f"Unknown setting: {unknown}.", field=unknown)
+        raise InvalidSettingsChange(Words("Unknown setting: {name}.", name=unknown), field=unknown)
 
 
 def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
@@ -206,23 +209,24 @@ def parse_config(raw: bytes) -> HomeAssistantConfig:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as err:  # bad UTF-8, bad JSON, too deep, an int too long to read
-        raise SettingsFileDamaged(f"The configuration file is not valid JSON ({err.__class__.__name__}).") from err
+        raise SettingsFileDamaged(Words("The configuration file is not valid JSON ({kind}).",
+                                        kind=err.__class__.__name__)) from err
     if not isinstance(data, dict):
-        raise SettingsFileDamaged("The configuration file must hold a JSON object.")
+        raise SettingsFileDamaged(Words("The configuration file must hold a JSON object."))
     try:
         return with_changes(HomeAssistantConfig(), data)  # keys the Console does not know are left alone
     except InvalidSettingsChange as err:
         raise SettingsFileDamaged(
-            f"The configuration file has an invalid value: {err.message}", field=err.detail.get("field")
+            Words("The configuration file has an invalid value: {why}", why=err.message), field=err.detail.get("field")
         ) from err
 
 
 def check_revision(current: StoredConfig, expected_revision: str | None) -> None:
     """Refuse (409 CONFIG_STALE) when the file changed since the caller read `expected_revision`."""
     if expected_revision is not None and expected_revision != current.revision:
-        raise SettingsChangedElsewhere(
+        raise SettingsChangedElsewhere(Words(
             "The settings were changed elsewhere since this page loaded. Reload to see them; nothing was saved."
-        )
+        ))
 
 
 def _revision(raw: bytes | None) -> str:

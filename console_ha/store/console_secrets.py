@@ -88,11 +88,11 @@ def check_password(value: object) -> str:
 def check_token_name(value: object) -> str:
     """Validate an API token's name: printable, non-empty, bounded."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidSettingsChange("The token needs a name.", field="name")
+        raise InvalidSettingsChange(Words("The token needs a name."), field="name")
     name = " ".join(value.split())
     if len(name) > MAX_TOKEN_NAME_LENGTH or not name.isprintable():
         raise InvalidSettingsChange(
-            f"The token name must be printable and at most {MAX_TOKEN_NAME_LENGTH} characters.",
+            Words("The token name must be printable and at most {count} characters.", count=MAX_TOKEN_NAME_LENGTH),
             field="name",
         )
     return name
@@ -107,7 +107,8 @@ def check_patience(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) \
             or not MIN_PATIENCE_SECONDS <= value <= MAX_PATIENCE_SECONDS:
         raise InvalidSettingsChange(
-            f"The patience must be a whole number of seconds from {MIN_PATIENCE_SECONDS} to {MAX_PATIENCE_SECONDS}.",
+            Words("The patience must be a whole number of seconds from {low} to {high}.",
+                  low=MIN_PATIENCE_SECONDS, high=MAX_PATIENCE_SECONDS),
             field="patience",
         )
     return value

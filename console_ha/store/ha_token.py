@@ -32,6 +32,11 @@ TOKEN_FOR_ANOTHER_ORIGIN = Words(
     "The stored access token was saved for the Home Assistant at {saved_for}, and the Console only ever "
     "sends it there. To use {asked_for}, enter the access token of that Home Assistant."
 )
+# The same, when the address asked about is not a URL the Console can read.
+TOKEN_FOR_ANOTHER_ORIGIN_THIS_ADDRESS = Words(
+    "The stored access token was saved for the Home Assistant at {saved_for}, and the Console only ever "
+    "sends it there. To use this address, enter the access token of its Home Assistant."
+)
 TOKEN_WITHOUT_ORIGIN = Words(
     "The stored access token was saved without a Home Assistant URL, so the Console cannot tell which "
     "Home Assistant it belongs to. Enter the access token again with the URL."
@@ -41,13 +46,13 @@ TOKEN_WITHOUT_ORIGIN = Words(
 def check_token(value: object) -> Secret:
     """Validate a token the household pasted: non-empty printable ASCII without spaces, bounded."""
     if not isinstance(value, str):
-        raise InvalidSettingsChange("The access token must be text.", field="access_token")
+        raise InvalidSettingsChange(Words("The access token must be text."), field="access_token")
     token = value.strip()
     if not token:
-        raise InvalidSettingsChange("The access token is empty.", field="access_token")
+        raise InvalidSettingsChange(Words("The access token is empty."), field="access_token")
     if len(token) > MAX_TOKEN_LENGTH or not all(0x21 <= ord(c) <= 0x7E for c in token):
         raise InvalidSettingsChange(
-            "The access token has characters a Home Assistant token never has.", field="access_token"
+            Words("The access token has characters a Home Assistant token never has."), field="access_token"
         )
     return Secret(token)
 
@@ -94,8 +99,9 @@ class TokenLookup:
         """Why the stored token cannot be used here, in the household's words."""
         if self.saved_for is None:
             return TOKEN_WITHOUT_ORIGIN
-        return Words(TOKEN_FOR_ANOTHER_ORIGIN.msgid, saved_for=self.saved_for,
-                     asked_for=self.asked_for or "this address")
+        if self.asked_for is None:
+            return Words(TOKEN_FOR_ANOTHER_ORIGIN_THIS_ADDRESS.msgid, saved_for=self.saved_for)
+        return Words(TOKEN_FOR_ANOTHER_ORIGIN.msgid, saved_for=self.saved_for, asked_for=self.asked_for)
 
 
 def look_up(record: StoredToken | None, url: str, *, configured_url: str) -> TokenLookup:

@@ -15,10 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from console_ha.errors import ConsoleHaError, InvalidSettingsChange, SettingsFileDamaged
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
@@ -28,18 +30,33 @@ log = logging.getLogger(__name__)
 
 MAX_MODEL_CHARS = 256
 MAX_API_KEY_CHARS = 4096
-URL_LABEL = "The model server URL"
 URL_EXAMPLE = "http://192.168.1.20:8080/v1"
-HOME_ASSISTANT_URL = (f"{URL_LABEL} is your Home Assistant's address. Enter the address of the model server "
-                      "(llama.cpp, Ollama, vLLM) instead.")
+HOME_ASSISTANT_URL = Words("The model server URL is your Home Assistant's address. Enter the address of the model "
+                           "server (llama.cpp, Ollama, vLLM) instead.")
+
+
+class EndpointWords(NamedTuple):
+    """`check_endpoint`'s three refusals, each a whole sentence naming where the URL came from."""
+
+    unparsable: str
+    not_http: str
+    not_plain: str
+
+
+# The model page's words, in the household's language.
+PAGE_URL_WORDS = EndpointWords(
+    Words("The model server URL holds a URL that cannot be parsed."),
+    Words("The model server URL must be an http:// or https:// URL with a host."),
+    Words("The model server URL must not hold a user name, password, query or fragment."),
+)
 
 
 # --- validation --------------------------------------------------------------------------------
 
-def check_endpoint(url: str, *, label: str, error: Callable[[str], ConsoleHaError]) -> str:
+def check_endpoint(url: str, *, words: EndpointWords, error: Callable[[str], ConsoleHaError]) -> str:
     """An http(s) base URL with a host and no credentials, query or fragment, without trailing slash.
 
-    `label` names where the URL came from in the message, and `error` makes the exception: the settings
+    `words` are the refusals, naming where the URL came from, and `error` makes the exception: the settings
     page refuses a typed URL with its own error type, the environment's with ModelNotConfigured.
     """
     text = url.strip().rstrip("/")
@@ -47,49 +64,51 @@ def check_endpoint(url: str, *, label: str, error: Callable[[str], ConsoleHaErro
         parts = urlsplit(text)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise error(f"{label} holds a URL that cannot be parsed.") from None
+        raise error(words.unparsable) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise error(f"{label} must be an http:// or https:// URL with a host.")
+        raise error(words.not_http)
     if "@" in parts.netloc or parts.query or parts.fragment:
         # Credentials belong in the API key, where they are never logged.
-        raise error(f"{label} must not hold a user name, password, query or fragment.")
+        raise error(words.not_plain)
     return text
 
 
 def check_base_url(value: object) -> str:
     """A typed model server URL: http(s), a host, no credentials, ending in /v1 (the OpenAI base)."""
     if not isinstance(value, str):
-        raise InvalidSettingsChange(f"{URL_LABEL} must be text.", field="base_url")
+        raise InvalidSettingsChange(Words("The model server URL must be text."), field="base_url")
     if not value.strip():
-        raise InvalidSettingsChange(f"{URL_LABEL} is empty.", field="base_url")
-    url = check_endpoint(value, label=URL_LABEL, error=lambda message: InvalidSettingsChange(message, field="base_url"))
+        raise InvalidSettingsChange(Words("The model server URL is empty."), field="base_url")
+    url = check_endpoint(value, words=PAGE_URL_WORDS,
+                         error=lambda message: InvalidSettingsChange(message, field="base_url"))
     if not url.endswith("/v1"):
         # Every OpenAI-compatible server the household is likely to run (llama.cpp, Ollama, vLLM,
         # LM Studio) serves its API under /v1; a URL without it is the commonest mistake.
-        raise InvalidSettingsChange(f"{URL_LABEL} ends in /v1, like {URL_EXAMPLE}.", field="base_url")
+        raise InvalidSettingsChange(Words("The model server URL ends in /v1, like {example}.", example=URL_EXAMPLE),
+                                    field="base_url")
     return url
 
 
 def check_model_name(value: object) -> str:
     """A model name: printable text without line breaks, bounded."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidSettingsChange("Choose a model: the model name is empty.", field="model")
+        raise InvalidSettingsChange(Words("Choose a model: the model name is empty."), field="model")
     name = value.strip()
     if len(name) > MAX_MODEL_CHARS or not name.isprintable():
-        raise InvalidSettingsChange(f"The model name must be printable and at most {MAX_MODEL_CHARS} characters.",
-                            field="model")
+        raise InvalidSettingsChange(Words("The model name must be printable and at most {count} characters.",
+                                          count=MAX_MODEL_CHARS), field="model")
     return name
 
 
 def check_api_key(value: object) -> Secret:
     """A typed API key: printable ASCII without spaces, bounded (as a bearer token must be)."""
     if not isinstance(value, str):
-        raise InvalidSettingsChange("The API key must be text.", field="api_key")
+        raise InvalidSettingsChange(Words("The API key must be text."), field="api_key")
     key = value.strip()
     if not key:
-        raise InvalidSettingsChange("The API key is empty.", field="api_key")
+        raise InvalidSettingsChange(Words("The API key is empty."), field="api_key")
     if len(key) > MAX_API_KEY_CHARS or not all(0x21 <= ord(c) <= 0x7E for c in key):
-        raise InvalidSettingsChange("The API key has characters an API key never has.", field="api_key")
+        raise InvalidSettingsChange(Words("The API key has characters an API key never has."), field="api_key")
     return Secret(key)
 
 
@@ -125,14 +144,15 @@ def parse_saved(raw: bytes) -> SavedModel:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as err:
-        raise SettingsFileDamaged(f"The model settings file is not valid JSON ({type(err).__name__}).") from None
+        raise SettingsFileDamaged(Words("The model settings file is not valid JSON ({kind}).",
+                                        kind=type(err).__name__)) from None
     if not isinstance(data, dict):
-        raise SettingsFileDamaged("The model settings file must hold a JSON object.")
+        raise SettingsFileDamaged(Words("The model settings file must hold a JSON object."))
     url, model = data.get("base_url", ""), data.get("model", "")
     try:
         return SavedModel(check_base_url(url) if url else "", check_model_name(model) if model else "")
     except InvalidSettingsChange as err:
-        raise SettingsFileDamaged(f"The model settings file has an invalid value: {err.message}",
+        raise SettingsFileDamaged(Words("The model settings file has an invalid value: {why}", why=err.message),
                             field=err.detail.get("field")) from None
 
 
@@ -184,7 +204,7 @@ class ModelStore:
         saved = check_values(base_url, model)
         url, name = saved.base_url, saved.model
         if not url and api_key is not None:
-            raise InvalidSettingsChange("An API key needs the model server URL it is for.", field="api_key")
+            raise InvalidSettingsChange(Words("An API key needs the model server URL it is for."), field="api_key")
         if url and home_assistant_url and origin_of(url) == origin_of(home_assistant_url):
             # The adapter POSTs; Home Assistant must only ever be read.
             raise InvalidSettingsChange(HOME_ASSISTANT_URL, field="base_url")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import ENTITY_ID_RE, origin_of
+from console_ha.language import Words
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
 from console_ha.store.datadir import DataDir
 from console_ha.timestamps import utc_z
@@ -50,12 +51,13 @@ class Review:
 def check_reviewed(value: object) -> list[str]:
     """The ids a save sends as reviewed, validated: a list of entity ids, at most MAX_REVIEWED (400 if not)."""
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InvalidSettingsChange("`reviewed_entities` must be a list of entity ids.", field=FIELD)
+        raise InvalidSettingsChange(Words("`reviewed_entities` must be a list of entity ids."), field=FIELD)
     if len(value) > MAX_REVIEWED:
-        raise InvalidSettingsChange(f"At most {MAX_REVIEWED} reviewed entities can be remembered.", field=FIELD)
+        raise InvalidSettingsChange(Words("At most {count} reviewed entities can be remembered.", count=MAX_REVIEWED),
+                                    field=FIELD)
     for item in value:
         if not ENTITY_ID_RE.fullmatch(item):
-            raise InvalidSettingsChange(f"Not an entity id: {item[:80]!r}.", field=FIELD)
+            raise InvalidSettingsChange(Words("Not an entity id: “{text}”.", text=item[:80]), field=FIELD)
     return sorted(set(value))
 
 
@@ -80,7 +82,7 @@ class ReviewStore:
         """Remember `entity_ids` (checked by `check_reviewed`) as reviewed for `base_url`'s Home Assistant."""
         origin = _origin(base_url)
         if origin is None:
-            raise InvalidSettingsChange("A review belongs to a Home Assistant URL.", field="base_url")
+            raise InvalidSettingsChange(Words("A review belongs to a Home Assistant URL."), field="base_url")
         moment = utc_z(now or datetime.now(UTC))
         record = {"version": 1, "origin": origin, "reviewed_at": moment, "entity_ids": entity_ids}
         ensure_dir(self._dd.capabilities, 0o700)
