@@ -110,6 +110,15 @@ def test_nothing_set_up_is_said_in_the_language(data_dir: DataDir) -> None:
     assert _in(problem, "zh-Hans").startswith("尚未设置语言模型。")
 
 
+def test_the_conversation_page_says_no_model_is_set_up_in_the_language(household: FlaskClient) -> None:
+    """The problem said on the conversation page's load (conversation/model.py's NOT_SET_UP)."""
+    french = household.get("/conversation", headers=FRENCH).get_data(as_text=True)
+    assert "Aucun modèle de langage n’est encore configuré." in french and "No language model" not in french
+    chinese = household.get("/conversation", headers=CHINESE).get_data(as_text=True)
+    assert "尚未设置语言模型。" in chinese
+    assert "No language model is set up yet." in household.get("/conversation").get_data(as_text=True)
+
+
 def test_a_token_for_another_home_assistant_names_this_address_as_a_whole_sentence() -> None:
     """store/ha_token.py: no English "this address" inside a French or Chinese sentence."""
     lookup = TokenLookup(None, True, "http://homeassistant.local:8123", None)
