@@ -226,22 +226,26 @@ class OpenAICompatibleModel:
             body["tool_choice"] = tool_choice
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        failure = ModelUnavailable("The language model could not be reached: no endpoint.", kind="unreachable")
+        failure = ModelUnavailable(Words("The language model could not be reached: no endpoint."),
+                                   kind="unreachable")
         for index, endpoint in enumerate(settings.endpoints, start=1):
             try:
                 status, payload = self._post(endpoint, body, settings)
             except _Retryable as err:
-                failure = ModelUnavailable(f"The language model could not be reached: {err}.", kind="unreachable")
+                failure = ModelUnavailable(Words("The language model could not be reached: {why}.", why=str(err)),
+                                           kind="unreachable")
                 log.warning("model endpoint %d of %d failed: %s", index, len(settings.endpoints), err)
                 continue
             if status >= 500:
-                failure = ModelUnavailable(f"The language model could not be reached: it answered HTTP {status}.",
+                failure = ModelUnavailable(
+                    Words("The language model could not be reached: it answered HTTP {status}.", status=str(status)),
                                            kind="refused", status=status, answer=payload)
                 log.warning("model endpoint %d of %d answered HTTP %d", index, len(settings.endpoints), status)
                 continue
             if not 200 <= status < 300:
                 log.warning("model endpoint %d answered HTTP %d", index, status)
-                raise ModelUnavailable(f"The language model refused the request (HTTP {status}).",
+                raise ModelUnavailable(
+                    Words("The language model refused the request (HTTP {status}).", status=str(status)),
                                        kind="refused", status=status, answer=payload, model_status=status)
             return parse_reply(payload)
         raise failure
@@ -255,18 +259,21 @@ class OpenAICompatibleModel:
                 f"{endpoint}/models", headers=_headers(settings), timeout=timeout, stream=True,
                 allow_redirects=False), settings)
         except _Retryable as err:
-            raise ModelUnavailable(f"The language model could not be reached: {err}.", kind="unreachable") from None
+            raise ModelUnavailable(Words("The language model could not be reached: {why}.", why=str(err)),
+                                   kind="unreachable") from None
         if not 200 <= status < 300:
-            raise ModelUnavailable(f"The model server answered HTTP {status} for its list of models.",
+            raise ModelUnavailable(Words("The model server answered HTTP {status} for its list of models.",
+                                         status=str(status)),
                                    kind="refused", status=status, answer=payload)
         try:
             entries = json.loads(payload)["data"]
             ids = [entry["id"] for entry in entries]
         except (ValueError, KeyError, TypeError, RecursionError):
-            raise ModelUnavailable("The model server's list of models was not an OpenAI model list.",
+            raise ModelUnavailable(Words("The model server's list of models was not an OpenAI model list."),
                                    answer=payload) from None
         if not all(isinstance(i, str) for i in ids):
-            raise ModelUnavailable("The model server's list of models was not an OpenAI model list.", answer=payload)
+            raise ModelUnavailable(Words("The model server's list of models was not an OpenAI model list."),
+                                   answer=payload)
         return ids
 
     def _post(self, endpoint: str, body: Mapping[str, Any], settings: ModelSettings) -> tuple[int, bytes]:
@@ -290,7 +297,7 @@ class OpenAICompatibleModel:
                 body = b"".join(deadline.body(response, max_bytes=MAX_RESPONSE_BYTES, chunk_bytes=_CHUNK_BYTES))
                 return response.status_code, body
         except BodyTooLarge:
-            raise ModelUnavailable("The language model's answer was too large.", kind="too_large") from None
+            raise ModelUnavailable(Words("The language model's answer was too large."), kind="too_large") from None
         except BodyBroken as err:
             raise _Retryable(f"connection failed ({err.cause})") from None
         except (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError):
@@ -326,17 +333,17 @@ def parse_reply(raw: bytes) -> ModelReply:
         # "\ud800" is valid JSON but no text: kept, it would break every later request of the conversation.
         json.dumps(message, ensure_ascii=False).encode("utf-8")
     except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-        raise ModelUnavailable("The language model's answer was not a chat completion.") from None
+        raise ModelUnavailable(Words("The language model's answer was not a chat completion.")) from None
     if not isinstance(message, dict):
-        raise ModelUnavailable("The language model's answer was not a chat completion.")
+        raise ModelUnavailable(Words("The language model's answer was not a chat completion."))
     content = message.get("content")
     if content is not None and not isinstance(content, str):
-        raise ModelUnavailable("The language model's answer had no usable text.")
+        raise ModelUnavailable(Words("The language model's answer had no usable text."))
     if content is not None and len(content) > MAX_REPLY_CHARS:
         content = content[:MAX_REPLY_CHARS] + " …"
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise ModelUnavailable("The language model's tool calls were malformed.")
+        raise ModelUnavailable(Words("The language model's tool calls were malformed."))
     calls = tuple(_parse_tool_call(index, item) for index, item in enumerate(raw_calls))
     # Replayed content is always text: llama-cpp-python's server refuses an assistant message whose content is
     # null (found by tests/real_model), and "" means the same to every server.
@@ -361,11 +368,11 @@ def parse_reply(raw: bytes) -> ModelReply:
 def _parse_tool_call(index: int, item: object) -> ToolCall:
     """One tool call; invalid JSON arguments are kept as text and flagged, not raised."""
     if not isinstance(item, dict) or not isinstance(item.get("function"), dict):
-        raise ModelUnavailable("The language model's tool calls were malformed.")
+        raise ModelUnavailable(Words("The language model's tool calls were malformed."))
     function = item["function"]
     name = function.get("name")
     if not isinstance(name, str) or not name:
-        raise ModelUnavailable("The language model called a tool without a name.")
+        raise ModelUnavailable(Words("The language model called a tool without a name."))
     call_id = item.get("id")
     if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID_CHARS:
         # Some servers omit ids; the tool result still needs one to answer. An id past the bound would be

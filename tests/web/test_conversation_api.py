@@ -582,3 +582,18 @@ def test_a_card_and_its_chat_line_show_a_name_holding_html_as_text(household, da
     answer(household, paused["conversation_id"], paused["pending_confirmation"]["token"], False)
     page = household.get(f"/conversation?c={paused['conversation_id']}").get_data(as_text=True)
     assert "<img" not in page and "You did not allow it" in page
+
+
+def test_without_javascript_a_failed_message_says_why_in_the_household_s_language(household, model):
+    """The model's failure (conversation/model.py) is a sentence of the catalogs: French here, Chinese too."""
+    model.script(status(500))
+    french = household.post("/conversation", headers={"Accept-Language": "fr"},
+                            data={"message": "le chauffage est-il allumé ?", "csrf_token": page_csrf(household)})
+    html = french.get_data(as_text=True)
+    assert french.status_code == 502
+    assert "Le modèle de langage n’a pas pu être joint\xa0: il a répondu HTTP 500." in html
+    assert "could not be reached" not in html
+    model.script(status(500))
+    chinese = household.post("/conversation", headers={"Accept-Language": "zh-CN"},
+                             data={"message": "暖气开着吗？", "csrf_token": page_csrf(household)})
+    assert "无法连接语言模型：它返回了 HTTP 500。" in chinese.get_data(as_text=True)
