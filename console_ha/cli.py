@@ -184,10 +184,9 @@ def api_token_revoke(args: argparse.Namespace) -> int:
 def mcp(args: argparse.Namespace) -> int:
     """Forward MCP on stdio to a running Console's /mcp (token from CONSOLE_HA_API_TOKEN)."""
     # Imported here so the other commands start without loading the MCP SDK.
-    from console_ha.mcp.stdio import run
+    from console_ha.mcp.stdio import log_to_stderr, run
 
-    # Logs go to stderr: stdout is the MCP channel.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    log_to_stderr()
     return run(args.url)
 
 

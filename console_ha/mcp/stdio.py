@@ -66,6 +66,25 @@ class NotAnMcpServer(Exception):
     """The URL answered, but not as an MCP server does: the message says what came back."""
 
 
+class _WithoutSdkTracebacks(logging.Filter):
+    """Keeps the MCP SDK's own log lines to their one-line message, without the traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # The SDK logs a garbled answer with its traceback (pydantic's 20-40 lines for `200 []`) before it hands
+        # the error on; the command names what it found in one sentence of its own (`_reason`), which the
+        # household reads. The SDK's one line stays, for whoever reports the problem.
+        if record.name.startswith("mcp."):
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+def log_to_stderr() -> None:
+    """Send log lines to stderr (stdout is the MCP channel), warnings and worse, the SDK's without tracebacks."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_WithoutSdkTracebacks())
+
+
 def _quoted(text: str) -> str:
     # Printable ASCII only: this is shown in a terminal, and the answering server chose it.
     return "".join(char for char in text if " " <= char <= "~")[:MAX_QUOTED_CHARS]

@@ -62,6 +62,24 @@ def violations_without_script(browser: Browser, console: LiveConsole, page: Page
         context.close()
 
 
+# Each shown hint and status line of the page, and whether it lies within the page's width with nothing in it cut
+# off (wider than its own box). Run by Playwright, which evaluates it even where the page's own scripts are off.
+_MISFITS = """(width) => [...document.querySelectorAll('main .hint, main [role=status], main .notice')]
+    .filter((el) => el.offsetParent !== null && el.textContent.trim() !== '')
+    .filter((el) => {
+        const box = el.getBoundingClientRect();
+        return box.left < 0 || box.right > width || el.scrollWidth > el.clientWidth + 1;
+    })
+    .map((el) => `${el.id || el.className}: ${el.textContent.trim().slice(0, 60)}`)"""
+
+
+def hints_fit(page: Page, viewport: ViewportSize) -> None:
+    """Issue 25 ("hints fit the page" without JavaScript): no hint reaches past the page's width or is cut off."""
+    shown = page.locator("main .hint:visible").count()
+    assert shown > 0  # the page's hints are there to be measured
+    assert page.evaluate(_MISFITS, viewport["width"]) == []
+
+
 def save(page: Page) -> None:
     page.get_by_role("button", name="Save", exact=True).click()
 
@@ -92,6 +110,7 @@ def test_the_whole_set_up_without_javascript(
     assert stub_ha.token not in page.content()
     assert not console.config.path.exists()
     assert violations_without_script(browser, console, page) == []
+    hints_fit(page, viewport)
     screenshot(page, f"settings-token-kept-without-javascript-{viewport['width']}", phone=False)
 
     # Save the connection without pasting again (the assistant stays off): the entities are listed at once.
@@ -107,6 +126,7 @@ def test_the_whole_set_up_without_javascript(
     assert "Lights (2)" in kinds and not any(text.startswith("binary_sensor") for text in kinds)
     assert "Living room (2)" in page.get_by_label("Area", exact=True).locator("option").all_text_contents()
     assert violations_without_script(browser, console, page) == []
+    hints_fit(page, viewport)
     screenshot(page, f"settings-picker-without-javascript-{viewport['width']}", phone=False)
 
     # One by search: Enter in the search field searches, and saves nothing.
@@ -122,6 +142,7 @@ def test_the_whole_set_up_without_javascript(
     expect(page.locator("#nojs-count")).to_contain_text("of 2 matching")
     expect(entity(page, "switch.coffee_machine")).to_have_count(0)
     expect(page.locator("#nojs-kept")).to_contain_text("1 chosen entity is not on this page")
+    hints_fit(page, viewport)
     entity(page, "light.living_room").check()
 
     # One by kind, in the household's words; then turn it on, and one Save keeps all three.

@@ -157,6 +157,9 @@ def test_an_answer_that_is_no_mcp_servers_is_named_and_the_command_exits_2(answe
     assert f"Is {url}/mcp the Console's address?" in err
     assert out == "" and "cha_probe_token" not in err
     assert heard.posts and heard.posts[0]["method"] == "initialize"
+    # What the household reads is the command's sentence: no traceback of the SDK's (the acceptance of issue 25
+    # found 20-40 lines of pydantic's validation errors above it for `200 []` and `200 {}`).
+    assert "Traceback" not in err and "validation error" not in err, err
 
 
 def test_a_json_rpc_server_that_refuses_initialize_is_named_with_its_reason(answering) -> None:
