@@ -311,6 +311,9 @@ HTTP_RECEIVER = ("requests", "session", "urllib3", "http", "pool", "adapter")
 # The model adapter POSTs to the household's OpenAI-compatible model server, never to HA: that one
 # file may send, as long as it cannot reach Home Assistant's client.
 MODEL_ADAPTER = PACKAGE / "conversation" / "model.py"
+# `console-ha mcp`: posts MCP messages to the Console's own /mcp (the SDK's client, and a cancellation notice
+# it must post itself: docs/mcp.md), never to Home Assistant.
+STDIO_FORWARDER = PACKAGE / "mcp" / "stdio.py"
 
 
 def _modules() -> Iterator[Path]:
@@ -356,13 +359,15 @@ def test_no_module_names_the_service_call_api() -> None:
 
 
 def test_no_module_sends_anything_but_get() -> None:
-    """No code reaching HTTP calls post/put/patch/delete/request or passes method= (the model adapter aside)."""
+    """No code reaching HTTP calls post/put/patch/delete/request or passes method= (the model adapter and the
+    stdio forwarder to the Console aside, neither of which may use the Home Assistant client)."""
     offenders: dict[str, list[str]] = {}
     for path in _modules():
         source = path.read_text(encoding="utf-8")
         tree = ast.parse(source)
-        if path == MODEL_ADAPTER:
-            assert not _imports_the_ha_client(tree), f"{path.name} may send to the model, so must not use the HA client"
+        if path in (MODEL_ADAPTER, STDIO_FORWARDER):
+            assert not _imports_the_ha_client(tree), f"{path.name} may send (to the model, to the Console), so must " \
+                                                     "not use the HA client"
             continue
         if calls := _sending_calls(tree):
             offenders[str(path.relative_to(PACKAGE))] = calls

@@ -124,7 +124,9 @@ def test_without_javascript_saving_another_origin_is_refused_with_the_reason(
     """The form posted without a script: the server's refusal is shown under the token field."""
     home, rogue = homes
     page.set_viewport_size(DESKTOP)
-    log_in(page, console, household_password)
+    # With the list asked for already: without JavaScript, a set-up page without it reloads itself once to list
+    # the entities (docs/settings-page.md), which would race this test's typing.
+    log_in(page, console, household_password, path="/settings/home-assistant?q=")
     page.get_by_label("Home Assistant URL").fill(rogue.base_url)
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#access-token-error")).to_contain_text(SAVED_FOR)
