@@ -13,7 +13,6 @@ checker, a proxy, a browser's preflight of the redirect) gets the page's headers
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import threading
@@ -21,7 +20,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from werkzeug.wrappers import Response
 
@@ -38,7 +37,7 @@ from console_ha.store.console_secrets import (
     check_token_name,
 )
 from console_ha.web import services
-from console_ha.web.auth import SESSION_ID
+from console_ha.web.auth import session_handle
 from console_ha.web.language import current_language
 
 log = logging.getLogger(__name__)
@@ -100,8 +99,9 @@ def _new_tokens() -> NewTokens:
 
 
 def _session_key() -> str:
-    # The browser session's id, kept only as a digest: another session never sees this session's token.
-    return hashlib.sha256(str(session.get(SESSION_ID, "")).encode("utf-8")).hexdigest()
+    # The browser session's id, kept only as a digest (auth's, as the long polls count sessions): another
+    # session never sees this session's token.
+    return session_handle()
 
 
 def _tokens() -> list[ApiToken]:

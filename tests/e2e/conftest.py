@@ -30,6 +30,7 @@ from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
+from tests.fake_model import FakeModel
 
 PASSWORD = "correct horse battery staple"
 FAST_HASH = "pbkdf2:sha256:1000"  # the tests prove the flows, not the password hash's cost
@@ -316,3 +317,18 @@ def serious_violations(page: Page) -> list[dict[str, Any]]:
         for v in results.response["violations"]
         if v.get("impact") in ("serious", "critical")
     ]
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    """A fake OpenAI-compatible model server on loopback, scripted by the test."""
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture
+def model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
+    """The fake model, named in the environment before the app starts, as a household would."""
+    monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
+    monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
+    monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -20,7 +19,8 @@ from tests.executors import executor_over
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.stub_ha import StubHomeAssistant
 
-pytestmark = pytest.mark.browser
+# The fake model, named in the environment before the app starts (conftest.py).
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("model_in_the_environment")]
 
 QUESTION = "what's the temperature in the living room?"
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
@@ -28,18 +28,6 @@ LIST = "home_assistant__list_entities"
 HISTORY = "home_assistant__get_history"
 
 
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
-    """Point the Console at the fake model the way a household does: the environment, before the app starts."""
-    monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
-    monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
-    monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)
 
 
 @pytest.fixture

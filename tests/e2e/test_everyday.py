@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -15,7 +14,8 @@ from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, 
 from tests.fake_model import FakeModel, status, text, tool_call
 from tests.stub_ha import StubHomeAssistant
 
-pytestmark = pytest.mark.browser
+# The fake model, named in the environment before the app starts (conftest.py).
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("model_in_the_environment")]
 
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
 LIST = "home_assistant__list_entities"
@@ -30,17 +30,6 @@ def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]
     return {**browser_context_args, "timezone_id": BROWSER_ZONE}
 
 
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
-    monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
-    monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
-    monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, screenshot, serious_
 from tests.fake_model import FakeModel, text, tool_call
 from tests.stub_ha import StubHomeAssistant
 
-pytestmark = pytest.mark.browser
+# The fake model, named in the environment before the app starts (conftest.py).
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("model_in_the_environment")]
 
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
 LIST = "home_assistant__list_entities"
@@ -27,17 +28,6 @@ WAITS = "a question waits for your answer"
 WIDTHS = [pytest.param(DESKTOP, id="1280"), pytest.param(PHONE, id="390")]
 
 
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
-    monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
-    monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
-    monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)
 
 
 @pytest.fixture

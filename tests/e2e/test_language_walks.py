@@ -32,7 +32,8 @@ from tests.e2e.test_confirmations_page import BackgroundCall
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.stub_ha import StubHomeAssistant
 
-pytestmark = pytest.mark.browser
+# The fake model, named in the environment before the app starts (conftest.py).
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("model_in_the_environment")]
 
 CATALOGS = Path(__file__).resolve().parents[2] / "console_ha" / "translations"
 ENTITY = "sensor.living_room_temperature"
@@ -102,18 +103,6 @@ def assert_in_language(page: Page, code: str) -> None:
 # --- the walkers -------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
-    """The fake model, named in the environment before the app starts, as a household would."""
-    monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
-    monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
-    monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)
 
 
 @dataclass(frozen=True)
