@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from flask.testing import FlaskClient
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
+from tests.fake_model import FakeModel
 
 PASSWORD = "correct horse battery staple"
 # The real default is scrypt (~70 ms a check); the tests prove the flows, not the hash's cost.
@@ -59,6 +60,19 @@ def make_app(data_dir: DataDir, recorded_responses: list[bytes]) -> Callable[...
 def app(make_app: Callable[..., Flask]) -> Flask:
     """A Console app on an empty data dir."""
     return make_app()
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    """A fake OpenAI-compatible model server on loopback, scripted by the test."""
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture
+def app_with_model(make_app: Callable[..., Flask], model: FakeModel) -> Flask:
+    """A Console whose model is the scripted fake."""
+    return make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ gets them, whichever language the request that made the card spoke (real HTTP, a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 import requests
@@ -26,14 +25,9 @@ NAME = "Living room temperature"
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def app(make_app, model: FakeModel) -> Flask:
-    return make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+def app(app_with_model: Flask) -> Flask:
+    """A Console whose model is the scripted fake (conftest.py)."""
+    return app_with_model
 
 
 @pytest.fixture

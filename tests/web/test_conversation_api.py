@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 from flask import Flask
@@ -44,15 +43,9 @@ BOTH = [pytest.param("home_assistant__list_entities", {}, id="list_entities"),
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def app(make_app, model: FakeModel) -> Flask:
-    """A Console whose model is the scripted fake."""
-    return make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+def app(app_with_model: Flask) -> Flask:
+    """A Console whose model is the scripted fake (conftest.py)."""
+    return app_with_model
 
 
 @pytest.fixture

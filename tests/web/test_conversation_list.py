@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
@@ -21,14 +19,9 @@ ALLOWED = ["sensor.living_room_temperature"]
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def app(make_app, model: FakeModel) -> Flask:
-    return make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+def app(app_with_model: Flask) -> Flask:
+    """A Console whose model is the scripted fake (conftest.py)."""
+    return app_with_model
 
 
 @pytest.fixture

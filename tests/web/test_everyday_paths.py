@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,14 +30,9 @@ SET_UP: dict[str, Any] = {"enabled": True, "base_url": URL, "allowlisted_entitie
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def app(make_app: Any, model: FakeModel) -> Flask:
-    return make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+def app(app_with_model: Flask) -> Flask:
+    """A Console whose model is the scripted fake (conftest.py)."""
+    return app_with_model
 
 
 def save(data_dir: DataDir, config: dict[str, Any], token_for: str | None = URL) -> None:
