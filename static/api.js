@@ -22,6 +22,16 @@ async function refreshCsrf() {
   }
 }
 
+// True once a form on this page was submitted and no script stopped it: the browser is leaving the page.
+// A listener on the document runs after the form's own, so `defaultPrevented` is already settled.
+let leaving = false;
+document.addEventListener("submit", (event) => {
+  if (!event.defaultPrevented) leaving = true;
+});
+addEventListener("pageshow", () => {
+  leaving = false; // back from the browser's cache: the page is here again
+});
+
 /**
  * The one reaction to a 401: the session ended, so the household logs in again and comes back to this
  * page. Most pages go to the login page at once, with `next` set to this page (the login URL is on
@@ -31,6 +41,9 @@ async function refreshCsrf() {
  */
 function sessionEnded(result) {
   if (document.getElementById("logged-out-template")) return result;
+  // A form this page sent is already taking it somewhere (Log out above all: its 302 lands on "You are
+  // logged out"). A long poll that the same logout answered with 401 must not race it to another page.
+  if (leaving) return new Promise(() => {});
   const next = encodeURIComponent(location.pathname + location.search);
   location.assign(`${document.body.dataset.loginUrl}?next=${next}`);
   return new Promise(() => {});

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 from tests.fake_model import FakeModel, status, text, tool_call
@@ -47,6 +48,15 @@ def send(page: Page, words: str) -> None:
 
 def transcript(page: Page):
     return page.get_by_role("log", name="Conversation")
+
+
+def until(page: Page, happened: Callable[[], object], seconds: float = 10) -> None:
+    """Let the page's events in (Playwright's handlers run while the page waits) until `happened` is true."""
+    for _ in range(int(seconds * 50)):
+        if happened():
+            return
+        page.wait_for_timeout(20)
+    raise AssertionError(f"not within {seconds} s")
 
 
 def in_tokyo(moment: str, pattern: str) -> str:
@@ -168,6 +178,44 @@ def test_logout_says_you_are_logged_out(chat: Page):
     expect(chat.get_by_role("status")).to_have_text("You are logged out. Log in again to use the Console.")
     expect(chat.get_by_label("Password", exact=True)).to_be_visible()
     assert serious_violations(chat) == []
+
+
+def test_logout_lands_on_its_words_even_when_the_long_poll_s_401_comes_first(chat: Page):
+    # The race CI met once: the page's long poll is answered 401 (the session has ended) while the browser
+    # is still on its way to the "logged out" page, and the 401's own trip to the login page replaced it.
+    # To make that order certain, the logout is held: the test sends it to the Console itself, lets the
+    # page's next question meet the ended session, and only then gives the browser the logout's answer.
+    # Until then the page asks often (each answer says "busy, ask again in 0.1 s", the Console's own way of
+    # spacing pages out), so that its next question comes at once rather than after a 25 s long poll.
+    session_ended = False
+    held: list[Route] = []
+    answered: list[int] = []  # what the Console said to the page's questions after the logout
+
+    def watch(route: Route) -> None:
+        if session_ended:
+            answer = route.fetch()
+            answered.append(answer.status)
+            route.fulfill(response=answer)
+        else:
+            route.fulfill(json={"version": "v", "cards": [], "count": 0, "busy": True, "retry_after": 0.1})
+
+    chat.route(re.compile(r"/api/v1/confirmations/watch\?"), watch)
+    chat.route(re.compile(r"/logout$"), lambda route: held.append(route))
+    chat.reload()  # its long poll, already waiting at the Console, would not come back before the logout
+    expect(chat.get_by_role("button", name="Log out")).to_be_visible()
+    # Clicked from the page: Playwright's own click would wait for the navigation this test holds.
+    chat.get_by_role("button", name="Log out").evaluate("button => button.click()")
+    until(chat, lambda: held)
+    logged_out = held[0].fetch(max_redirects=0)  # the Console ends the session and answers 302
+    assert logged_out.status == 302
+    session_ended = True
+    until(chat, lambda: answered)
+    assert answered[0] == 401
+    chat.wait_for_timeout(300)  # the 401's handler has run: a trip to the login page would be under way
+    assert chat.url.endswith("/conversation"), "the 401 took the page away from its logout"
+    held[0].fulfill(response=logged_out)
+    expect(chat.get_by_role("status")).to_have_text("You are logged out. Log in again to use the Console.")
+    assert chat.url.endswith("/login?logged_out=1")
 
 
 def test_activity_at_phone_width_shows_each_event_as_a_card_what_happened_first_and_nothing_off_screen(
