@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
-from console_ha.ha.client import HomeAssistantClient
-from console_ha.ha.clients import HomeAssistantClients
+from console_ha.ha.kept_clients import HomeAssistantClients
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     from console_ha.capabilities import get_calendar, get_forecast, get_todo
     from console_ha.capabilities.registry import HOME_ASSISTANT_READS
     from console_ha.deadline import Deadline
-    from console_ha.ha.client import HomeAssistantClient
+    from console_ha.ha.rest_client import HomeAssistantClient
     from console_ha.ha.websocket import FORECAST_COMMAND, TODO_COMMAND
     from console_ha.secret import Secret
     from console_ha.store.config import HomeAssistantConfig

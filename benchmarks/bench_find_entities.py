@@ -40,7 +40,7 @@ from console_ha.capabilities.find_entities import execute as find_entities
 from console_ha.capabilities.find_entities import find
 from console_ha.deadline import Deadline
 from console_ha.ha.areas import AREA_INDEXES
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import HomeAssistantConfig
 from tests.stub_ha import StubHomeAssistant

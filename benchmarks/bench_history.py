@@ -47,8 +47,8 @@ def run_child(args: argparse.Namespace) -> None:
     """Measure one variant once and print the figures as JSON on stdout."""
     import requests
 
-    from console_ha.ha.client import HomeAssistantClient
     from console_ha.ha.history import fetch_history, fetch_history_ws
+    from console_ha.ha.rest_client import HomeAssistantClient
     from console_ha.secret import Secret
 
     token = Path(args.token_file).read_text(encoding="ascii").strip()

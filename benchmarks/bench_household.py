@@ -163,7 +163,7 @@ def measure_large_instance(real_ha: Any, data_dir: Any, console_url: str, repeat
     from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
     from console_ha.capabilities.list_entities import execute as list_entities
     from console_ha.deadline import Deadline
-    from console_ha.ha.client import HomeAssistantClient
+    from console_ha.ha.rest_client import HomeAssistantClient
     from console_ha.secret import Secret
     from console_ha.store.config import ConfigStore
     from tests.executors import executor_over
@@ -250,8 +250,8 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
     from console_ha.capabilities.get_history import PERIODS
     from console_ha.capabilities.get_history import execute as get_history
     from console_ha.deadline import Deadline
-    from console_ha.ha.client import HomeAssistantClient
     from console_ha.ha.history import history_command
+    from console_ha.ha.rest_client import HomeAssistantClient
     from console_ha.ha.websocket import WebSocketUnsupported
     from console_ha.store.config import ConfigStore
     from console_ha.store.datadir import DataDir

@@ -56,7 +56,7 @@ def measure(real_ha: Any, allowlist: list[str], rounds: int) -> tuple[dict[str, 
     from console_ha.capabilities.list_entities import execute as list_entities
     from console_ha.deadline import Deadline
     from console_ha.ha.areas import AREA_INDEXES, read_area_index
-    from console_ha.ha.client import HomeAssistantClient
+    from console_ha.ha.rest_client import HomeAssistantClient
     from console_ha.secret import Secret
     from console_ha.store.config import HomeAssistantConfig
 

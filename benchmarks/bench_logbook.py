@@ -44,8 +44,8 @@ def main() -> None:
 
     from console_ha.capabilities import get_logbook
     from console_ha.deadline import Deadline
-    from console_ha.ha.client import HomeAssistantClient
     from console_ha.ha.logbook import logbook_command
+    from console_ha.ha.rest_client import HomeAssistantClient
     from console_ha.secret import Secret
     from console_ha.store.config import HomeAssistantConfig
     from tests.real_ha.harness import RealHomeAssistant, default_venv, install_home_assistant

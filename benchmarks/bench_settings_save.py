@@ -78,7 +78,7 @@ def _install_counters(counts: Counter[str]) -> None:
 def _measure(runs: int) -> dict[str, Any]:
     """In this process (the tree under test first on sys.path): the counts per scenario and the timing."""
     from console_ha.console import Console
-    from console_ha.settings.service import SaveRequest
+    from console_ha.settings.settings_service import SaveRequest
     from console_ha.store.datadir import DataDir
 
     counts: Counter[str] = Counter()

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from console_ha.capabilities import get_statistics  # noqa: E402 - after the path is set
 from console_ha.deadline import Deadline  # noqa: E402
-from console_ha.ha.client import HomeAssistantClient  # noqa: E402
+from console_ha.ha.rest_client import HomeAssistantClient  # noqa: E402
 from console_ha.ha.statistics import StatisticsMeta, statistics_command  # noqa: E402
 from console_ha.secret import Secret  # noqa: E402
 from console_ha.store.config import HomeAssistantConfig  # noqa: E402

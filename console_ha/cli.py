@@ -64,9 +64,9 @@ def server_threads(threads: int) -> int:
     or the Home Assistant calls (RESERVED_THREADS). Open pages' long polls for the waiting count
     (MAX_WATCHERS) have threads of their own too, so pages left open never hold the ones new pages need.
     """
-    from console_ha.capabilities.household_queue import MAX_WAITING
-    from console_ha.capabilities.household_watch import MAX_WATCHERS
-    from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
+    from console_ha.answers.household_queue import MAX_WAITING
+    from console_ha.answers.page_watch import MAX_WATCHERS
+    from console_ha.conversation.turn_loop import MAX_PROGRAM_MESSAGES
 
     return threads + MAX_WAITING + MAX_PROGRAM_MESSAGES + MAX_WATCHERS
 
@@ -83,7 +83,7 @@ def serve(args: argparse.Namespace) -> int:
     # The package's own name for it (what tests replace); types-waitress declares it only in waitress.server.
     from waitress import create_server  # type: ignore[attr-defined]
 
-    from console_ha.ha.client import CALL_LIMITS, RESERVED_THREADS
+    from console_ha.ha.rest_client import CALL_LIMITS, RESERVED_THREADS
     from console_ha.web import create_app
     from console_ha.web.security import listen_names
 

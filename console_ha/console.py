@@ -9,25 +9,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
+from console_ha.answers.household_queue import MAX_WAITING, HouseholdQueue
+from console_ha.answers.page_watch import HouseholdWatch
 from console_ha.capabilities.card_facts import CardMemory
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS, ConfirmationStore
 from console_ha.capabilities.executor import Executor
-from console_ha.capabilities.household_queue import MAX_WAITING, HouseholdQueue
-from console_ha.capabilities.household_watch import HouseholdWatch
 from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.conversation.conversations import ConversationStore
 from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
 from console_ha.conversation.model_setup import environment_values
-from console_ha.conversation.service import ConversationService
+from console_ha.conversation.turn_loop import ConversationService
 from console_ha.ha.areas import AreaCache, fetch_entity_areas
-from console_ha.ha.clients import HomeAssistantClients, reading
 from console_ha.ha.discovery import discover
+from console_ha.ha.kept_clients import HomeAssistantClients, reading
 from console_ha.ha.reads import Reads
 from console_ha.settings.catalogue import PICKER_READS
 from console_ha.settings.connection import CONNECTION_TEST_READS
 from console_ha.settings.saving import recover
-from console_ha.settings.service import SettingsService, Timeouts
+from console_ha.settings.settings_service import SettingsService, Timeouts
 from console_ha.store.audit import AuditLog
 from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore

@@ -36,7 +36,7 @@ PSEUDO = "en_XA"
 # The capabilities whose modules write their own card's words (console_ha/capabilities/<module>.py, one place
 # each): every message found there names its capability for translators, so a card reads as one whole.
 CARD_MODULES = ("list_entities", "get_state", "find_entities", "list_areas", "get_history", "get_statistics",
-                "get_logbook")
+                "get_logbook", "get_calendar", "get_todo", "get_forecast")
 
 
 def card_comment(filename: str) -> list[str]:

@@ -5,7 +5,7 @@
 //
 // One long poll for all of this browser's open Console pages (docs/front-end.md, "The waiting count"):
 // the page holding the Web Lock `console-ha-watch` asks the server, which answers as soon as the waiting
-// cards change, or after about 25 s with nothing new (capabilities/household_watch.py), and it shares each
+// cards change, or after about 25 s with nothing new (answers/page_watch.py), and it shares each
 // answer with the other pages over a BroadcastChannel. When it goes, the browser hands the lock to the next
 // page at once, which asks from the version it last heard. Where Web Locks are missing (a Console on plain
 // http from another machine is not a secure context), every page asks for itself, as before, and still

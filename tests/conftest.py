@@ -25,7 +25,7 @@ os.environ["CONSOLE_HA_MDNS_INTERFACES"] = "127.0.0.1"
 @pytest.fixture(autouse=True)
 def _call_limits_restored() -> Iterator[None]:
     """`console-ha serve` fits the process-wide Home Assistant call caps to its threads: undo that per test."""
-    from console_ha.ha.client import CALL_LIMITS
+    from console_ha.ha.rest_client import CALL_LIMITS
 
     caps = {"per_origin": CALL_LIMITS.per_origin, "in_all": CALL_LIMITS.in_all}
     yield

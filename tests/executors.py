@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.console import CONSOLE_READS
-from console_ha.ha.client import HomeAssistantClient
-from console_ha.ha.clients import LendClient, one_client
+from console_ha.ha.kept_clients import LendClient, one_client
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore

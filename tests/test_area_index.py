@@ -11,8 +11,8 @@ import pytest
 from console_ha.errors import HABadResponse, HAUnauthorized, HomeAssistantError
 from console_ha.folding import fold
 from console_ha.ha.areas import REGISTRY_COMMANDS, Area, AreaIndex, AreaIndexCache, build_area_index, read_area_index
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from tests.stub_ha import StubHomeAssistant
 

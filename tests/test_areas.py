@@ -156,7 +156,7 @@ def test_a_trickling_handshake_gives_its_place_back_at_the_deadline() -> None:
     Each socket read has the timeout, but a trickle resets it on every byte: the whole call needs its
     own deadline, as the REST client's watchdog gives its calls.
     """
-    from console_ha.ha.client import CALL_LIMITS
+    from console_ha.ha.rest_client import CALL_LIMITS
 
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]

@@ -20,9 +20,9 @@ from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, ENTITY_ID_SCHEMA, ENTITY_MARK, Capability
 from console_ha.conversation.activity import UNKNOWN_CAPABILITY_WORDS, CapabilityActivity
 from console_ha.conversation.model import capability_name, function_name, tool_definitions
-from console_ha.conversation.service import SYSTEM_PROMPT
+from console_ha.conversation.turn_loop import SYSTEM_PROMPT
 from console_ha.errors import CapabilityError
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import ALLOWED_COMMANDS
 from console_ha.mcp.server import CAPABILITY_FOR_TOOL, output_schema, tool_name, tools
 from console_ha.secret import Secret

@@ -26,7 +26,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.ha.areas import AREA_INDEXES, build_area_index
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.language import ENGLISH, Language, by_code
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig

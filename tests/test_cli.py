@@ -17,7 +17,7 @@ import pytest
 import waitress
 
 from console_ha import cli
-from console_ha.capabilities.household_queue import MAX_WAITING
+from console_ha.answers.household_queue import MAX_WAITING
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
@@ -281,9 +281,9 @@ def test_what_programs_can_hold_gets_worker_threads_of_their_own() -> None:
     messages while the model thinks (MAX_PROGRAM_MESSAGES; a message's waiting read also counts in the first).
     Open pages' long polls of the waiting count (MAX_WATCHERS) hold threads too, and have their own.
     The server has a thread for each beyond --threads, so even --threads 3 keeps its two for the pages."""
-    from console_ha.capabilities.household_watch import MAX_WATCHERS
+    from console_ha.answers.page_watch import MAX_WATCHERS
     from console_ha.cli import server_threads
-    from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
+    from console_ha.conversation.turn_loop import MAX_PROGRAM_MESSAGES
 
     assert server_threads(3) == 3 + MAX_WAITING + MAX_PROGRAM_MESSAGES + MAX_WATCHERS
 

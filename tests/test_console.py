@@ -11,8 +11,8 @@ import pytest
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.console import CONSOLE_READS, Console, ConsoleOptions
-from console_ha.ha.client import HomeAssistantClient
-from console_ha.ha.clients import HomeAssistantClients, one_client
+from console_ha.ha.kept_clients import HomeAssistantClients, one_client
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import ALLOWED_COMMANDS
 from console_ha.secret import Secret
 from console_ha.settings.catalogue import PICKER_READS
@@ -117,7 +117,7 @@ def test_kept_clients_are_lent_open_and_one_use_clients_are_closed(stub_ha: Stub
             closed.append(self)
             super().close()
 
-    monkeypatch.setattr("console_ha.ha.clients.HomeAssistantClient", Counting)
+    monkeypatch.setattr("console_ha.ha.kept_clients.HomeAssistantClient", Counting)
     clients = HomeAssistantClients()
     with clients.lend(stub_ha.base_url, Secret(stub_ha.token), None) as first:
         pass

@@ -168,7 +168,7 @@ def test_several_calls_dropped_with_the_open_card_are_said_too(configured, servi
 
 def test_the_household_s_pages_never_show_a_program_s_conversation(service: ConversationService) -> None:
     """A conversation belongs to whoever started it: its id on /conversation or the lines endpoint shows nothing."""
-    from console_ha.capabilities.household_queue import Asker
+    from console_ha.answers.household_queue import Asker
     from console_ha.conversation.conversations import owner_of
 
     program = service.store.create(owner_of(Asker("script", "0123456789abcdef")))

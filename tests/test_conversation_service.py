@@ -30,7 +30,7 @@ from console_ha.conversation import (
     tool_definitions,
 )
 from console_ha.conversation.model import parse_reply
-from console_ha.conversation.service import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
+from console_ha.conversation.turn_loop import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
 from console_ha.errors import CapabilityError
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
@@ -573,7 +573,7 @@ def test_conversations_beyond_the_cap_evict_the_least_recently_used(data_dir, ex
 
 def test_programs_conversations_never_push_out_the_household_s():
     """A program starting conversation after conversation (each failed message starts one) evicts only programs'."""
-    from console_ha.capabilities.household_queue import Asker
+    from console_ha.answers.household_queue import Asker
     from console_ha.conversation.conversations import HOUSEHOLD, owner_of
 
     store = ConversationStore(max_conversations=2)
@@ -588,7 +588,7 @@ def test_programs_conversations_never_push_out_the_household_s():
 
 
 def test_programs_conversations_beyond_their_own_cap_evict_the_least_recently_used_program_s():
-    from console_ha.capabilities.household_queue import Asker
+    from console_ha.answers.household_queue import Asker
     from console_ha.conversation.conversations import owner_of
 
     store = ConversationStore(max_program_conversations=2)

@@ -34,7 +34,7 @@ def test_the_http_statuses_come_from_the_classes() -> None:
 
 def test_a_subclass_keeps_its_parents_code() -> None:
     """A specialised error (a throttled login, a busy conversation) answers with the code it inherits."""
-    from console_ha.conversation.service import ConversationBusy
+    from console_ha.conversation.turn_loop import ConversationBusy
     from console_ha.web.login_throttle import LoginThrottled
 
     assert LoginThrottled(3).code == ConversationBusy("x").code == "RATE_LIMITED"

@@ -21,8 +21,8 @@ from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound, HATimeout
-from console_ha.ha import client as client_module
-from console_ha.ha.client import KEPT_CONFIG_SECONDS, HomeAssistantClient
+from console_ha.ha import rest_client as client_module
+from console_ha.ha.rest_client import KEPT_CONFIG_SECONDS, HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.ha_token import TokenStore, check_token

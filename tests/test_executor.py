@@ -17,7 +17,7 @@ from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import executor_over
@@ -382,7 +382,7 @@ class CountingClient(HomeAssistantClient):
 
 def test_executor_closes_the_clients_it_makes_and_leaves_lent_ones_open(data_dir, stub_ha, clock, monkeypatch):
     configure(data_dir, stub_ha)
-    monkeypatch.setattr("console_ha.ha.clients.HomeAssistantClient", CountingClient)
+    monkeypatch.setattr("console_ha.ha.kept_clients.HomeAssistantClient", CountingClient)
     CountingClient.closed = 0
     own = executor_over(data_dir, clock=clock)
     own.answer(own.propose(LIST_ENTITIES, {}, conversation_id="c").token, approve=True, conversation_id="c")

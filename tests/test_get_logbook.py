@@ -20,8 +20,8 @@ from console_ha.capabilities.entity_budget import json_size
 from console_ha.capabilities.get_logbook import MAX_ENTRIES, NAME
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.logbook import logbook_command
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir

@@ -26,7 +26,7 @@ from console_ha.errors import (
     HAUnreachable,
     HomeAssistantError,
 )
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from tests.stub_ha import FAULT_KINDS, StubHomeAssistant
 
@@ -336,7 +336,8 @@ def _sending_calls(tree: ast.AST) -> list[str]:
 
 
 # The Home Assistant client's modules: the client itself, and the kept clients that lend it (console_ha.ha).
-HA_CLIENT_MODULES = ("ha_client", "ha.client", "ha.clients")
+HA_CLIENT_MODULES = ("ha_client", "ha.client", "ha.clients", "ha.rest_client", "ha.kept_clients")
+HA_CLIENT_NAMES = ("client", "clients", "rest_client", "kept_clients")
 
 
 def _imports_the_ha_client(tree: ast.AST) -> bool:
@@ -345,7 +346,7 @@ def _imports_the_ha_client(tree: ast.AST) -> bool:
         if isinstance(n, ast.ImportFrom):
             module = n.module or ""
             if module.endswith(HA_CLIENT_MODULES) or (
-                    module.endswith("ha") and any(a.name in ("client", "clients") for a in n.names)):
+                    module.endswith("ha") and any(a.name in HA_CLIENT_NAMES for a in n.names)):
                 return True
         if isinstance(n, ast.Import) and any(a.name.endswith(HA_CLIENT_MODULES) for a in n.names):
             return True
@@ -376,8 +377,8 @@ def test_no_module_sends_anything_but_get() -> None:
 
 def test_the_model_adapter_check_would_catch_an_import_of_the_ha_client() -> None:
     """The exemption's condition follows the client to console_ha/ha/: each way of importing it is caught."""
-    for source in ("from console_ha.ha.client import HomeAssistantClient", "from console_ha.ha import client",
-                   "import console_ha.ha.client", "from console_ha.ha.clients import HomeAssistantClients",
+    for source in ("from console_ha.ha.rest_client import HomeAssistantClient", "from console_ha.ha import rest_client",
+                   "import console_ha.ha.rest_client", "from console_ha.ha.kept_clients import HomeAssistantClients",
                    "from console_ha.ha_client import HomeAssistantClient"):
         assert _imports_the_ha_client(ast.parse(source)), source
     assert not _imports_the_ha_client(ast.parse("from console_ha.ha.addresses import origin_of\nimport requests"))

@@ -15,7 +15,7 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, HABusy, HATimeout, HomeAssistantError
 from console_ha.ha.addresses import origin_of
 from console_ha.ha.areas import fetch_entity_areas
-from console_ha.ha.client import (
+from console_ha.ha.rest_client import (
     CALL_LIMITS,
     MAX_CALLS_IN_ALL,
     MAX_CALLS_PER_ORIGIN,

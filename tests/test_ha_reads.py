@@ -9,8 +9,8 @@ from wsproto import ConnectionType, WSConnection
 
 from console_ha.deadline import Deadline
 from console_ha.ha.areas import REGISTRY_COMMANDS
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import ALLOWED_COMMANDS, HISTORY_COMMAND, HomeAssistantWebSocket
 from console_ha.secret import Secret
 from tests.stub_ha import StubHomeAssistant

@@ -9,7 +9,7 @@ import pytest
 
 from console_ha.errors import HATLSError
 from console_ha.ha import websocket as ha_ws
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 
 PACKAGE = Path(__file__).resolve().parent.parent / "console_ha"

@@ -23,9 +23,9 @@ from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS, read_his
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, HomeAssistantError
 from console_ha.ha import history, history_digest, history_rows
-from console_ha.ha.client import CallLimits, HomeAssistantClient
 from console_ha.ha.history import HistoryDigest, fetch_history
 from console_ha.ha.history_digest import digest_history
+from console_ha.ha.rest_client import CallLimits, HomeAssistantClient
 from console_ha.secret import Secret
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant

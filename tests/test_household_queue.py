@@ -7,10 +7,8 @@ import asyncio
 import pytest
 from mcp.types import CallToolResult
 
-from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_card import asked_words
-from console_ha.capabilities.household_queue import (
+from console_ha.answers.card_state import asked_words
+from console_ha.answers.household_queue import (
     ALLOWED_LATER,
     ALLOWED_NOW,
     CHANGED_SINCE_SHOWN,
@@ -22,6 +20,8 @@ from console_ha.capabilities.household_queue import (
     StillWaiting,
     WaitingRead,
 )
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
 from console_ha.mcp.server import Caller, _call

@@ -28,12 +28,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from console_ha.capabilities import household_queue
-from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Turn
-from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_card import MOVES, CardState
-from console_ha.capabilities.household_queue import (
+from console_ha.answers import household_queue
+from console_ha.answers.card_state import MOVES, CardState
+from console_ha.answers.household_queue import (
     ALLOWED_LATER,
     ALLOWED_NOW,
     NOT_ALLOWED,
@@ -43,6 +40,9 @@ from console_ha.capabilities.household_queue import (
     StillWaiting,
     WaitingRead,
 )
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Turn
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.errors import CapabilityError
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore

@@ -15,11 +15,9 @@ from typing import Any
 
 import pytest
 
-from console_ha.capabilities import household_queue
-from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_card import CardState
-from console_ha.capabilities.household_queue import (
+from console_ha.answers import household_queue
+from console_ha.answers.card_state import CardState
+from console_ha.answers.household_queue import (
     ALLOWED_LATER,
     ALLOWED_NOW,
     Answered,
@@ -27,6 +25,8 @@ from console_ha.capabilities.household_queue import (
     HouseholdQueue,
     WaitingRead,
 )
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.errors import CapabilityError, ConfirmationInvalid
 from console_ha.mcp import server
 from console_ha.mcp.server import Caller, _call

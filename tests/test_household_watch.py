@@ -7,7 +7,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from console_ha.capabilities.household_watch import BUSY_RETRY_SECONDS, HouseholdWatch, card_id
+from console_ha.answers.page_watch import BUSY_RETRY_SECONDS, HouseholdWatch, card_id
 
 
 def _card(token: str, client: str = "desk assistant", title: str = "Read the history of Kitchen?") -> Any:

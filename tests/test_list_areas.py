@@ -14,8 +14,8 @@ from console_ha.capabilities.executor import validate
 from console_ha.capabilities.list_areas import CAPABILITY, MAX_RESULT_BYTES, NAME, card, execute
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir

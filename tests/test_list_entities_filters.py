@@ -15,8 +15,8 @@ from console_ha.capabilities.list_entities import CAPABILITY, NAME, card, execut
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError
 from console_ha.ha.areas import REGISTRY_COMMANDS
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir

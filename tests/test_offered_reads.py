@@ -17,7 +17,7 @@ from console_ha.capabilities.get_calendar import NAME as GET_CALENDAR
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.capabilities.spec import offered
 from console_ha.conversation.model import ModelSettings, OpenAICompatibleModel, function_name
-from console_ha.conversation.service import ConversationService
+from console_ha.conversation.turn_loop import ConversationService
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token

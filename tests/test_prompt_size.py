@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, available_timezones
 
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.conversation.model import function_name, tool_definitions
-from console_ha.conversation.service import system_prompt, today_line
+from console_ha.conversation.turn_loop import system_prompt, today_line
 
 ALL_READS = ("home_assistant.list_entities", "home_assistant.get_history", "home_assistant.get_state",
              "home_assistant.find_entities", "home_assistant.list_areas", "home_assistant.get_statistics",

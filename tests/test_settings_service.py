@@ -13,9 +13,9 @@ from console_ha.capabilities.card_facts import CardMemory
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityError, ConfigInvalid, HABadResponse, HABusy, InvalidConfig
 from console_ha.ha.areas import AreaCache
-from console_ha.ha.clients import HomeAssistantClients
 from console_ha.ha.discovery import Instance
-from console_ha.settings.service import (
+from console_ha.ha.kept_clients import HomeAssistantClients
+from console_ha.settings.settings_service import (
     AREA_WORKERS,
     DISCOVERY_REQUESTS,
     SaveRequest,

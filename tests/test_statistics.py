@@ -20,7 +20,7 @@ from console_ha.capabilities.get_statistics import NAME as GET_STATISTICS
 from console_ha.capabilities.get_statistics import PERIODS, RESULT_BUDGET_BYTES, calendar
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError, HABadResponse, HANoStatistics
-from console_ha.ha.client import HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.statistics import MEASUREMENT_TYPES, METER_TYPES, StatisticsMeta
 from console_ha.ha.statistics_digest import StatisticsDigester, figure
 from console_ha.secret import Secret

@@ -39,8 +39,8 @@ from console_ha.errors import (
     SettingsFileDamaged,
     UnknownCapability,
 )
-from console_ha.ha.client import cache_key
-from console_ha.ha.clients import LendClient, one_client
+from console_ha.ha.kept_clients import LendClient, one_client
+from console_ha.ha.rest_client import cache_key
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
 from console_ha.store.ca_certificate import ca_bundle_path

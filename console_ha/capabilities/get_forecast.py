@@ -22,8 +22,8 @@ from console_ha.capabilities.get_statistics import household_zone
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import FORECAST_COMMAND, UNSUBSCRIBE_COMMAND
 from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig

@@ -13,9 +13,9 @@ from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import MAX_CHANGES, MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import HISTORY_COMMAND, WebSocketUnsupported
 from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig

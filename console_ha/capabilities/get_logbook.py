@@ -28,11 +28,11 @@ from console_ha.capabilities.narrow import narrow_state
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history_digest import MAX_CHANGES, Digester
 from console_ha.ha.history_rows import EPOCH, MICROS_PER_SECOND, MICROSECOND, Row
 from console_ha.ha.logbook import fetch_logbook_ws, malformed
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import LOGBOOK_COMMAND
 from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig

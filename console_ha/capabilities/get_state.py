@@ -17,8 +17,8 @@ from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Boun
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
 from console_ha.ha.areas import REGISTRY_COMMANDS
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z

@@ -22,8 +22,8 @@ from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.statistics import fetch_rows, metadata_command, metadata_of
 from console_ha.ha.statistics_digest import StatisticsDigester
 from console_ha.ha.websocket import CONFIG_COMMAND, STATISTICS_COMMAND, STATISTICS_METADATA_COMMAND

@@ -13,8 +13,8 @@ from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.ha.areas import REGISTRY_COMMANDS, area_index
-from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z

@@ -16,8 +16,8 @@ from console_ha.deadline import Deadline
 from console_ha.errors import HomeAssistantError
 from console_ha.folding import fold
 from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndex, area_index
-from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.language import N_, Words
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.timestamps import utc_z

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from console_ha.capabilities.entity_budget import CAP_LEVELS, TextCaps, entry
-from console_ha.ha.client import UNAVAILABLE_STATES
+from console_ha.ha.rest_client import UNAVAILABLE_STATES
 
 
 def _text(value: object) -> str | None:

@@ -22,8 +22,8 @@ from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNot
 from console_ha.capabilities.cards import Card
 from console_ha.deadline import Deadline
 from console_ha.ha.addresses import ENTITY_ID_RE, MAX_ENTITY_ID_LENGTH
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
 

@@ -15,7 +15,7 @@ from console_ha.conversation.model import (
     function_name,
     tool_definitions,
 )
-from console_ha.conversation.service import (
+from console_ha.conversation.turn_loop import (
     SYSTEM_PROMPT,
     ConversationService,
     InvalidMessage,

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from console_ha.answers.household_queue import Asker
 from console_ha.capabilities.executor import Proposal, Turn
-from console_ha.capabilities.household_queue import Asker
 from console_ha.conversation.model import ToolCall
 from console_ha.errors import ConfirmationInvalid, error_body
 from console_ha.language import Words

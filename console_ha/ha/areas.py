@@ -12,7 +12,7 @@ from typing import Any
 from console_ha.errors import HABadResponse, HomeAssistantError
 from console_ha.folding import fold
 from console_ha.ha import websocket as ha_ws
-from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, CALL_LIMITS, HomeAssistantClient, cache_key
+from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, CALL_LIMITS, HomeAssistantClient, cache_key
 from console_ha.ha.websocket import websocket_url
 from console_ha.secret import Secret
 

@@ -13,7 +13,6 @@ import ijson
 
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.addresses import is_entity_id
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history_digest import (
     DEFAULT_MAX_CHANGES,
     MAX_CHANGES,
@@ -28,6 +27,7 @@ from console_ha.ha.history_digest import (
     StateTime,
 )
 from console_ha.ha.history_rows import Row, invalid_json, rest_rows, ws_row_batches
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import HISTORY_COMMAND, HomeAssistantWebSocket
 from console_ha.timestamps import utc_z_exact
 

@@ -12,8 +12,8 @@ from operator import itemgetter
 from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, cast
 
 from console_ha.errors import HABadResponse
-from console_ha.ha.client import UNAVAILABLE_STATES
 from console_ha.ha.history_rows import EPOCH, MICROS_PER_SECOND, MICROSECOND, Row, malformed, row_of
+from console_ha.ha.rest_client import UNAVAILABLE_STATES
 from console_ha.timestamps import utc_z
 
 # A digest names at most this many states (the ones with the most time); the rest are summed. get_history's

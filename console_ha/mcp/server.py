@@ -22,8 +22,8 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 
 from console_ha import __version__
+from console_ha.answers.household_queue import Asker, Call, HouseholdQueue, StillWaiting, WaitingRead
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
-from console_ha.capabilities.household_queue import Asker, Call, HouseholdQueue, StillWaiting, WaitingRead
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
 from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, error_body
@@ -47,7 +47,7 @@ PRESENCE_INTERVAL_SECONDS = 1.0
 # The patience of a caller that does not say (the store's default for an API token).
 DEFAULT_PATIENCE_SECONDS = 50.0
 # A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed. The Console answers a
-# larger body 413 (web/mcp.py); the stdio command answers such a call itself (mcp/stdio.py).
+# larger body 413 (web/mcp_endpoint.py); the stdio command answers such a call itself (mcp/stdio.py).
 MAX_REQUEST_BYTES = 64 * 1024
 
 

@@ -1,1 +1,1 @@
-"""console_ha.settings.service."""
+"""console_ha.settings.settings_service."""

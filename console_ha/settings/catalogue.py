@@ -15,8 +15,8 @@ import orjson
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.ha.areas import REGISTRY_COMMANDS
-from console_ha.ha.client import UNAVAILABLE_STATES
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import UNAVAILABLE_STATES
 from console_ha.secret import Secret
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.review import Review

@@ -6,8 +6,8 @@ import logging
 from dataclasses import dataclass
 
 from console_ha.errors import HABadResponse, HANotFound
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.language import Words
 from console_ha.secret import Secret
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console_ha.settings.service import SettingsView
+from console_ha.settings.settings_service import SettingsView
 from console_ha.settings.tokens import typed_origin
 
 

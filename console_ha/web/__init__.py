@@ -12,12 +12,12 @@ from typing import Any
 from flask import Flask, current_app
 from flask_wtf.csrf import CSRFProtect
 
+from console_ha.answers.household_queue import MAX_WAITING
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
-from console_ha.capabilities.household_queue import MAX_WAITING
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation.model_check import TEST_TIMEOUT_SECONDS
 from console_ha.conversation.model_setup import environment_values
-from console_ha.settings.service import Timeouts
+from console_ha.settings.settings_service import Timeouts
 from console_ha.store.datadir import DataDir, resolve_data_dir
 from console_ha.web.login_throttle import LoginThrottle
 
@@ -99,10 +99,19 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     A Console handed in keeps the options it was opened with; the CONSOLE_HA_* settings of `test_config`
     that shape a Console (confirmation TTL, MCP waiting, model variables) apply only to one opened here.
     """
-    from console_ha.web import api_tokens, auth, clock, confirmations, conversation, mcp, model_page, settings_api
+    from console_ha.web import (
+        api_tokens,
+        auth,
+        clock,
+        confirmation_routes,
+        conversation,
+        mcp_endpoint,
+        model_page,
+        settings_api,
+    )
     from console_ha.web import language as household_language
     from console_ha.web import settings_page as pages
-    from console_ha.web.errors import register_error_handlers
+    from console_ha.web.error_responses import register_error_handlers
     from console_ha.web.security import init_app as init_security
     from console_ha.web.security import names_from_env, trusted_hosts
 
@@ -135,14 +144,14 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
 
     app.extensions["console_ha"] = console
     app.extensions["console_ha_web"] = WebServices(csrf=CSRFProtect(app), login_throttle=LoginThrottle())
-    mcp.init_app(app, console.household)
+    mcp_endpoint.init_app(app, console.household)
 
     household_language.init_app(app)
     clock.init_app(app)
     register_error_handlers(app)
     init_security(app)
-    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp, mcp.bp, confirmations.bp,
-                      model_page.bp):
+    for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp, mcp_endpoint.bp,
+                      confirmation_routes.bp, model_page.bp):
         app.register_blueprint(blueprint)
     auth.init_app(app)
     log.debug("console app created for data dir %s", console.data_dir.root)

@@ -24,13 +24,13 @@ from flask import (
 from flask_wtf.csrf import CSRFError
 from werkzeug.wrappers import Response  # a redirect's type; Flask's own Response is one
 
-from console_ha.capabilities.household_queue import Asker
+from console_ha.answers.household_queue import Asker
 from console_ha.errors import InvalidSettingsChange, Unauthenticated
 from console_ha.language import Words
 from console_ha.store.console_secrets import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, PasswordAlreadySet
 from console_ha.web import services, web_services
 from console_ha.web.access import Access, access_to, refusal_for
-from console_ha.web.errors import error_response, is_api_request
+from console_ha.web.error_responses import error_response, is_api_request
 from console_ha.web.login_throttle import LoginThrottled, client_key
 from console_ha.web.security import MUTATING_METHODS
 
@@ -106,7 +106,7 @@ def _end_session(session_id: object) -> None:
     # logout and at a login over it alike.
     services().settings.holds.forget(session_id)
     # Its pages' long polls answer now: they ask again, are refused, and go to the login page at once, not up
-    # to 25 s later; and the places they held are free (capabilities/household_watch.py).
+    # to 25 s later; and the places they held are free (answers/page_watch.py).
     services().household_watch.end_session(session_handle(session_id))
 
 

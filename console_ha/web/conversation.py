@@ -12,14 +12,14 @@ from console_ha.capabilities.executor import Proposal
 from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
 from console_ha.conversation.conversations import MAX_CONVERSATIONS, MAX_IDLE_SECONDS
-from console_ha.conversation.service import MAX_HISTORY_CHARS, MAX_MESSAGE_CHARS
+from console_ha.conversation.turn_loop import MAX_HISTORY_CHARS, MAX_MESSAGE_CHARS
 from console_ha.errors import ConsoleHaError, InvalidRequest, NotFound
 from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
 from console_ha.web.auth import asker_for, current_principal, is_household
 from console_ha.web.bodies import json_object
-from console_ha.web.errors import status_for
+from console_ha.web.error_responses import status_for
 from console_ha.web.model_page import current_setup
 from console_ha.words import MODEL_NEXT_STEP
 

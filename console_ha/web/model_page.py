@@ -22,7 +22,7 @@ from console_ha.errors import ConsoleHaError, InvalidSettingsChange
 from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.bodies import json_object
-from console_ha.web.errors import status_for
+from console_ha.web.error_responses import status_for
 from console_ha.web.language import current_language
 
 log = logging.getLogger(__name__)

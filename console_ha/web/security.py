@@ -20,7 +20,7 @@ from werkzeug.exceptions import SecurityError
 
 from console_ha.errors import ConsoleHaError, Forbidden, UntrustedHost, error_body
 from console_ha.language import Words, from_browser, localised
-from console_ha.web.errors import is_api_request
+from console_ha.web.error_responses import is_api_request
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The Home Assistant settings API: thin views over the settings service (`console_ha.settings.service`).
+"""The Home Assistant settings API: thin views over the settings service (`console_ha.settings.settings_service`).
 
 Every route here is the household's alone (web/access.py): a program's API token gets 403 FORBIDDEN,
 so it can neither see the picker's entities nor choose where the stored token is sent.
@@ -11,11 +11,11 @@ import logging
 from flask import Blueprint, Response, jsonify, request
 
 from console_ha.errors import CapabilityError
-from console_ha.settings.service import SaveRequest, SettingsService, TryRequest
+from console_ha.settings.settings_service import SaveRequest, SettingsService, TryRequest
 from console_ha.store.config import refuse_unknown
 from console_ha.web import services
 from console_ha.web.bodies import json_object
-from console_ha.web.errors import handle_console_error
+from console_ha.web.error_responses import handle_console_error
 from console_ha.words import household_error
 
 log = logging.getLogger(__name__)

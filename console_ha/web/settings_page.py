@@ -23,8 +23,8 @@ from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSe
 from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.settings.browse import QUERY_PARAMS, BrowseQuery
-from console_ha.settings.service import TRY_FIELDS, SaveRequest, SettingsUnreadable, TryRequest
 from console_ha.settings.set_up import is_set_up
+from console_ha.settings.settings_service import TRY_FIELDS, SaveRequest, SettingsUnreadable, TryRequest
 from console_ha.settings.tokens import optional_token, typed_origin
 from console_ha.store.config import PAGE_SETTINGS, HomeAssistantConfig
 from console_ha.web.language import current_language

@@ -21,7 +21,7 @@ from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.language import Language, Words
 from console_ha.settings.browse import PAGE_SIZE, BrowsePage, BrowseQuery, browse
 from console_ha.settings.held import SessionHolds
-from console_ha.settings.service import SensitiveItem, SettingsService, SettingsUnreadable, SettingsView
+from console_ha.settings.settings_service import SensitiveItem, SettingsService, SettingsUnreadable, SettingsView
 from console_ha.settings.tokens import TokenStatus, typed_origin
 from console_ha.store.ca_certificate import MAX_PEM_BYTES
 from console_ha.store.config import MAX_ALLOWLIST, PAGE_SETTINGS, HomeAssistantConfig

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from console_ha.answers.household_queue import Asker
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_queue import Asker
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, ViewportSize, expect
 
+from console_ha.answers.household_queue import HouseholdQueue
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_queue import HouseholdQueue
-from console_ha.web.confirmations import NOSCRIPT_REFRESH_SECONDS
+from console_ha.web.confirmation_routes import NOSCRIPT_REFRESH_SECONDS
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in
 from tests.stub_ha import StubHomeAssistant
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import BrowserContext, Page, Route, ViewportSize, expect
 
+from console_ha.answers.household_queue import HouseholdQueue
+from console_ha.answers.page_watch import HouseholdWatch
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_queue import HouseholdQueue
-from console_ha.capabilities.household_watch import HouseholdWatch
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in
 from tests.stub_ha import StubHomeAssistant
 

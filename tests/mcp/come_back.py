@@ -13,7 +13,7 @@ from typing import Any
 
 import requests
 
-from console_ha.capabilities.household_queue import ALLOWED_LATER, ALLOWED_NOW
+from console_ha.answers.household_queue import ALLOWED_LATER, ALLOWED_NOW
 from console_ha.conversation.activity import EVENT_WORDS
 from console_ha.store.audit import AuditLog
 from tests.mcp.conftest import ServedConsole, wait_until_idle

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console_ha.store.audit import AuditLog
-from console_ha.web.mcp import MAX_NESTING
+from console_ha.web.mcp_endpoint import MAX_NESTING
 from tests.mcp.conftest import ServedConsole, wait_until_idle
 from tests.mcp.test_mcp_http import HISTORY, LIST, household_answers, pending_cards, run
 

@@ -8,9 +8,9 @@ from collections import Counter
 
 import requests
 
+from console_ha.answers.card_state import CardState
+from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_card import CardState
-from console_ha.capabilities.household_queue import Asker, HouseholdQueue
 from tests.mcp.conftest import ServedConsole
 from tests.mcp.test_mcp_http import audit_events, configured  # noqa: F401 - the fixture
 

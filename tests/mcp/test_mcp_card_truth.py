@@ -12,7 +12,7 @@ import mcp.types as types
 import pytest
 import requests
 
-from console_ha.capabilities.household_queue import ALLOWED_LATER, ALLOWED_NOW
+from console_ha.answers.household_queue import ALLOWED_LATER, ALLOWED_NOW
 from console_ha.conversation.activity import EVENT_WORDS
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir

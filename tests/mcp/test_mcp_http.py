@@ -15,9 +15,9 @@ import pytest
 import requests
 from mcp.shared.exceptions import McpError
 
+from console_ha.answers.household_queue import ALLOWED_LATER, ALLOWED_NOW, NOT_ALLOWED
 from console_ha.capabilities.cards import destination_for
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_queue import ALLOWED_LATER, ALLOWED_NOW, NOT_ALLOWED
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.mcp.server import output_schema, tool_name
 from console_ha.store.audit import AuditLog
@@ -587,7 +587,7 @@ def test_a_request_id_already_in_flight_in_the_session_is_refused_and_the_first_
 def test_one_program_cannot_take_every_mcp_session(console, api_token, data_dir):
     """A host that reconnects without closing its sessions (or a hostile one) fills only its own share."""
     from console_ha.store.console_secrets import ConsoleSecrets
-    from console_ha.web.mcp import MAX_SESSIONS, MAX_SESSIONS_PER_TOKEN
+    from console_ha.web.mcp_endpoint import MAX_SESSIONS, MAX_SESSIONS_PER_TOKEN
 
     assert MAX_SESSIONS_PER_TOKEN < MAX_SESSIONS
     other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
@@ -631,7 +631,7 @@ def test_a_failure_inside_the_console_is_internal_error_in_the_contract_s_shape(
 def test_another_program_opening_and_closing_many_sessions_does_not_end_a_live_one(console, api_token, data_dir):
     """The record of who owns which session forgets closed sessions, never a live one."""
     from console_ha.store.console_secrets import ConsoleSecrets
-    from console_ha.web.mcp import MAX_SESSIONS
+    from console_ha.web.mcp_endpoint import MAX_SESSIONS
 
     other_token = ConsoleSecrets(data_dir).create_api_token("someone else")
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

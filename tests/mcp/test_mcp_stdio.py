@@ -113,7 +113,7 @@ def test_without_a_token_or_with_a_wrong_one_the_command_says_why_and_exits(cons
 def test_the_stdio_command_opens_a_new_session_once_the_console_has_ended_its_idle_one(make_console, api_token,
                                                                                       monkeypatch):
     """A host keeps the command running for days; the Console ends idle sessions (after 30 minutes)."""
-    import console_ha.web.mcp as web_mcp
+    import console_ha.web.mcp_endpoint as web_mcp
 
     monkeypatch.setattr(web_mcp, "SESSION_IDLE_SECONDS", 1.0)
     console = make_console()

@@ -17,8 +17,8 @@ from console_ha.capabilities import get_history as capabilities
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.get_history import read_history
 from console_ha.deadline import Deadline
-from console_ha.ha.client import HomeAssistantClient
 from console_ha.ha.history import fetch_history
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from tests.real_ha.harness import RealHomeAssistant
 from tests.real_ha.test_capabilities_real import make_executor, run, seconds_z, wait_state

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import jsonschema
 import pytest
 
+from console_ha.answers.household_queue import ALLOWED_NOW
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from console_ha.capabilities.household_queue import ALLOWED_NOW
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir

@@ -12,7 +12,7 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.conversation.model import function_name
 from console_ha.conversation.model_check import check_model
-from console_ha.conversation.service import SYSTEM_PROMPT
+from console_ha.conversation.turn_loop import SYSTEM_PROMPT
 from console_ha.store.config import ConfigStore
 from tests.executors import executor_over
 from tests.real_model.conftest import LlamaServer

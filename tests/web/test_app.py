@@ -10,7 +10,7 @@ from flask import Flask
 
 from console_ha import web
 from console_ha.console import Console
-from console_ha.ha.clients import HomeAssistantClients
+from console_ha.ha.kept_clients import HomeAssistantClients
 from console_ha.secret import Secret
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app

@@ -10,7 +10,7 @@ import requests
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.capabilities.household_queue import HouseholdQueue, WaitingRead
+from console_ha.answers.household_queue import HouseholdQueue, WaitingRead
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.fake_model import FakeModel, text, tool_call

@@ -9,8 +9,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.capabilities.household_card import CardState
-from console_ha.capabilities.household_queue import ALLOWED_NOW, NOT_ALLOWED, HouseholdQueue, WaitingRead
+from console_ha.answers.card_state import CardState
+from console_ha.answers.household_queue import ALLOWED_NOW, NOT_ALLOWED, HouseholdQueue, WaitingRead
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
 
@@ -161,7 +161,7 @@ def test_the_nav_shows_how_many_cards_wait_on_every_page(app, household, configu
 
 def test_the_card_says_how_often_its_program_asked_once_it_asked_again(app, household, configured):
     """Issue 25: each call that joins a waiting card counts; the page and the API carry the server's sentence."""
-    from console_ha.capabilities.household_queue import Asker
+    from console_ha.answers.household_queue import Asker
 
     program = Asker("desk assistant", token_id="0123456789abcdef")
     arguments = {"entity_id": "sensor.living_room_temperature", "period": "day"}
@@ -290,7 +290,7 @@ def test_the_first_activity_page_after_an_allowed_card_expired_says_the_program_
                                                                                          configured):
     """A held read whose program never came back: the very next look at Activity says so (before, that
     look still showed "Allowed; the program will get it when it asks again", the sweep coming after it)."""
-    from console_ha.capabilities.household_queue import Asker
+    from console_ha.answers.household_queue import Asker
     from console_ha.conversation.activity import EVENT_WORDS
     from tests.web.test_conversation_api import household_of
 
@@ -309,7 +309,7 @@ def test_the_first_activity_page_after_an_allowed_card_expired_says_the_program_
 def test_a_program_does_not_see_the_cards_of_another_token_with_the_same_name(app, bearer, configured,
                                                                               console_secrets):
     """Two tokens may share a name (the household named both "tests"): each program sees its own cards only."""
-    from console_ha.capabilities.household_queue import Asker
+    from console_ha.answers.household_queue import Asker
 
     console_secrets.create_api_token("tests")
     mine, other = sorted(console_secrets.api_tokens(), key=lambda t: t.created)[:2]

@@ -6,7 +6,7 @@ import re
 
 from flask.testing import FlaskClient
 
-from console_ha.web.confirmations import NOSCRIPT_REFRESH_SECONDS
+from console_ha.web.confirmation_routes import NOSCRIPT_REFRESH_SECONDS
 
 REFRESH = re.compile(r'<noscript><meta http-equiv="refresh" content="(\d+); url=(/[^"]*)"></noscript>')
 

@@ -518,7 +518,7 @@ def test_programs_messages_past_the_console_s_bound_are_refused_at_once(make_app
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from console_ha.conversation.service import MAX_PROGRAM_MESSAGES
+    from console_ha.conversation.turn_loop import MAX_PROGRAM_MESSAGES
     from tests.fake_model import Hang
 
     app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=3)

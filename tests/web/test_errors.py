@@ -21,7 +21,7 @@ from console_ha.errors import (
     HAUnreachable,
     error_classes,
 )
-from console_ha.web.errors import STATUS
+from console_ha.web.error_responses import STATUS
 
 from .conftest import API, log_in, page_csrf
 

@@ -19,7 +19,7 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.ha.discovery import Instance
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.web.errors import status_for
+from console_ha.web.error_responses import status_for
 from tests.executors import executor_over
 from tests.stub_ha import StubHomeAssistant
 

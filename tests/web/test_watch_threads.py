@@ -14,7 +14,7 @@ import requests
 from flask import Flask
 from waitress import create_server  # type: ignore[attr-defined]
 
-from console_ha.capabilities.household_watch import MAX_WATCHERS, MAX_WATCHERS_PER_SESSION, HouseholdWatch
+from console_ha.answers.page_watch import MAX_WATCHERS, MAX_WATCHERS_PER_SESSION, HouseholdWatch
 from console_ha.cli import server_threads
 from tests.mcp.conftest import stop
 from tests.web.live import Browser

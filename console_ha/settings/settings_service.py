@@ -22,8 +22,8 @@ from console_ha.capabilities.card_facts import CardMemory
 from console_ha.errors import ConsoleHaError, HABusy, InvalidSettingsChange, SettingsFileDamaged
 from console_ha.ha.addresses import ENTITY_ID_RE, normalise_base_url
 from console_ha.ha.areas import AreaCache, EntityAreas, fetch_key
-from console_ha.ha.client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.ha.discovery import Instance
+from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.settings import saving

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from console_ha.capabilities.household_queue import WaitingRead
+from console_ha.answers.household_queue import WaitingRead
 from console_ha.language import Words
 from console_ha.words import NOTIFICATION_BODY, NOTIFICATION_TITLE
 

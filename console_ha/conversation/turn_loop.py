@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.executor import SETTINGS_CHANGED, Executor, Proposal, Turn, at_stage
-from console_ha.capabilities.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
 from console_ha.conversation.conversations import (

@@ -9,14 +9,14 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from console_ha.capabilities.household_queue import HouseholdQueue
-from console_ha.capabilities.household_watch import WATCH_SECONDS
+from console_ha.answers.household_queue import HouseholdQueue
+from console_ha.answers.page_watch import WATCH_SECONDS
 from console_ha.errors import ConsoleHaError, InvalidRequest
 from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.auth import current_principal, is_household, session_handle
 from console_ha.web.bodies import json_object
-from console_ha.web.errors import status_for
+from console_ha.web.error_responses import status_for
 from console_ha.web.language import current_language
 
 bp = Blueprint("confirmations", __name__)
@@ -68,7 +68,7 @@ def answer(token: str) -> Response:
 def watch() -> Response:
     """Every open page's long poll: answered as soon as the waiting cards differ from version `seen`, else in ~25 s.
 
-    The household's session only (web/access.py); bounded per session and overall (capabilities/household_watch.py).
+    The household's session only (web/access.py); bounded per session and overall (answers/page_watch.py).
     `page` and `load` (the tab's and the page load's own random ids) let a newer question of a tab replace its older.
     """
     args = request.args

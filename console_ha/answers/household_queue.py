@@ -23,9 +23,7 @@ from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
-from console_ha.capabilities.confirmations import canonical_arguments
-from console_ha.capabilities.executor import Executor, Turn
-from console_ha.capabilities.household_card import (
+from console_ha.answers.card_state import (
     AUDITED,
     ENDED,
     GONE,
@@ -38,7 +36,9 @@ from console_ha.capabilities.household_card import (
 )
 
 # household_watch, the web layer and the tests name the card from here, beside the queue that moves it.
-from console_ha.capabilities.household_card import WaitingRead as WaitingRead
+from console_ha.answers.card_state import WaitingRead as WaitingRead
+from console_ha.capabilities.confirmations import canonical_arguments
+from console_ha.capabilities.executor import Executor, Turn
 from console_ha.capabilities.spec import Capability
 from console_ha.errors import (
     CapabilityError,

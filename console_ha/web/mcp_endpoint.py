@@ -27,7 +27,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import is_hop_by_hop_header
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from console_ha.capabilities.household_queue import HouseholdQueue
+from console_ha.answers.household_queue import HouseholdQueue
 from console_ha.errors import InvalidRequest, NotFound, RateLimited, Unauthenticated, error_body
 from console_ha.mcp.server import (
     CALLER_SCOPE_KEY,
