@@ -247,8 +247,8 @@ def history_variants(data_dir: str, entity_id: str, now: datetime, deadline: flo
     whose WebSocket is refused, so it takes its REST fallback. ws_raw (information): a plain WebSocket read of
     the same command + json.loads, Home Assistant's own WebSocket time.
     """
-    from console_ha.capabilities.get_history import PERIODS
     from console_ha.capabilities.get_history import execute as get_history
+    from console_ha.capabilities.recent_periods import RECENT_PERIODS as PERIODS
     from console_ha.deadline import Deadline
     from console_ha.ha.history import history_command
     from console_ha.ha.rest_client import HomeAssistantClient

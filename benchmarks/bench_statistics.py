@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from console_ha.capabilities import get_statistics  # noqa: E402 - after the path is set
+from console_ha.capabilities.time_zone import household_zone  # noqa: E402
 from console_ha.deadline import Deadline  # noqa: E402
 from console_ha.ha.rest_client import HomeAssistantClient  # noqa: E402
 from console_ha.ha.statistics import StatisticsMeta, statistics_command  # noqa: E402
@@ -142,7 +143,7 @@ def traced_peak(work: Callable[[], Any]) -> float:
 
 def measure(base_url: str, token: str, entity_id: str, period: str, iterations: int) -> dict[str, Any]:
     now = datetime.now(UTC)
-    zone = get_statistics.household_zone(HomeAssistantClient(base_url, Secret(token)).config(timeout=TIMEOUT))
+    zone = household_zone(HomeAssistantClient(base_url, Secret(token)).config(timeout=TIMEOUT))
     start, end = get_statistics.PERIODS[period].window(now.astimezone(zone))
     rows = baseline(base_url, token, entity_id, start, end)  # and a warm-up of each
     result = capability(base_url, token, entity_id, period, now)

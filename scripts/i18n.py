@@ -11,9 +11,11 @@ The keywords are named here once: besides gettext's own, `Words` and `Words.coun
 
 from __future__ import annotations
 
+import ast
 import io
 import sys
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -33,10 +35,22 @@ COMMENT_TAGS = ("Translators:",)
 # The catalogs written by hand (or with care); the pseudo-language's is generated (scripts/pseudo_locale.py).
 LANGUAGES = ("fr", "de", "es", "nl", "zh_Hans")
 PSEUDO = "en_XA"
-# The capabilities whose modules write their own card's words (console_ha/capabilities/<module>.py, one place
-# each): every message found there names its capability for translators, so a card reads as one whole.
-CARD_MODULES = ("list_entities", "get_state", "find_entities", "list_areas", "get_history", "get_statistics",
-                "get_logbook", "get_calendar", "get_todo", "get_forecast")
+# The capabilities' registry: each module it lists writes its own card's words (console_ha/capabilities/<module>.py,
+# one place each), and every message found there names its capability for translators, so a card reads as one.
+REGISTRY = ROOT / "console_ha" / "capabilities" / "registry.py"
+
+
+@cache
+def card_modules(registry: Path = REGISTRY) -> tuple[str, ...]:
+    """The capability modules the registry lists (`<module>.CAPABILITY` in `CAPABILITIES`), read from its syntax
+    tree: a read added to the registry has its card named for translators, with no list here to keep."""
+    for node in ast.parse(registry.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "CAPABILITIES" and isinstance(node.value, ast.Tuple)):
+            return tuple(entry.value.id for entry in node.value.elts
+                         if isinstance(entry, ast.Attribute) and entry.attr == "CAPABILITY"
+                         and isinstance(entry.value, ast.Name))
+    raise ValueError(f"{registry} declares no `CAPABILITIES: tuple[...] = (...)`")
 
 
 def card_comment(filename: str) -> list[str]:
@@ -44,11 +58,12 @@ def card_comment(filename: str) -> list[str]:
     path = Path(filename)
     if path.parent.as_posix() != "console_ha/capabilities":
         return []
-    if path.stem in CARD_MODULES:
+    if path.stem in card_modules():
         return [f"Translators: on the confirmation card of home_assistant.{path.stem}."]
     if path.stem == "cards":
         return ["Translators: on every confirmation card."]
-    return [f"Translators: the confirmations ({path.stem})."]
+    # A part the capability contract shares (recent_periods: the past hour, day or week).
+    return [f"Translators: on the confirmation cards of the reads that share {path.stem}."]
 
 
 def extract(root: Path = ROOT) -> Catalog:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from console_ha.capabilities import get_calendar, get_forecast, get_todo
-from console_ha.capabilities.get_calendar import household_text
+from console_ha.capabilities.plain_text import household_text
 from console_ha.capabilities.registry import HOME_ASSISTANT_READS
 from console_ha.capabilities.spec import Capability
 from console_ha.deadline import Deadline

@@ -19,9 +19,9 @@ from console_ha.capabilities.card_facts import CardMemory, ReadNotes
 from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
 from console_ha.capabilities.entity_budget import json_size
-from console_ha.capabilities.get_statistics import household_zone
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.capabilities.spec import Capability, offered
+from console_ha.capabilities.time_zone import household_zone
 from console_ha.deadline import Deadline
 from console_ha.errors import (
     CapabilityDisabled,

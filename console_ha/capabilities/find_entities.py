@@ -8,13 +8,12 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from console_ha.capabilities.area_lookup import AREAS_KNOWN_SCHEMA, area_names, areas_if_known, say_if_areas_unknown
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, quoted, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.household_words import HAN, HOUSEHOLD_WORDS, STOP_WORDS, Kind, query_texts
 from console_ha.capabilities.household_words import WORD as _WORD
-from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
-from console_ha.capabilities.list_entities import _areas as areas_if_known
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.folding import fold
@@ -255,10 +254,6 @@ def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:
     return {"entities": sorted(config.allowlisted_entities)}
 
 
-def _no_area(entity_id: str) -> None:
-    return None
-
-
 def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments: Mapping[str, Any],
             deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """One GET /api/states, the areas, and the ranking: the allowlisted entities the query describes."""
@@ -266,14 +261,11 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     deadline.remaining()  # parsing a large body takes time too: past the bound is a timeout, not a result
     if notes is not None:
         notes.memory.remember(client.cache_key, states, config.allowlisted_entities)  # the kinds of reading a card says
-    # As list_entities: a Home Assistant that cannot tell its areas is still searched, by name, id and
-    # kind, each area null and `areas_known` false.
-    areas = areas_if_known(client, deadline, needed=False, notes=notes)
-    result = find(states, config, _no_area if areas is None else areas.area_name, arguments["query"])
+    # A Home Assistant that cannot tell its areas is still searched, by name, id and kind.
+    areas = areas_if_known(client, deadline, notes)
+    result = find(states, config, area_names(areas), arguments["query"])
     result["retrieved_at"] = utc_z(now)
-    if areas is None:
-        result["areas_known"] = False
-    return fit(result)
+    return fit(say_if_areas_unknown(result, areas))
 
 
 CAPABILITY = Capability(
@@ -325,7 +317,7 @@ CAPABILITY = Capability(
             },
             "total": {"type": "integer", "minimum": 0,
                       "description": f"how many allowed devices matched; only the best {MAX_MATCHES} are listed"},
-            "areas_known": LIST_ENTITIES.result_schema["properties"]["areas_known"],
+            "areas_known": AREAS_KNOWN_SCHEMA,
             "hint": {"type": "string", "description": "present when nothing matched: what to try next"},
             "retrieved_at": TIMESTAMP_SCHEMA,
         },

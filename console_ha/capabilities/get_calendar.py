@@ -9,8 +9,6 @@ link, a dial-in code or a secret is dropped whole (`household_text`), never cut 
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -18,9 +16,10 @@ from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
-from console_ha.capabilities.get_statistics import household_zone
-from console_ha.capabilities.plain_text import plain_value
-from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.plain_text import HOUSEHOLD_TEXT_CHARS, household_text
+from console_ha.capabilities.read_arguments import choice, entity, entity_and_period, one_of
+from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.time_zone import household_zone
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.reads import Reads
@@ -34,35 +33,8 @@ NAME = "home_assistant.get_calendar"
 DOMAIN = "calendar"
 # The issue's bound: a small model reads at most this many events.
 MAX_EVENTS = 50
-# The longest summary or location passed on: a title or a place, not a description.
-MAX_TEXT_CHARS = 64
 # A week of a busy calendar with long descriptions stays far below this; the answer is parsed whole.
 MAX_CALENDAR_BYTES = 2 * 1024 * 1024
-# What a dial-in or a secret looks like, beyond get_state's links and tokens, matched against the text as NFKC
-# normalises it (a full-width "ＰＩＮ ４４２１" is the ASCII it looks like): a phone number, however it is
-# grouped (seven digits and more with spaces, dots, dashes or brackets between them, as "020 7946 0000" and
-# "(0800) 123-4567", which is also how PINs, meeting ids and account numbers look), the words that introduce
-# a dial-in, a PIN or a password, and a code's shapes ("code: 4421", "ID 8841", "123 456 #").
-# Text that matches is dropped whole: a cut could keep the digits and lose the word that warned of them.
-_DIAL_IN = re.compile(
-    r"(?i)\+\d[\d ().-]{6,}\d|\d(?:[\s().-]{0,3}\d){6,}"
-    r"|\b(?:pin|passcode|password|passwort|kennwort|wachtwoord|contrase[ñn]a|senha|pwd|pw|secret|api[ _-]?key"
-    r"|dial[ -]?in)\b"
-    r"|\b(?:conference|access|meeting|participant|dial[ -]?in|host|bridge)\s*(?:code|id|number|no\b|#)"
-    r"|\b(?:code|id)\s*[:#=]?\s*\d{3,}|#\s*\d{3,}|\d{3,}\s*#")
-# A date as a household writes one (2026-12-05, 05.12.2026, 12/5/26): its digits are not a phone number's.
-_DATE = re.compile(r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}([./-])\d{1,2}\1(?:\d{4}|\d{2}))\b")
-
-
-def household_text(value: object) -> str | None:
-    """`value` when it is short plain text with no link, dial-in code or secret in it; None otherwise."""
-    if isinstance(value, str) and plain_value(value, MAX_TEXT_CHARS):
-        read_as = _DATE.sub(" ", unicodedata.normalize("NFKC", value))
-        if _DIAL_IN.search(read_as) is None:
-            return value
-    return None
-
-
 def _midnight(day: date, zone: tzinfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=zone)
 
@@ -88,11 +60,10 @@ PERIODS: dict[str, Period] = {
     # Today and the six days after it: "this week" as a household means it, from today.
     "next_7_days": Period(0, 7, N_("See what's on {name} in the next 7 days?")),
 }
-_NAMES = list(PERIODS)
 READS_EVENTS = N_("The assistant wants to read the events on {name} ({entity_id}) for these days: their titles, "
                   "times and places.")
 LEFT_OUT = N_("Descriptions, links and dial-in codes are left out.")
-ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
+ONE_OF_THE_PERIODS = one_of(PERIODS)
 
 # One line (the prompt's budget): without it a small model reads an all-day end as one day too late.
 CALENDAR_FIELD_MEANINGS: dict[str, str] = {
@@ -197,7 +168,9 @@ def wrong_shape() -> HABadResponse:
                          reason="wrong_shape")
 
 
-_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS}
+ARGUMENTS = entity_and_period(entity("An allowed calendar, such as calendar.family", "calendar.family", domain=DOMAIN),
+                              PERIODS)
+_TEXT = {"type": "string", "minLength": 1, "maxLength": HOUSEHOLD_TEXT_CHARS}
 _WHEN = {"anyOf": [TIMESTAMP_SCHEMA, {"type": "string", "format": "date"}]}
 
 CAPABILITY = Capability(
@@ -207,27 +180,14 @@ CAPABILITY = Capability(
         "zone): title, start, end, all-day and place, in start order, at most 50. Answers \"what's on "
         "tomorrow\". Each read asks the household for approval first."
     ),
-    arguments_schema={
-        "type": "object",
-        "required": ["entity_id", "period"],
-        "properties": {
-            # Of its own domain only: stage 2 refuses another kind of entity in the argument's own words.
-            "entity_id": {**ENTITY_ARGUMENT, "allOf": [{"pattern": f"^{DOMAIN}\\."}],
-                          "description": "An allowed calendar, such as calendar.family"},
-            "period": {"type": "string", "enum": list(PERIODS)},
-        },
-        "additionalProperties": False,
-    },
-    argument_messages={
-        "entity_id": "entity_id must be a calendar.* entity id, such as calendar.family.",
-        "period": f"period must be one of {ONE_OF_THE_PERIODS}.",
-    },
+    arguments_schema=ARGUMENTS.schema,
+    argument_messages=ARGUMENTS.messages,
     result_schema={
         "type": "object",
         "required": ["entity_id", "period", "time_zone", "events", "total", "truncated", "retrieved_at"],
         "properties": {
             "entity_id": {"type": "string"},
-            "period": {"type": "string", "enum": list(PERIODS)},
+            "period": choice(PERIODS).schema,
             "time_zone": {"type": "string"},
             "events": {"type": "array", "maxItems": MAX_EVENTS, "items": {
                 "type": "object",

@@ -17,9 +17,10 @@ from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
-from console_ha.capabilities.get_calendar import household_text
-from console_ha.capabilities.get_statistics import household_zone
-from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.plain_text import HOUSEHOLD_TEXT_CHARS, household_text
+from console_ha.capabilities.read_arguments import Argument, declared, entity
+from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.time_zone import household_zone
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.reads import Reads
@@ -126,8 +127,12 @@ def wrong_shape() -> HABadResponse:
                          reason="wrong_shape")
 
 
+ARGUMENTS = declared(("entity_id", "kind"),
+                     entity_id=entity("An allowed weather entity, such as weather.home", "weather.home", domain=DOMAIN),
+                     kind=Argument({"type": "string", "enum": _NAMES}, f"must be {' or '.join(_NAMES)}."))
 _NUMBER = {"type": "number"}
-_UNIT = {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 64}, {"type": "null"}]}
+# A unit and a condition are both household_text: short plain words, or null.
+_TEXT_OR_NULL = {"anyOf": [{"type": "string", "minLength": 1, "maxLength": HOUSEHOLD_TEXT_CHARS}, {"type": "null"}]}
 
 CAPABILITY = Capability(
     name=NAME,
@@ -136,21 +141,8 @@ CAPABILITY = Capability(
         "condition, temperature, low, precipitation and its probability, wind speed, with units. Answers "
         "\"will it rain tomorrow\". Each read asks the household for approval first."
     ),
-    arguments_schema={
-        "type": "object",
-        "required": ["entity_id", "kind"],
-        "properties": {
-            # Of its own domain only: stage 2 refuses another kind of entity in the argument's own words.
-            "entity_id": {**ENTITY_ARGUMENT, "allOf": [{"pattern": f"^{DOMAIN}\\."}],
-                          "description": "An allowed weather entity, such as weather.home"},
-            "kind": {"type": "string", "enum": _NAMES},
-        },
-        "additionalProperties": False,
-    },
-    argument_messages={
-        "entity_id": "entity_id must be a weather.* entity id, such as weather.home.",
-        "kind": f"kind must be {' or '.join(_NAMES)}.",
-    },
+    arguments_schema=ARGUMENTS.schema,
+    argument_messages=ARGUMENTS.messages,
     result_schema={
         "type": "object",
         "required": ["entity_id", "kind", "time_zone", "unit", "forecast", "retrieved_at"],
@@ -159,13 +151,12 @@ CAPABILITY = Capability(
             "kind": {"enum": _NAMES},
             "time_zone": {"type": "string"},
             "unit": {"type": "object", "required": list(UNIT_ATTRIBUTES),
-                     "properties": {name: _UNIT for name in UNIT_ATTRIBUTES}, "additionalProperties": False},
+                     "properties": {name: _TEXT_OR_NULL for name in UNIT_ATTRIBUTES}, "additionalProperties": False},
             "forecast": {"type": "array", "maxItems": max(most for most, _ in KINDS.values()), "items": {
                 "type": "object",
                 "required": ["datetime", "condition", "temperature"],
                 "properties": {"datetime": TIMESTAMP_SCHEMA,
-                               "condition": {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 64},
-                                                       {"type": "null"}]},
+                               "condition": _TEXT_OR_NULL,
                                "temperature": {"type": ["number", "null"]},
                                **{key: _NUMBER for key in OPTIONAL_NUMBERS}},
                 "additionalProperties": False,

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.narrow import narrow_state
-from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.read_arguments import choice, entity, entity_and_period
+from console_ha.capabilities.recent_periods import ONE_OF_THE_RECENT_PERIODS, RECENT_PERIODS
+from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
 from console_ha.ha.history import MAX_CHANGES, MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
@@ -24,26 +25,8 @@ from console_ha.timestamps import utc_z
 NAME = "home_assistant.get_history"
 # Home Assistant's history of a week may be far larger than the result; it is streamed and capped.
 MAX_HISTORY_BYTES = 512 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Period:
-    """One period the model may ask for: how far back it reaches, and how a card says it."""
-
-    length: timedelta
-    words: str  # "the past hour", as the card's body reads "over {period}" (a Words there)
-
-
-PERIODS: dict[str, Period] = {
-    # Translators: the period a card's history or logbook read covers, as it reads after "over" in that card.
-    "hour": Period(timedelta(hours=1), N_("the past hour")),
-    # Translators: the period a card's history or logbook read covers, as it reads after "over" in that card.
-    "day": Period(timedelta(days=1), N_("the past day")),
-    # Translators: the period a card's history or logbook read covers, as it reads after "over" in that card.
-    "week": Period(timedelta(weeks=1), N_("the past week")),
-}
-_NAMES = list(PERIODS)
-ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"  # "hour, day or week"
+ARGUMENTS = entity_and_period(entity("An allowed entity id, such as sensor.living_room_temperature", "sensor.kitchen"),
+                              RECENT_PERIODS)
 
 # What each field of a result means, in one line each: the result schema's descriptions and the system
 # prompt's lines both come from here, so a small model reads `seconds_in_state` the same way wherever it
@@ -73,7 +56,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         raise HABadResponse("Home Assistant answered for a different entity.")
     current = narrow_state(state)
     end = now
-    start = end - PERIODS[period].length
+    start = end - RECENT_PERIODS[period].length
     digest = read_history(client, entity_id, start=start, end=end, deadline=deadline,
                           unit=current["unit_of_measurement"])
     return {
@@ -118,7 +101,7 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
     words = NUMBER_HISTORY if entity_id.partition(".")[0] in NUMBER_DOMAINS else STATE_HISTORY
-    wants = Words(words, name=name, entity_id=entity_id, period=Words(PERIODS[arguments["period"]].words))
+    wants = Words(words, name=name, entity_id=entity_id, period=Words(RECENT_PERIODS[arguments["period"]].words))
     return Card(title=Words(CARD_TITLE, name=name), body=sentences(wants, leaves_device(config)))
 
 
@@ -176,33 +159,21 @@ _STATES_SUMMARY = {
 CAPABILITY = Capability(
     name=NAME,
     description=(
-        f"Read how one allowed Home Assistant entity changed over the past {ONE_OF_THE_PERIODS}: "
+        f"Read how one allowed Home Assistant entity changed over the past {ONE_OF_THE_RECENT_PERIODS}: "
         f"up to {MAX_CHANGES} changes spread over the period, the total number of changes, and a summary "
         "(for numbers: minimum and maximum with when they were reached, time-weighted mean; otherwise, "
         "for each state: seconds spent in it, times it changed to it, when it last did). Answers "
         "\"how long was it on\" and \"when did it last change\". Each read asks the household for approval first."
     ),
-    arguments_schema={
-        "type": "object",
-        "required": ["entity_id", "period"],
-        "properties": {
-            "entity_id": {**ENTITY_ARGUMENT,
-                          "description": "An allowed entity id, such as sensor.living_room_temperature"},
-            "period": {"type": "string", "enum": list(PERIODS)},
-        },
-        "additionalProperties": False,
-    },
-    argument_messages={
-        "entity_id": "entity_id must look like domain.object_id, such as sensor.kitchen.",
-        "period": f"period must be one of {ONE_OF_THE_PERIODS}.",
-    },
+    arguments_schema=ARGUMENTS.schema,
+    argument_messages=ARGUMENTS.messages,
     result_schema={
         "type": "object",
         "required": ["entity_id", "period", "changes", "total_changes", "truncated", "retrieved_at"],
         "properties": {
             "entity_id": {"type": "string"},
             "friendly_name": {"type": "string"},
-            "period": {"type": "string", "enum": list(PERIODS)},
+            "period": choice(RECENT_PERIODS).schema,
             "start": TIMESTAMP_SCHEMA,
             "end": TIMESTAMP_SCHEMA,
             "initial_state": {
@@ -231,7 +202,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     activity_words=Words("History of one device"),
-    prompt_summary=f"how one device changed over the past {ONE_OF_THE_PERIODS}.",
+    prompt_summary=f"how one device changed over the past {ONE_OF_THE_RECENT_PERIODS}.",
     # The entity's state (its name, unit, and a 404 for one gone), then its history: over the WebSocket,
     # or REST's where Home Assistant offers no WebSocket.
     reads=Reads(paths=("/api/states/{entity_id}", "/api/history/period/{start}"), commands=(HISTORY_COMMAND,)),

@@ -23,9 +23,10 @@ import orjson
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
-from console_ha.capabilities.get_history import ONE_OF_THE_PERIODS, PERIODS
 from console_ha.capabilities.narrow import narrow_state
-from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.read_arguments import choice, entity, entity_and_period
+from console_ha.capabilities.recent_periods import ONE_OF_THE_RECENT_PERIODS, RECENT_PERIODS
+from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.history_digest import MAX_CHANGES, Digester
@@ -81,7 +82,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         raise HABadResponse("Home Assistant answered for a different entity.")
     current = narrow_state(state)
     end = now
-    start = end - PERIODS[period].length
+    start = end - RECENT_PERIODS[period].length
     picked, total = read_logbook(client, entity_id, start=start, end=end, deadline=deadline)
     causes = CauseNamer(client, config, deadline)
     entries = [shaped_entry(moment, raw, causes) for moment, raw in picked]
@@ -262,10 +263,11 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     """Which device, over which period, what the household lets the assistant learn, and where it goes."""
     entity_id = arguments["entity_id"]
     name = config.display_name(entity_id)
-    wants = Words(READS, name=name, entity_id=entity_id, period=Words(PERIODS[arguments["period"]].words))
+    wants = Words(READS, name=name, entity_id=entity_id, period=Words(RECENT_PERIODS[arguments["period"]].words))
     return Card(title=Words(CARD_TITLE, name=name), body=sentences(wants, leaves_device(config)))
 
 
+ARGUMENTS = entity_and_period(entity("An allowed entity id, such as light.hall", "light.hall"), RECENT_PERIODS)
 _CAUSE = {
     "type": "object",
     "required": ["kind"],
@@ -291,33 +293,22 @@ _ENTRY = {
 CAPABILITY = Capability(
     name=NAME,
     description=(
-        f"Read one allowed Home Assistant entity's logbook over the past {ONE_OF_THE_PERIODS}: up to "
+        f"Read one allowed Home Assistant entity's logbook over the past {ONE_OF_THE_RECENT_PERIODS}: up to "
         f"{MAX_ENTRIES} entries spread over the period, each with when, the new state (or what ran), and its "
         "cause: a person, an automation, a script, a service call, or unknown (a switch pressed, the device "
         "itself). People, automations and scripts are named only when the household allowed them. Answers "
         "\"what turned the hall light on at 3 am\". Sensors that measure (with a unit) keep no logbook: "
         "ask get_history for them. Each read asks the household for approval first."
     ),
-    arguments_schema={
-        "type": "object",
-        "required": ["entity_id", "period"],
-        "properties": {
-            "entity_id": {**ENTITY_ARGUMENT, "description": "An allowed entity id, such as light.hall"},
-            "period": {"type": "string", "enum": list(PERIODS)},
-        },
-        "additionalProperties": False,
-    },
-    argument_messages={
-        "entity_id": "entity_id must look like domain.object_id, such as light.hall.",
-        "period": f"period must be one of {ONE_OF_THE_PERIODS}.",
-    },
+    arguments_schema=ARGUMENTS.schema,
+    argument_messages=ARGUMENTS.messages,
     result_schema={
         "type": "object",
         "required": ["entity_id", "period", "entries", "total", "truncated", "retrieved_at"],
         "properties": {
             "entity_id": {"type": "string"},
             "friendly_name": {"type": "string"},
-            "period": {"type": "string", "enum": list(PERIODS)},
+            "period": choice(RECENT_PERIODS).schema,
             "start": TIMESTAMP_SCHEMA,
             "end": TIMESTAMP_SCHEMA,
             "entries": {"type": "array", "maxItems": MAX_ENTRIES, "items": _ENTRY,
@@ -332,7 +323,7 @@ CAPABILITY = Capability(
     execute=execute,
     card=card,
     activity_words=Words("Logbook of one device: what changed it and why"),
-    prompt_summary=f"what changed one device over the past {ONE_OF_THE_PERIODS}, and who or what did it.",
+    prompt_summary=f"what changed one device over the past {ONE_OF_THE_RECENT_PERIODS}, and who or what did it.",
     # The entity's state (its name, a 404 for one gone) and the allowlisted person entities' states (whose
     # user is whom), then the logbook over the WebSocket.
     reads=Reads(paths=("/api/states/{entity_id}",), commands=(LOGBOOK_COMMAND,)),

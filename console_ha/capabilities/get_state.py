@@ -6,14 +6,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from console_ha.capabilities.area_lookup import AREAS_KNOWN_SCHEMA, area_names, areas_if_known, say_if_areas_unknown
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, listed
-from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
-from console_ha.capabilities.list_entities import _areas as areas_if_known
-from console_ha.capabilities.narrow import narrow_state
+from console_ha.capabilities.narrow import ENTITY_SCHEMA, narrow_state
 from console_ha.capabilities.plain_text import plain_value
-from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.read_arguments import declared, entity
+from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse
 from console_ha.ha.areas import REGISTRY_COMMANDS
@@ -87,17 +87,13 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         raise HABadResponse("Home Assistant answered for a different entity.")
     if notes is not None:
         notes.memory.remember(client.cache_key, [state], config.allowlisted_entities)  # the next card's words for it
-    # As list_entities: a Home Assistant that cannot tell its areas still answers, the area null and
-    # `areas_known` false.
-    areas = areas_if_known(client, deadline, needed=False, notes=notes)
+    areas = areas_if_known(client, deadline, notes)
     result = {
-        **listed(narrow_state(state), None if areas is None else areas.area_name(entity_id), CAP_LEVELS[0]),
+        **listed(narrow_state(state), area_names(areas)(entity_id), CAP_LEVELS[0]),
         "attributes": household_attributes(state),
         "retrieved_at": utc_z(now),
     }
-    if areas is None:
-        result["areas_known"] = False
-    return result
+    return say_if_areas_unknown(result, areas)
 
 
 # --- the card's words: one whole sentence per domain, saying what `household_attributes` keeps for it ---
@@ -178,7 +174,8 @@ def card(config: HomeAssistantConfig, arguments: Mapping[str, Any], facts: CardF
     return Card(title=Words(CARD_TITLE, name=name), body=sentences(wants, leaves_device(config)))
 
 
-_ENTITY = LIST_ENTITIES.result_schema["properties"]["entities"]["items"]
+ARGUMENTS = declared(("entity_id",),
+                     entity_id=entity("An allowed entity id, such as climate.living_room", "sensor.kitchen"))
 _ALL_KEYS = sorted({key for keys in HOUSEHOLD_ATTRIBUTES.values() for key in keys})
 
 CAPABILITY = Capability(
@@ -189,22 +186,15 @@ CAPABILITY = Capability(
         "a cover's position, what a media player plays and its volume, the weather's temperature and "
         "humidity). Each read asks the household for approval first."
     ),
-    arguments_schema={
-        "type": "object",
-        "required": ["entity_id"],
-        "properties": {
-            "entity_id": {**ENTITY_ARGUMENT, "description": "An allowed entity id, such as climate.living_room"},
-        },
-        "additionalProperties": False,
-    },
-    argument_messages={"entity_id": "entity_id must look like domain.object_id, such as sensor.kitchen."},
+    arguments_schema=ARGUMENTS.schema,
+    argument_messages=ARGUMENTS.messages,
     result_schema={
         "type": "object",
-        "required": [*_ENTITY["required"], "attributes", "retrieved_at"],
+        "required": [*ENTITY_SCHEMA["required"], "attributes", "retrieved_at"],
         "additionalProperties": False,
         "properties": {
-            **_ENTITY["properties"],
-            "areas_known": LIST_ENTITIES.result_schema["properties"]["areas_known"],
+            **ENTITY_SCHEMA["properties"],
+            "areas_known": AREAS_KNOWN_SCHEMA,
             "attributes": {
                 "type": "object",
                 "propertyNames": {"enum": _ALL_KEYS},

@@ -9,19 +9,18 @@ periods) in that time zone.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
-from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.read_arguments import choice, entity, entity_and_period, one_of
+from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.time_zone import household_zone
 from console_ha.deadline import Deadline
-from console_ha.errors import HABadResponse
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.statistics import fetch_rows, metadata_command, metadata_of
@@ -40,11 +39,6 @@ RESULT_BUDGET_BYTES = 8 * 1024
 # The unit is Home Assistant's text, of any length: cut as list_entities cuts a unit (controls and bidi dropped),
 # so the result stays within RESULT_BUDGET_BYTES whatever it sends. "kWh", "m³", "µg/m³" are whole.
 UNIT_BYTES = CAP_LEVELS[0].unit
-# An IANA zone's name (the longest is about 30 characters): anything else is not looked up at all. zoneinfo
-# turns each "/" of a name into a package to import, so a name a thousand levels deep recursed past
-# Python's limit (a crash where a bad answer belongs).
-_ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+){0,3}")
-_ZONE_NAME_CHARS = 64
 
 Window = Callable[[datetime], tuple[datetime, datetime]]
 
@@ -92,8 +86,9 @@ PERIODS: dict[str, Period] = {
     "past_12_months": Period(lambda now: (_months_later(_month_start(now), -11), now), True,
                              N_("the past 12 months"), N_("in the past 12 months")),
 }
-_NAMES = list(PERIODS)
-ONE_OF_THE_PERIODS = f"{', '.join(_NAMES[:-1])} or {_NAMES[-1]}"
+ONE_OF_THE_PERIODS = one_of(PERIODS)
+ARGUMENTS = entity_and_period(entity("An allowed entity id, such as sensor.energy_consumption",
+                                     "sensor.energy_consumption"), PERIODS)
 
 STATISTICS_FIELD_MEANINGS: dict[str, str] = {
     "kind": "meter (energy, water: how much was used) or measurement (temperature: mean, min, max)",
@@ -105,18 +100,6 @@ STATISTICS_FIELD_MEANINGS: dict[str, str] = {
     "hours": "hours with statistics (some may be missing)",
     "summary": "null when no hour of the period has statistics",
 }
-
-
-def household_zone(answer: Any) -> ZoneInfo:
-    """The time zone Home Assistant reports in its configuration; a missing or unknown one is a bad answer."""
-    name = answer.get("time_zone") if isinstance(answer, dict) else None
-    try:
-        if not isinstance(name, str) or len(name) > _ZONE_NAME_CHARS or not _ZONE_NAME.fullmatch(name):
-            raise ValueError(name)
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise HABadResponse("Home Assistant did not report a time zone the Console knows.",
-                            reason="wrong_shape") from None
 
 
 def calendar(period: Period, start: datetime, end: datetime) -> tuple[list[int], list[str]]:
@@ -258,27 +241,15 @@ CAPABILITY = Capability(
         "than October\". For the past hour, day or week use get_history. Each read asks the household for "
         "approval first."
     ),
-    arguments_schema={
-        "type": "object",
-        "required": ["entity_id", "period"],
-        "properties": {
-            "entity_id": {**ENTITY_ARGUMENT,
-                          "description": "An allowed entity id, such as sensor.energy_consumption"},
-            "period": {"type": "string", "enum": list(PERIODS)},
-        },
-        "additionalProperties": False,
-    },
-    argument_messages={
-        "entity_id": "entity_id must look like domain.object_id, such as sensor.energy_consumption.",
-        "period": f"period must be one of {ONE_OF_THE_PERIODS}.",
-    },
+    arguments_schema=ARGUMENTS.schema,
+    argument_messages=ARGUMENTS.messages,
     result_schema={
         "type": "object",
         "required": ["entity_id", "period", "kind", "unit", "time_zone", "start", "end", "points", "summary",
                      "retrieved_at"],
         "properties": {
             "entity_id": {"type": "string"},
-            "period": {"type": "string", "enum": list(PERIODS)},
+            "period": choice(PERIODS).schema,
             "kind": {"enum": ["meter", "measurement"], "description": STATISTICS_FIELD_MEANINGS["kind"]},
             "unit": {"type": ["string", "null"], "maxLength": UNIT_BYTES},
             "time_zone": {"type": "string"},

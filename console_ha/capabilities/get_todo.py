@@ -13,8 +13,9 @@ from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
-from console_ha.capabilities.get_calendar import household_text
-from console_ha.capabilities.spec import ENTITY_ARGUMENT, TIMESTAMP_SCHEMA, Bounds, Capability
+from console_ha.capabilities.plain_text import HOUSEHOLD_TEXT_CHARS, household_text
+from console_ha.capabilities.read_arguments import choice, declared, entity
+from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.reads import Reads
@@ -127,7 +128,10 @@ def wrong_shape() -> HABadResponse:
                          reason="wrong_shape")
 
 
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 64}
+ARGUMENTS = declared(("entity_id",), entity_id=entity("An allowed list, such as todo.shopping_list",
+                                                     "todo.shopping_list", domain=DOMAIN),
+                     status=choice(STATUSES, default="needs_action"))
+_TEXT = {"type": "string", "minLength": 1, "maxLength": HOUSEHOLD_TEXT_CHARS}
 
 CAPABILITY = Capability(
     name=NAME,
@@ -136,21 +140,8 @@ CAPABILITY = Capability(
         "list's order, at most 100; by default those still to do. Answers \"what's on the shopping list\". "
         "Each read asks the household for approval first."
     ),
-    arguments_schema={
-        "type": "object",
-        "required": ["entity_id"],
-        "properties": {
-            # Of its own domain only: stage 2 refuses another kind of entity in the argument's own words.
-            "entity_id": {**ENTITY_ARGUMENT, "allOf": [{"pattern": f"^{DOMAIN}\\."}],
-                          "description": "An allowed list, such as todo.shopping_list"},
-            "status": {"type": "string", "enum": _NAMES, "default": "needs_action"},
-        },
-        "additionalProperties": False,
-    },
-    argument_messages={
-        "entity_id": "entity_id must be a todo.* entity id, such as todo.shopping_list.",
-        "status": f"status must be one of {', '.join(_NAMES[:-1])} or {_NAMES[-1]}.",
-    },
+    arguments_schema=ARGUMENTS.schema,
+    argument_messages=ARGUMENTS.messages,
     result_schema={
         "type": "object",
         "required": ["entity_id", "status", "items", "total", "truncated", "retrieved_at"],

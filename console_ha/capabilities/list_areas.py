@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from console_ha.capabilities.area_lookup import read_areas
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut, json_size
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
-from console_ha.ha.areas import REGISTRY_COMMANDS, area_index
+from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, UNAVAILABLE_STATES, HomeAssistantClient
 from console_ha.language import N_, Words
@@ -37,9 +38,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
         entity_id = state.get("entity_id")
         if entity_id in wanted:
             unavailable[entity_id] = state.get("state") in UNAVAILABLE_STATES
-    areas = area_index(client, timeout=deadline.remaining())
-    if notes is not None:
-        notes.memory.keep_areas(client.cache_key, areas)  # the rooms the next cards name
+    areas = read_areas(client, deadline, notes)
     # Keyed by area id (two areas may share a name cut short); None for entities in no area.
     held: Counter[str | None] = Counter()
     down: Counter[str | None] = Counter()

@@ -7,15 +7,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from console_ha.capabilities.area_lookup import (
+    AREAS_KNOWN_SCHEMA,
+    area_names,
+    areas_if_known,
+    read_areas,
+    say_if_areas_unknown,
+)
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, names_listed, quoted, sentences, unended
 from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
-from console_ha.capabilities.narrow import narrow_state
+from console_ha.capabilities.narrow import ENTITY_SCHEMA, narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
-from console_ha.errors import HomeAssistantError
 from console_ha.folding import fold
-from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndex, area_index
+from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndex
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient
 from console_ha.language import N_, Words
@@ -87,7 +93,8 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
             found[entity_id] = state
     if notes is not None:
         notes.memory.remember(client.cache_key, found.values(), wanted)  # the next cards' words for these
-    areas = _areas(client, deadline, needed="area" in arguments, notes=notes)
+    # An area filter needs the areas; without one, a Home Assistant that cannot tell them still answers.
+    areas = read_areas(client, deadline, notes) if "area" in arguments else areas_if_known(client, deadline, notes)
     # Every area of Home Assistant the words name; only allowlisted entities are then looked up in them, so
     # an area without one is never told apart from an area that does not exist.
     selected = selection(config, arguments, areas)
@@ -110,35 +117,19 @@ def _fitted(found: Mapping[str, Mapping[str, Any]], shown: list[str], missing: l
     """The result, names and states cut no further than it needs: the roomiest level that fits."""
     result: dict[str, Any] = {}
     # The tightest always fits an allowlist a save accepted (entity_budget.check_fits).
+    area_of = area_names(areas)
     for caps in CAP_LEVELS:
         result = {
-            "entities": [listed(narrow_state(found[e], caps), areas.area_name(e) if areas else None, caps)
-                         for e in shown],
+            "entities": [listed(narrow_state(found[e], caps), area_of(e), caps) for e in shown],
             "missing_entities": missing,
             "total": total,
             "retrieved_at": utc_z(now),
         }
-        if areas is None:
-            result["areas_known"] = False
+        say_if_areas_unknown(result, areas)
         if json_size(result) <= MAX_RESULT_BYTES:
             break
     # Still too large only for an allowlist saved before saves were checked; stage 6 refuses it.
     return result
-
-
-def _areas(client: HomeAssistantClient, deadline: Deadline, *, needed: bool,
-           notes: ReadNotes | None = None) -> AreaIndex | None:
-    """The areas, kept or read once; without an area filter a Home Assistant that cannot tell them (no
-    WebSocket through its proxy, say) still answers, with every area null and `areas_known` false."""
-    try:
-        index = area_index(client, timeout=deadline.remaining())
-    except HomeAssistantError:
-        if needed:
-            raise
-        return None
-    if notes is not None:
-        notes.memory.keep_areas(client.cache_key, index)  # the rooms the next cards name
-    return index
 
 
 def named_by_card(config: HomeAssistantConfig, arguments: Mapping[str, Any], areas: AreaIndex | None) -> list[str]:
@@ -267,8 +258,6 @@ def binds(config: HomeAssistantConfig) -> Mapping[str, Any]:
             "names": {e: config.display_name(e) for e in sorted(config.allowlisted_entities)}}
 
 
-_ROOMY = CAP_LEVELS[0]
-
 CAPABILITY = Capability(
     name=NAME,
     description=(
@@ -305,36 +294,13 @@ CAPABILITY = Capability(
         "required": ["entities", "missing_entities", "total", "retrieved_at"],
         "additionalProperties": False,
         "properties": {
-            "entities": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["entity_id", "friendly_name", "domain", "state", "unit_of_measurement",
-                                 "last_changed", "unavailable", "area"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "entity_id": ENTITY_ID_SCHEMA,
-                        # Bytes bound the text; a character is at least one, so they bound its length too.
-                        # Text that was cut ends in "…".
-                        "friendly_name": {"type": "string", "maxLength": _ROOMY.name},
-                        "domain": {"type": "string", "pattern": r"^[a-z0-9_]+$"},
-                        "state": {"type": "string", "maxLength": _ROOMY.state},
-                        "unit_of_measurement": {"type": ["string", "null"], "maxLength": _ROOMY.unit},
-                        # to the second, in UTC; null when Home Assistant's state carries no readable time
-                        "last_changed": {"type": ["string", "null"], "format": "date-time",
-                                         "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
-                        "unavailable": {"type": "boolean"},
-                        # the name of the entity's area (its own before its device's); null for none
-                        "area": {"type": ["string", "null"], "maxLength": _ROOMY.area},
-                    },
-                },
-            },
+            "entities": {"type": "array", "items": ENTITY_SCHEMA},
             # allowlisted entities Home Assistant no longer has (those the filters and the limit keep)
             "missing_entities": {"type": "array", "items": ENTITY_ID_SCHEMA},
             # how many allowlisted entities matched, before the limit
             "total": {"type": "integer", "minimum": 0},
             # there, false, only when Home Assistant could not say which areas entities are in
-            "areas_known": {"const": False},
+            "areas_known": AREAS_KNOWN_SCHEMA,
             "retrieved_at": TIMESTAMP_SCHEMA,
         },
     },

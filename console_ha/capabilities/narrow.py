@@ -1,4 +1,9 @@
-"""One Home Assistant state as a result carries it: RFC-0018's fields, each text bounded, no raw attributes."""
+"""One Home Assistant state as a result carries it: RFC-0018's fields, each text bounded, no raw attributes.
+
+`narrow_state` makes the fields and `ENTITY_SCHEMA` declares them with the entity's area, as every read that
+lists an entity returns it (list_entities' items, get_state's own fields): declared here once, beside the code
+that makes them, so no read borrows another's result schema.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,33 @@ from collections.abc import Mapping
 from typing import Any
 
 from console_ha.capabilities.entity_budget import CAP_LEVELS, TextCaps, entry
+from console_ha.capabilities.spec import ENTITY_ID_SCHEMA
 from console_ha.ha.rest_client import UNAVAILABLE_STATES
+
+# The roomiest caps: what a result's text is cut to at most (a tighter level only cuts further).
+_ROOMY = CAP_LEVELS[0]
+
+ENTITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["entity_id", "friendly_name", "domain", "state", "unit_of_measurement",
+                 "last_changed", "unavailable", "area"],
+    "additionalProperties": False,
+    "properties": {
+        "entity_id": ENTITY_ID_SCHEMA,
+        # Bytes bound the text; a character is at least one, so they bound its length too.
+        # Text that was cut ends in "…".
+        "friendly_name": {"type": "string", "maxLength": _ROOMY.name},
+        "domain": {"type": "string", "pattern": r"^[a-z0-9_]+$"},
+        "state": {"type": "string", "maxLength": _ROOMY.state},
+        "unit_of_measurement": {"type": ["string", "null"], "maxLength": _ROOMY.unit},
+        # to the second, in UTC; null when Home Assistant's state carries no readable time
+        "last_changed": {"type": ["string", "null"], "format": "date-time",
+                         "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
+        "unavailable": {"type": "boolean"},
+        # the name of the entity's area (its own before its device's); null for none
+        "area": {"type": ["string", "null"], "maxLength": _ROOMY.area},
+    },
+}
 
 
 def _text(value: object) -> str | None:

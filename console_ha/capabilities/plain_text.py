@@ -1,7 +1,8 @@
 """Whether a text from Home Assistant is plain words, or looks like a link or a secret that must not be passed on.
 
-Used by get_state for the values of its listed attributes, and meant for any read that passes on text an
-integration chose (a calendar's summary and location). The rule is a denylist of shapes, so it errs on the
+Used by get_state for the values of its listed attributes, and, with dial-in codes as well (`household_text`), by
+every read that passes on text an integration chose (a calendar's summary and location, a to-do item's summary,
+a forecast's condition). The rule is a denylist of shapes, so it errs on the
 side of dropping: a household answer is a word, a number, a time or a short phrase, and a value dropped
 costs a detail, while a link or a secret passed on can be followed or repeated by the model.
 """
@@ -82,3 +83,32 @@ def plain_value(value: object, max_chars: int) -> bool:
         return (0 < len(value) <= max_chars and cut(value, 4 * max_chars) == value
                 and not looks_like_link_or_secret(value))
     return False  # lists, objects and null
+
+
+# --- text an integration chose that a read passes on (a calendar's title, a to-do item, a forecast's condition) ---
+
+# The longest such text passed on: a title or a place, not a description.
+HOUSEHOLD_TEXT_CHARS = 64
+# What a dial-in or a secret looks like, beyond the links and tokens above, matched against the text as NFKC
+# normalises it (a full-width "ＰＩＮ ４４２１" is the ASCII it looks like): a phone number, however it is
+# grouped (seven digits and more with spaces, dots, dashes or brackets between them, as "020 7946 0000" and
+# "(0800) 123-4567", which is also how PINs, meeting ids and account numbers look), the words that introduce
+# a dial-in, a PIN or a password, and a code's shapes ("code: 4421", "ID 8841", "123 456 #").
+# Text that matches is dropped whole: a cut could keep the digits and lose the word that warned of them.
+_DIAL_IN = re.compile(
+    r"(?i)\+\d[\d ().-]{6,}\d|\d(?:[\s().-]{0,3}\d){6,}"
+    r"|\b(?:pin|passcode|password|passwort|kennwort|wachtwoord|contrase[ñn]a|senha|pwd|pw|secret|api[ _-]?key"
+    r"|dial[ -]?in)\b"
+    r"|\b(?:conference|access|meeting|participant|dial[ -]?in|host|bridge)\s*(?:code|id|number|no\b|#)"
+    r"|\b(?:code|id)\s*[:#=]?\s*\d{3,}|#\s*\d{3,}|\d{3,}\s*#")
+# A date as a household writes one (2026-12-05, 05.12.2026, 12/5/26): its digits are not a phone number's.
+_DATE = re.compile(r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}([./-])\d{1,2}\1(?:\d{4}|\d{2}))\b")
+
+
+def household_text(value: object) -> str | None:
+    """`value` when it is short plain text with no link, dial-in code or secret in it; None otherwise."""
+    if isinstance(value, str) and plain_value(value, HOUSEHOLD_TEXT_CHARS):
+        read_as = _DATE.sub(" ", unicodedata.normalize("NFKC", value))
+        if _DIAL_IN.search(read_as) is None:
+            return value
+    return None
