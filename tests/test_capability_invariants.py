@@ -1,4 +1,4 @@
-"""What every registered capability declares, checked for each: a third one is held to all of it unasked."""
+"""What every registered capability declares, checked for each: a new read is held to all of it unasked."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ def test_an_entity_it_names_must_be_on_the_allowlist(capability: Capability, dat
 
 def test_the_allowlist_invariant_catches_an_entity_argument_stage_3_does_not_check(
         data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A third capability naming its entity `entity` (or taking a list) would read outside the allowlist: caught."""
+    """A new read naming its entity `entity` (or taking a list) would read outside the allowlist: caught."""
     history = REGISTRY["home_assistant.get_history"]
     for properties in ({"entity": ENTITY_ID_SCHEMA, "period": history.arguments_schema["properties"]["period"]},
                        {"entity_ids": {"type": "array", "items": ENTITY_ID_SCHEMA}}):
@@ -265,7 +265,7 @@ def test_the_allowlist_invariant_catches_an_entity_argument_stage_3_does_not_che
             arguments_schema={"type": "object", "required": list(properties), "properties": properties,
                               "additionalProperties": False},
             argument_messages={name: f"{name} is wrong." for name in properties},
-            card=lambda config, arguments, facts=None: Card("Read it?", "A sketch of a third capability."))
+            card=lambda config, arguments, facts=None: Card("Read it?", "A sketch of a new read."))
         monkeypatch.setitem(REGISTRY, sketch.name, sketch)
         with pytest.raises(AssertionError, match="not on the allowlist"):
             assert_entity_arguments_are_held_to_the_allowlist(configured_executor(data_dir, stub_ha), sketch)
@@ -357,15 +357,15 @@ def test_a_read_through_the_executor_returns_what_its_result_schema_declares(
     assert_matches_result_schema(capability.name, result)
 
 
-# --- the sketch in docs/capabilities.md ("Adding a capability") is held to the same checks ----------------
+# --- the sketch in docs/capabilities.md ("Adding a read") is held to the same checks -----------------------
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "capabilities.md"
 
 
 def docs_sketch() -> Capability:
-    """The third capability the docs sketch (not registered), made from the page's own code block."""
+    """The new read the docs sketch (not registered), made from the page's own code block."""
     text = DOCS.read_text(encoding="utf-8")
-    section = text.split("## Adding a capability", 1)[1]
+    section = text.split("## Adding a read", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
     exec(compile(code, str(DOCS), "exec"), namespace)  # noqa: S102 - our own docs, read as a test fixture
@@ -384,8 +384,16 @@ def docs_sketch() -> Capability:
     test_what_an_approval_binds_is_json_beside_the_address,
     test_execute_takes_what_the_executor_hands_it,
 ], ids=lambda check: check.__name__.removeprefix("test_"))
-def test_the_docs_sketch_of_a_third_capability_passes_the_declarative_invariants(check: Any) -> None:
+def test_the_docs_sketch_of_a_new_read_passes_the_declarative_invariants(check: Any) -> None:
     check(docs_sketch())
+
+
+def test_the_docs_sketch_registered_reads_what_it_declares_and_returns_its_schema(
+        data_dir: DataDir, stub_ha: StubHomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sketch's steps are true: one line in the registry, and it reads through its declared reads only."""
+    sketch = docs_sketch()
+    monkeypatch.setitem(REGISTRY, sketch.name, sketch)
+    test_what_it_declares_it_reads_is_all_it_needs(sketch, data_dir, stub_ha)
 
 
 @pytest.mark.parametrize("capability", CAPABILITIES, ids=lambda c: c.name)

@@ -8,12 +8,11 @@ from typing import Any
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
-from console_ha.capabilities.narrow import narrow_state
+from console_ha.capabilities.narrow import entity_state, narrow_state
 from console_ha.capabilities.read_arguments import choice, entity, entity_and_period
 from console_ha.capabilities.recent_periods import ONE_OF_THE_RECENT_PERIODS, RECENT_PERIODS
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
-from console_ha.errors import HABadResponse
 from console_ha.ha.history import MAX_CHANGES, MAX_REPORTED_STATES, HistoryDigest, fetch_history, fetch_history_ws
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
@@ -51,9 +50,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     entity_id = arguments["entity_id"]
     period = arguments["period"]
     # The entity's own state gives its name and unit, and a 404 for an entity Home Assistant lacks.
-    state = client.state(entity_id, timeout=deadline.remaining())
-    if state.get("entity_id") != entity_id:
-        raise HABadResponse("Home Assistant answered for a different entity.")
+    state = entity_state(client, entity_id, deadline)
     current = narrow_state(state)
     end = now
     start = end - RECENT_PERIODS[period].length

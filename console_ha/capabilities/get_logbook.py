@@ -23,12 +23,12 @@ import orjson
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, cut
-from console_ha.capabilities.narrow import narrow_state
+from console_ha.capabilities.narrow import entity_state, narrow_state
 from console_ha.capabilities.read_arguments import choice, entity, entity_and_period
 from console_ha.capabilities.recent_periods import ONE_OF_THE_RECENT_PERIODS, RECENT_PERIODS
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
-from console_ha.errors import HABadResponse, HANotFound
+from console_ha.errors import HANotFound
 from console_ha.ha.history_digest import MAX_CHANGES, Digester
 from console_ha.ha.history_rows import EPOCH, MICROS_PER_SECOND, MICROSECOND, Row
 from console_ha.ha.logbook import fetch_logbook_ws, malformed
@@ -77,9 +77,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
     entity_id = arguments["entity_id"]
     period = arguments["period"]
     # The entity's own state gives its name, and a 404 for an entity Home Assistant lacks.
-    state = client.state(entity_id, timeout=deadline.remaining())
-    if state.get("entity_id") != entity_id:
-        raise HABadResponse("Home Assistant answered for a different entity.")
+    state = entity_state(client, entity_id, deadline)
     current = narrow_state(state)
     end = now
     start = end - RECENT_PERIODS[period].length

@@ -10,12 +10,11 @@ from console_ha.capabilities.area_lookup import AREAS_KNOWN_SCHEMA, area_names, 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, sentences
 from console_ha.capabilities.entity_budget import CAP_LEVELS, listed
-from console_ha.capabilities.narrow import ENTITY_SCHEMA, narrow_state
+from console_ha.capabilities.narrow import ENTITY_SCHEMA, entity_state, narrow_state
 from console_ha.capabilities.plain_text import plain_value
 from console_ha.capabilities.read_arguments import declared, entity
 from console_ha.capabilities.spec import TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
-from console_ha.errors import HABadResponse
 from console_ha.ha.areas import REGISTRY_COMMANDS
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
@@ -82,9 +81,7 @@ def execute(client: HomeAssistantClient, config: HomeAssistantConfig, arguments:
             deadline: Deadline, now: datetime, notes: ReadNotes | None = None) -> dict[str, Any]:
     """One GET /api/states/<id>: the entity as list_entities lists it, its area, and its household attributes."""
     entity_id = arguments["entity_id"]
-    state = client.state(entity_id, timeout=deadline.remaining())
-    if state.get("entity_id") != entity_id:
-        raise HABadResponse("Home Assistant answered for a different entity.")
+    state = entity_state(client, entity_id, deadline)
     if notes is not None:
         notes.memory.remember(client.cache_key, [state], config.allowlisted_entities)  # the next card's words for it
     areas = areas_if_known(client, deadline, notes)

@@ -1,8 +1,9 @@
 """One Home Assistant state as a result carries it: RFC-0018's fields, each text bounded, no raw attributes.
 
-`narrow_state` makes the fields and `ENTITY_SCHEMA` declares them with the entity's area, as every read that
-lists an entity returns it (list_entities' items, get_state's own fields): declared here once, beside the code
-that makes them, so no read borrows another's result schema.
+`entity_state` reads one entity's own state, holding Home Assistant to that entity; `narrow_state` makes the fields,
+and `ENTITY_SCHEMA` declares them with the entity's area, as a read that lists an entity returns it
+(list_entities' items, get_state's own fields): declared here once, beside the code that makes them, so no read
+borrows another's result schema.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from console_ha.capabilities.entity_budget import CAP_LEVELS, TextCaps, entry
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA
-from console_ha.ha.rest_client import UNAVAILABLE_STATES
+from console_ha.deadline import Deadline
+from console_ha.errors import HABadResponse
+from console_ha.ha.rest_client import UNAVAILABLE_STATES, HomeAssistantClient
 
 # The roomiest caps: what a result's text is cut to at most (a tighter level only cuts further).
 _ROOMY = CAP_LEVELS[0]
@@ -38,6 +41,14 @@ ENTITY_SCHEMA: dict[str, Any] = {
         "area": {"type": ["string", "null"], "maxLength": _ROOMY.area},
     },
 }
+
+
+def entity_state(client: HomeAssistantClient, entity_id: str, deadline: Deadline) -> dict[str, Any]:
+    """One GET /api/states/<id>: the entity's state (a 404 for one Home Assistant lacks), and none other's."""
+    state = client.state(entity_id, timeout=deadline.remaining())
+    if state.get("entity_id") != entity_id:
+        raise HABadResponse("Home Assistant answered for a different entity.")
+    return state
 
 
 def _text(value: object) -> str | None:
