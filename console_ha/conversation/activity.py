@@ -124,9 +124,8 @@ class CapabilityActivity:
         """The capability in plain words."""
         return capability_words(self.capability)
 
-    def add(self, event: Mapping[str, Any]) -> None:
-        """Count one audit event (one this Console has no words for is not counted)."""
-        kind = AuditEvent.of(event.get("event"))
+    def add(self, kind: AuditEvent | None, event: Mapping[str, Any]) -> None:
+        """Count one audit line of event `kind` (None, one this Console has no words for, is not counted)."""
         if kind is None:
             return
         self.counts[kind] += 1
@@ -204,13 +203,14 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
-        per_capability.setdefault(counted, CapabilityActivity(counted)).add(event)
-        recent.append(_shown(name, event, after_approval=invocation in approved))
+        kind = AuditEvent.of(event.get("event"))
+        per_capability.setdefault(counted, CapabilityActivity(counted)).add(kind, event)
+        recent.append(_shown(name, kind, event, after_approval=invocation in approved))
     return Activity(list(per_capability.values()), list(reversed(recent)), total)
 
 
-def _shown(capability: str, event: Mapping[str, Any], *, after_approval: bool) -> ActivityEvent:
-    kind = AuditEvent.of(event.get("event"))
+def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *,
+           after_approval: bool) -> ActivityEvent:
     code = str(event["code"]) if event.get("code") else None
     client = str(event["client"]) if event.get("client") else None
     if kind is AuditEvent.CANCELLED and client is None:

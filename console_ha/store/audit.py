@@ -6,10 +6,11 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from console_ha.store.atomic import ensure_dir
@@ -42,12 +43,11 @@ class AuditEvent(StrEnum):
     @classmethod
     def of(cls, value: object) -> AuditEvent | None:
         """The event a log line names, or None for one this Console does not know (a newer one's, a damaged line)."""
-        if not isinstance(value, str):
-            return None
-        try:
-            return cls(value)
-        except ValueError:
-            return None
+        return _BY_VALUE.get(value) if isinstance(value, str) else None
+
+
+# Each event by the string a log line holds: a dictionary lookup, as the Activity page reads the whole log.
+_BY_VALUE: Mapping[str, AuditEvent] = MappingProxyType({event.value: event for event in AuditEvent})
 
 
 @dataclass(frozen=True)
