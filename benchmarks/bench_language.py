@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _measure import Figure, household_session, median, ms, serve_wsgi  # noqa: E402
 
-from console_ha.store.audit import AuditLog  # noqa: E402
+from console_ha.store.audit import AuditEvent, AuditLog  # noqa: E402
 from console_ha.store.console_secrets import ConsoleSecrets  # noqa: E402
 from console_ha.store.datadir import DataDir  # noqa: E402
 from console_ha.web import create_app  # noqa: E402
@@ -50,7 +50,7 @@ def _console(root: Path) -> str:
     ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
     audit = AuditLog(data_dir)
     for index in range(EVENTS):
-        audit.record("proposed", capability="home_assistant.list_entities", classification="read", stage=1,
+        audit.record(AuditEvent.PROPOSED, capability="home_assistant.list_entities", classification="read", stage=1,
                      invocation=f"i{index}")
     lines = [json.loads(line) for line in data_dir.audit_log.read_text().splitlines()]
     data_dir.audit_log.write_text("".join(

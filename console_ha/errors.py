@@ -252,7 +252,10 @@ class TokenRevoked(CapabilityError, Unauthenticated):
 
 
 class HomeAssistantError(CapabilityError):
-    """Home Assistant could not answer a read (HA_BAD_RESPONSE unless a subclass says more)."""
+    """Home Assistant could not answer a read: the base of the HA_* errors, each code owned by a subclass.
+
+    Never raised itself (it owns no code of its own); caught to handle any of them as one.
+    """
 
     def __init__(self, message: str, **detail: Any) -> None:
         super().__init__(message, **detail)

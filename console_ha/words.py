@@ -65,7 +65,7 @@ MODEL_FALLBACK = "Home Assistant failed."
 def household_error(err: ConsoleHaError) -> ConsoleHaError:
     """`err` in the settings page's words: the same code and detail, the household's sentence as message."""
     words = SETTINGS_WORDS.get(err.code)
-    if words is None or (err.code == CapabilityNotConfigured.code and "reason" in err.detail):
+    if words is None or (isinstance(err, CapabilityNotConfigured) and "reason" in err.detail):
         return err
     detail: dict[str, Any] = dict(err.detail)
     if "field" in detail:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.store.audit import EVENTS, AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.console_secrets import MAX_TOKEN_NAME_LENGTH
 from console_ha.store.datadir import DataDir
 
@@ -15,32 +15,35 @@ REFUSAL_CODES = ("UNKNOWN_CAPABILITY", "INVALID_ARGUMENTS", "CAPABILITY_DISABLED
 FAILURE_CODES = ("HA_UNREACHABLE", "HA_TIMEOUT", "HA_UNAUTHORIZED", "HA_NOT_FOUND", "HA_BAD_RESPONSE",
                  "HA_TLS_ERROR", "HA_NO_STATISTICS", "HA_BUSY", "RESULT_TOO_LARGE", "INTERNAL_ERROR")
 # The code the executor records with each event that has one of its own (store/audit.py, executor.py).
-EVENT_CODES = {"denied": "CONFIRMATION_DENIED", "asked_again": "CONFIRMATION_DENIED",
-               "expired": "CONFIRMATION_INVALID", "rejected": "ENTITY_NOT_ALLOWLISTED", "failed": "HA_TIMEOUT"}
+EVENT_CODES = {AuditEvent.DENIED: "CONFIRMATION_DENIED", AuditEvent.ASKED_AGAIN: "CONFIRMATION_DENIED",
+               AuditEvent.EXPIRED: "CONFIRMATION_INVALID", AuditEvent.REJECTED: "ENTITY_NOT_ALLOWLISTED",
+               AuditEvent.FAILED: "HA_TIMEOUT"}
 # An API token's name is the household's own text: one word as long as a name may be must wrap, not widen the page.
 LONG_PROGRAM = ("the-kitchen-tablet-in-the-hallway-" * 4)[:MAX_TOKEN_NAME_LENGTH]
-STAGES = {"proposed": 1, "rejected": 3, "executed": 6, "failed": 5}
+STAGES = {AuditEvent.PROPOSED: 1, AuditEvent.REJECTED: 3, AuditEvent.EXECUTED: 6, AuditEvent.FAILED: 5}
 
 
-def record(log: AuditLog, event: str, capability: str, code: str | None = None, client: str | None = None) -> None:
+def record(log: AuditLog, event: AuditEvent, capability: str, code: str | None = None,
+           client: str | None = None) -> None:
     """One audit line as the executor writes it (each of its own invocation, as no two lines here are one read's)."""
     log.record(event, capability=capability, classification="read/external", stage=STAGES.get(event, 4),
                invocation=secrets.token_hex(8), code=code or EVENT_CODES.get(event), client=client,
-               duration_ms=1234 if event in ("executed", "failed") else None)
+               duration_ms=1234 if event in (AuditEvent.EXECUTED, AuditEvent.FAILED) else None)
 
 
 def fill(data_dir: DataDir) -> AuditLog:
     """Every capability reaches every outcome; the newest lines hold every event and every reason code."""
     log = AuditLog(data_dir)
     for capability in REGISTRY:
-        for event in EVENTS:
+        for event in AuditEvent:
             record(log, event, capability)
     newest = next(iter(REGISTRY))
     for code in REFUSAL_CODES:
-        record(log, "rejected", newest, code, LONG_PROGRAM)
+        record(log, AuditEvent.REJECTED, newest, code, LONG_PROGRAM)
     for code in FAILURE_CODES:
-        record(log, "failed", newest, code, LONG_PROGRAM)
-    for event in EVENTS:
+        record(log, AuditEvent.FAILED, newest, code, LONG_PROGRAM)
+    for event in AuditEvent:
         record(log, event, "home_assistant.get_history", client=LONG_PROGRAM)
-    record(log, "cancelled", "home_assistant.get_history")  # the conversation page's: a new message withdrew it
+    # The conversation page's: a new message withdrew it.
+    record(log, AuditEvent.CANCELLED, "home_assistant.get_history")
     return log

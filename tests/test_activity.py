@@ -19,7 +19,7 @@ from console_ha.conversation.activity import (
     reason,
     summarise,
 )
-from console_ha.store.audit import EVENTS
+from console_ha.store.audit import AuditEvent
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 from tests.activity_log import FAILURE_CODES, REFUSAL_CODES
 
@@ -32,9 +32,19 @@ def line(event: str, capability: str = STATE, **extra: Any) -> dict[str, Any]:
     return {"time": "2026-12-04T10:00:00Z", "event": event, "capability": capability, "stage": 4, **extra}
 
 
-def test_every_audit_event_is_one_entry_of_activity_s_table() -> None:
-    assert set(EVENT_TABLE) == set(EVENTS) and len(EVENT_TABLE) == len(EVENTS)
-    assert EVENT_TABLE["asked_again"].counter == "Asked again after you said no"
+def test_every_audit_event_has_its_household_words_and_the_table_names_no_other() -> None:
+    """One entry per AuditEvent member: none missing, and no key that is only a string equal to an event's value."""
+    assert list(AuditEvent) and set(EVENT_TABLE) == set(AuditEvent) and len(EVENT_TABLE) == len(AuditEvent)
+    assert all(type(event) is AuditEvent for event in EVENT_TABLE)
+    assert set(EVENT_WORDS) == set(AuditEvent)
+    assert EVENT_TABLE[AuditEvent.ASKED_AGAIN].counter == "Asked again after you said no"
+
+
+def test_a_log_line_of_plain_strings_is_counted_as_its_audit_event() -> None:
+    """The log holds each event's value, as Consoles before the enum wrote it: it is read back as the member."""
+    (state,) = summarise([line("held"), line("abandoned"), line("held")]).asked_for
+    assert [(t.event, t.count) for t in state.tally] == [(AuditEvent.HELD, 2), (AuditEvent.ABANDONED, 1)]
+    assert all(type(t.event) is AuditEvent for t in state.tally)
 
 
 def test_a_program_that_asked_again_after_a_no_is_its_own_line_and_counter() -> None:
@@ -42,15 +52,16 @@ def test_a_program_that_asked_again_after_a_no_is_its_own_line_and_counter() -> 
     activity = summarise([line("denied", code="CONFIRMATION_DENIED", client="desk"),
                           line("asked_again", code="CONFIRMATION_DENIED", client="desk"),
                           line("asked_again", code="CONFIRMATION_DENIED", client="desk")])
-    assert [e.words for e in activity.latest] == ["Asked again after you said no."] * 2 + [EVENT_WORDS["denied"]]
+    assert [e.words for e in activity.latest] == ["Asked again after you said no."] * 2 + [
+        EVENT_WORDS[AuditEvent.DENIED]]
     assert [e.asked_by for e in activity.latest] == ["desk"] * 3
     (state,) = activity.asked_for
     assert [(t.label, t.count) for t in state.tally] == [("You did not allow", 1),
                                                          ("Asked again after you said no", 2)]
 
 
-@pytest.mark.parametrize("event", sorted(EVENTS))
-def test_each_event_s_words_are_whole_sentences_without_a_code(event: str) -> None:
+@pytest.mark.parametrize("event", list(AuditEvent))
+def test_each_event_s_words_are_whole_sentences_without_a_code(event: AuditEvent) -> None:
     words = EVENT_TABLE[event]
     assert words.line[0].isupper() and words.line.endswith(".")
     assert words.counter and not words.counter.endswith(".")
@@ -61,14 +72,14 @@ def test_each_event_s_words_are_whole_sentences_without_a_code(event: str) -> No
 
 @pytest.mark.parametrize("code", REFUSAL_CODES)
 def test_every_refusal_says_why_in_the_household_s_words(code: str) -> None:
-    words = reason("rejected", code)
+    words = reason(AuditEvent.REJECTED, code)
     assert words == CHAT_WORDS[code]  # the chat's own sentence: one fact, one place
     assert words != REFUSED_FALLBACK and not CODE.search(words)
 
 
 @pytest.mark.parametrize("code", FAILURE_CODES)
 def test_every_failure_says_why_in_the_household_s_words(code: str) -> None:
-    words = reason("failed", code)
+    words = reason(AuditEvent.FAILED, code)
     assert words == CHAT_WORDS.get(code, CHAT_FALLBACK)
     assert words is not None and not CODE.search(words)
     if code != "INTERNAL_ERROR":  # a bug is said not to have worked, and nothing more
@@ -76,23 +87,23 @@ def test_every_failure_says_why_in_the_household_s_words(code: str) -> None:
 
 
 def test_a_code_this_console_has_no_words_for_is_still_not_shown() -> None:
-    assert reason("rejected", "REFUSED_BY_SOMETHING_NEW") == REFUSED_FALLBACK
-    assert reason("failed", None) == CHAT_FALLBACK
-    assert reason("denied", "CONFIRMATION_DENIED") is None  # the event's line says it
+    assert reason(AuditEvent.REJECTED, "REFUSED_BY_SOMETHING_NEW") == REFUSED_FALLBACK
+    assert reason(AuditEvent.FAILED, None) == CHAT_FALLBACK
+    assert reason(AuditEvent.DENIED, "CONFIRMATION_DENIED") is None  # the event's line says it
     (shown,) = summarise([line("something_new", code="SOMETHING_NEW")]).latest
     assert shown.words == UNKNOWN_EVENT_WORDS and shown.why is None
 
 
 def test_a_refused_line_says_what_happened_and_why_and_keeps_the_code_for_the_page_s_data() -> None:
     (shown,) = summarise([line("rejected", code="ENTITY_NOT_ALLOWLISTED", stage=3)]).latest
-    assert shown.words == EVENT_WORDS["rejected"]
+    assert shown.words == EVENT_WORDS[AuditEvent.REJECTED]
     assert shown.why == CHAT_WORDS["ENTITY_NOT_ALLOWLISTED"]
     assert shown.code == "ENTITY_NOT_ALLOWLISTED" and shown.capability_words == REGISTRY[STATE].activity_words
 
 
 def test_a_withdrawal_says_who_withdrew() -> None:
     by_program, by_new_message = summarise([line("cancelled", client="desk"), line("cancelled")]).latest[::-1]
-    assert by_program.words == EVENT_WORDS["cancelled"]
+    assert by_program.words == EVENT_WORDS[AuditEvent.CANCELLED]
     assert by_new_message.words == WITHDRAWN_BY_A_NEW_MESSAGE
 
 
@@ -133,5 +144,5 @@ def test_a_refusal_after_the_household_allowed_does_not_say_it_came_before_askin
                           line("proposed", invocation="b2"), line("rejected", invocation="b2", code="CONFIG_INVALID")])
     before, after = activity.latest[0], activity.latest[2]
     assert after.words == REFUSED_AFTER_YOU_ALLOWED and after.why == CHAT_WORDS["CONFIRMATION_INVALID"]
-    assert before.words == EVENT_WORDS["rejected"]
-    assert "before" not in EVENT_TABLE["rejected"].counter  # the counter holds both kinds of refusal
+    assert before.words == EVENT_WORDS[AuditEvent.REJECTED]
+    assert "before" not in EVENT_TABLE[AuditEvent.REJECTED].counter  # the counter holds both kinds of refusal

@@ -8,14 +8,15 @@ import threading
 
 import pytest
 
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 
 
 def test_events_are_appended_as_json_lines(data_dir):
     log = AuditLog(data_dir)
-    log.record("proposed", capability="home_assistant.list_entities", classification="read_only/external/required",
+    classification = "read_only/external/required"
+    log.record(AuditEvent.PROPOSED, capability="home_assistant.list_entities", classification=classification,
                stage=1, invocation="abc")
-    log.record("rejected", capability="home_assistant.list_entities", classification="read_only/external/required",
+    log.record(AuditEvent.REJECTED, capability="home_assistant.list_entities", classification=classification,
                stage=3, invocation="abc", code="CAPABILITY_DISABLED")
     events = list(log.events())
     assert [e["event"] for e in events] == ["proposed", "rejected"]
@@ -24,8 +25,33 @@ def test_events_are_appended_as_json_lines(data_dir):
 
 
 def test_unknown_event_is_a_programming_error(data_dir):
+    """mypy refuses a string where an AuditEvent belongs; a caller it did not check is refused when it runs."""
     with pytest.raises(ValueError):
-        AuditLog(data_dir).record("peeked", capability="x", classification="y", stage=1, invocation="z")
+        AuditLog(data_dir).record("peeked", capability="x", classification="y", stage=1,  # type: ignore[arg-type]
+                                  invocation="z")
+    assert not AuditLog(data_dir).path.exists()
+
+
+def test_the_events_keep_the_values_the_log_has_always_held() -> None:
+    """audit.jsonl files written before AuditEvent, and the Activity page reading them, rely on these strings."""
+    assert [event.value for event in AuditEvent] == [
+        "proposed", "rejected", "confirmation_requested", "approved", "denied", "asked_again", "expired",
+        "executed", "failed", "cancelled", "held", "abandoned"]
+
+
+def test_a_line_is_written_with_the_event_s_value_and_read_back_as_it(data_dir):
+    log = AuditLog(data_dir)
+    entry = log.record(AuditEvent.ASKED_AGAIN, capability="c", classification="c", stage=4, invocation="a")
+    assert entry.event is AuditEvent.ASKED_AGAIN
+    assert '"event":"asked_again"' in log.path.read_text(encoding="utf-8")
+    (line,) = log.events()
+    assert AuditEvent.of(line["event"]) is AuditEvent.ASKED_AGAIN
+
+
+@pytest.mark.parametrize("value", ["peeked", "", "HELD", None, 4, ["held"]])
+def test_a_value_no_event_has_is_read_as_none(value: object) -> None:
+    """A newer Console's event, or a damaged line's, is not taken for one of this Console's."""
+    assert AuditEvent.of(value) is None
 
 
 def test_concurrent_writers_never_interleave_lines(data_dir):
@@ -33,7 +59,7 @@ def test_concurrent_writers_never_interleave_lines(data_dir):
 
     def write() -> None:
         for _ in range(200):
-            log.record("proposed", capability="home_assistant.get_history", classification="c", stage=1,
+            log.record(AuditEvent.PROPOSED, capability="home_assistant.get_history", classification="c", stage=1,
                        invocation="x" * 40)
 
     threads = [threading.Thread(target=write) for _ in range(4)]
@@ -46,8 +72,8 @@ def test_concurrent_writers_never_interleave_lines(data_dir):
 
 def test_a_damaged_line_is_skipped_not_fatal(data_dir):
     log = AuditLog(data_dir)
-    log.record("proposed", capability="c", classification="c", stage=1, invocation="a")
+    log.record(AuditEvent.PROPOSED, capability="c", classification="c", stage=1, invocation="a")
     with log.path.open("a") as handle:
         handle.write('{"half": ')
-    log.record("denied", capability="c", classification="c", stage=4, invocation="a")
+    log.record(AuditEvent.DENIED, capability="c", classification="c", stage=4, invocation="a")
     assert [e["event"] for e in log.events()] == ["proposed", "denied"]

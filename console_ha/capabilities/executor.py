@@ -42,7 +42,7 @@ from console_ha.errors import (
 from console_ha.ha.kept_clients import LendClient, one_client
 from console_ha.ha.rest_client import cache_key
 from console_ha.secret import Secret
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.ca_certificate import ca_bundle_path
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import DataDir
@@ -446,7 +446,7 @@ class Executor:
                duration_ms: int | None = None, *, client: str | None = None) -> None:
         classification = REGISTRY[capability].classification if capability in REGISTRY else None
         self.audit.record(
-            event,
+            AuditEvent(event),  # until every site here names an AuditEvent member, a string is checked here
             capability=capability,
             classification="/".join(classification.to_dict().values()) if classification else "unknown",
             stage=stage,

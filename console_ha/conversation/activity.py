@@ -10,6 +10,7 @@ from typing import Any
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.language import Words
+from console_ha.store.audit import AuditEvent
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 
 LATEST_EVENTS = 50
@@ -28,28 +29,36 @@ class EventWords:
     counter: Words
 
 
-# Every audit event (store.audit.EVENTS) in the household's words, one entry each, in the order "How often"
+# Every audit event (store.audit.AuditEvent) in the household's words, one entry each, in the order "How often"
 # lists its counters. Each line is one whole sentence in the catalogs (issue 26), shown in the page's language;
 # why a read was refused or did not work is the code's own sentence (`reason`), never a code.
-EVENT_TABLE: Mapping[str, EventWords] = MappingProxyType({
-    "proposed": EventWords(Words("Asked to read Home Assistant."), Words("Asked to read")),
+EVENT_TABLE: Mapping[AuditEvent, EventWords] = MappingProxyType({
+    AuditEvent.PROPOSED: EventWords(Words("Asked to read Home Assistant."), Words("Asked to read")),
     # Counted with the refusals after an approval too (`REFUSED_AFTER_YOU_ALLOWED`), so the label says neither.
-    "rejected": EventWords(Words("Refused by the Console before you were asked."), Words("Refused by the Console")),
-    "confirmation_requested": EventWords(Words("The Console asked you whether to allow it."), Words("Asked you")),
-    "approved": EventWords(Words("You allowed it."), Words("You allowed")),
-    "denied": EventWords(Words("You did not allow it, so nothing was read."), Words("You did not allow")),
+    AuditEvent.REJECTED: EventWords(Words("Refused by the Console before you were asked."),
+                                    Words("Refused by the Console")),
+    AuditEvent.CONFIRMATION_REQUESTED: EventWords(Words("The Console asked you whether to allow it."),
+                                                  Words("Asked you")),
+    AuditEvent.APPROVED: EventWords(Words("You allowed it."), Words("You allowed")),
+    AuditEvent.DENIED: EventWords(Words("You did not allow it, so nothing was read."),
+                                  Words("You did not allow")),
     # Issue 25: a program's call that joins a card the household already denied; it is told no again.
-    "asked_again": EventWords(Words("Asked again after you said no."), Words("Asked again after you said no")),
-    "expired": EventWords(Words("It expired before you answered, so nothing was read."), Words("Expired unanswered")),
-    "held": EventWords(Words("Allowed; the program will get it when it asks again."),
-                       Words("Allowed, waiting for the program")),
-    "executed": EventWords(Words("The read was done."), Words("Read done")),
-    "failed": EventWords(Words("You allowed it, but the read did not work."), Words("Did not work")),
-    "cancelled": EventWords(Words("Withdrawn by the program before you answered."), Words("Withdrawn")),
-    "abandoned": EventWords(Words("The program had already gone; nothing was read."), Words("The program had gone")),
+    AuditEvent.ASKED_AGAIN: EventWords(Words("Asked again after you said no."),
+                                       Words("Asked again after you said no")),
+    AuditEvent.EXPIRED: EventWords(Words("It expired before you answered, so nothing was read."),
+                                   Words("Expired unanswered")),
+    AuditEvent.HELD: EventWords(Words("Allowed; the program will get it when it asks again."),
+                                Words("Allowed, waiting for the program")),
+    AuditEvent.EXECUTED: EventWords(Words("The read was done."), Words("Read done")),
+    AuditEvent.FAILED: EventWords(Words("You allowed it, but the read did not work."),
+                                  Words("Did not work")),
+    AuditEvent.CANCELLED: EventWords(Words("Withdrawn by the program before you answered."),
+                                     Words("Withdrawn")),
+    AuditEvent.ABANDONED: EventWords(Words("The program had already gone; nothing was read."),
+                                     Words("The program had gone")),
 })
 # Each event's line, for callers that need only that (tests look a line up by its event).
-EVENT_WORDS: Mapping[str, Words] = MappingProxyType({event: words.line for event, words in EVENT_TABLE.items()})
+EVENT_WORDS: Mapping[AuditEvent, Words] = MappingProxyType({event: words.line for event, words in EVENT_TABLE.items()})
 # A line of a log written by a newer Console, whose event this one has no words for.
 UNKNOWN_EVENT_WORDS = Words("Something happened that this Console has no words for.")
 
@@ -62,17 +71,17 @@ REFUSED_AFTER_YOU_ALLOWED = Words("You allowed it, but the Console then refused 
 WITHDRAWN_BY_A_NEW_MESSAGE = Words("Withdrawn: you asked something else.")
 
 # The events whose code says why, in the household's words (`reason`).
-EXPLAINED = ("rejected", "failed")
+EXPLAINED = (AuditEvent.REJECTED, AuditEvent.FAILED)
 REFUSED_FALLBACK = Words("The Console refused it for a reason this Console has no words for.")
 
 
-def reason(event: str, code: str | None) -> str | None:
+def reason(event: AuditEvent, code: str | None) -> str | None:
     """Why a refused or failed read ended as it did, in the household's words (the chat's, words.CHAT_WORDS)."""
     if event not in EXPLAINED:
         return None  # the event's own line says it all ("You did not allow it", "It expired…")
     if code is not None and code in CHAT_WORDS:
         return CHAT_WORDS[code]
-    if event == "rejected":
+    if event == AuditEvent.REJECTED:
         return REFUSED_FALLBACK
     return CHAT_FALLBACK  # INTERNAL_ERROR among them: the household is told it did not work, nothing more
 
@@ -87,7 +96,7 @@ def capability_words(capability: str) -> str:
 class Reason:
     """One reason a capability was refused or did not work, and how often."""
 
-    event: str
+    event: AuditEvent
     code: str
     words: str
     count: int
@@ -97,7 +106,7 @@ class Reason:
 class Tally:
     """One counter of a capability that is not zero: the event, its label and how often."""
 
-    event: str
+    event: AuditEvent
     label: str
     count: int
 
@@ -107,18 +116,17 @@ class CapabilityActivity:
     """How often one capability reached each outcome; refusals and failures by code."""
 
     capability: str
-    counts: Counter[str] = field(default_factory=Counter)
-    codes: dict[str, Counter[str]] = field(default_factory=dict)
+    counts: Counter[AuditEvent] = field(default_factory=Counter)
+    codes: dict[AuditEvent, Counter[str]] = field(default_factory=dict)
 
     @property
     def words(self) -> str:
         """The capability in plain words."""
         return capability_words(self.capability)
 
-    def add(self, event: Mapping[str, Any]) -> None:
-        """Count one audit event (one this Console has no words for is not counted)."""
-        kind = str(event.get("event") or "")
-        if kind not in EVENT_TABLE:
+    def add(self, kind: AuditEvent | None, event: Mapping[str, Any]) -> None:
+        """Count one audit line of event `kind` (None, one this Console has no words for, is not counted)."""
+        if kind is None:
             return
         self.counts[kind] += 1
         if kind in EXPLAINED:
@@ -190,36 +198,38 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
     for event in events:
         total += 1
         invocation = str(event.get("invocation") or "")
-        if event.get("event") == "approved" and invocation:
+        if event.get("event") == AuditEvent.APPROVED and invocation:
             approved.add(invocation)
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
-        per_capability.setdefault(counted, CapabilityActivity(counted)).add(event)
-        recent.append(_shown(name, event, after_approval=invocation in approved))
+        kind = AuditEvent.of(event.get("event"))
+        per_capability.setdefault(counted, CapabilityActivity(counted)).add(kind, event)
+        recent.append(_shown(name, kind, event, after_approval=invocation in approved))
     return Activity(list(per_capability.values()), list(reversed(recent)), total)
 
 
-def _shown(capability: str, event: Mapping[str, Any], *, after_approval: bool) -> ActivityEvent:
-    kind = str(event.get("event") or "")
+def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *,
+           after_approval: bool) -> ActivityEvent:
     code = str(event["code"]) if event.get("code") else None
     client = str(event["client"]) if event.get("client") else None
-    if kind == "cancelled" and client is None:
+    if kind is AuditEvent.CANCELLED and client is None:
         words = WITHDRAWN_BY_A_NEW_MESSAGE  # the conversation page's card: the household moved on
-    elif kind == "rejected" and after_approval:
+    elif kind is AuditEvent.REJECTED and after_approval:
         words = REFUSED_AFTER_YOU_ALLOWED
     else:
-        words = EVENT_WORDS.get(kind, UNKNOWN_EVENT_WORDS)
+        words = UNKNOWN_EVENT_WORDS if kind is None else EVENT_WORDS[kind]
     return ActivityEvent(
         time=str(event.get("time") or ""),
         capability=capability,
-        event=kind,
+        # An event this Console does not know keeps the log's own name in the page's data.
+        event=str(event.get("event") or "") if kind is None else kind,
         words=words,
         stage=_int_or_none(event.get("stage")),
         code=code,
         duration_ms=_int_or_none(event.get("duration_ms")),
         asked_by=client or CONVERSATION_PAGE,
-        why=reason(kind, code),
+        why=None if kind is None else reason(kind, code),
     )
 
 

@@ -6,9 +6,11 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from console_ha.store.atomic import ensure_dir
@@ -17,33 +19,43 @@ from console_ha.timestamps import utc_z_now
 
 log = logging.getLogger(__name__)
 
-# The outcomes an invocation can have, in the order they can happen.
-EVENTS = (
-    "proposed",
-    "rejected",
-    "confirmation_requested",
-    "approved",
-    "denied",
+class AuditEvent(StrEnum):
+    """What happened to an invocation, in the order it can happen; each value is what audit.jsonl holds."""
+
+    # A StrEnum, so a line is written with the same string as before and a log of an older Console still reads.
+    PROPOSED = "proposed"
+    REJECTED = "rejected"
+    CONFIRMATION_REQUESTED = "confirmation_requested"
+    APPROVED = "approved"
+    DENIED = "denied"
     # Issue 25: a program called again, joining a card the household denied; it is told no again (stage 4).
-    "asked_again",
-    "expired",
-    "executed",
-    "failed",
+    ASKED_AGAIN = "asked_again"
+    EXPIRED = "expired"
+    EXECUTED = "executed"
+    FAILED = "failed"
     # The client that asked withdrew the request (MCP cancellation) before the household answered.
-    "cancelled",
+    CANCELLED = "cancelled"
     # Issue 20: allowed while no call of the program was there; the read waits for its next call.
-    "held",
+    HELD = "held"
     # Allowed, but the program never came back before the card expired: nothing was read.
-    "abandoned",
-)
+    ABANDONED = "abandoned"
+
+    @classmethod
+    def of(cls, value: object) -> AuditEvent | None:
+        """The event a log line names, or None for one this Console does not know (a newer one's, a damaged line)."""
+        return _BY_VALUE.get(value) if isinstance(value, str) else None
+
+
+# Each event by the string a log line holds: a dictionary lookup, as the Activity page reads the whole log.
+_BY_VALUE: Mapping[str, AuditEvent] = MappingProxyType({event.value: event for event in AuditEvent})
 
 
 @dataclass(frozen=True)
-class AuditEvent:
+class AuditLine:
     """One line of audit.jsonl. Deliberately has no field for arguments, entity ids, states or tokens."""
 
     time: str
-    event: str
+    event: AuditEvent
     capability: str
     classification: str
     stage: int
@@ -65,13 +77,12 @@ class AuditLog:
     def path(self) -> Path:
         return self._dd.audit_log
 
-    def record(self, event: str, *, capability: str, classification: str, stage: int, invocation: str,
-               code: str | None = None, duration_ms: int | None = None, client: str | None = None) -> AuditEvent:
+    def record(self, event: AuditEvent, *, capability: str, classification: str, stage: int, invocation: str,
+               code: str | None = None, duration_ms: int | None = None, client: str | None = None) -> AuditLine:
         """Append an event; a failure to write is logged, never raised into the invocation."""
-        if event not in EVENTS:
-            raise ValueError(f"unknown audit event {event!r}")
-        entry = AuditEvent(utc_z_now(), event, capability, classification, stage, invocation, code, duration_ms,
-                           client)
+        # AuditEvent(...) refuses (ValueError) a string naming no event, from a caller mypy did not check.
+        entry = AuditLine(utc_z_now(), AuditEvent(event), capability, classification, stage, invocation, code,
+                          duration_ms, client)
         line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))
         data = (line + "\n").encode("utf-8")
         try:

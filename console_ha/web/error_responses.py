@@ -46,18 +46,19 @@ _HTTP_ERRORS: Mapping[int, type[ConsoleHaError]] = MappingProxyType({
     415: UnsupportedMediaType,
     429: RateLimited,
 })
-_HTTP_MESSAGES = {
-    "INVALID_REQUEST": Words("The request could not be understood."),
-    "UNAUTHENTICATED": Words("Log in to the Console first, or send an API token."),
-    "FORBIDDEN": Words("This is not allowed."),
-    "NOT_FOUND": Words("There is nothing at this address."),
-    "METHOD_NOT_ALLOWED": Words("This address does not accept that kind of request."),
-    "PAYLOAD_TOO_LARGE": Words("The request is too large."),
-    "UNSUPPORTED_MEDIA_TYPE": Words("Send the request body as JSON."),
-    "RATE_LIMITED": Words("Too many attempts. Wait a few minutes, then try again."),
-    "INTERNAL_ERROR": Words("Something went wrong inside the Console. Try again; if it keeps happening, "
-                            "look at the Console's log."),
-}
+# What each of them (and a crash) says, by class: the class owns its code.
+_HTTP_MESSAGES: Mapping[type[ConsoleHaError], Words] = MappingProxyType({
+    InvalidRequest: Words("The request could not be understood."),
+    Unauthenticated: Words("Log in to the Console first, or send an API token."),
+    Forbidden: Words("This is not allowed."),
+    NotFound: Words("There is nothing at this address."),
+    MethodNotAllowed: Words("This address does not accept that kind of request."),
+    PayloadTooLarge: Words("The request is too large."),
+    UnsupportedMediaType: Words("Send the request body as JSON."),
+    RateLimited: Words("Too many attempts. Wait a few minutes, then try again."),
+    InternalError: Words("Something went wrong inside the Console. Try again; if it keeps happening, "
+                         "look at the Console's log."),
+})
 CSRF_MESSAGE = Words("The page's security token is missing or out of date. Reload the page and try again.")
 
 
@@ -93,7 +94,7 @@ def handle_console_error(err: ConsoleHaError) -> Response:
     """Answer a ConsoleHaError with its status and body; a 5xx is logged by code."""
     if status_for(err.code) >= 500:
         log.warning("%s %s answered %s", request.method, request.path, err.code)
-    headers = {"WWW-Authenticate": 'Bearer realm="console-ha"'} if err.code == Unauthenticated.code else None
+    headers = {"WWW-Authenticate": 'Bearer realm="console-ha"'} if isinstance(err, Unauthenticated) else None
     return error_response(err, headers)
 
 
@@ -112,14 +113,14 @@ def _handle_http_error(err: HTTPException) -> SansIOResponse:
         return _handle_internal_error(err)
     # Keep what the exception says about itself, e.g. the Allow header of a 405.
     headers = {k: v for k, v in err.get_headers() if k.lower() != "content-type"}
-    return error_response(error(_HTTP_MESSAGES[error.code]), headers)
+    return error_response(error(_HTTP_MESSAGES[error]), headers)
 
 
 def _handle_internal_error(err: HTTPException) -> Response:
     original = getattr(err, "original_exception", None)
     if original is not None:
         log.error("unhandled error on %s %s", request.method, request.path, exc_info=original)
-    return error_response(InternalError(_HTTP_MESSAGES[InternalError.code]))
+    return error_response(InternalError(_HTTP_MESSAGES[InternalError]))
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -19,7 +19,13 @@ from flask import Blueprint, flash, redirect, request, url_for
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response
 
-from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, SettingsChangedElsewhere
+from console_ha.errors import (
+    CapabilityNotConfigured,
+    ConsoleHaError,
+    HAUnauthorized,
+    InvalidSettingsChange,
+    SettingsChangedElsewhere,
+)
 from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.settings.browse import QUERY_PARAMS, BrowseQuery
@@ -185,17 +191,17 @@ def _test_connection(form: MultiDict[str, str]) -> tuple[str, int]:
     except ConsoleHaError as err:
         worded = household_error(err)
         log.info("connection test without JavaScript: %s", err.code)
-        refused = err.code == "HA_UNAUTHORIZED"
+        refused = isinstance(err, HAUnauthorized)
         if refused:
             holds().drop_token(session_id())  # Home Assistant said no to it: it is not kept for Save
         field = err.detail.get("field")
         field_words: str = worded.detail.get("field_message") or worded.message
         # Not set up: the API's sentence leads to the script's live picker ("…to choose entities"); this page
         # says what to type instead, as beside the field.
-        words = field_words if err.code == CapabilityNotConfigured.code else worded.message
+        words = field_words if isinstance(err, CapabilityNotConfigured) else worded.message
         outcome = Outcome("test", words, False, field if isinstance(field, str) else None, field_words)
         return _render_in_place(form, Shown(outcome=outcome), keep_token=not refused,
-                                status=400 if err.code == InvalidSettingsChange.code else 200)
+                                status=400 if isinstance(err, InvalidSettingsChange) else 200)
     if found.location_name:
         words = Words("Connected to “{name}”, Home Assistant {version}.", name=found.location_name,
                       version=found.version)
@@ -268,8 +274,9 @@ def _render_in_place(form: MultiDict[str, str], shown: Shown, *, keep_token: boo
 
 def _render_refused(form: MultiDict[str, str], err: InvalidSettingsChange) -> tuple[str, int]:
     """The page again with what the household sent (the token kept, never shown) and why nothing was saved."""
-    status = 409 if err.code == "CONFIG_STALE" else 400
-    if err.code == "CONFIG_STALE":
+    stale = isinstance(err, SettingsChangedElsewhere)
+    status = 409 if stale else 400
+    if stale:
         err = SettingsChangedElsewhere(Words(
             "Someone changed these settings elsewhere since you opened this page, so nothing was saved. "
             "Your choices are still below: press Save again to replace the other changes, or reload the "

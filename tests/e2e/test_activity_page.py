@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from console_ha.conversation.activity import EVENT_WORDS, reason
+from console_ha.store.audit import AuditEvent
 from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, fill
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 
@@ -78,12 +79,13 @@ def test_activity_says_what_happened_in_words_fits_the_screen_and_shows_the_late
         # Words, never a code: what happened, and why for a refusal or a failure.
         text = main.inner_text()
         assert CODE.findall(text) == []
-        for event, codes in (("rejected", REFUSAL_CODES), ("failed", FAILURE_CODES)):
+        for event, codes in ((AuditEvent.REJECTED, REFUSAL_CODES), (AuditEvent.FAILED, FAILURE_CODES)):
             for code in codes:
                 line = latest.locator(f'[data-event="{event}"][data-code="{code}"]').first
                 expect(line).to_contain_text(EVENT_WORDS[event])
                 expect(line).to_contain_text(reason(event, code) or "")
-        expect(latest.locator('[data-event="asked_again"]').first).to_contain_text(EVENT_WORDS["asked_again"])
+        expect(latest.locator('[data-event="asked_again"]').first).to_contain_text(
+            EVENT_WORDS[AuditEvent.ASKED_AGAIN])
         expect(latest).to_contain_text(LONG_PROGRAM)
 
         # The latest events come first, beginning on the first screen; the counts follow them.

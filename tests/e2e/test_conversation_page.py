@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.conversation.activity import EVENT_TABLE, EVENT_WORDS
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_EXPIRED
 from tests.e2e.conftest import DESKTOP, LiveConsole, Received, log_in, screenshot, serious_violations
@@ -158,7 +158,7 @@ def test_a_card_that_expires_with_the_page_open_gets_the_console_s_line_in_the_c
     expect(transcript(chat).locator(".msg--note .msg__text")).to_have_text([line])
     expect(chat.get_by_role("button", name="Ask again")).to_be_visible()
     chat.get_by_role("link", name="Activity").click()
-    expect(chat.locator("main")).to_contain_text(EVENT_WORDS["expired"])
+    expect(chat.locator("main")).to_contain_text(EVENT_WORDS[AuditEvent.EXPIRED])
 
 
 def test_the_activity_page_shows_the_approved_and_the_denied_read_without_values(
@@ -180,14 +180,15 @@ def test_the_activity_page_shows_the_approved_and_the_denied_read_without_values
     list_block = counts.locator('.tally[data-capability="home_assistant.list_entities"]')
     history_block = counts.locator('.tally[data-capability="home_assistant.get_history"]')
     expect(list_block.locator(".tally__counts dt")).to_have_text(
-        [EVENT_TABLE[e].counter for e in ("proposed", "confirmation_requested", "approved", "executed")])
+        [EVENT_TABLE[e].counter for e in (AuditEvent.PROPOSED, AuditEvent.CONFIRMATION_REQUESTED, AuditEvent.APPROVED,
+                                          AuditEvent.EXECUTED)])
     expect(list_block.locator(".tally__counts dd")).to_have_text(["1", "1", "1", "1"])
     expect(history_block.locator(".tally__counts dt")).to_have_text(
-        [EVENT_TABLE[e].counter for e in ("proposed", "confirmation_requested", "denied")])
+        [EVENT_TABLE[e].counter for e in (AuditEvent.PROPOSED, AuditEvent.CONFIRMATION_REQUESTED, AuditEvent.DENIED)])
     expect(history_block.locator(".tally__counts dd")).to_have_text(["1", "1", "1"])
     latest = chat.get_by_role("list", name=re.compile("most recent events"))
-    expect(latest).to_contain_text(EVENT_WORDS["approved"])
-    expect(latest).to_contain_text(EVENT_WORDS["denied"])
+    expect(latest).to_contain_text(EVENT_WORDS[AuditEvent.APPROVED])
+    expect(latest).to_contain_text(EVENT_WORDS[AuditEvent.DENIED])
     expect(latest.locator('[data-event="denied"]')).to_have_attribute("data-code", "CONFIRMATION_DENIED")
     expect(chat.locator("main")).not_to_contain_text("CONFIRMATION_DENIED")
     content = chat.content()

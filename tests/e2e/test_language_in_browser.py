@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.language import PSEUDO
-from console_ha.store.audit import EVENTS, AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.console_settings import ConsoleSettingsStore
 from tests.e2e.conftest import (
@@ -78,13 +78,14 @@ def _activity_of_every_event(console: LiveConsole) -> int:
     """Every event on the conversation page (no program's own name, which is the household's text), and each
     refusal whose reason is Activity's own: after an approval, and for a code this Console has no words for."""
     log = AuditLog(console.data_dir)
-    for number, event in enumerate(EVENTS):
-        if event not in ("failed", "rejected"):  # a failure's reason is a chat line (words.CHAT_WORDS)
+    for number, event in enumerate(AuditEvent):
+        # A failure's reason is a chat line (words.CHAT_WORDS).
+        if event not in (AuditEvent.FAILED, AuditEvent.REJECTED):
             log.record(event, capability="home_assistant.get_state", classification="read", stage=4,
-                       invocation=f"i{number}", duration_ms=1234 if event == "executed" else None)
-    log.record("rejected", capability="home_assistant.get_state", classification="read", stage=3,
+                       invocation=f"i{number}", duration_ms=1234 if event == AuditEvent.EXECUTED else None)
+    log.record(AuditEvent.REJECTED, capability="home_assistant.get_state", classification="read", stage=3,
                invocation="i3", code="CONFIRMATION_INVALID")  # i3: approved above, so refused after you allowed
-    log.record("rejected", capability="home_assistant.no_such_read", classification="read", stage=1,
+    log.record(AuditEvent.REJECTED, capability="home_assistant.no_such_read", classification="read", stage=1,
                invocation="new", code="A_NEWER_CONSOLES_CODE")
     return len(list(log.events()))
 
@@ -240,8 +241,8 @@ def test_the_check_above_finds_a_word_from_no_catalog_and_a_cut_one(browser: Bro
 
 def test_a_french_browser_sets_up_in_french_then_chooses_chinese_whose_dates_and_fonts_follow(
         browser: Browser, console: LiveConsole) -> None:
-    AuditLog(console.data_dir).record("proposed", capability="home_assistant.list_entities", classification="read",
-                                      stage=1, invocation="x")
+    AuditLog(console.data_dir).record(AuditEvent.PROPOSED, capability="home_assistant.list_entities",
+                                      classification="read", stage=1, invocation="x")
     line = json.loads(console.data_dir.audit_log.read_text())
     console.data_dir.audit_log.write_text(json.dumps({**line, "time": "2026-12-02T09:30:00Z"}) + "\n")
     context = browser.new_context(locale="fr-FR", timezone_id="Europe/Paris", viewport=PHONE)

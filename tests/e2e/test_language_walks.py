@@ -25,7 +25,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from console_ha.conversation.activity import EVENT_TABLE
 from console_ha.language import Language, by_code
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.console_secrets import ConsoleSecrets
 from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, PHONE, SETTINGS, LiveConsole, serious_violations
 from tests.e2e.test_confirmations_page import BackgroundCall
@@ -216,12 +216,13 @@ def test_a_card_allowed_and_a_card_denied_on_the_conversation_page_then_activity
 @pytest.mark.parametrize("walker", WALKS, ids=WALK_IDS, indirect=True)
 def test_activity_in_the_language(walker: Walker, console: LiveConsole) -> None:
     log = AuditLog(console.data_dir)
-    for invocation, events in (("a", ("proposed", "confirmation_requested", "approved", "executed")),
-                               ("d", ("proposed", "confirmation_requested", "denied"))):
+    asked = (AuditEvent.PROPOSED, AuditEvent.CONFIRMATION_REQUESTED)
+    for invocation, events in (("a", (*asked, AuditEvent.APPROVED, AuditEvent.EXECUTED)),
+                               ("d", (*asked, AuditEvent.DENIED))):
         for event in events:
             log.record(event, capability="home_assistant.get_history", classification="read", stage=4,
-                       invocation=invocation, code="CONFIRMATION_DENIED" if event == "denied" else None,
-                       duration_ms=1234 if event == "executed" else None)
+                       invocation=invocation, code="CONFIRMATION_DENIED" if event == AuditEvent.DENIED else None,
+                       duration_ms=1234 if event == AuditEvent.EXECUTED else None)
     page, code = walker.page, walker.code
     log_in(page, console, code, "/activity")
     _activity_says(page, code)
@@ -234,9 +235,9 @@ def _activity_says(page: Page, code: str) -> None:
     expect(page.get_by_role("heading", name=word(code, "Latest events"))).to_be_visible()
     said = language(code)
     lines = page.locator(".event-card__what")
-    expect(lines.filter(has_text=EVENT_TABLE["denied"].line.in_language(said))).to_have_count(1)
-    expect(lines.filter(has_text=EVENT_TABLE["approved"].line.in_language(said))).to_have_count(1)
-    expect(page.locator(".tally").first).to_contain_text(EVENT_TABLE["executed"].counter.in_language(said))
+    expect(lines.filter(has_text=EVENT_TABLE[AuditEvent.DENIED].line.in_language(said))).to_have_count(1)
+    expect(lines.filter(has_text=EVENT_TABLE[AuditEvent.APPROVED].line.in_language(said))).to_have_count(1)
+    expect(page.locator(".tally").first).to_contain_text(EVENT_TABLE[AuditEvent.EXECUTED].counter.in_language(said))
     assert_in_language(page, code)
 
 
@@ -272,8 +273,8 @@ def test_the_walks_check_finds_an_english_sentence(browser: Browser, console: Li
     context = browser.new_context(locale="en-US", viewport=DESKTOP)
     try:
         page = context.new_page()
-        AuditLog(console.data_dir).record("approved", capability="home_assistant.get_state", classification="read",
-                                          stage=4, invocation="a")
+        AuditLog(console.data_dir).record(AuditEvent.APPROVED, capability="home_assistant.get_state",
+                                          classification="read", stage=4, invocation="a")
         ConsoleSecrets(console.data_dir).set_password(PASSWORD, method=FAST_HASH)
         page.goto(console.at("/activity"))
         page.get_by_label("Password", exact=True).fill(PASSWORD)

@@ -15,7 +15,7 @@ import requests
 
 from console_ha.answers.household_queue import ALLOWED_LATER, ALLOWED_NOW
 from console_ha.conversation.activity import EVENT_WORDS
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from tests.mcp.conftest import ServedConsole, wait_until_idle
 from tests.mcp.sdk_clients import Program, start_program
 
@@ -131,7 +131,7 @@ def killed_then_allowed(console: ServedConsole, household: requests.Session, tok
     assert events[-1] == "held" and "executed" not in events and "approved" not in events
     if activity:
         page = household.get(console.url + "/activity", timeout=10).text
-        assert EVENT_WORDS["held"] in page
+        assert EVENT_WORDS[AuditEvent.HELD] in page
     return program
 
 
@@ -146,4 +146,4 @@ def abandoned_at_expiry(console: ServedConsole, household: requests.Session, tra
         time.sleep(0.5)
     assert traffic() == before
     page = household.get(console.url + "/activity", timeout=10).text
-    assert EVENT_WORDS["abandoned"] in page
+    assert EVENT_WORDS[AuditEvent.ABANDONED] in page

@@ -14,6 +14,7 @@ import requests
 
 from console_ha.answers.household_queue import ALLOWED_LATER, ALLOWED_NOW
 from console_ha.conversation.activity import EVENT_WORDS
+from console_ha.store.audit import AuditEvent
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from tests.mcp.conftest import ServedConsole, mcp_session
@@ -83,7 +84,7 @@ def test_a_program_repeating_a_denied_call_is_denied_each_time_and_each_call_is_
     assert events(served)[-3:] == ["denied", "asked_again", "asked_again"]
     page = household.get(served.url + "/activity", timeout=10).text
     # Activity's words for the event are its own module's (issue 25 gives them); each call has its line.
-    assert page.count(EVENT_WORDS.get("asked_again", "asked_again")) >= 2
+    assert page.count(EVENT_WORDS.get(AuditEvent.ASKED_AGAIN, "asked_again")) >= 2
     assert stub_ha.requests_to("/api/states") == []
 
 

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from console_ha.conversation.activity import EVENT_TABLE, REFUSED_FALLBACK, summarise
 from console_ha.language import ENGLISH, Words, by_code
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.console_settings import ConsoleSettingsStore
 from console_ha.store.datadir import DataDir
 from console_ha.words import CHAT_WORDS
@@ -63,7 +63,7 @@ def test_activity_in_french_every_line_counter_and_kind_of_read_with_french_numb
 
 def test_activity_in_chinese_with_its_numbers_and_one_sentence_for_one_event(
         household: FlaskClient, data_dir: DataDir) -> None:
-    record(AuditLog(data_dir), "executed", STATE)
+    record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE)
     html, text = _activity(household, CHINESE)
     assert '<html lang="zh-Hans">' in html and "<title>活动 · 控制台</title>" in html
     assert "已完成读取。" in text and "单个设备的当前状态" in text and "1,234 毫秒" in text
@@ -75,7 +75,7 @@ def test_activity_in_chinese_with_its_numbers_and_one_sentence_for_one_event(
 def test_activity_counts_past_a_thousand_in_each_languages_form(household: FlaskClient, data_dir: DataDir) -> None:
     log = AuditLog(data_dir)
     for _ in range(1001):
-        record(log, "proposed", STATE)
+        record(log, AuditEvent.PROPOSED, STATE)
     _, french = _activity(household, FRENCH)
     assert f"1{NNBSP}001 événements dans le journal en tout." in french
     _, chinese = _activity(household, CHINESE)

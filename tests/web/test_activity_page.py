@@ -10,7 +10,7 @@ from flask.testing import FlaskClient
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation.activity import EVENT_TABLE, reason
-from console_ha.store.audit import EVENTS, AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.datadir import DataDir
 from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, fill, record
 
@@ -52,7 +52,8 @@ def test_no_code_is_in_the_page_s_text_and_every_one_is_in_its_data(household: F
     assert CODE.findall(text) == []
     assert "home_assistant." not in text  # a capability is named in words; its id is in the data
     assert set(codes) >= {*REFUSAL_CODES, *FAILURE_CODES, "CONFIRMATION_DENIED", "CONFIRMATION_INVALID"}
-    for event, code in [*(("rejected", c) for c in REFUSAL_CODES), *(("failed", c) for c in FAILURE_CODES)]:
+    for event, code in [*((AuditEvent.REJECTED, c) for c in REFUSAL_CODES),
+                        *((AuditEvent.FAILED, c) for c in FAILURE_CODES)]:
         why = reason(event, code)
         assert why is not None and why in text
     for words in EVENT_TABLE.values():
@@ -72,9 +73,9 @@ def test_how_often_shows_only_counts_that_are_not_zero_and_names_the_rest_once(h
 
     log = AuditLog(data_dir)
     state, history = "home_assistant.get_state", "home_assistant.get_history"
-    for event in ("proposed", "rejected", "proposed", "rejected"):
+    for event in (AuditEvent.PROPOSED, AuditEvent.REJECTED) * 2:
         record(log, event, state)
-    record(log, "rejected", state, "CAPABILITY_DISABLED")
+    record(log, AuditEvent.REJECTED, state, "CAPABILITY_DISABLED")
     html, _, _ = read(household)
     block = re.search(rf'<li class="tally" data-capability="{re.escape(state)}">(.*?)</li>', html, re.S)
     assert block is not None
@@ -103,7 +104,7 @@ def test_every_audit_event_has_its_counter_on_the_page(household: FlaskClient, d
     block = re.search(r'<li class="tally" data-capability="home_assistant.list_entities">(.*?)</li>', html, re.S)
     assert block is not None
     assert re.findall(r'<div data-event="(\w+)">', block.group(1)) == list(EVENT_TABLE)
-    assert sorted(EVENT_TABLE) == sorted(EVENTS)
+    assert sorted(EVENT_TABLE) == sorted(AuditEvent)
 
 
 def test_hostile_and_damaged_lines_are_shown_escaped_and_in_words(household: FlaskClient, data_dir: DataDir):
@@ -125,10 +126,10 @@ def test_hostile_and_damaged_lines_are_shown_escaped_and_in_words(household: Fla
 
 def test_one_event_is_counted_in_the_singular(household: FlaskClient, data_dir: DataDir):
     """The first line of a new Console's log: "1 events in the log in all" is not a sentence."""
-    record(AuditLog(data_dir), "proposed", next(iter(REGISTRY)))
+    record(AuditLog(data_dir), AuditEvent.PROPOSED, next(iter(REGISTRY)))
     html, text, _ = read(household)
     assert "One event in the log in all." in text and "1 events" not in text
     assert 'aria-label="The most recent event"' in html
-    record(AuditLog(data_dir), "proposed", next(iter(REGISTRY)))
+    record(AuditLog(data_dir), AuditEvent.PROPOSED, next(iter(REGISTRY)))
     html, text, _ = read(household)
     assert "2 events in the log in all." in text and 'aria-label="The 2 most recent events, newest first"' in html

@@ -13,7 +13,7 @@ import pytest
 from flask import Flask, render_template_string
 from flask.testing import FlaskClient
 
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.datadir import DataDir
 
 
@@ -84,7 +84,7 @@ def test_the_activity_page_shows_each_event_in_the_configured_zone_and_keeps_utc
         make_app: Callable[..., Flask], data_dir: DataDir, password: str) -> None:
     from tests.web.conftest import log_in
     app = make_app(CONSOLE_HA_TIME_ZONE="Europe/Paris")
-    AuditLog(data_dir).record("proposed", capability="home_assistant.list_entities", classification="read",
+    AuditLog(data_dir).record(AuditEvent.PROPOSED, capability="home_assistant.list_entities", classification="read",
                               stage=1, invocation="x")
     line = json.loads(data_dir.audit_log.read_text())
     data_dir.audit_log.write_text(json.dumps({**line, "time": "2026-12-02T09:30:00Z"}) + "\n")
@@ -103,7 +103,7 @@ def test_a_moment_at_the_edge_of_the_calendar_is_shown_as_written_not_a_crash(
     from tests.web.conftest import log_in
     app = make_app(CONSOLE_HA_TIME_ZONE=zone)
     assert render(app, "{{ moment(v) }}", v=value) == f"<span>{value}</span>"
-    AuditLog(data_dir).record("proposed", capability="home_assistant.list_entities", classification="read",
+    AuditLog(data_dir).record(AuditEvent.PROPOSED, capability="home_assistant.list_entities", classification="read",
                               stage=1, invocation="x")
     line = json.loads(data_dir.audit_log.read_text())
     data_dir.audit_log.write_text(json.dumps({**line, "time": value}) + "\n")

@@ -292,6 +292,7 @@ def test_the_first_activity_page_after_an_allowed_card_expired_says_the_program_
     look still showed "Allowed; the program will get it when it asks again", the sweep coming after it)."""
     from console_ha.answers.household_queue import Asker
     from console_ha.conversation.activity import EVENT_WORDS
+    from console_ha.store.audit import AuditEvent
     from tests.web.test_conversation_api import household_of
 
     app = make_app(CONSOLE_HA_CONFIRMATION_TTL=1.0)
@@ -302,7 +303,7 @@ def test_the_first_activity_page_after_an_allowed_card_expired_says_the_program_
     assert household.post(f"/api/v1/confirmations/{call.waiting.token}", json={"approve": True}).status_code == 200
     time.sleep(1.2)
     html = household.get("/activity").get_data(as_text=True)
-    assert EVENT_WORDS["abandoned"] in html
+    assert EVENT_WORDS[AuditEvent.ABANDONED] in html
     assert configured.requests == []
 
 

@@ -15,6 +15,7 @@ from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.conversation.activity import EVENT_WORDS
+from console_ha.store.audit import AuditEvent
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import CHAT_WORDS
@@ -355,7 +356,7 @@ def test_the_activity_page_counts_outcomes_and_never_shows_values(household, con
     for value in ("21.4", "sensor.living_room_temperature", "lock.front_door", "Living room",
                   configured.token, first["pending_confirmation"]["token"], QUESTION):
         assert value not in html
-    assert EVENT_WORDS["denied"] in html and EVENT_WORDS["executed"] in html
+    assert EVENT_WORDS[AuditEvent.DENIED] in html and EVENT_WORDS[AuditEvent.EXECUTED] in html
     assert all(body.strip() == "" for body in scripts_of(html))
 
 

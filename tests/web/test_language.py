@@ -13,7 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.language import translations
-from console_ha.store.audit import AuditLog
+from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.datadir import DataDir
 from tests.web.conftest import csrf_from, log_in
 from tests.web.live import served
@@ -140,7 +140,7 @@ def test_the_choice_needs_the_households_session_and_its_csrf_token(
 def test_moments_on_a_page_are_written_in_the_languages_own_forms(
         make_app: Callable[..., Flask], data_dir: DataDir, password: str) -> None:
     app = make_app(CONSOLE_HA_TIME_ZONE="Europe/Paris")
-    AuditLog(data_dir).record("proposed", capability="home_assistant.list_entities", classification="read",
+    AuditLog(data_dir).record(AuditEvent.PROPOSED, capability="home_assistant.list_entities", classification="read",
                               stage=1, invocation="x")
     line = json.loads(data_dir.audit_log.read_text())
     data_dir.audit_log.write_text(json.dumps({**line, "time": "2026-12-02T09:30:00Z"}) + "\n")
