@@ -30,7 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
-from console_ha.ha.kept_clients import HomeAssistantClients
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
@@ -140,8 +139,8 @@ def run(iterations: int, warmup: int) -> None:
         # The Console's kept clients, each timed: the app reuses one client per Home Assistant, as served.
         console = Console.open(data_dir, ConsoleOptions(
             model_environment=lambda: {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "bench"}),
-            ha_clients=HomeAssistantClients(lambda base_url, token, ca_bundle: HomeAssistantClient(
-                base_url, token, ca_bundle=ca_bundle, session=HASession(watch))))
+            make_client=lambda base_url, token, **parts: HomeAssistantClient(
+                base_url, token, session=HASession(watch), **parts))
         app = create_app(console=console)
         # The household's browser: the password set (cheaply hashed), logged in through /login, and the
         # page's CSRF token sent as X-CSRFToken on every request. Where a Bearer token was checked before,

@@ -33,10 +33,12 @@ def _data_dir(args: argparse.Namespace) -> DataDir:
 
 def _console(args: argparse.Namespace) -> Console:
     # Imported here so `console-ha mcp`, which only forwards, loads none of the Console.
-    from console_ha.console import Console
+    from console_ha.console import Console, ConsoleOptions
+    from console_ha.ha.call_limits import CallCaps
 
     # `serve` opens the whole Console, which makes the data dir and sweeps what killed writes left behind.
-    return Console.open(_data_dir(args))
+    # Calls to Home Assistant may take all its threads but RESERVED_THREADS (docs/security.md).
+    return Console.open(_data_dir(args), ConsoleOptions(call_caps=CallCaps.for_threads(args.threads)))
 
 
 def _credentials(data_dir: DataDir) -> ConsoleSecrets:
@@ -83,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
     # The package's own name for it (what tests replace); types-waitress declares it only in waitress.server.
     from waitress import create_server  # type: ignore[attr-defined]
 
-    from console_ha.ha.rest_client import CALL_LIMITS, RESERVED_THREADS
+    from console_ha.ha.call_limits import RESERVED_THREADS
     from console_ha.web import create_app
     from console_ha.web.security import listen_names
 
@@ -91,8 +93,6 @@ def serve(args: argparse.Namespace) -> int:
     if args.threads <= RESERVED_THREADS:
         raise InvalidSettingsChange(f"--threads must be at least {RESERVED_THREADS + 1}: {RESERVED_THREADS} are kept "
                             "for /health and the pages, whatever Home Assistant does.", field="threads")
-    # Calls to Home Assistant may take all threads but RESERVED_THREADS (docs/security.md).
-    CALL_LIMITS.fit_to_threads(args.threads)
     console = _console(args)
     names = [*listen_names(args.host), *args.trusted_host]
     app = create_app(test_config={"SESSION_COOKIE_SECURE": args.secure_cookies, "CONSOLE_HA_TRUSTED_HOSTS": names},

@@ -7,7 +7,6 @@ whatever serves them; the next front end does the same. Nothing here knows of HT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
 
 from console_ha.answers.household_queue import MAX_WAITING, HouseholdQueue
 from console_ha.answers.page_watch import HouseholdWatch
@@ -20,10 +19,11 @@ from console_ha.conversation.model import OpenAICompatibleModel
 from console_ha.conversation.model_service import ModelEnvironment, ModelSettingsService
 from console_ha.conversation.model_setup import environment_values
 from console_ha.conversation.turn_loop import ConversationService
-from console_ha.ha.areas import AreaCache, fetch_entity_areas
+from console_ha.ha.call_limits import CallCaps
 from console_ha.ha.discovery import discover
-from console_ha.ha.kept_clients import HomeAssistantClients, reading
+from console_ha.ha.home_assistants import ClientMaker, HomeAssistants
 from console_ha.ha.reads import Reads
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.settings.catalogue import PICKER_READS
 from console_ha.settings.connection import CONNECTION_TEST_READS
 from console_ha.settings.saving import recover
@@ -64,6 +64,9 @@ class ConsoleOptions:
     model_environment: ModelEnvironment = environment_values
     # Bounds on the settings page's calls to the outside (discovery, the picker, the connection test).
     settings_timeouts: Timeouts = field(default_factory=Timeouts)
+    # How many calls to Home Assistant may be in flight, to one and to all (`console-ha serve` fits them to
+    # its --threads: CallCaps.for_threads).
+    call_caps: CallCaps = field(default_factory=CallCaps)
 
 
 @dataclass
@@ -81,8 +84,8 @@ class Console:
     model_store: ModelStore
     # The model settings page's core: what is in force, save, reset, the one-at-a-time model test.
     model_settings: ModelSettingsService
-    # One client per Home Assistant address, token and CA bundle, kept between requests.
-    ha_clients: HomeAssistantClients
+    # What it keeps per Home Assistant: its clients, their call limits and the areas (`ha.home_assistants`).
+    home_assistants: HomeAssistants
     # The household's own conversation page: its turns, and the executor whose cards it shows.
     executor: Executor
     conversation: ConversationService
@@ -102,8 +105,11 @@ class Console:
 
     @classmethod
     def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
-             ha_clients: HomeAssistantClients | None = None) -> Console:
-        """Make the data dir, repair what a killed write left behind, and build every service once."""
+             make_client: ClientMaker = HomeAssistantClient) -> Console:
+        """Make the data dir, repair what a killed write left behind, and build every service once.
+
+        `make_client` makes each kept client (a test or a benchmark wraps the real one to watch it).
+        """
         options = options or ConsoleOptions()
         data_dir.ensure()
         config_store = ConfigStore(data_dir)
@@ -114,8 +120,10 @@ class Console:
         model_store = ModelStore(data_dir)
         model_environment = options.model_environment
         model_settings = ModelSettingsService(model_store, config_store=config_store, environment=model_environment)
-        clients = ha_clients or HomeAssistantClients(reading(CONSOLE_READS))
         card_memory = CardMemory()
+        home_assistants = HomeAssistants(reads=CONSOLE_READS, caps=options.call_caps, keep=card_memory.keep_areas,
+                                         make=make_client)
+        clients = home_assistants.clients
         executor = Executor(data_dir, config_store=config_store, token_store=token_store, audit=audit,
                             confirmations=ConfirmationStore(), clients=clients.lend, memory=card_memory)
         # Read afresh for every request to the model: a save on the model settings applies from the next turn.
@@ -138,7 +146,7 @@ class Console:
             audit=audit,
             model_store=model_store,
             model_settings=model_settings,
-            ha_clients=clients,
+            home_assistants=home_assistants,
             executor=executor,
             conversation=ConversationService(executor, model, config_store=config_store, household=household,
                                              store=conversations),
@@ -148,7 +156,7 @@ class Console:
                                      review_store=ReviewStore(data_dir),
                                      ca_store=CACertificateStore(data_dir, config_store), clients=clients,
                                      discover=discover, timeouts=options.settings_timeouts,
-                                     areas=AreaCache(fetch=partial(fetch_entity_areas, keep=card_memory.keep_areas)),
+                                     areas=home_assistants.entity_areas,
                                      card_memory=card_memory),
             household_watch=HouseholdWatch(household.pending),
             console_settings=ConsoleSettingsStore(data_dir),

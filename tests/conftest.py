@@ -23,16 +23,6 @@ os.environ["CONSOLE_HA_MDNS_INTERFACES"] = "127.0.0.1"
 
 
 @pytest.fixture(autouse=True)
-def _call_limits_restored() -> Iterator[None]:
-    """`console-ha serve` fits the process-wide Home Assistant call caps to its threads: undo that per test."""
-    from console_ha.ha.rest_client import CALL_LIMITS
-
-    caps = {"per_origin": CALL_LIMITS.per_origin, "in_all": CALL_LIMITS.in_all}
-    yield
-    CALL_LIMITS.configure(**caps)
-
-
-@pytest.fixture(autouse=True)
 def _results_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every result a registered capability returns, in any test, matches its declared result schema.
 

@@ -10,7 +10,15 @@ import pytest
 
 from console_ha.errors import HABadResponse, HAUnauthorized, HomeAssistantError
 from console_ha.folding import fold
-from console_ha.ha.areas import REGISTRY_COMMANDS, Area, AreaIndex, AreaIndexCache, build_area_index, read_area_index
+from console_ha.ha.areas import (
+    REGISTRY_COMMANDS,
+    Area,
+    AreaIndex,
+    AreaIndexCache,
+    area_index,
+    build_area_index,
+    read_area_index,
+)
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
@@ -83,8 +91,10 @@ def stub() -> Iterator[StubHomeAssistant]:
         yield ha
 
 
-def _client(stub: StubHomeAssistant, commands: tuple[str, ...] = REGISTRY_COMMANDS) -> HomeAssistantClient:
-    return HomeAssistantClient(stub.base_url, Secret(stub.token), reads=Reads(commands=commands))
+def _client(stub: StubHomeAssistant, commands: tuple[str, ...] = REGISTRY_COMMANDS,
+            area_indexes: AreaIndexCache | None = None) -> HomeAssistantClient:
+    return HomeAssistantClient(stub.base_url, Secret(stub.token), reads=Reads(commands=commands),
+                               area_indexes=area_indexes)
 
 
 def test_one_registry_round_reads_the_three_lists_over_one_websocket(stub: StubHomeAssistant) -> None:
@@ -182,5 +192,18 @@ def test_a_kept_failure_holds_no_traceback(stub: StubHomeAssistant) -> None:
     with _client(stub) as client:
         with pytest.raises(HomeAssistantError):
             cache.get(client, timeout=3)
-        kept = next(iter(cache._entries.values()))[1]
+        entry = cache._entries.get(client.cache_key)
+    assert entry is not None
+    kept = entry[1]
     assert isinstance(kept, HomeAssistantError) and kept.__traceback__ is None
+
+
+def test_a_read_finds_the_areas_its_console_keeps_through_its_client(stub: StubHomeAssistant) -> None:
+    """A client made with its Console's cache shares that cache's round; a client made alone reads every time."""
+    kept = AreaIndexCache()
+    with _client(stub, area_indexes=kept) as client, _client(stub, area_indexes=kept) as same:
+        assert area_index(client, timeout=3) == area_index(same, timeout=3) == index()
+    assert len(stub.requests_to("/api/websocket")) == 1
+    with _client(stub) as alone:
+        assert area_index(alone, timeout=3) == area_index(alone, timeout=3) == index()
+    assert len(stub.requests_to("/api/websocket")) == 3

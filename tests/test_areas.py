@@ -16,6 +16,7 @@ from console_ha.deadline import Deadline
 from console_ha.ha import areas as ha_registry
 from console_ha.ha import websocket as ha_ws
 from console_ha.ha.areas import AreaCache, entity_areas, fetch_entity_areas, websocket_url
+from console_ha.ha.call_limits import CallLimits
 from console_ha.secret import Secret
 from tests.stub_ha_ws import TOKEN, StubWebSocket, running
 
@@ -35,13 +36,13 @@ def _base_url(server: _Server) -> str:
 
 def test_areas_join_the_three_registries(ws_server: _Server) -> None:
     """An entity's own area wins over its device's; entities without an area are left out."""
-    areas = fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), timeout=3)
+    areas = fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), limits=CallLimits(), timeout=3)
     assert areas == {"sensor.living_room_temperature": "Living room", "binary_sensor.front_door": "Garage"}
 
 
 def test_only_the_auth_message_and_the_three_list_commands_are_sent(ws_server: _Server) -> None:
     """The token travels in the auth message only; every other message is an allowlisted read."""
-    fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), timeout=3)
+    fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), limits=CallLimits(), timeout=3)
     auth, *commands = ws_server.received
     assert auth == {"type": "auth", "access_token": TOKEN}
     assert {c["type"] for c in commands} == set(ha_registry.ALLOWED_COMMANDS)
@@ -60,7 +61,7 @@ def test_a_proxy_in_the_environment_never_sees_the_token(ws_server: _Server, mon
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.delenv("NO_PROXY", raising=False)
     try:
-        areas = fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), timeout=3)
+        areas = fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), limits=CallLimits(), timeout=3)
         with pytest.raises(TimeoutError):
             proxy.accept()
     finally:
@@ -95,13 +96,13 @@ def test_any_failure_is_none(ws_server: _Server, behaviour: str) -> None:
     """Not a WebSocket, no answer within the bound, or a failed command: None, quickly."""
     ws_server.behaviour = behaviour
     started = time.monotonic()
-    assert fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), timeout=0.5) is None
+    assert fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), limits=CallLimits(), timeout=0.5) is None
     assert time.monotonic() - started < 2.0
 
 
 def test_a_wrong_token_is_none(ws_server: _Server) -> None:
     """auth_invalid: None, and no command is sent."""
-    assert fetch_entity_areas(_base_url(ws_server), Secret("wrong"), timeout=3) is None
+    assert fetch_entity_areas(_base_url(ws_server), Secret("wrong"), limits=CallLimits(), timeout=3) is None
     assert [m["type"] for m in ws_server.received] == ["auth"]
 
 
@@ -110,7 +111,7 @@ def test_nothing_listening_is_none() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    assert fetch_entity_areas(f"http://127.0.0.1:{port}", Secret(TOKEN), timeout=1) is None
+    assert fetch_entity_areas(f"http://127.0.0.1:{port}", Secret(TOKEN), limits=CallLimits(), timeout=1) is None
 
 
 @pytest.mark.parametrize(
@@ -132,7 +133,8 @@ def test_registries_of_an_odd_shape_are_tolerated() -> None:
 
 
 def test_the_area_cache_keeps_answers_and_retries_failures_sooner() -> None:
-    """One fetch per minute for a URL and token; a new token is a new fetch; failures expire faster."""
+    """One fetch per minute for a URL and token; a new token is a new fetch, beside the first; failures expire
+    faster."""
     calls: list[str] = []
     answers: list[dict[str, str] | None] = [{"x.y": "Hall"}, {"x.y": "Kitchen"}, None, {"x.y": "Attic"}]
 
@@ -144,6 +146,7 @@ def test_the_area_cache_keeps_answers_and_retries_failures_sooner() -> None:
     assert cache.get("http://ha", Secret("a")) == {"x.y": "Hall"}
     assert cache.get("http://ha", Secret("a")) == {"x.y": "Hall"}
     assert cache.get("http://ha", Secret("b")) == {"x.y": "Kitchen"}
+    assert cache.get("http://ha", Secret("a")) == {"x.y": "Hall"}, "each Home Assistant and token keeps its own"
     cache = AreaCache(ttl=60, failure_ttl=0, fetch=fetch)
     assert cache.get("http://ha", Secret("c")) is None
     assert cache.get("http://ha", Secret("c")) == {"x.y": "Attic"}
@@ -156,8 +159,7 @@ def test_a_trickling_handshake_gives_its_place_back_at_the_deadline() -> None:
     Each socket read has the timeout, but a trickle resets it on every byte: the whole call needs its
     own deadline, as the REST client's watchdog gives its calls.
     """
-    from console_ha.ha.rest_client import CALL_LIMITS
-
+    limits = CallLimits()
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     stop = threading.Event()
@@ -179,9 +181,9 @@ def test_a_trickling_handshake_gives_its_place_back_at_the_deadline() -> None:
     base_url = f"http://127.0.0.1:{port}"
     try:
         started = time.monotonic()
-        assert fetch_entity_areas(base_url, Secret(TOKEN), timeout=1.0) is None
+        assert fetch_entity_areas(base_url, Secret(TOKEN), limits=limits, timeout=1.0) is None
         elapsed = time.monotonic() - started
-        assert CALL_LIMITS.in_flight(base_url) == 0
+        assert limits.in_flight(base_url) == 0
     finally:
         stop.set()
         listener.close()

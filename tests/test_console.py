@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_every_executor_shares_the_console_s_stores_audit_log_and_kept_clients(d
         assert executor.audit is console.audit
         assert executor.config_store is console.config_store
         assert executor.token_store is console.token_store
-        assert executor._clients == console.ha_clients.lend
+        assert executor._clients == console.home_assistants.clients.lend
 
 
 def test_the_household_queue_s_cards_follow_its_own_options(data_dir: DataDir) -> None:
@@ -69,14 +70,14 @@ def test_conversation_turns_run_from_plain_python_through_one_kept_client(
     configure(data_dir, stub_ha)
     made: list[str] = []
 
-    def make(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
+    def make(base_url: str, token: Secret, **parts: Any) -> HomeAssistantClient:
         made.append(base_url)
-        return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
+        return HomeAssistantClient(base_url, token, **parts)
 
     with FakeModel() as model:
         console = Console.open(data_dir, ConsoleOptions(
             model_environment=lambda: {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m"}),
-            ha_clients=HomeAssistantClients(make))
+            make_client=make)
         for _ in range(2):
             model.script(tool_call("home_assistant__list_entities", {}), answer_from_tool_result)
             paused = console.conversation.send(None, "How warm is the living room?")
@@ -141,7 +142,7 @@ def test_the_console_s_client_reads_what_its_parts_declare_and_nothing_else(
     """The capabilities' reads (the registry), the picker's and the connection test's: the client's whole allowlist."""
     assert CONSOLE_READS == HOME_ASSISTANT_READS | PICKER_READS | CONNECTION_TEST_READS
     assert CONSOLE_READS.commands <= ALLOWED_COMMANDS
-    client = Console.open(data_dir).ha_clients(stub_ha.base_url, Secret(stub_ha.token), None)
+    client = Console.open(data_dir).home_assistants.clients(stub_ha.base_url, Secret(stub_ha.token), None)
     assert client.config(timeout=2)["version"] and client.states(timeout=2, max_bytes=1_000_000)
     assert client.state("light.bedroom", timeout=2)["entity_id"] == "light.bedroom"
     with pytest.raises(ValueError, match="declared"):

@@ -109,6 +109,7 @@ class StatesClient:
         }
         # A key of its own (the areas' cache is keyed by it): no two stand-ins share kept areas.
         self.cache_key = ("http://ha.local:8123", uuid.uuid4().hex, "")
+        self.area_indexes = None  # made by no Console: each read reads its registries
 
     def states(self, *, timeout: float, max_bytes: int) -> list[dict[str, Any]]:
         return self._states

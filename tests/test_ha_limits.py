@@ -15,14 +15,9 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, HABusy, HATimeout, HomeAssistantError
 from console_ha.ha.addresses import origin_of
 from console_ha.ha.areas import fetch_entity_areas
-from console_ha.ha.rest_client import (
-    CALL_LIMITS,
-    MAX_CALLS_IN_ALL,
-    MAX_CALLS_PER_ORIGIN,
-    RESERVED_THREADS,
-    CallLimits,
-    HomeAssistantClient,
-)
+from console_ha.ha.call_limits import MAX_CALLS_IN_ALL, MAX_CALLS_PER_ORIGIN, RESERVED_THREADS, CallCaps, CallLimits
+from console_ha.ha.home_assistants import HomeAssistants
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
@@ -51,6 +46,12 @@ def hung_ha() -> Iterator[StubHomeAssistant]:
 
 
 @pytest.fixture
+def limits() -> CallLimits:
+    """One Console's call limits, at their defaults: every client and WebSocket of a test counts against them."""
+    return CallLimits()
+
+
+@pytest.fixture
 def pool() -> Iterator[ThreadPoolExecutor]:
     """Threads for the calls a test leaves hanging."""
     executor = ThreadPoolExecutor(max_workers=16)
@@ -58,9 +59,10 @@ def pool() -> Iterator[ThreadPoolExecutor]:
     executor.shutdown(wait=False, cancel_futures=True)
 
 
-def hang_calls(stub: StubHomeAssistant, pool: ThreadPoolExecutor, count: int) -> list[Future[dict[str, Any]]]:
+def hang_calls(stub: StubHomeAssistant, pool: ThreadPoolExecutor, count: int,
+               limits: CallLimits) -> list[Future[dict[str, Any]]]:
     """`count` calls to the stub that are in flight, and seen by it, when this returns."""
-    client = HomeAssistantClient(stub.base_url, Secret(stub.token))
+    client = HomeAssistantClient(stub.base_url, Secret(stub.token), limits=limits)
     seen = len(stub.requests)
     futures = [pool.submit(client.config, timeout=HANG) for _ in range(count)]
     wait_for(lambda: len(stub.requests) >= seen + count)
@@ -93,7 +95,7 @@ def test_another_scheme_host_or_port_is_another_origin(a: str, b: str) -> None:
 
 def test_the_cap_is_per_origin_and_in_all_and_places_come_back() -> None:
     """Past either cap a slot is refused with HA_BUSY; leaving a slot, even by an exception, frees it."""
-    limits = CallLimits(per_origin=2, in_all=3)
+    limits = CallLimits(CallCaps(per_origin=2, in_all=3))
     with limits.slot("http://a:1"), limits.slot("http://a:1/x"):
         with pytest.raises(HABusy) as caught:
             with limits.slot("http://a:1"):
@@ -113,28 +115,27 @@ def test_the_cap_is_per_origin_and_in_all_and_places_come_back() -> None:
 @pytest.mark.parametrize("threads, per_origin, in_all", [(3, 1, 1), (4, 2, 2), (6, 4, 4), (8, 4, 6), (32, 4, 6)])
 def test_caps_fitted_to_a_server_leave_its_reserved_threads_free(threads: int, per_origin: int, in_all: int) -> None:
     """Whatever the thread count, calls to Home Assistant can hold at most all but RESERVED_THREADS."""
-    limits = CallLimits()
-    limits.fit_to_threads(threads)
-    assert (limits.per_origin, limits.in_all) == (per_origin, in_all)
-    assert limits.in_all <= threads - RESERVED_THREADS
-    assert limits.in_all <= MAX_CALLS_IN_ALL and limits.per_origin <= MAX_CALLS_PER_ORIGIN
+    caps = CallCaps.for_threads(threads)
+    assert (caps.per_origin, caps.in_all) == (per_origin, in_all)
+    assert caps.in_all <= threads - RESERVED_THREADS
+    assert caps.in_all <= MAX_CALLS_IN_ALL and caps.per_origin <= MAX_CALLS_PER_ORIGIN
 
 
 def test_too_few_threads_to_keep_any_free_is_refused() -> None:
     """A server with no thread to spare cannot be protected: say so rather than pretend."""
     with pytest.raises(ValueError):
-        CallLimits().fit_to_threads(RESERVED_THREADS)
+        CallCaps.for_threads(RESERVED_THREADS)
 
 
 # --- the client over real HTTP ----------------------------------------------------------------
 
 
 def test_a_call_past_the_cap_is_refused_at_once_and_nothing_is_sent(
-        hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+        hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor, limits: CallLimits) -> None:
     """With the cap's calls hanging, the next one fails with HA_BUSY in no time, without a request."""
-    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
+    hang_calls(hung_ha, pool, limits.per_origin, limits)
     sent = len(hung_ha.requests)
-    client = HomeAssistantClient(hung_ha.base_url, Secret(hung_ha.token))
+    client = HomeAssistantClient(hung_ha.base_url, Secret(hung_ha.token), limits=limits)
     started = time.monotonic()
     with pytest.raises(HABusy) as caught:
         client.states(timeout=HANG, max_bytes=1_000_000)
@@ -144,33 +145,34 @@ def test_a_call_past_the_cap_is_refused_at_once_and_nothing_is_sent(
 
 
 def test_another_home_assistant_is_not_held_up_by_a_hung_one(
-        hung_ha: StubHomeAssistant, stub_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+        hung_ha: StubHomeAssistant, stub_ha: StubHomeAssistant, pool: ThreadPoolExecutor,
+        limits: CallLimits) -> None:
     """A second origin still answers while the first holds its whole per-origin cap."""
-    assert CALL_LIMITS.per_origin < CALL_LIMITS.in_all
-    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
-    answer = HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token)).config(timeout=5)
+    assert limits.per_origin < limits.in_all
+    hang_calls(hung_ha, pool, limits.per_origin, limits)
+    answer = HomeAssistantClient(stub_ha.base_url, Secret(stub_ha.token), limits=limits).config(timeout=5)
     assert answer["version"]
 
 
-def test_places_are_given_back_when_the_hung_calls_end(pool: ThreadPoolExecutor) -> None:
+def test_places_are_given_back_when_the_hung_calls_end(pool: ThreadPoolExecutor, limits: CallLimits) -> None:
     """Calls that time out release their places: the next call reaches Home Assistant again."""
     with StubHomeAssistant() as stub:
         stub.fault("slow", delay=HANG)
-        client = HomeAssistantClient(stub.base_url, Secret(stub.token))
-        futures = [pool.submit(client.config, timeout=1.0) for _ in range(CALL_LIMITS.per_origin)]
-        wait_for(lambda: len(stub.requests) >= CALL_LIMITS.per_origin)
+        client = HomeAssistantClient(stub.base_url, Secret(stub.token), limits=limits)
+        futures = [pool.submit(client.config, timeout=1.0) for _ in range(limits.per_origin)]
+        wait_for(lambda: len(stub.requests) >= limits.per_origin)
         with pytest.raises(HABusy):
             client.config(timeout=1.0)
         for future in futures:
             assert isinstance(future.exception(timeout=10), HATimeout)
-        assert CALL_LIMITS.in_flight(stub.base_url) == 0
+        assert limits.in_flight(stub.base_url) == 0
         stub.clear_faults()
         assert client.config(timeout=5)["version"]
 
 
-def test_concurrent_callers_never_get_more_than_the_cap_through(hung_ha: StubHomeAssistant) -> None:
+def test_concurrent_callers_never_get_more_than_the_cap_through(hung_ha: StubHomeAssistant, limits: CallLimits) -> None:
     """Twenty callers released at once: exactly the cap's worth reach Home Assistant, the rest are busy."""
-    client = HomeAssistantClient(hung_ha.base_url, Secret(hung_ha.token))
+    client = HomeAssistantClient(hung_ha.base_url, Secret(hung_ha.token), limits=limits)
     start = threading.Barrier(20)
     outcomes: list[str] = []
     lock = threading.Lock()
@@ -191,25 +193,27 @@ def test_concurrent_callers_never_get_more_than_the_cap_through(hung_ha: StubHom
     for thread in threads:
         thread.join(15)
     assert sorted(set(outcomes)) == ["HA_BUSY", "HA_TIMEOUT"]
-    assert outcomes.count("HA_TIMEOUT") == CALL_LIMITS.per_origin
-    assert len(hung_ha.requests) == CALL_LIMITS.per_origin
+    assert outcomes.count("HA_TIMEOUT") == limits.per_origin
+    assert len(hung_ha.requests) == limits.per_origin
 
 
-def test_the_area_websocket_counts_against_the_same_cap(hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+def test_the_area_websocket_counts_against_the_same_cap(hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor,
+                                                        limits: CallLimits) -> None:
     """With the REST calls holding every place, the area registries are not asked for (and are None)."""
-    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
+    hang_calls(hung_ha, pool, limits.per_origin, limits)
     sent = len(hung_ha.requests)
     started = time.monotonic()
-    assert fetch_entity_areas(hung_ha.base_url, Secret(hung_ha.token), timeout=HANG) is None
+    assert fetch_entity_areas(hung_ha.base_url, Secret(hung_ha.token), limits=limits, timeout=HANG) is None
     assert time.monotonic() - started < 1.0
     assert len(hung_ha.requests) == sent
 
 
-def test_a_hanging_area_websocket_holds_a_place(hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
+def test_a_hanging_area_websocket_holds_a_place(hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor,
+                                                limits: CallLimits) -> None:
     """While the WebSocket waits on Home Assistant, it is one of the calls in flight."""
-    pool.submit(fetch_entity_areas, hung_ha.base_url, Secret(hung_ha.token), timeout=HANG)
+    pool.submit(fetch_entity_areas, hung_ha.base_url, Secret(hung_ha.token), limits=limits, timeout=HANG)
     wait_for(lambda: len(hung_ha.requests) >= 1)
-    assert CALL_LIMITS.in_flight(hung_ha.base_url) == 1
+    assert limits.in_flight(hung_ha.base_url) == 1
 
 
 # --- a capability past the cap -----------------------------------------------------------------
@@ -218,12 +222,15 @@ def test_a_hanging_area_websocket_holds_a_place(hung_ha: StubHomeAssistant, pool
 def test_a_capability_past_the_cap_fails_with_ha_busy_at_stage_5(
         data_dir, clock, hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
     """An approved list_entities finds the cap taken: HA_BUSY at stage 5, audited, nothing sent."""
+    home_assistants = HomeAssistants()  # a Console's: its clients count against its limits
     ConfigStore(data_dir).update({"enabled": True, "base_url": hung_ha.base_url,
                                   "allowlisted_entities": ["sensor.living_room_temperature"]})
     TokenStore(data_dir).write(check_token(hung_ha.token), hung_ha.base_url)
-    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock,
+                             clients=home_assistants.clients.lend)
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
-    hang_calls(hung_ha, pool, CALL_LIMITS.per_origin)
+    limits = home_assistants.limits
+    hang_calls(hung_ha, pool, limits.per_origin, limits)
     sent = len(hung_ha.requests)
     started = time.monotonic()
     with pytest.raises(CapabilityError) as caught:
@@ -255,10 +262,17 @@ def test_serve_fits_the_caps_to_its_threads(data_dir, monkeypatch: pytest.Monkey
 
     from console_ha import cli
 
-    monkeypatch.setattr(waitress, "create_server", lambda app, **kwargs: _FakeServer())
+    served: list[Any] = []
+
+    def create_server(app: Any, **kwargs: Any) -> _FakeServer:
+        served.append(app)
+        return _FakeServer()
+
+    monkeypatch.setattr(waitress, "create_server", create_server)
     monkeypatch.setattr("console_ha.cli.signal.signal", lambda *args: None)
     assert cli.main(["serve", "--threads", "5", "--port", "0", "--data-dir", str(data_dir.root)]) == 0
-    assert (CALL_LIMITS.per_origin, CALL_LIMITS.in_all) == (3, 3)
+    limits = served[0].extensions["console_ha"].home_assistants.limits  # the served Console's, not the process's
+    assert (limits.per_origin, limits.in_all) == (3, 3)
 
 
 def test_serve_refuses_threads_it_could_not_keep_free(data_dir, monkeypatch: pytest.MonkeyPatch,

@@ -23,9 +23,10 @@ from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS, read_his
 from console_ha.deadline import Deadline
 from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, HomeAssistantError
 from console_ha.ha import history, history_digest, history_rows
+from console_ha.ha.call_limits import CallCaps, CallLimits
 from console_ha.ha.history import HistoryDigest, fetch_history
 from console_ha.ha.history_digest import digest_history
-from console_ha.ha.rest_client import CallLimits, HomeAssistantClient
+from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
@@ -717,7 +718,7 @@ def test_a_redirected_upgrade_sends_the_token_nowhere(ws_stub: StubWebSocket) ->
 
 def test_the_websocket_holds_one_of_the_places_calls_to_home_assistant_share(ws_stub: StubWebSocket) -> None:
     """While the read is in flight its WebSocket counts against the per-origin cap; none free is HA_BUSY."""
-    limits = CallLimits(per_origin=1, in_all=4)
+    limits = CallLimits(CallCaps(per_origin=1, in_all=4))
     client = HomeAssistantClient(ws_stub.base_url, Secret(WS_TOKEN), limits=limits)
     end = datetime.now(UTC)
     with limits.slot(ws_stub.base_url), pytest.raises(HABusy):

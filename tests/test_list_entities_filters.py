@@ -14,7 +14,7 @@ from console_ha.capabilities.executor import Executor, validate
 from console_ha.capabilities.list_entities import CAPABILITY, NAME, card, execute
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError
-from console_ha.ha.areas import REGISTRY_COMMANDS
+from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndexCache
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
@@ -62,10 +62,13 @@ def rooms(stub_ha: StubHomeAssistant) -> StubHomeAssistant:
     return stub_ha
 
 
-def read(stub: StubHomeAssistant, arguments: dict[str, Any], allowed: list[str] = ALLOWED) -> dict[str, Any]:
-    """list_entities' execute through a client that may read what it declares, and nothing else."""
+def read(stub: StubHomeAssistant, arguments: dict[str, Any], allowed: list[str] = ALLOWED,
+         area_indexes: AreaIndexCache | None = None) -> dict[str, Any]:
+    """list_entities' execute through a client that may read what it declares, and nothing else (and keeps
+    its areas in `area_indexes`, as a Console's client keeps them in the Console's)."""
     config = HomeAssistantConfig(enabled=True, base_url=stub.base_url, allowlisted_entities=tuple(allowed))
-    with HomeAssistantClient(stub.base_url, Secret(stub.token), reads=CAPABILITY.reads) as client:
+    with HomeAssistantClient(stub.base_url, Secret(stub.token), reads=CAPABILITY.reads,
+                             area_indexes=area_indexes) as client:
         result = execute(client, config, validate(CAPABILITY, arguments), Deadline(8), NOW)
     assert_matches_result_schema(NAME, result)
     return result
@@ -160,9 +163,10 @@ def test_without_the_registries_an_area_filter_fails_with_its_code(stub_ha: Stub
 
 
 def test_one_registry_round_serves_reads_in_a_row(rooms: StubHomeAssistant) -> None:
-    read(rooms, {})
-    read(rooms, {"area": "kitchen"})
-    read(rooms, {"domain": "light"})
+    kept = AreaIndexCache()  # a Console's
+    read(rooms, {}, area_indexes=kept)
+    read(rooms, {"area": "kitchen"}, area_indexes=kept)
+    read(rooms, {"domain": "light"}, area_indexes=kept)
     assert len(rooms.requests_to("/api/websocket")) == 1
     assert len(rooms.requests_to("/api/states")) == 3
 

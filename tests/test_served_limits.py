@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from console_ha.ha.rest_client import MAX_CALLS_PER_ORIGIN
+from console_ha.ha.call_limits import MAX_CALLS_PER_ORIGIN
 from console_ha.settings.settings_service import DISCOVERY_REQUESTS
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets

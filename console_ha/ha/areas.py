@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -12,7 +11,9 @@ from typing import Any
 from console_ha.errors import HABadResponse, HomeAssistantError
 from console_ha.folding import fold
 from console_ha.ha import websocket as ha_ws
-from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, CALL_LIMITS, HomeAssistantClient, cache_key
+from console_ha.ha.call_limits import CallLimits
+from console_ha.ha.per_home_assistant import PerHomeAssistant
+from console_ha.ha.rest_client import ALL_ENTITIES_MAX_BYTES, HomeAssistantClient, cache_key
 from console_ha.ha.websocket import websocket_url
 from console_ha.secret import Secret
 
@@ -30,7 +31,7 @@ AREAS_FAILURE_TTL = 10.0
 
 EntityAreas = dict[str, str]
 
-__all__ = ["AREA_INDEXES", "Area", "AreaCache", "AreaIndex", "AreaIndexCache", "EntityAreas", "KeepAreas",
+__all__ = ["Area", "AreaCache", "AreaIndex", "AreaIndexCache", "EntityAreas", "KeepAreas",
            "RegistryError", "area_index", "build_area_index", "entity_areas", "fetch_entity_areas", "fetch_key",
            "read_area_index", "websocket_url"]
 
@@ -44,16 +45,17 @@ KeepAreas = Callable[[tuple[str, str, str], "AreaIndex"], None]
 
 
 def fetch_entity_areas(
-    base_url: str, token: Secret, *, timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None,
-    keep: KeepAreas | None = None,
+    base_url: str, token: Secret, *, limits: CallLimits, timeout: float = DEFAULT_TIMEOUT,
+    ca_bundle: str | None = None, keep: KeepAreas | None = None,
 ) -> EntityAreas | None:
     """entity_id → area name for every entity with an area; None when the registries cannot be read.
 
-    `keep` is handed the whole index of a round that worked (the picker's areas, which a card may name).
+    `limits` are the Console's (its clients count against the same); `keep` is handed the whole index of a
+    round that worked (the picker's areas, which a card may name).
     """
     try:
         # The WebSocket holds one of the places the REST calls to this Home Assistant share.
-        with CALL_LIMITS.slot(base_url):
+        with limits.slot(base_url):
             lists = _read_registries(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
     except Exception as err:  # noqa: BLE001 - areas are optional: any failure just leaves them out
         log.info("entity areas unavailable from %s: %s", base_url, type(err).__name__)
@@ -191,7 +193,8 @@ def fetch_key(base_url: str, token: Secret, ca_bundle: str | None) -> tuple[str,
 
 
 class AreaCache:
-    """Entity areas per Home Assistant, kept a minute: areas change rarely and the picker reloads often."""
+    """The picker's entity areas per Home Assistant, kept a minute: areas change rarely and the picker reloads
+    often. Keyed by URL, token (as a hash) and CA bundle, so each Home Assistant keeps its own."""
 
     def __init__(
         self,
@@ -202,32 +205,27 @@ class AreaCache:
         self._ttl = ttl
         self._failure_ttl = failure_ttl
         self._fetch = fetch
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str, str], tuple[float, EntityAreas | None]] = {}
+        self._entries: PerHomeAssistant[tuple[str, str, str], tuple[float, EntityAreas | None]] = PerHomeAssistant()
 
     def get(
         self, base_url: str, token: Secret, *, timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None
     ) -> EntityAreas | None:
         """Cached areas for this URL and token, fetched when absent or stale."""
         key = fetch_key(base_url, token, ca_bundle)
-        now = time.monotonic()
-        with self._lock:
-            entry = self._entries.get(key)
-        if entry is not None and entry[0] > now:
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] > time.monotonic():
             return entry[1]
         areas = self._fetch(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
-        expires = time.monotonic() + (self._ttl if areas is not None else self._failure_ttl)
-        with self._lock:
-            # One Home Assistant at a time: drop entries for other URLs or tokens.
-            self._entries = {key: (expires, areas)}
+        self._entries.put(key, (time.monotonic() + (self._ttl if areas is not None else self._failure_ttl), areas))
         return areas
 
 
 class AreaIndexCache:
-    """The capabilities' areas, kept by the picker's rules: per URL, token (as a hash) and CA bundle, one Home
-    Assistant at a time, a minute after a success and ten seconds after a failure (which is raised again).
+    """The capabilities' areas, kept by the picker's rules: per URL, token (as a hash) and CA bundle, a minute
+    after a success and ten seconds after a failure (which is raised again).
 
-    So a read costs at most one registry round, and a conversation's reads in a row share one.
+    So a read costs at most one registry round, and a conversation's reads in a row share one. A Console has
+    one (`HomeAssistants`), and hands it to every client it makes: a capability finds it through its client.
     """
 
     def __init__(self, ttl: float = AREAS_TTL, failure_ttl: float = AREAS_FAILURE_TTL,
@@ -235,14 +233,13 @@ class AreaIndexCache:
         self._ttl = ttl
         self._failure_ttl = failure_ttl
         self._read = read
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str, str], tuple[float, AreaIndex | HomeAssistantError]] = {}
+        self._entries: PerHomeAssistant[tuple[str, str, str], tuple[float, AreaIndex | HomeAssistantError]] = (
+            PerHomeAssistant())
 
     def get(self, client: HomeAssistantClient, *, timeout: float) -> AreaIndex:
         """The areas of `client`'s Home Assistant: kept ones, else one registry round (its HA* error if it fails)."""
         key = client.cache_key
-        with self._lock:
-            entry = self._entries.get(key)
+        entry = self._entries.get(key)
         if entry is None or entry[0] <= time.monotonic():
             try:
                 value: AreaIndex | HomeAssistantError = self._read(client, timeout=timeout)
@@ -251,9 +248,7 @@ class AreaIndexCache:
                 # Kept without its traceback: its frames would keep the client (and its token) alive.
                 value, ttl = err.with_traceback(None), self._failure_ttl
             entry = (time.monotonic() + ttl, value)
-            with self._lock:
-                # One Home Assistant at a time: entries for other URLs or tokens go.
-                self._entries = {key: entry}
+            self._entries.put(key, entry)
         if isinstance(entry[1], HomeAssistantError):
             # The kept failure, as a new error of its kind, so no traceback grows on a shared exception.
             raise entry[1].reworded(entry[1].message)
@@ -261,15 +256,14 @@ class AreaIndexCache:
 
     def clear(self) -> None:
         """Forget every kept area list (tests that change a stub's registries)."""
-        with self._lock:
-            self._entries = {}
-
-
-# The capabilities' one cache (as CALL_LIMITS is the clients' one limit): each read finds it here rather than
-# through its arguments, so a capability's signature stays the same for every read.
-AREA_INDEXES = AreaIndexCache()
+        self._entries.clear()
 
 
 def area_index(client: HomeAssistantClient, *, timeout: float) -> AreaIndex:
-    """The areas of `client`'s Home Assistant for a capability's read: kept, or read once within `timeout`."""
-    return AREA_INDEXES.get(client, timeout=timeout)
+    """The areas of `client`'s Home Assistant for a capability's read: kept, or read once within `timeout`.
+
+    Kept by the Console that made the client (`client.area_indexes`), so the capability's signature stays the
+    same for every read and no cache is the process's; a client made without a Console reads them each time.
+    """
+    kept = client.area_indexes
+    return kept.get(client, timeout=timeout) if kept is not None else read_area_index(client, timeout=timeout)

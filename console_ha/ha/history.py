@@ -13,12 +13,9 @@ import ijson
 
 from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.addresses import is_entity_id
-from console_ha.ha.history_digest import (
-    DEFAULT_MAX_CHANGES,
-    MAX_CHANGES,
-    MAX_REPORTED_STATES,
+from console_ha.ha.history_digest import DEFAULT_MAX_CHANGES, MAX_CHANGES, MAX_REPORTED_STATES, Digester
+from console_ha.ha.history_result import (
     Change,
-    Digester,
     HistoryDigest,
     InitialState,
     NumericSummary,

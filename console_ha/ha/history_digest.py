@@ -1,4 +1,7 @@
-"""One entity's history digest: its rows, in time order, folded into 50 points and a summary in bounded memory."""
+"""One entity's history digest: its rows, in time order, folded into 50 points and a summary in bounded memory.
+
+What the digest gives back, its changes and summaries, is declared in `history_result`.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +9,22 @@ import itertools
 import math
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from operator import itemgetter
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, cast
+from typing import Any, NamedTuple, cast
 
 from console_ha.errors import HABadResponse
-from console_ha.ha.history_rows import EPOCH, MICROS_PER_SECOND, MICROSECOND, Row, malformed, row_of
+from console_ha.ha.history_result import (
+    Change,
+    HistoryDigest,
+    InitialState,
+    NumericSummary,
+    OtherStates,
+    StatesSummary,
+    StateTime,
+)
+from console_ha.ha.history_rows import MICROS_PER_SECOND, Row, iso_z, malformed, micros, row_of
 from console_ha.ha.rest_client import UNAVAILABLE_STATES
-from console_ha.timestamps import utc_z
 
 # A digest names at most this many states (the ones with the most time); the rest are summed. get_history's
 # result schema declares the same bound from here.
@@ -53,83 +63,6 @@ class _Numbers(NamedTuple):
     weighted_time: int
 
 
-class Change(TypedDict):
-    """A state the entity changed to, and when (ISO 8601 UTC)."""
-
-    state: str
-    changed_at: str
-
-
-class InitialState(TypedDict):
-    """The state already in force when the window opened; `since` is as Home Assistant reports it."""
-
-    state: str
-    since: str
-
-
-class NumericSummary(TypedDict):
-    """Statistics of a numeric entity over the window; the mean is weighted by time."""
-
-    kind: Literal["numeric"]
-    min: float
-    min_at: str
-    max: float
-    max_at: str
-    mean: float | None
-    first: float
-    last: float
-    unit: str | None
-
-
-class StateTime(TypedDict):
-    """One state over the window: time spent in it, changes into it, and when it last began."""
-
-    seconds_in_state: int
-    times_changed_to: int
-    last_changed_to: str | None
-
-
-class OtherStates(TypedDict):
-    """The states a result does not name, summed."""
-
-    states: int
-    seconds_in_state: int
-    times_changed_to: int
-
-
-class StatesSummary(TypedDict):
-    """Per state: seconds in it within the window, changes into it, when it last began (most time first)."""
-
-    kind: Literal["states"]
-    states: dict[str, StateTime]
-    other_states: NotRequired[OtherStates]
-
-
-@dataclass(frozen=True)
-class HistoryDigest:
-    """What a history question needs, bounded in size whatever the number of rows."""
-
-    start: datetime
-    end: datetime
-    initial_state: InitialState | None
-    changes: list[Change]
-    total_changes: int
-    truncated: bool
-    summary: NumericSummary | StatesSummary
-
-    def to_result(self) -> dict[str, Any]:
-        """The digest as plain JSON-ready pieces of a capability result."""
-        return {
-            "start": _iso_z(_micros(self.start)),
-            "end": _iso_z(_micros(self.end)),
-            "initial_state": None if self.initial_state is None else dict(self.initial_state),
-            "total_changes": self.total_changes,
-            "truncated": self.truncated,
-            "changes": [dict(change) for change in self.changes],
-            "summary": dict(self.summary),
-        }
-
-
 def digest_history(rows: Iterable[object], *, start: datetime, end: datetime,
                    max_changes: int = DEFAULT_MAX_CHANGES, unit: str | None = None) -> HistoryDigest:
     """Digest parsed history rows ({"state", "last_changed"}, chronological) for the window [start, end)."""
@@ -151,8 +84,8 @@ class Digester:
         self.start = start
         self.end = end
         # Times are whole microseconds since the epoch: exact, where float seconds since 1970 are not.
-        self._start = _micros(start)
-        self._end = _micros(end)
+        self._start = micros(start)
+        self._end = micros(end)
         self._max_changes = max_changes
         self._unit = unit
         self._finished = False
@@ -361,12 +294,12 @@ class Digester:
         picked = self._all if self._all is not None else self._pick(numeric)
         initial = None
         if self._initial is not None:
-            initial = InitialState(state=self._initial[1], since=_iso_z(self._initial[0]))
+            initial = InitialState(state=self._initial[1], since=iso_z(self._initial[0]))
         return HistoryDigest(
             start=self.start,
             end=self.end,
             initial_state=initial,
-            changes=[Change(state=state, changed_at=_iso_z(moment)) for _, moment, state in picked],
+            changes=[Change(state=state, changed_at=iso_z(moment)) for _, moment, state in picked],
             total_changes=self._total,
             truncated=self._total > self._max_changes,
             summary=summary,
@@ -389,7 +322,7 @@ class Digester:
                 if numbers.weighted_time > 0 else None)
         if mean is not None and not math.isfinite(mean):
             mean = None  # values near the float limits overflow the weighted sum: no mean, not NaN
-        return NumericSummary(kind="numeric", min=low, min_at=_iso_z(low_at), max=high, max_at=_iso_z(high_at),
+        return NumericSummary(kind="numeric", min=low, min_at=iso_z(low_at), max=high, max_at=iso_z(high_at),
                               mean=mean, first=numbers.first_value, last=numbers.last_value, unit=self._unit)
 
     def _states_summary(self) -> StatesSummary:
@@ -407,7 +340,7 @@ class Digester:
                                + ([sum(t[0] for t in left_out) + self._other[0]] if others else []))
         summary = StatesSummary(kind="states", states={
             state: StateTime(seconds_in_state=in_state, times_changed_to=tally[1],
-                             last_changed_to=None if tally[2] is None else _iso_z(tally[2]))
+                             last_changed_to=None if tally[2] is None else iso_z(tally[2]))
             for (state, tally), in_state in zip(named, seconds, strict=False)
         })
         if others:
@@ -506,12 +439,3 @@ def _spread(items: list[tuple[int, int, str]], count: int) -> Iterator[tuple[int
 
 def out_of_order() -> HABadResponse:
     return HABadResponse("Home Assistant's history was not in time order.", reason="wrong_shape")
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - EPOCH) // MICROSECOND
-
-
-def _iso_z(micros: int) -> str:
-    """Microseconds since the epoch as utc_z writes a moment."""
-    return utc_z(EPOCH + timedelta(microseconds=micros))

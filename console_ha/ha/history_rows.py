@@ -18,6 +18,7 @@ import ijson
 from console_ha.errors import HABadResponse
 from console_ha.ha.json_stream import array_pieces, parse_events, take_head
 from console_ha.ha.websocket import command_failed
+from console_ha.timestamps import utc_z
 
 Row = tuple[int, str]
 """A history row as the digest takes it: (microseconds since the epoch, state)."""
@@ -260,3 +261,13 @@ def malformed() -> HABadResponse:
 def wrong_shape() -> HABadResponse:
     return HABadResponse("Home Assistant answered the history request with something other than a history.",
                          reason="wrong_shape")
+
+
+def micros(moment: datetime) -> int:
+    """An aware moment as whole microseconds since the epoch, the digest's clock."""
+    return (moment - EPOCH) // MICROSECOND
+
+
+def iso_z(micros: int) -> str:
+    """Microseconds since the epoch as utc_z writes a moment."""
+    return utc_z(EPOCH + timedelta(microseconds=micros))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from console_ha.ha.reads import Reads
-from console_ha.ha.rest_client import HomeAssistantClient
+from console_ha.ha.per_home_assistant import PerHomeAssistant
+from console_ha.ha.rest_client import HomeAssistantClient, cache_key
 from console_ha.secret import Secret
 
 # Makes one client: (base URL, token, CA bundle path or None).
@@ -18,15 +17,8 @@ LendClient = Callable[[str, Secret, str | None], AbstractContextManager[HomeAssi
 
 
 def new_client(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
-    """A fresh client with the process's defaults."""
+    """A fresh client with a client's defaults: no declared reads, its own call limits, no kept areas."""
     return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle)
-
-
-def reading(reads: Reads) -> MakeClient:
-    """A maker of clients that read `reads` and nothing else (the composition root hands the Console's own)."""
-    def make(base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
-        return HomeAssistantClient(base_url, token, ca_bundle=ca_bundle, reads=reads)
-    return make
 
 
 @contextmanager
@@ -43,23 +35,20 @@ class HomeAssistantClients:
     """Hands out one Home Assistant client per URL, token and CA bundle, kept between requests.
 
     Making a client loads the system CA store (tens of milliseconds, more than the picker's whole
-    narrowing), and a kept client keeps its connections to Home Assistant alive.
+    narrowing), and a kept client keeps its connections to Home Assistant alive. Each Home Assistant keeps
+    its own (`PerHomeAssistant`), so a household's several never push out each other's.
     """
 
     def __init__(self, make: MakeClient = new_client) -> None:
         self._make = make
-        self._lock = threading.Lock()
-        self._key: tuple[str, str, str, float] | None = None
-        self._client: HomeAssistantClient | None = None
+        self._clients: PerHomeAssistant[tuple[str, str, str, float], HomeAssistantClient] = PerHomeAssistant()
 
     def __call__(self, base_url: str, token: Secret, ca_bundle: str | None) -> HomeAssistantClient:
-        key = (base_url, token.digest(), ca_bundle or "", _mtime(ca_bundle))
-        with self._lock:
-            if self._client is None or key != self._key:
-                # The one it replaces may still be in use by another request; it is closed when collected.
-                self._client = self._make(base_url, token, ca_bundle)
-                self._key = key
-            return self._client
+        """The kept client for this URL, token and CA bundle (its file as it is now), made at its first use."""
+        # One pushed out (a new token, a replaced CA file) may still be in use by another request; it is
+        # closed when collected.
+        key = (*cache_key(base_url, token, ca_bundle), _mtime(ca_bundle))
+        return self._clients.get_or_make(key, lambda: self._make(base_url, token, ca_bundle))
 
     @contextmanager
     def lend(self, base_url: str, token: Secret, ca_bundle: str | None) -> Iterator[HomeAssistantClient]:

@@ -7,12 +7,10 @@ import logging
 import math
 import re
 import ssl
-import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, BinaryIO, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeGuard, cast
 from urllib.parse import quote, unquote, urlsplit
 
 import orjson
@@ -22,7 +20,6 @@ import urllib3
 from console_ha.deadline import Deadline, is_timeout
 from console_ha.errors import (
     HABadResponse,
-    HABusy,
     HANotFound,
     HATimeout,
     HATLSError,
@@ -32,12 +29,16 @@ from console_ha.errors import (
     InvalidSettingsChange,
 )
 from console_ha.ha import websocket as ha_ws
-from console_ha.ha.addresses import is_entity_id, normalise_base_url, origin_of
+from console_ha.ha.addresses import is_entity_id, normalise_base_url
+from console_ha.ha.call_limits import CallLimits
 from console_ha.ha.reads import UNDECLARED_READS, Reads
 from console_ha.ha.transport import TAKEN, BodyReader, VerifiedAdapter, too_large
 from console_ha.ha.websocket import HomeAssistantWebSocket
 from console_ha.secret import Secret
-from console_ha.words import BUSY_MESSAGE
+
+if TYPE_CHECKING:
+    # Only its type: the cache reads areas through a client, and a client made for a Console points at its cache.
+    from console_ha.ha.areas import AreaIndexCache
 
 log = logging.getLogger(__name__)
 
@@ -53,91 +54,22 @@ ALL_ENTITIES_MAX_BYTES = 32 * 1024 * 1024
 # The states in which Home Assistant says it does not know an entity's value.
 UNAVAILABLE_STATES = frozenset({"unavailable", "unknown"})
 
-# How many calls the Console may have in flight to one Home Assistant (one origin), and to all of them.
-# Each call can hold a server worker thread until its deadline (8-10 s) when Home Assistant hangs;
-# `console-ha serve` runs 8 waitress threads, so at most 6 wait on Home Assistant and 2 are always
-# free for /health and the pages (docs/security.md). A household's busiest moment, the
-# picker (states plus the area WebSocket) beside a capability and a connection test, needs 4.
-MAX_CALLS_PER_ORIGIN = 4
-MAX_CALLS_IN_ALL = 6
-# Worker threads no Home Assistant call may take: /health and the pages answer on these.
-RESERVED_THREADS = 2
-
 # What a Home Assistant token can hold (check_token's rule); anything else could break the header.
 _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,4096}")
 _PATH_RE = re.compile(r"/api/[A-Za-z0-9._~:%@+,=-]*(?:/[A-Za-z0-9._~:%@+,=-]+)*")
-
-
-class CallLimits:
-    """Counts the Console's calls in flight to each Home Assistant; one past a cap is refused at once.
-
-    Refused, not queued: a queued call would hold its worker thread just the same. A lock and two
-    counters rather than a semaphore per origin, so that both caps are checked in one step and no
-    per-origin object outlives its last call.
-    """
-
-    def __init__(self, per_origin: int = MAX_CALLS_PER_ORIGIN, in_all: int = MAX_CALLS_IN_ALL) -> None:
-        self._lock = threading.Lock()
-        self._counts: Counter[str] = Counter()
-        self.configure(per_origin=per_origin, in_all=in_all)
-
-    def configure(self, *, per_origin: int, in_all: int) -> None:
-        """Set both caps (at least 1 each); calls already in flight keep their places."""
-        if per_origin < 1 or in_all < 1:
-            raise ValueError("each cap must allow at least one call")
-        with self._lock:
-            self.per_origin = per_origin
-            self.in_all = in_all
-
-    def fit_to_threads(self, threads: int) -> None:
-        """Caps that leave RESERVED_THREADS of a server's `threads` free whatever Home Assistant does."""
-        if threads <= RESERVED_THREADS:
-            raise ValueError(f"the server needs more than {RESERVED_THREADS} threads")
-        in_all = min(MAX_CALLS_IN_ALL, threads - RESERVED_THREADS)
-        self.configure(per_origin=min(MAX_CALLS_PER_ORIGIN, in_all), in_all=in_all)
-
-    def in_flight(self, base_url: str | None = None) -> int:
-        """Calls in flight to the origin of `base_url`, or to every Home Assistant."""
-        with self._lock:
-            if base_url is None:
-                return sum(self._counts.values())
-            return self._counts[origin_of(base_url)]
-
-    @contextmanager
-    def slot(self, base_url: str) -> Iterator[None]:
-        """Hold one place for a call to `base_url`'s Home Assistant; HABusy at once when none is free."""
-        origin = origin_of(base_url)
-        with self._lock:
-            here, everywhere = self._counts[origin], sum(self._counts.values())
-            busy = here >= self.per_origin or everywhere >= self.in_all
-            if not busy:
-                self._counts[origin] += 1
-        if busy:
-            log.info("not calling %s: %d calls to it and %d in all already in flight", origin, here, everywhere)
-            raise HABusy(BUSY_MESSAGE)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._counts[origin] -= 1
-                if self._counts[origin] <= 0:
-                    del self._counts[origin]
-
-
-# The one count for the whole process: every client and the area WebSocket, whoever made them.
-CALL_LIMITS = CallLimits()
-
 
 class HomeAssistantClient:
     """Reads Home Assistant's REST API. It can send GET and nothing else, to the paths in its `reads`.
 
     `reads` is an allowlist rather than a list of what to refuse: the service-call API (and anything added
     to Home Assistant later) is out of reach unless a part of the Console declares it (`ha.reads`).
+    A Console's clients share its `limits` and its `area_indexes` (`ha.home_assistants`); a client made
+    without them counts its own calls only and keeps no areas.
     """
 
     def __init__(self, base_url: str, token: Secret, *, ca_bundle: str | None = None,
                  session: requests.Session | None = None, limits: CallLimits | None = None,
-                 reads: Reads = UNDECLARED_READS) -> None:
+                 reads: Reads = UNDECLARED_READS, area_indexes: AreaIndexCache | None = None) -> None:
         normalised = normalise_base_url(base_url)
         if not normalised:
             raise InvalidSettingsChange("The Home Assistant URL is not set.", field="base_url")
@@ -146,7 +78,8 @@ class HomeAssistantClient:
         self._base_url = normalised
         self._token = token
         self._ca_bundle = ca_bundle
-        self._limits = limits or CALL_LIMITS
+        self._limits = limits or CallLimits()
+        self._area_indexes = area_indexes
         self._reads = reads
         self._tls_problem: str | None = None
         # (when it was read on the monotonic clock, /api/config's answer): see `kept_config`.
@@ -183,6 +116,11 @@ class HomeAssistantClient:
     def cache_key(self) -> tuple[str, str, str]:
         """What tells its Home Assistant and credentials apart: URL, token (as a hash), CA bundle; keys caches."""
         return cache_key(self._base_url, self._token, self._ca_bundle)
+
+    @property
+    def area_indexes(self) -> AreaIndexCache | None:
+        """Where this client's Console keeps its Home Assistants' areas (`areas.area_index`); None keeps none."""
+        return self._area_indexes
 
     def close(self) -> None:
         """Close pooled connections, unless the session was lent to this client by its caller."""

@@ -9,7 +9,6 @@ import pytest
 
 from console_ha.capabilities.list_areas import NAME as LIST_AREAS
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.ha.areas import AREA_INDEXES
 from tests.real_ha.harness import UNAVAILABLE_ENTITY, RealHomeAssistant
 from tests.real_ha.test_capabilities_real import make_executor, run
 
@@ -31,14 +30,13 @@ def dining_room(real_ha: RealHomeAssistant) -> Iterator[str]:
     with real_ha.websocket() as ws:
         area = ws.command("config/area_registry/create", name=DINING, aliases=["Dining"])
         ws.command("config/entity_registry/update", entity_id=DINING_ENTITY, area_id=area["area_id"])
-    AREA_INDEXES.clear()  # areas other tests' reads kept are not these
+    # No areas kept from other tests' reads: these executors' clients are made per read, by no Console.
     try:
         yield area["area_id"]
     finally:
         with real_ha.websocket() as ws:
             ws.command("config/entity_registry/update", entity_id=DINING_ENTITY, area_id=None)
             ws.command("config/area_registry/delete", area_id=area["area_id"])
-        AREA_INDEXES.clear()
 
 
 def test_a_confirmed_list_entities_by_area_answers_that_rooms_allowlisted_entities(
