@@ -144,6 +144,8 @@ class FakeModel:
         # Answered when the script is empty; None means an HTTP 500 that names the cause.
         self.fallback = fallback
         self.requests: list[ModelRequest] = []
+        # How many chat requests a `Hang` holds now: a client that gave up leaves its hang held.
+        self.hanging = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -246,7 +248,11 @@ class FakeModel:
                     self._trickle(step.body, step.interval)
                     return
                 if isinstance(step, Hang):
+                    with fake._lock:
+                        fake.hanging += 1
                     fake._stopping.wait(step.seconds)
+                    with fake._lock:
+                        fake.hanging -= 1
                     self.close_connection = True
                     return
                 if not isinstance(step, Raw):

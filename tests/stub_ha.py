@@ -34,6 +34,9 @@ FAULT_KINDS = frozenset(
 # Body pieces are gathered into writes of about this size: few syscalls, little memory per request.
 CHUNK_BYTES = 64 * 1024
 OVERSIZED_BYTES = 64 * 1024 * 1024
+# A slow fault's delay that outlasts any deadline a test sets (the stub lets go when it stops): a timeout the
+# client reports can then only be its deadline's, whatever the machine's speed.
+OUTLASTS_ANY_DEADLINE = 60.0
 
 
 class StubRequest(NamedTuple):
@@ -453,6 +456,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 else:
                     self.wfile.write(piece)
+                self.server.stub.body_bytes_written += len(piece)
             if response.length is None:
                 self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -505,6 +509,8 @@ class StubHomeAssistant:
         # An impostor on the network: accepts any token and echoes it back in /api/config's location_name.
         self.rogue = False
         self.foreign_tokens_seen: list[str] = []
+        # Bytes of answer bodies written to a client so far: a client that stops reading stops them.
+        self.body_bytes_written = 0
         self._faults: list[Fault] = []
         self._overrides: dict[str, _Override] = {}
         self._connections: set[socket.socket] = set()

@@ -75,7 +75,7 @@ class _Handler(socketserver.BaseRequestHandler):
             + f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode()
         )
         if self.server.behaviour == "silent":
-            time.sleep(3)
+            self.server.silence_ended.wait(60)  # silent until the test (or a minute) ends it
             return
         self._send(sock, {"type": "auth_required", "ha_version": "2025.4.4"})
         auth = self._receive(sock)
@@ -185,6 +185,8 @@ class StubWebSocket(socketserver.ThreadingTCPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.behaviour = "ha"
+        # Set by a test once a "silent" server may speak again (its client must have given up by then).
+        self.silence_ended = threading.Event()
         self.token = TOKEN
         self.received: list[dict[str, Any]] = []
         self.handshakes: list[str] = []

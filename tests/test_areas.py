@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -93,11 +92,11 @@ def test_a_command_outside_the_allowlist_is_never_sent() -> None:
 
 @pytest.mark.parametrize("behaviour", ["http", "silent", "fail"])
 def test_any_failure_is_none(ws_server: _Server, behaviour: str) -> None:
-    """Not a WebSocket, no answer within the bound, or a failed command: None, quickly."""
+    """Not a WebSocket, no answer within the bound, or a failed command: None, the silent one at its deadline."""
     ws_server.behaviour = behaviour
-    started = time.monotonic()
     assert fetch_entity_areas(_base_url(ws_server), Secret(TOKEN), limits=CallLimits(), timeout=0.5) is None
-    assert time.monotonic() - started < 2.0
+    assert not ws_server.silence_ended.is_set()  # a silent server was still silent: the deadline gave up on it
+    ws_server.silence_ended.set()
 
 
 def test_a_wrong_token_is_none(ws_server: _Server) -> None:
@@ -163,29 +162,30 @@ def test_a_trickling_handshake_gives_its_place_back_at_the_deadline() -> None:
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     stop = threading.Event()
+    whole_handshake_sent = threading.Event()
 
     def trickle() -> None:
         conn, _ = listener.accept()
         with conn:
             conn.recv(4096)
-            for byte in b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" * 4:
+            for byte in b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" * 4:  # 80 s of it
                 if stop.wait(0.4):
                     return
                 try:
                     conn.send(bytes([byte]))
                 except OSError:
                     return
+            whole_handshake_sent.set()
 
     server = threading.Thread(target=trickle, daemon=True)
     server.start()
     base_url = f"http://127.0.0.1:{port}"
     try:
-        started = time.monotonic()
         assert fetch_entity_areas(base_url, Secret(TOKEN), limits=limits, timeout=1.0) is None
-        elapsed = time.monotonic() - started
         assert limits.in_flight(base_url) == 0
+        # Given back before the trickle was done: the 1 s deadline ended the call, not the server's 80 s.
+        assert not whole_handshake_sent.is_set()
     finally:
         stop.set()
         listener.close()
         server.join(5)
-    assert elapsed < 3.0, f"the call held its place for {elapsed:.1f} s past a 1 s deadline"

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from console_ha.answers.household_queue import MAX_WAITING
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.web import create_app
+from tests.moving_clock import PATIENCE
 
 API = "/api/v1/conversation/home-assistant"
 PROGRAM_API = "/api/v1/confirmations"
@@ -176,14 +176,12 @@ def test_serve_answers_health_over_real_http_and_stops_on_sigterm(data_dir: Data
 
 
 def test_python_dash_m_shows_the_commands() -> None:
-    """`python -m console_ha --help` lists serve, set-password and api-token."""
-    started = time.monotonic()
+    """`python -m console_ha --help` lists serve, set-password and api-token, and ends (a serve would not)."""
     result = subprocess.run([sys.executable, "-m", "console_ha", "--help"], capture_output=True, text=True,
-                            timeout=30, check=False)
+                            timeout=PATIENCE, check=False)
     assert result.returncode == 0
     for command in ("serve", "set-password", "api-token"):
         assert command in result.stdout
-    assert time.monotonic() - started < 10
 
 
 def test_serve_with_a_damaged_session_key_says_what_to_do_without_a_traceback(tmp_path, capsys):

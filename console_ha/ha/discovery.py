@@ -7,6 +7,7 @@ import logging
 import os
 import queue
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -55,25 +56,26 @@ def configured_interfaces(value: str | None = None) -> list[str] | None:
     return addresses
 
 
-def discover(timeout: float = 3.0, interfaces: list[str] | None = None) -> list[Instance]:
-    """Browse for Home Assistant for `timeout` seconds on `interfaces` (default: the configured ones)."""
+def discover(timeout: float = 3.0, interfaces: list[str] | None = None, *,
+             clock: Callable[[], float] = time.monotonic) -> list[Instance]:
+    """Browse for Home Assistant for `timeout` seconds of `clock` on `interfaces` (default: the configured ones)."""
     if interfaces is None:
         interfaces = configured_interfaces()
     if interfaces is not None and not interfaces:
         return []
-    deadline = time.monotonic() + timeout
+    deadline = clock() + timeout
     try:
         zc = Zeroconf(interfaces=interfaces or InterfaceChoice.All, use_asyncio=False)
     except OSError as err:
         log.warning("mDNS browse not possible: %s", err)
         return []
     try:
-        return _browse(zc, deadline)
+        return _browse(zc, deadline, clock)
     finally:
         zc.close()
 
 
-def _browse(zc: Zeroconf, deadline: float) -> list[Instance]:
+def _browse(zc: Zeroconf, deadline: float, clock: Callable[[], float]) -> list[Instance]:
     names: queue.Queue[str] = queue.Queue()
 
     def on_change(
@@ -87,7 +89,7 @@ def _browse(zc: Zeroconf, deadline: float) -> list[Instance]:
     browser = ServiceBrowser(zc, SERVICE_TYPE, handlers=[on_change])
     try:
         while len(found) < MAX_INSTANCES:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock()
             if remaining <= 0:
                 break
             try:
@@ -97,7 +99,7 @@ def _browse(zc: Zeroconf, deadline: float) -> list[Instance]:
             if name in found:
                 continue
             info = ServiceInfo(SERVICE_TYPE, name)
-            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            remaining_ms = int((deadline - clock()) * 1000)
             if not info.load_from_cache(zc) and (remaining_ms <= 0 or not info.request(zc, remaining_ms)):
                 continue
             instance = instance_from_info(info)

@@ -1,4 +1,4 @@
-"""The MCP server: two read-only tools, each call through the executor and a household's answer.
+"""The MCP server: a read-only tool per registered capability, each call through the household queue and executor.
 
 Built on the official SDK's low-level server, which takes the capability's own JSON schemas as the
 tools' `inputSchema` and `outputSchema` unchanged. It knows nothing of HTTP: the web layer puts the

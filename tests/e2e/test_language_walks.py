@@ -30,6 +30,7 @@ from console_ha.store.console_secrets import ConsoleSecrets
 from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, PHONE, SETTINGS, LiveConsole, serious_violations
 from tests.e2e.test_confirmations_page import BackgroundCall
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
+from tests.moving_clock import PATIENCE
 from tests.stub_ha import StubHomeAssistant
 
 # The fake model, named in the environment before the app starts (conftest.py).
@@ -135,7 +136,8 @@ def log_in(page: Page, console: LiveConsole, code: str, path: str) -> None:
     page.wait_for_load_state()
 
 
-def _wait_until(condition: Any, what: str, timeout: float = 10.0) -> None:
+def _wait_until(condition: Any, what: str, timeout: float = PATIENCE) -> None:
+    """Wait for what must happen (patience, not a bound: a loaded machine is slow, never wrong)."""
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what

@@ -108,6 +108,7 @@ def test_a_new_card_reaches_five_open_tabs_within_2_s(
     """Five tabs (settings, model, conversation, activity, confirmations): every title counts each new card."""
     took = _five_tabs(context, queue, configured, household_password)
     report("five open tabs", took)
+    # Real time: issue 25's promise is how soon a person sees the count in a real browser, on Chromium's clock.
     assert max(took) < WITHIN_SECONDS, took
     # One question for the five: the page holding the lock asks, the others hear its answers.
     open_questions = []
@@ -130,6 +131,7 @@ def test_without_web_locks_every_tab_still_counts_a_new_card_within_2_s(
     """The fallback: each page asks for itself (the server holds two, turns three away) and shares what it hears."""
     took = _five_tabs(without_web_locks, queue, configured, household_password)
     report("five open tabs, without Web Locks", took)
+    # Real time: issue 25's promise is how soon a person sees the count in a real browser, on Chromium's clock.
     assert max(took) < WITHIN_SECONDS, took
 
 
@@ -168,6 +170,7 @@ def test_right_after_moving_through_five_pages_a_new_card_counts_within_2_s(
     """The page each round ends on counts the card at once: the five it left hold no place on the server."""
     took = _after_moving(page, queue, configured, household_password, monkeypatch)
     report("right after moving through five pages", took)
+    # Real time: issue 25's promise is how soon a person sees the count in a real browser, on Chromium's clock.
     assert max(took) < WITHIN_SECONDS, took
     assert configured.services.household_watch.watching() <= 1
 
@@ -179,6 +182,7 @@ def test_without_web_locks_moving_through_five_pages_is_never_turned_away(
     """Each page asks for itself: its beacon on leaving, and its tab's id, free the place it held (at 390 px)."""
     took = _after_moving(without_web_locks.new_page(), queue, configured, household_password, monkeypatch, PHONE)
     report("right after moving through five pages, without Web Locks", took)
+    # Real time: issue 25's promise is how soon a person sees the count in a real browser, on Chromium's clock.
     assert max(took) < WITHIN_SECONDS, took
 
 

@@ -14,7 +14,6 @@ import pytest
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
@@ -271,15 +270,12 @@ def test_a_stopped_home_assistant_fails_with_ha_unreachable_within_the_bound(
     real_ha.stop()
     try:
         for proposal in proposals:
-            began = time.monotonic()
             with pytest.raises(CapabilityError) as info:
                 executor.answer(proposal.token, approve=True, conversation_id=CONVERSATION)
-            outcomes.append((proposal.capability, info.value.code, info.value.stage, time.monotonic() - began))
+            outcomes.append((proposal.capability, info.value.code, info.value.stage))
     finally:
         real_ha.start()
 
-    for capability, code, stage, elapsed in outcomes:
+    for capability, code, stage in outcomes:
+        # A refused connection, not a bound waited out: that would have been HA_TIMEOUT.
         assert (code, stage) == ("HA_UNREACHABLE", 5), capability
-        # A refused connection on loopback is immediate; the bound is the capability's own.
-        assert elapsed < REGISTRY[capability].bounds.timeout_seconds, (capability, elapsed)
-        assert elapsed < 1.0, (capability, elapsed)

@@ -19,6 +19,7 @@ from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.web import create_app
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
+from tests.moving_clock import PATIENCE
 from tests.real_ha.harness import RealHomeAssistant
 from tests.web.conftest import household_client
 
@@ -50,7 +51,7 @@ def console(tmp_path: Path, real_ha: RealHomeAssistant, model: FakeModel) -> Fla
 def set_temperature(real_ha: RealHomeAssistant, value: float) -> dict[str, Any]:
     """Drive the template sensor and wait until Home Assistant shows it; its state."""
     real_ha.call_service("input_number", "set_value", {"entity_id": SENSOR_INPUT, "value": value})
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + PATIENCE  # patience for Home Assistant, not a bound
     while (state := real_ha.get(f"/api/states/{SENSOR}").json())["state"] != str(value):
         assert time.monotonic() < deadline, f"{SENSOR} is {state['state']}, expected {value}"
         time.sleep(0.05)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from console_ha.capabilities.get_logbook import NAME as GET_LOGBOOK
+from tests.moving_clock import PATIENCE
 from tests.real_ha.harness import RealHomeAssistant
 from tests.real_ha.test_capabilities_real import make_executor, run, wait_state
 
@@ -57,7 +58,7 @@ def scene(real_ha: RealHomeAssistant) -> dict[str, Any]:
         act()
         wait_state(real_ha, HALL_LIGHT, state)
         time.sleep(1.1)  # distinct seconds, and the recorder's commit interval
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + PATIENCE  # patience for the recorder, not a bound
     while len(entries := [e for e in _logbook(real_ha, HALL_LIGHT, since) if "state" in e]) < len(steps):
         assert time.monotonic() < deadline, f"the logbook holds {len(entries)} changes, expected {len(steps)}"
         time.sleep(0.3)

@@ -21,6 +21,7 @@ from tests.e2e.conftest import (  # noqa: F401
     log_in,
     serious_violations,
 )
+from tests.moving_clock import PATIENCE
 from tests.real_ha.harness import RealHomeAssistant
 
 pytestmark = [pytest.mark.real_ha, pytest.mark.browser]
@@ -47,7 +48,7 @@ def new_helper(real_ha: RealHomeAssistant) -> Iterator[Callable[[], str]]:
         with real_ha.websocket() as ws:
             item = ws.command("input_boolean/create", name=HELPER_NAME)
         created.append(item["id"])
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + PATIENCE  # patience for Home Assistant, not a bound
         while real_ha.get(f"/api/states/{HELPER_ID}").status_code != 200:
             assert time.monotonic() < deadline, "the helper's state never appeared"
             time.sleep(0.1)

@@ -262,18 +262,29 @@ def test_the_watch_answers_at_once_on_a_change_and_each_page_carries_its_version
 
 
 def test_the_watch_waits_while_nothing_changes(make_app, password, configured):
-    """The same version: the answer comes at the configured timeout, unchanged."""
-    import time
+    """The same version: the poll is held (a place taken) until the configured timeout, then answers unchanged.
 
+    When it answers is the watch's clock's to say (tests/test_household_watch.py); here, that it waits at all.
+    """
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.moving_clock import PATIENCE
     from tests.web.conftest import log_in
 
-    app = make_app(CONSOLE_HA_WATCH_SECONDS=0.5)
+    app = make_app(CONSOLE_HA_WATCH_SECONDS=2)
     household = app.test_client()
     log_in(household, password)
     seen = household.get(WATCH).get_json()["version"]
-    started = time.monotonic()
-    answer = household.get(f"{WATCH}?seen={seen}").get_json()
-    assert time.monotonic() - started >= 0.45 and answer["version"] == seen
+    watch = app.extensions["console_ha"].household_watch
+    with ThreadPoolExecutor(1) as pool:
+        asked = pool.submit(household.get, f"{WATCH}?seen={seen}")
+        limit = time.monotonic() + PATIENCE
+        while watch.watching() == 0 and not asked.done() and time.monotonic() < limit:
+            time.sleep(0.01)
+        held = watch.watching() == 1 and not asked.done()  # the poll holds its place: it waits
+        answer = asked.result(timeout=PATIENCE).get_json()
+    assert held and answer["version"] == seen and watch.watching() == 0
 
 
 def test_a_program_cannot_watch_the_household_s_cards(bearer, configured):

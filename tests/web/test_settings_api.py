@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import stat
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -360,14 +359,14 @@ def test_discover_answers_the_instances_found(app: Flask, household: FlaskClient
     assert seen == [0.5]
 
 
-def test_discover_browses_for_real_within_its_bound(household: FlaskClient) -> None:
-    """The real browse on 127.0.0.1 (the tests' interface) answers within about its bound.
+def test_discover_browses_for_real(household: FlaskClient) -> None:
+    """The real browse on 127.0.0.1 (the tests' interface) answers.
 
     What it finds depends on what else advertises on this machine's loopback, so only the shape is checked.
+    Its bound is checked off clocks: the view hands the browse 0.5 s (above), which ends the browse on its
+    clock (tests/test_discovery.py).
     """
-    started = time.monotonic()
     response = household.get(f"{API}/discover")
-    assert time.monotonic() - started < 2.0
     assert response.status_code == 200
     instances = response.get_json()["instances"]
     assert all(set(i) == {"name", "base_url", "version"} for i in instances)
