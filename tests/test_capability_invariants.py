@@ -368,7 +368,7 @@ def docs_sketch() -> Capability:
     section = text.split("## Adding a capability", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code, str(DOCS), "exec"), namespace)  # noqa: S102 - our own docs, read as a test fixture
+    exec(compile(code, str(DOCS), "exec"), namespace)  # our own docs, read as a test fixture
     capability = namespace["CAPABILITY"]
     assert isinstance(capability, Capability) and capability.name not in REGISTRY
     return capability

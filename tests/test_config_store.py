@@ -168,7 +168,7 @@ def test_concurrent_writers_never_corrupt_the_file(store):
             for i in range(25):
                 store.update({"allowlisted_entities": [f"sensor.w{n}_{i}"] * 3})
                 store.load()
-        except BaseException as err:  # noqa: BLE001 - collected and asserted below
+        except BaseException as err:  # collected and asserted below
             errors.append(err)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
@@ -215,7 +215,7 @@ def test_concurrent_updates_of_different_fields_are_all_kept(store):
         try:
             for value in values:
                 store.update({field: value})
-        except BaseException as err:  # noqa: BLE001 - collected and asserted below
+        except BaseException as err:  # collected and asserted below
             errors.append(err)
 
     urls = [f"http://ha{i}.local:8123" for i in range(150)]

@@ -113,7 +113,7 @@ def test_a_whole_session_shows_the_token_nowhere_but_to_its_own_home_assistant(
     proposal_error = None
     try:
         executor.propose(LIST_ENTITIES, {}, conversation_id="sweep-2")
-    except Exception as err:  # noqa: BLE001 - the refusal itself is checked below
+    except Exception as err:  # the refusal itself is checked below
         proposal_error = err
     assert proposal_error is not None and token not in repr(proposal_error) and token not in str(proposal_error)
 
