@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,9 @@ from flask.testing import FlaskClient
 
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import InvalidConfig
-from console_ha.store.ca_certificate import describe
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from tests.certs import Issued, make_ca
+from tests.certs import Issued, make_ca, store_at
 from tests.executors import executor_over
 from tests.stub_ha import StubHomeAssistant
 
@@ -131,18 +129,19 @@ def test_a_key_under_a_lower_case_header_is_refused_over_http_and_never_echoed(
     assert "nothing was stored" in error["message"] and not data_dir.ha_ca_bundle.exists()
 
 
-def test_an_expired_or_host_only_certificate_is_refused_with_why(tmp_path: Path, issued: Issued) -> None:
+def test_an_expired_or_host_only_certificate_is_refused_with_why(data_dir: DataDir, issued: Issued) -> None:
     """Expired: when. A server certificate signed by a CA: ask for the CA instead."""
     with pytest.raises(InvalidConfig, match="expired on"):
-        describe(issued.ca_pem, now=datetime.now(UTC) + timedelta(days=365))
+        store_at(data_dir, issued.ca_pem, days_from_now=365)
     with pytest.raises(InvalidConfig, match="certificate of whoever issued it"):
-        describe(Path(issued.server_cert).read_text())
+        store_at(data_dir, Path(issued.server_cert).read_text())
+    assert not data_dir.ha_ca_bundle.exists()
 
 
-def test_a_certificate_not_yet_valid_is_refused_with_when(issued: Issued) -> None:
+def test_a_certificate_not_yet_valid_is_refused_with_when(data_dir: DataDir, issued: Issued) -> None:
     """Not valid before a date still to come: every connection would fail, so say when (and check the clock)."""
     with pytest.raises(InvalidConfig, match="not valid before") as refused:
-        describe(issued.ca_pem, now=datetime.now(UTC) - timedelta(days=2))
+        store_at(data_dir, issued.ca_pem, days_from_now=-2)
     assert refused.value.detail["field"] == "ca_certificate"
 
 
