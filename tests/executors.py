@@ -16,6 +16,8 @@ from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
+from tests.seed import seed_settings
+from tests.stub_ha import StubHomeAssistant
 
 
 @contextmanager
@@ -31,3 +33,10 @@ def executor_over(data_dir: DataDir, *, confirmations: ConfirmationStore | None 
     return Executor(data_dir, config_store=ConfigStore(data_dir), token_store=TokenStore(data_dir),
                     audit=AuditLog(data_dir), confirmations=confirmations or ConfirmationStore(clock=clock),
                     clients=clients, clock=clock)
+
+
+def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str]) -> Executor:
+    """An executor over `data_dir`, its settings saved for `stub` with `allowlist` (and the stub's token)."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist},
+                  token=stub.token)
+    return executor_over(data_dir)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from flask import Flask
@@ -57,16 +57,13 @@ def make_app(data_dir: DataDir, recorded_responses: list[bytes]) -> Callable[...
 
 
 @pytest.fixture
-def app(make_app: Callable[..., Flask]) -> Flask:
-    """A Console app on an empty data dir."""
-    return make_app()
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    """A fake OpenAI-compatible model server on loopback, scripted by the test."""
-    with FakeModel() as fake:
-        yield fake
+def app(request: pytest.FixtureRequest, make_app: Callable[..., Flask]) -> Flask:
+    """A Console app on an empty data dir; with the model for a module marked `with_model`, and with the
+    config of an `app_config(**config)` mark."""
+    if request.node.get_closest_marker("with_model"):
+        return cast(Flask, request.getfixturevalue("app_with_model"))
+    marked = request.node.get_closest_marker("app_config")
+    return make_app(**(marked.kwargs if marked else {}))
 
 
 @pytest.fixture

@@ -13,20 +13,15 @@ from flask.testing import FlaskClient
 
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import InvalidConfig
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.certs import Issued, make_ca, store_at
 from tests.executors import executor_over
+from tests.seed import hand_edit
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure
 
 CA_API = f"{API}/ca-certificate"
-
-
-@pytest.fixture
-def issued(tmp_path: Path) -> Issued:
-    return make_ca(tmp_path / "ca")
 
 
 @pytest.fixture
@@ -163,7 +158,7 @@ def test_a_bundle_named_in_the_settings_file_wins_and_the_page_cannot_replace_it
     """`ca_bundle` in home-assistant.json is the household's own choice: shown, not overwritten."""
     own = tmp_path / "own-ca.pem"
     own.write_text(issued.ca_pem)
-    ConfigStore(data_dir).update({"ca_bundle": str(own)})
+    hand_edit(data_dir, {"ca_bundle": str(own)})  # only the file sets `ca_bundle`: no save may
     body = household.get(CA_API).get_json()
     assert body["managed_by_file"] == str(own) and body["certificates"][0]["kind"] == "ca"
     error = _error(household.post(CA_API, json={"pem": issued.ca_pem}), 400, "INVALID_CONFIG")

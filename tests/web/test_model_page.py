@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import re
 import stat
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.fake_model import FakeModel, Hang, Raw, text, tool_call, unused_loopback_url
+from tests.seed import seed_settings
 
 from .conftest import csrf_from, log_in, page_csrf
+
+pytestmark = pytest.mark.app_config(CONSOLE_HA_MODEL_TEST_TIMEOUT=3.0)
 
 MODEL_API = "/api/v1/conversation/model"
 PAGE = "/settings/model"
@@ -29,17 +29,6 @@ def _no_model_in_the_environment(monkeypatch: pytest.MonkeyPatch, hidden_secrets
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
     hidden_secrets.append(KEY)
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def app(make_app) -> Flask:
-    return make_app(CONSOLE_HA_MODEL_TEST_TIMEOUT=3.0)
 
 
 def _error(response: Any, status: int, code: str) -> dict[str, Any]:
@@ -92,7 +81,7 @@ def test_a_bad_save_is_refused_with_its_field_and_writes_nothing(household, data
 
 
 def test_home_assistant_s_address_is_refused_as_the_model_server(household, data_dir):
-    ConfigStore(data_dir).update({"base_url": "http://homeassistant.local:8123"})
+    seed_settings(data_dir, {"base_url": "http://homeassistant.local:8123"})
     error = _error(household.post(MODEL_API, json={"base_url": "http://homeassistant.local:8123/v1", "model": "m"}),
                    400, "INVALID_CONFIG")
     assert error["field"] == "base_url" and "Home Assistant" in error["message"]
@@ -146,7 +135,7 @@ def test_a_damaged_file_is_reported_and_a_reset_save_starts_again(household, dat
     ({"base_url": "http://10.0.0.1:8080/v1", "model": "m", "api_key": "two words"}, "api_key"),
 ])
 def test_a_reset_refused_for_any_reason_moves_nothing_aside(household, data_dir, body, field):
-    ConfigStore(data_dir).update({"base_url": "http://homeassistant.local:8123"})
+    seed_settings(data_dir, {"base_url": "http://homeassistant.local:8123"})
     data_dir.model_config.parent.mkdir(parents=True, exist_ok=True)
     data_dir.model_config.write_text("{oops")
     error = _error(household.post(MODEL_API, json={**body, "reset": True}), 400, "INVALID_CONFIG")

@@ -18,9 +18,9 @@ from flask.testing import FlaskClient
 from console_ha.ha.addresses import origin_of
 from console_ha.ha.discovery import Instance
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import StoredToken, TokenStore
+from tests.seed import hand_edit, seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, files_under, log_in, page_csrf
@@ -190,7 +190,7 @@ def test_the_page_says_when_the_saved_url_and_the_token_disagree(
     home, other = homes
     tag, _note = _token_note(household.get(PAGE).get_data(as_text=True))
     assert "hidden" in tag  # URL and token agree: nothing to say
-    ConfigStore(data_dir).update({"base_url": other.base_url})
+    hand_edit(data_dir, {"base_url": other.base_url})  # a save would refuse it: a hand edit, or a crash
     html = household.get(PAGE).get_data(as_text=True)
     tag, note = _token_note(html)
     assert "hidden" not in tag
@@ -226,7 +226,7 @@ def test_the_picker_refuses_a_token_saved_for_another_origin(
 ) -> None:
     """URL in the file ≠ the token's origin: 409 not configured, saying why; no REST, no WebSocket, anywhere."""
     home, other = homes
-    ConfigStore(data_dir).update({"base_url": other.base_url})  # as a hand edit (or an old release's crash) leaves it
+    hand_edit(data_dir, {"base_url": other.base_url})  # as a hand edit (or an old release's crash) leaves it
     error = _error(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
     _refused_for_another_origin(error, home, other)
     assert _sent_to(other) == [] and _sent_to(home) == []
@@ -252,7 +252,7 @@ def test_the_test_with_no_body_uses_the_saved_pair_only(
     """`test` with no body tests the saved URL with the saved token, and refuses when they disagree."""
     home, other = homes
     assert household.post(f"{API}/test").get_json()["ok"] is True
-    ConfigStore(data_dir).update({"base_url": other.base_url})
+    hand_edit(data_dir, {"base_url": other.base_url})  # a save would refuse it: a hand edit, or a crash
     _refused_for_another_origin(_error(household.post(f"{API}/test"), 400, "INVALID_CONFIG"), home, other)
     assert _sent_to(other) == [] and _sent_to(home) == ["GET /api/config"]
 
@@ -299,7 +299,7 @@ def test_a_legacy_token_file_belongs_to_the_configured_origin_and_is_bound_at_st
 ) -> None:
     """One line, no origin (the previous release): usable for the configured URL only; start writes the origin."""
     home, other = two_homes
-    ConfigStore(data_dir).update({"base_url": home.base_url})
+    seed_settings(data_dir, {"base_url": home.base_url})
     data_dir.ha_secrets.mkdir(parents=True, mode=0o700)
     data_dir.ha_token.write_text(home.token + "\n")
     store = TokenStore(data_dir)
@@ -311,7 +311,7 @@ def test_a_legacy_token_file_belongs_to_the_configured_origin_and_is_bound_at_st
     assert log_in(client, password).status_code == 302
     client.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(client)
     assert client.get(f"{API}/entities").status_code == 200
-    ConfigStore(data_dir).update({"base_url": other.base_url})  # the file edited afterwards: the binding holds
+    hand_edit(data_dir, {"base_url": other.base_url})  # the file edited afterwards: the binding holds
     assert client.get(f"{API}/entities").status_code == 409
     assert _sent_to(other) == []
 
@@ -352,7 +352,7 @@ def test_a_legacy_token_without_any_url_must_be_entered_again_with_one(
 def test_leftover_temporary_files_are_swept_at_start(make_app: Callable[..., Flask], data_dir: DataDir) -> None:
     """`.access-token.*.tmp` (a full copy of a token) and every other atomic-write leftover go at start."""
     TokenStore(data_dir).write(Secret("a-stored-token-123"), "http://ha.local:8123")
-    ConfigStore(data_dir).update({"base_url": "http://ha.local:8123"})
+    seed_settings(data_dir, {"base_url": "http://ha.local:8123"})
     leftovers = [data_dir.ha_secrets / ".access-token.k3j_x9a2.tmp",
                  data_dir.capabilities / ".home-assistant.json.abcdefgh.tmp",
                  data_dir.console_secrets / ".api-tokens.json.0a1b2c3d.tmp"]
