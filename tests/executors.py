@@ -6,9 +6,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.console import CONSOLE_READS
+from console_ha.errors import CapabilityError
 from console_ha.ha.kept_clients import LendClient, one_client
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
@@ -40,3 +43,10 @@ def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str])
     seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist},
                   token=stub.token)
     return executor_over(data_dir)
+
+
+def refusal(call: Callable[[], object]) -> CapabilityError:
+    """The CapabilityError `call` raises (the test fails if it raises none)."""
+    with pytest.raises(CapabilityError) as caught:
+        call()
+    return caught.value

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
@@ -29,11 +30,11 @@ from console_ha.conversation import (
 )
 from console_ha.conversation.model import parse_reply
 from console_ha.conversation.turn_loop import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
-from console_ha.errors import CapabilityError
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_EXPIRED
 from tests.conftest import CONVERSATION_ALLOWED
+from tests.executors import refusal
 from tests.fake_model import (
     FakeModel,
     Hang,
@@ -78,12 +79,6 @@ def audit(data_dir) -> list[tuple[str, str, str | None]]:
     path = data_dir.audit_log
     lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     return [(e["event"], e["capability"], e.get("code")) for e in lines]
-
-
-def refusal(call) -> CapabilityError:
-    with pytest.raises(CapabilityError) as caught:
-        call()
-    return caught.value
 
 
 # --- the model adapter -------------------------------------------------------------------------
@@ -276,7 +271,7 @@ def test_a_replayed_token_is_confirmation_invalid_and_nothing_runs_again(
     service.confirm(paused.conversation_id, token, True)
     reads, asks = len(configured.requests), len(model.requests)
     for approve in (True, False):
-        err = refusal(lambda approve=approve: service.confirm(paused.conversation_id, token, approve))
+        err = refusal(partial(service.confirm, paused.conversation_id, token, approve))
         assert (err.code, err.stage) == ("CONFIRMATION_INVALID", 4)
     assert (len(configured.requests), len(model.requests)) == (reads, asks)
 
@@ -590,8 +585,9 @@ def test_an_evicted_conversation_s_card_is_confirmation_invalid(data_dir, execut
     model.script(tool_call(LIST, {}), text("other"))
     paused = service.send(None, "q")
     assert paused.pending_confirmation is not None
+    token = paused.pending_confirmation.token
     service.send(None, "another conversation")
-    err = refusal(lambda: service.confirm(paused.conversation_id, paused.pending_confirmation.token, True))
+    err = refusal(lambda: service.confirm(paused.conversation_id, token, True))
     assert err.code == "CONFIRMATION_INVALID" and configured.requests == []
 
 

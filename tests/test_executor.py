@@ -18,7 +18,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.store.ha_token import TokenStore, check_token
-from tests.executors import executor_over
+from tests.executors import executor_over, refusal
 from tests.seed import hand_edit, seed_settings
 
 BOTH = [(LIST_ENTITIES, {}), (GET_HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"})]
@@ -33,12 +33,6 @@ def configure(data_dir, stub, **changes):
 
 def ha_requests(stub):
     return [r for r in stub.requests]
-
-
-def refusal(call) -> CapabilityError:
-    with pytest.raises(CapabilityError) as caught:
-        call()
-    return caught.value
 
 
 def audit_lines(data_dir) -> list[dict]:

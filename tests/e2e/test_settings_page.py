@@ -24,6 +24,7 @@ from tests.e2e.conftest import (
 )
 from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
+from tests.web.conftest import unused_port
 
 pytestmark = pytest.mark.browser
 
@@ -172,14 +173,6 @@ def test_test_connection_explains_a_failure_in_household_words(
     finally:
         if tls_stub is not None:
             tls_stub.stop()
-
-
-def unused_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- the entity picker ---------------------------------------------------------------------------------------

@@ -169,3 +169,16 @@ def unused_port() -> int:
 def files_under(root: Path) -> list[Path]:
     """Every file under `root` (none when it does not exist)."""
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def error_of(response: Any, status: int, code: str) -> dict[str, Any]:
+    """The error body's inner object, once the answer is `status` with `code` and a message (the one shape)."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    error: dict[str, Any] = response.get_json()["error"]
+    assert error["code"] == code and error["message"]
+    return error
+
+
+def snapshot(data_dir: DataDir) -> dict[Path, bytes]:
+    """Every Home Assistant file of the data dir with its bytes (the Console's own files left out)."""
+    return {path: path.read_bytes() for path in files_under(data_dir.root) if "console" not in path.parts}
