@@ -58,8 +58,7 @@ def make_app(data_dir: DataDir, recorded_responses: list[bytes]) -> Callable[...
 
 @pytest.fixture
 def app(request: pytest.FixtureRequest, make_app: Callable[..., Flask]) -> Flask:
-    """A Console app on an empty data dir; with the model for a module marked `with_model`, and with the
-    config of an `app_config(**config)` mark."""
+    """A Console app on an empty data dir; a `with_model` mark gives it the fake model, `app_config(**c)` config c."""
     if request.node.get_closest_marker("with_model"):
         return cast(Flask, request.getfixturevalue("app_with_model"))
     marked = request.node.get_closest_marker("app_config")
