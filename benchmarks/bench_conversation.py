@@ -32,11 +32,11 @@ from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
 from tests.fake_model import FakeModel, text, tool_call
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 from tests.web.conftest import household_client
 
@@ -133,7 +133,7 @@ def run(iterations: int, warmup: int) -> None:
     """Measure each capability through the HTTP endpoint and through the service alone."""
     with StubHomeAssistant() as ha, FakeModel() as model, tempfile.TemporaryDirectory() as tmp:
         data_dir = DataDir(Path(tmp) / "data")
-        ConfigStore(data_dir).update({"enabled": True, "base_url": ha.base_url, "allowlisted_entities": ALLOWED})
+        seed_settings(data_dir, {"enabled": True, "base_url": ha.base_url, "allowlisted_entities": ALLOWED})
         TokenStore(data_dir).write(Secret(ha.token), ha.base_url)
         watch = Stopwatch()
         # The Console's kept clients, each timed: the app reuses one client per Home Assistant, as served.

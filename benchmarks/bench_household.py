@@ -581,12 +581,11 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Start Home Assistant in a temporary directory, build the household, measure, report, clean up."""
-    from console_ha.store.config import ConfigStore
     from console_ha.store.console_secrets import ConsoleSecrets
     from console_ha.store.datadir import DataDir
-    from console_ha.store.ha_token import TokenStore, check_token
     from console_ha.web import create_app
     from tests.real_ha.harness import HA_VERSION, RealHomeAssistant, default_venv, install_home_assistant
+    from tests.seed import seed_settings
     from tests.web.conftest import FAST_HASH, PASSWORD
 
     # The 16 creating threads share one pooled session; a full pool only means a connection is not kept.
@@ -606,9 +605,8 @@ def run(args: argparse.Namespace) -> None:
                      f"in {time.monotonic() - began:.0f} s")
         if args.against:
             data_dir = DataDir(workdir / "console")
-            ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url,
-                                          "allowlisted_entities": [CHATTY_ENTITY]})
-            TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
+            seed_settings(data_dir, {"enabled": True, "base_url": real_ha.base_url,
+                                     "allowlisted_entities": [CHATTY_ENTITY]}, token=real_ha.token)
             print(f"load average (1 min) at the start {args.load_before:.1f}; " + "; ".join(notes))
             compare_floor(data_dir.root, args.against, args.rounds, args.history_repeats)
             return
@@ -621,9 +619,8 @@ def run(args: argparse.Namespace) -> None:
         data_dir = DataDir(workdir / "console")
         step = max(1, len(created) // ALLOWLISTED)
         allowlist = created[::step][:ALLOWLISTED]
-        ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url,
-                                      "allowlisted_entities": [*allowlist[:-1], CHATTY_ENTITY]})
-        TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
+        seed_settings(data_dir, {"enabled": True, "base_url": real_ha.base_url,
+                                 "allowlisted_entities": [*allowlist[:-1], CHATTY_ENTITY]}, token=real_ha.token)
         ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
         with serve_wsgi(create_app(data_dir)) as console_url:
             print(f"measuring the large instance ({args.repeats} rounds) ...", flush=True)

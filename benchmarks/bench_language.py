@@ -29,12 +29,12 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _measure import Figure, household_session, median, ms, serve_wsgi  # noqa: E402
+from _measure import Figure, household_session, median, ms, serve_wsgi
 
-from console_ha.store.audit import AuditEvent, AuditLog  # noqa: E402
-from console_ha.store.console_secrets import ConsoleSecrets  # noqa: E402
-from console_ha.store.datadir import DataDir  # noqa: E402
-from console_ha.web import create_app  # noqa: E402
+from console_ha.store.audit import AuditEvent, AuditLog
+from console_ha.store.console_secrets import ConsoleSecrets
+from console_ha.store.datadir import DataDir
+from console_ha.web import create_app
 
 LANGUAGES = {"en": "en-US,en;q=0.9", "fr": "fr-FR,fr;q=0.9", "zh-Hans": "zh-CN,zh;q=0.9"}
 PAGES = ("/login", "/settings/home-assistant", "/activity")

@@ -27,7 +27,7 @@ from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost, jso
 from console_ha.capabilities.list_entities import execute as list_entities
 from console_ha.deadline import Deadline
 from console_ha.store.config import HomeAssistantConfig
-from tests.stub_ha import default_states  # noqa: E402
+from tests.stub_ha import default_states
 
 
 class _States:

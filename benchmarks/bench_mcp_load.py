@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from console_ha.cli import DEFAULT_THREADS, server_threads
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 SESSIONS = 16
@@ -160,7 +160,7 @@ def main() -> None:
         secrets = ConsoleSecrets(data_dir)
         secrets.set_password("benchmark password", method="pbkdf2:sha256:1000")
         token = secrets.create_api_token("probe")
-        ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": [ENTITY]})
+        seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": [ENTITY]})
         TokenStore(data_dir).write(Secret(stub.token), stub.base_url)
         app = create_app(data_dir, {"CONSOLE_HA_CONFIRMATION_TTL": args.ttl, "CONSOLE_HA_MCP_PROGRESS_INTERVAL": 1.0})
         threads = server_threads(DEFAULT_THREADS)

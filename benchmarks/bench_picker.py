@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from console_ha.ha.areas import AreaCache
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 from tests.web.conftest import FAST_HASH, PASSWORD
 
@@ -246,7 +246,7 @@ def main() -> None:
         stub.states = states
         data_dir = DataDir(Path(tmp))
         ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
-        ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url})
+        seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url})
         TokenStore(data_dir).write(Secret(stub.token), stub.base_url)
         app = create_app(data_dir)
         # The stub has no WebSocket registries: hand the Console the areas as the registry cache would.

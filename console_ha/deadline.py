@@ -108,7 +108,7 @@ class Deadline:
         def work() -> None:
             try:
                 outcome["value"] = call()
-            except BaseException as err:  # noqa: BLE001 - handed to the caller's own except clauses
+            except BaseException as err:  # handed to the caller's own except clauses
                 outcome["error"] = err
             finally:
                 done.set()
@@ -291,7 +291,7 @@ class Watchdog:
                 action = self._actions.pop(ticket)
             try:
                 action()
-            except Exception:  # noqa: BLE001 - one failed action must not end the watchdog for every call
+            except Exception:  # one failed action must not end the watchdog for every call
                 pass
 
 

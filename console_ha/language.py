@@ -111,7 +111,7 @@ def translations(catalog: str) -> NullTranslations:
     return Translations(buffer, domain=DOMAIN)
 
 
-def N_(msgid: str) -> str:  # noqa: N802  (gettext's own name for it, which pybabel extracts)
+def N_(msgid: str) -> str:  # gettext's own name for it, which pybabel extracts
     """Mark `msgid` for the catalogs where it is defined; it becomes a `Words` where it is used, with its values."""
     return msgid
 

@@ -50,13 +50,3 @@ def parse_utc_z(text: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
-
-
-def in_zone(moment: datetime, zone: tzinfo | None, *, with_date: bool = True) -> str:
-    """A moment as a person reads it in `zone` (None: the machine's zone, per moment, so summer time counts).
-
-    "2026-12-02 14:03 CET", or "14:03 CET" without the date. The zone's abbreviation is always said,
-    because this is what a page shows when the browser's own clock cannot be used.
-    """
-    local = moment.astimezone(zone) if zone is not None else moment.astimezone()
-    return local.strftime("%Y-%m-%d %H:%M %Z" if with_date else "%H:%M %Z")

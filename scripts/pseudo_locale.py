@@ -20,7 +20,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import write_po
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import i18n  # noqa: E402  (beside this script, not a package)
+import i18n  # beside this script, not a package
 
 CODE = i18n.PSEUDO
 OPEN, CLOSE = "⟦", "⟧"

@@ -12,6 +12,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from console_ha.store.ca_certificate import CACertificateStore, CertificateInfo
+from console_ha.store.config import ConfigStore
+from console_ha.store.datadir import DataDir
+
 
 @dataclass(frozen=True)
 class Issued:
@@ -62,3 +66,9 @@ def make_ca(directory: Path, *, days: int = 30, not_after: datetime | None = Non
     key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     return Issued(_pem(ca), str(cert_path), str(key_path))
+
+
+def store_at(data_dir: DataDir, pem: str, days_from_now: int = 0) -> list[CertificateInfo]:
+    """Store `pem` as the CA page does, the store's clock moved by `days_from_now`: its check, at that moment."""
+    moment = datetime.now(UTC) + timedelta(days=days_from_now)
+    return CACertificateStore(data_dir, ConfigStore(data_dir), clock=lambda: moment).store(pem)

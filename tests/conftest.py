@@ -16,6 +16,12 @@ import pytest
 from console_ha.store.datadir import DataDir
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from console_ha.capabilities.executor import Executor
+    from console_ha.store.model_config import ModelStore
+    from tests.certs import Issued
+    from tests.fake_model import FakeModel
     from tests.stub_ha import StubHomeAssistant
 
 # mDNS stays on loopback in every test, whatever a developer's shell says.
@@ -164,3 +170,62 @@ def self_signed_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
         check=True, capture_output=True, timeout=60,
     )
     return str(cert), str(key)
+
+
+# --- fixtures several modules share (one definition each: tests/test_fixture_copies.py) ----------------
+
+# What the conversation tests allow: a thermometer and a door sensor.
+CONVERSATION_ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+
+
+@pytest.fixture
+def model() -> Iterator[FakeModel]:
+    """A fake OpenAI-compatible model server on loopback, scripted by the test."""
+    from tests.fake_model import FakeModel
+
+    with FakeModel() as fake:
+        yield fake
+
+
+@pytest.fixture
+def configured(data_dir: DataDir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
+    """Home Assistant reading turned on, saved as the settings page saves it: the stub, CONVERSATION_ALLOWED."""
+    from tests.seed import seed_settings
+
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url,
+                             "allowlisted_entities": CONVERSATION_ALLOWED}, token=stub_ha.token)
+    return stub_ha
+
+
+@pytest.fixture
+def executor(data_dir: DataDir, clock: Clock) -> Executor:
+    """An executor over the data dir's own stores, its confirmations and rate limits on the test's clock."""
+    from console_ha.capabilities.confirmations import ConfirmationStore
+    from tests.executors import executor_over
+
+    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+
+
+@pytest.fixture
+def model_store(data_dir: DataDir) -> ModelStore:
+    """The model settings' store over the data dir."""
+    from console_ha.store.model_config import ModelStore
+
+    return ModelStore(data_dir)
+
+
+@pytest.fixture
+def issued(tmp_path: Path) -> Issued:
+    """A household CA and a server certificate for 127.0.0.1 it signed."""
+    from tests.certs import make_ca
+
+    return make_ca(tmp_path / "ca")
+
+
+@pytest.fixture
+def rooms(stub_ha: StubHomeAssistant) -> StubHomeAssistant:
+    """The stub with the area-filter tests' entities placed in their areas and on their devices."""
+    from tests.test_list_entities_filters import place_entities
+
+    place_entities(stub_ha)
+    return stub_ha

@@ -6,9 +6,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.console import CONSOLE_READS
+from console_ha.errors import CapabilityError
 from console_ha.ha.kept_clients import LendClient, one_client
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
@@ -16,6 +19,8 @@ from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
+from tests.seed import seed_settings
+from tests.stub_ha import StubHomeAssistant
 
 
 @contextmanager
@@ -31,3 +36,17 @@ def executor_over(data_dir: DataDir, *, confirmations: ConfirmationStore | None 
     return Executor(data_dir, config_store=ConfigStore(data_dir), token_store=TokenStore(data_dir),
                     audit=AuditLog(data_dir), confirmations=confirmations or ConfirmationStore(clock=clock),
                     clients=clients, clock=clock)
+
+
+def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str]) -> Executor:
+    """An executor over `data_dir`, its settings saved for `stub` with `allowlist` (and the stub's token)."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist},
+                  token=stub.token)
+    return executor_over(data_dir)
+
+
+def refusal(call: Callable[[], object]) -> CapabilityError:
+    """The CapabilityError `call` raises (the test fails if it raises none)."""
+    with pytest.raises(CapabilityError) as caught:
+        call()
+    return caught.value

@@ -26,11 +26,11 @@ from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.websocket import ALLOWED_COMMANDS
 from console_ha.mcp.server import CAPABILITY_FOR_TOOL, output_schema, tool_name, tools
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import console_client, executor_over
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 CONFIG = HomeAssistantConfig(
@@ -200,9 +200,8 @@ def configured_executor(data_dir: DataDir, stub: StubHomeAssistant) -> Executor:
     """An executor reading the stub Home Assistant with CONFIG's allowlist, every read allowed by the household."""
     # Its WebSocket answers the area registries (issue 18's reads place entities in areas), one entity placed.
     stub.serve_registries({CONFIG.allowlisted_entities[0]: "Living room"})
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url,
-                                  "allowlisted_entities": list(CONFIG.allowlisted_entities)})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url,
+                             "allowlisted_entities": list(CONFIG.allowlisted_entities)}, token=stub.token)
     stub.serve_statistics()  # issue 19: get_statistics reads the recorder's statistics over the WebSocket
     stub.serve_everyday()  # issue 28: calendar.family, todo.shopping_list and weather.home
     if stub.logbook is None:
@@ -368,7 +367,7 @@ def docs_sketch() -> Capability:
     section = text.split("## Adding a read", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code, str(DOCS), "exec"), namespace)  # noqa: S102 - our own docs, read as a test fixture
+    exec(compile(code, str(DOCS), "exec"), namespace)  # our own docs, read as a test fixture
     capability = namespace["CAPABILITY"]
     assert isinstance(capability, Capability) and capability.name not in REGISTRY
     return capability

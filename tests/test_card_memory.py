@@ -9,9 +9,8 @@ from console_ha.capabilities.get_statistics import NAME as GET_STATISTICS
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.console import Console
 from console_ha.ha.areas import build_area_index
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 ALLOWED = ["sensor.energy_consumption", "light.living_room", "light.bedroom"]
@@ -20,8 +19,8 @@ KEY = ("http://homeassistant.local:8123", "digest", "")
 
 def opened(data_dir: DataDir, stub: StubHomeAssistant) -> Console:
     """A Console over its own data dir, set up for the stub with ALLOWED."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED},
+                  token=stub.token)
     return Console.open(data_dir)
 
 

@@ -29,11 +29,11 @@ from console_ha.ha.areas import build_area_index
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.language import ENGLISH, Language, by_code
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import KIND_NAMES, kind_name
 from tests.executors import executor_over
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -222,8 +222,8 @@ def test_a_device_moved_into_the_room_after_the_card_is_not_read(data_dir: DataD
     allowed = ["light.living_room", "light.bedroom", "sensor.living_room_temperature"]
     stub_ha.serve_registries({"light.living_room": "Kitchen", "light.bedroom": "Bedroom",
                               "sensor.living_room_temperature": "Kitchen"})
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": allowed})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": allowed},
+                  token=stub_ha.token)
     executor = executor_over(data_dir)
     first = executor.propose(LIST_ENTITIES.name, {"area": "Kitchen"}, conversation_id="c")
     executor.answer(first.token, approve=True, conversation_id="c")  # the rooms are known from here on

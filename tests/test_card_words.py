@@ -22,9 +22,8 @@ from console_ha.capabilities.spec import Capability
 from console_ha.console import Console
 from console_ha.errors import CapabilityError
 from console_ha.language import Language, Words, by_code
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import (
     CHAT_ALLOWED,
     CHAT_ALLOWED_FAILED,
@@ -37,7 +36,8 @@ from console_ha.words import (
     KIND_NAMES,
     NOTIFICATION_BODY,
 )
-from tests.executors import executor_over
+from tests.executors import configured
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 DOMAINS = sorted(KIND_NAMES)
@@ -237,12 +237,6 @@ def test_statistics_words_follow_the_kind_of_reading(seen: str, says: str, never
     assert says in body and not any(word in body for word in never), body
 
 
-def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str]) -> Any:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
-    return executor_over(data_dir)
-
-
 def test_an_energy_meter_s_statistics_card_says_how_much_once_a_read_has_seen_it(
         data_dir: DataDir, stub_ha: StubHomeAssistant) -> None:
     """Issue 25: "how warm (or how high) Energy today was last month". Nothing is asked for the card itself."""
@@ -319,7 +313,7 @@ def test_an_approval_covers_the_names_its_list_card_showed(data_dir: DataDir, st
     executor = configured(data_dir, stub_ha, ["light.living_room", "light.bedroom"])
     proposal = executor.propose(LIST_ENTITIES, {"domain": "light"}, conversation_id="c")
     assert "Living room, Bedroom" in proposal.card.body
-    ConfigStore(data_dir).update({"entity_names": {"light.bedroom": "Guest room lamp"}})
+    seed_settings(data_dir, {"entity_names": {"light.bedroom": "Guest room lamp"}})
     with pytest.raises(CapabilityError) as caught:
         executor.answer(proposal.token, approve=True, conversation_id="c")
     assert caught.value.code == "CONFIRMATION_INVALID" and caught.value.detail.get("reason") == "settings_changed"

@@ -41,7 +41,7 @@ def test_set_password_reads_stdin_when_it_is_not_a_terminal(
     """One line from a pipe, without its newline, becomes the password."""
     monkeypatch.setattr(sys, "stdin", _Stdin("piped password\n"))
     assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 0
-    assert ConsoleSecrets(data_dir).verify_password("piped password")
+    assert ConsoleSecrets(data_dir).verified_fingerprint("piped password") is not None
     output = capsys.readouterr()
     assert "Password set" in output.out and "piped password" not in output.out + output.err
 
@@ -75,7 +75,7 @@ def test_on_a_terminal_the_password_is_asked_twice(data_dir: DataDir, monkeypatc
     assert not ConsoleSecrets(data_dir).has_password()
     answers = iter(["same answer", "same answer"])
     assert cli.main(["set-password", "--data-dir", str(data_dir.root)]) == 0
-    assert ConsoleSecrets(data_dir).verify_password("same answer")
+    assert ConsoleSecrets(data_dir).verified_fingerprint("same answer") is not None
 
 
 def test_api_token_create_prints_a_token_that_authenticates(

@@ -1,4 +1,7 @@
-"""The configuration file: defaults, validation, fresh reads, atomic and concurrent writes."""
+"""The configuration file: defaults, validation, fresh reads, atomic and concurrent writes.
+
+Every write goes through the settings save (`tests.seed`), the one path the Console writes the file by.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.ha.addresses import normalise_base_url
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from tests.seed import seed_settings
 
 
 @pytest.fixture
@@ -25,7 +29,7 @@ def test_absent_file_reads_as_the_contract_default(store):
 
 
 def test_file_is_read_fresh_on_every_call(store):
-    store.update({"enabled": True})
+    seed_settings(store.data_dir, {"enabled": True})
     assert store.load().enabled is True
     store.path.write_text(json.dumps({"enabled": False, "base_url": "", "allowlisted_entities": []}))
     assert store.load().enabled is False
@@ -74,7 +78,7 @@ def test_base_url_is_normalised(given, expected):
 )
 def test_bad_base_url_is_refused_with_its_field(store, bad):
     with pytest.raises(InvalidConfig) as caught:
-        store.update({"base_url": bad})
+        seed_settings(store.data_dir, {"base_url": bad})
     assert caught.value.code == "INVALID_CONFIG"
     assert caught.value.detail["field"] == "base_url"
     assert not store.path.exists(), "nothing is written when input is invalid"
@@ -91,27 +95,28 @@ def test_bad_base_url_is_refused_with_its_field(store, bad):
         ({"allowlisted_entities": ["sensor.kitchen", 3]}, "allowlisted_entities"),
         ({"allowlisted_entities": ["sensor.a.b"]}, "allowlisted_entities"),
         ({"entity_names": ["x"]}, "entity_names"),
-        ({"ca_bundle": "relative/ca.pem"}, "ca_bundle"),
+        ({"ca_bundle": "/etc/ca.pem"}, "ca_bundle"),  # only the file sets it (the damaged-file test checks its value)
         ({"access_token": "abc"}, "access_token"),
         ({"surprise": True}, "surprise"),
     ],
 )
 def test_invalid_changes_name_their_field_and_write_nothing(store, changes, field):
-    store.update({"enabled": True, "allowlisted_entities": ["sensor.kitchen"]})
+    seed_settings(store.data_dir, {"enabled": True, "allowlisted_entities": ["sensor.kitchen"]})
     before = store.path.read_bytes()
     with pytest.raises(InvalidConfig) as caught:
-        store.update(changes)
+        seed_settings(store.data_dir, changes)
     assert caught.value.detail["field"] == field
     assert store.path.read_bytes() == before
 
 
 def test_duplicates_are_dropped_keeping_order(store):
-    saved = store.update({"allowlisted_entities": ["sensor.b", "sensor.a", "sensor.b"]})
+    saved = seed_settings(store.data_dir, {"allowlisted_entities": ["sensor.b", "sensor.a", "sensor.b"]})
     assert saved.config.allowlisted_entities == ("sensor.b", "sensor.a")
 
 
 def test_written_file_is_private_and_holds_no_token(store):
-    store.update({"enabled": True, "base_url": "http://ha.local:8123", "allowlisted_entities": ["light.hall"]})
+    seed_settings(store.data_dir, {"enabled": True, "base_url": "http://ha.local:8123",
+                                   "allowlisted_entities": ["light.hall"]})
     assert os.stat(store.path).st_mode & 0o777 == 0o600
     assert json.loads(store.path.read_text()) == {
         "enabled": True,
@@ -123,7 +128,8 @@ def test_written_file_is_private_and_holds_no_token(store):
 @pytest.mark.parametrize(
     "content",
     [b"{not json", b"[]", b'"text"', b"\xff\xfe", b'{"enabled": "yes"}',
-     b'{"allowlisted_entities": ["BAD"]}', b"", b"[" * 100_000, b'{"enabled": ' + b"1" * 5000 + b"}"],
+     b'{"allowlisted_entities": ["BAD"]}', b'{"ca_bundle": "relative/ca.pem"}', b"", b"[" * 100_000,
+     b'{"enabled": ' + b"1" * 5000 + b"}"],
 )
 def test_broken_file_is_config_invalid_and_never_replaced(store, content):
     store.path.parent.mkdir(parents=True)
@@ -132,7 +138,7 @@ def test_broken_file_is_config_invalid_and_never_replaced(store, content):
         store.load()
     assert caught.value.code == "CONFIG_INVALID"
     with pytest.raises(ConfigInvalid):
-        store.update({"enabled": True})
+        seed_settings(store.data_dir, {"enabled": True})
     assert store.path.read_bytes() == content
 
 
@@ -152,10 +158,10 @@ def test_extra_keys_in_the_file_are_tolerated(store):
 
 
 def test_stale_revision_is_refused(store):
-    first = store.update({"enabled": True})
-    store.update({"allowlisted_entities": ["sensor.a"]})
+    first = seed_settings(store.data_dir, {"enabled": True})
+    seed_settings(store.data_dir, {"allowlisted_entities": ["sensor.a"]})
     with pytest.raises(InvalidConfig) as caught:
-        store.update({"enabled": False}, expected_revision=first.revision)
+        seed_settings(store.data_dir, {"enabled": False}, expected_revision=first.revision)
     assert caught.value.code == "CONFIG_STALE"
     assert store.load().enabled is True
 
@@ -166,9 +172,9 @@ def test_concurrent_writers_never_corrupt_the_file(store):
     def writer(n: int) -> None:
         try:
             for i in range(25):
-                store.update({"allowlisted_entities": [f"sensor.w{n}_{i}"] * 3})
+                seed_settings(store.data_dir, {"allowlisted_entities": [f"sensor.w{n}_{i}"] * 3})
                 store.load()
-        except BaseException as err:  # noqa: BLE001 - collected and asserted below
+        except BaseException as err:  # collected and asserted below
             errors.append(err)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
@@ -202,8 +208,8 @@ def test_reset_works_on_a_path_that_cannot_be_read_and_keeps_every_broken_file(s
 
 
 def test_entity_names_lose_control_and_bidi_characters(store):
-    saved = store.update({"allowlisted_entities": ["lock.front_door"],
-                          "entity_names": {"lock.front_door": "Front\u202e door\x07  lock\u200b"}})
+    saved = seed_settings(store.data_dir, {"allowlisted_entities": ["lock.front_door"],
+                                           "entity_names": {"lock.front_door": "Front\u202e door\x07  lock\u200b"}})
     assert saved.config.entity_names == {"lock.front_door": "Front door lock"}
 
 
@@ -214,8 +220,8 @@ def test_concurrent_updates_of_different_fields_are_all_kept(store):
     def writer(field: str, values: list) -> None:
         try:
             for value in values:
-                store.update({field: value})
-        except BaseException as err:  # noqa: BLE001 - collected and asserted below
+                seed_settings(store.data_dir, {field: value})
+        except BaseException as err:  # collected and asserted below
             errors.append(err)
 
     urls = [f"http://ha{i}.local:8123" for i in range(150)]

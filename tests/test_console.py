@@ -18,19 +18,18 @@ from console_ha.ha.websocket import ALLOWED_COMMANDS
 from console_ha.secret import Secret
 from console_ha.settings.catalogue import PICKER_READS
 from console_ha.settings.connection import CONNECTION_TEST_READS
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.web import create_app
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 ALLOWED = ["sensor.living_room_temperature"]
 
 
 def configure(data_dir: DataDir, stub: StubHomeAssistant) -> None:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED},
+                  token=stub.token)
 
 
 def test_opening_makes_the_data_dir_and_sweeps_what_a_killed_write_left(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ def _modes(store: ConsoleSecrets) -> set[int]:
 def test_no_password_before_the_first_run(store: ConsoleSecrets) -> None:
     """A fresh data dir has no password, and nothing verifies against it."""
     assert not store.has_password()
-    assert not store.verify_password("")
+    assert store.verified_fingerprint("") is None
     assert store.password_fingerprint() is None
 
 
@@ -41,8 +41,8 @@ def test_the_password_is_kept_as_a_slow_salted_hash(store: ConsoleSecrets) -> No
     first = store.password_hash()
     assert first is not None and first.startswith("scrypt:")
     assert "correct horse battery" not in store.password_path.read_text()
-    assert store.verify_password("correct horse battery")
-    assert not store.verify_password("correct horse batter")
+    assert store.verified_fingerprint("correct horse battery") is not None
+    assert store.verified_fingerprint("correct horse batter") is None
     store.set_password("correct horse battery")
     assert store.password_hash() != first
     assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
@@ -63,7 +63,7 @@ def test_the_first_run_password_cannot_replace_one(store: ConsoleSecrets) -> Non
     store.set_password("the first one", only_if_unset=True, method=FAST)
     with pytest.raises(PasswordAlreadySet):
         store.set_password("the second one", only_if_unset=True, method=FAST)
-    assert store.verify_password("the first one")
+    assert store.verified_fingerprint("the first one") is not None
 
 
 def test_a_new_password_changes_the_fingerprint(store: ConsoleSecrets) -> None:

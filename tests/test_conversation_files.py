@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,12 +20,11 @@ from console_ha.conversation import function_name
 from console_ha.conversation.conversations import MAX_IDLE_SECONDS, ConversationStore
 from console_ha.language import Words, by_code
 from console_ha.store.atomic import sweep_temp_files
-from console_ha.store.config import ConfigStore
 from console_ha.store.conversations import MAX_FILE_BYTES, ConversationFiles
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import CHAT_ALLOWED, CHAT_RESTARTED
 from tests.fake_model import FakeModel, answer_from_tool_result, text, tool_call
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 ALLOWED = ["sensor.living_room_temperature"]
@@ -35,15 +33,9 @@ TITLE = "Read your Home Assistant devices?"
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
 def configured(data_dir: DataDir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED},
+                  token=stub_ha.token)
     return stub_ha
 
 

@@ -3,46 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
-from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.conversation.activity import WITHDRAWN_BY_A_NEW_MESSAGE, summarise
 from console_ha.conversation.conversations import ConversationStore
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import CHAT_WORDS
-from tests.executors import executor_over
-from tests.fake_model import FakeModel, answer_from_tool_result, status, text, tool_call, tool_calls
-from tests.stub_ha import StubHomeAssistant
+from tests.conftest import CONVERSATION_ALLOWED
+from tests.fake_model import answer_from_tool_result, status, text, tool_call, tool_calls
+from tests.seed import seed_settings
 
-ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+ALLOWED = CONVERSATION_ALLOWED  # what `configured` and `chat` allow (conftest.py)
 LIST = function_name(LIST_ENTITIES)
 HISTORY = "home_assistant__get_history"
 TITLE = "Read your Home Assistant devices?"
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def configured(data_dir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
-    return stub_ha
-
-
-@pytest.fixture
-def executor(data_dir, clock) -> Executor:
-    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
 
 
 @pytest.fixture
@@ -229,7 +207,7 @@ def test_an_allowed_card_whose_names_changed_says_so_not_expired_and_the_turn_go
     why in the household's words (never "expired"), and the model is told, so the turn ends rather than hangs."""
     model.script(tool_call(LIST, {}), text("The names changed; I will ask again."))
     paused = service.send(None, "what's on?")
-    ConfigStore(data_dir).update({"entity_names": {"binary_sensor.front_door": "Back door"}})
+    seed_settings(data_dir, {"entity_names": {"binary_sensor.front_door": "Back door"}})
     result = service.confirm(paused.conversation_id, paused.pending_confirmation.token, True)
     assert result.pending_confirmation is None
     assert notes(service, paused.conversation_id) == [f"{TITLE} You allowed it. {CHAT_WORDS['CONFIRMATION_INVALID']}"]

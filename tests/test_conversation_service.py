@@ -6,13 +6,12 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
 
-from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import HISTORY_FIELD_MEANINGS
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
@@ -31,12 +30,11 @@ from console_ha.conversation import (
 )
 from console_ha.conversation.model import parse_reply
 from console_ha.conversation.turn_loop import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
-from console_ha.errors import CapabilityError
 from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import CHAT_EXPIRED
-from tests.executors import executor_over
+from tests.conftest import CONVERSATION_ALLOWED
+from tests.executors import refusal
 from tests.fake_model import (
     FakeModel,
     Hang,
@@ -51,34 +49,15 @@ from tests.fake_model import (
     unused_loopback_url,
 )
 from tests.moving_clock import PATIENCE
-from tests.stub_ha import StubHomeAssistant
+from tests.seed import seed_settings
 
-ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+ALLOWED = CONVERSATION_ALLOWED  # what `configured` and `chat` allow (conftest.py)
 NOT_ALLOWED = ["lock.front_door", "person.alex", "camera.driveway", "sensor.outdoor_humidity"]
 LIST = function_name(LIST_ENTITIES)
 HISTORY = function_name(GET_HISTORY)
 HISTORY_ARGS = {"entity_id": "sensor.living_room_temperature", "period": "day"}
 # The RFC-0018 criterion: one confirmation mechanism, exercised for both capabilities.
 BOTH = [pytest.param(LIST, {}, id="list_entities"), pytest.param(HISTORY, HISTORY_ARGS, id="get_history")]
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def configured(data_dir, stub_ha: StubHomeAssistant) -> StubHomeAssistant:
-    """Home Assistant reading turned on, with a token and two allowlisted entities."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
-    return stub_ha
-
-
-@pytest.fixture
-def executor(data_dir, clock) -> Executor:
-    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
 
 
 def make_service(data_dir, executor: Executor, fake: FakeModel | None, **kwargs) -> ConversationService:
@@ -101,12 +80,6 @@ def audit(data_dir) -> list[tuple[str, str, str | None]]:
     path = data_dir.audit_log
     lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     return [(e["event"], e["capability"], e.get("code")) for e in lines]
-
-
-def refusal(call) -> CapabilityError:
-    with pytest.raises(CapabilityError) as caught:
-        call()
-    return caught.value
 
 
 # --- the model adapter -------------------------------------------------------------------------
@@ -209,7 +182,7 @@ REFUSALS = [
 def test_a_refusal_goes_back_to_the_model_as_a_tool_result_and_the_model_answers(
         data_dir, configured, service, model, changes, function, arguments, code, stage):
     if changes:
-        ConfigStore(data_dir).update(changes)
+        seed_settings(data_dir, changes)
     model.script(tool_call(function, arguments, call_id="call_x"), answer_from_tool_result)
     result = service.send(None, "is the front door locked?")
     assert result.pending_confirmation is None
@@ -299,7 +272,7 @@ def test_a_replayed_token_is_confirmation_invalid_and_nothing_runs_again(
     service.confirm(paused.conversation_id, token, True)
     reads, asks = len(configured.requests), len(model.requests)
     for approve in (True, False):
-        err = refusal(lambda approve=approve: service.confirm(paused.conversation_id, token, approve))
+        err = refusal(partial(service.confirm, paused.conversation_id, token, approve))
         assert (err.code, err.stage) == ("CONFIRMATION_INVALID", 4)
     assert (len(configured.requests), len(model.requests)) == (reads, asks)
 
@@ -612,8 +585,9 @@ def test_an_evicted_conversation_s_card_is_confirmation_invalid(data_dir, execut
     model.script(tool_call(LIST, {}), text("other"))
     paused = service.send(None, "q")
     assert paused.pending_confirmation is not None
+    token = paused.pending_confirmation.token
     service.send(None, "another conversation")
-    err = refusal(lambda: service.confirm(paused.conversation_id, paused.pending_confirmation.token, True))
+    err = refusal(lambda: service.confirm(paused.conversation_id, token, True))
     assert err.code == "CONFIRMATION_INVALID" and configured.requests == []
 
 

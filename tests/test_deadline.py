@@ -330,7 +330,7 @@ def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
     def read() -> None:
         try:
             outcome.append(response.raw.read1(10))
-        except Exception as err:  # noqa: BLE001 - either way the read returned
+        except Exception as err:  # either way the read returned
             outcome.append(err)
 
     reader = threading.Thread(target=read, daemon=True)

@@ -37,9 +37,10 @@ from console_ha.deadline import Deadline
 from console_ha.errors import InvalidConfig
 from console_ha.settings.saving import save_settings
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
-from console_ha.store.ha_token import TokenStore, check_token
+from console_ha.store.ha_token import TokenStore
 from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 BOUND = LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes
@@ -246,8 +247,8 @@ def test_over_real_http_the_executor_answers_the_maximum_allowlist_within_the_bo
         data_dir, clock, stub_at_the_maximum: tuple[StubHomeAssistant, list[str]]) -> None:
     """Saved through the config store, read through the client and all six stages: no RESULT_TOO_LARGE."""
     stub, allowlist = stub_at_the_maximum
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist},
+                  token=stub.token)
     executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
     result = executor.answer(proposal.token, approve=True, conversation_id="c")

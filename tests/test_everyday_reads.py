@@ -24,10 +24,10 @@ from console_ha.errors import HABadResponse, HANotFound, HATimeout
 from console_ha.ha import rest_client as client_module
 from console_ha.ha.rest_client import KEPT_CONFIG_SECONDS, HomeAssistantClient
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
-from console_ha.store.ha_token import TokenStore, check_token
+from console_ha.store.config import HomeAssistantConfig
 from tests.executors import console_client, executor_over
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant, default_config
 from tests.stub_ha_everyday import CALENDAR, TODO, WEATHER, ZONE, StubEveryday, event
 
@@ -326,9 +326,8 @@ def test_no_forecast_at_the_moment_is_an_empty_one(stub_ha: StubHomeAssistant, e
 
 @pytest.fixture
 def executor(data_dir: Any, stub_ha: StubHomeAssistant, everyday: StubEveryday) -> Iterator[Any]:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": list(NAMES),
-                                  "entity_names": NAMES})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": list(NAMES),
+                             "entity_names": NAMES}, token=stub_ha.token)
     yield executor_over(data_dir, clients=console_client)
 
 

@@ -11,16 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Executor, Turn
+from console_ha.capabilities.executor import Turn
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError
 from console_ha.ha.rest_client import HomeAssistantClient
-from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import TokenStore, check_token
-from tests.executors import executor_over
+from tests.executors import executor_over, refusal
+from tests.seed import hand_edit, seed_settings
 
 BOTH = [(LIST_ENTITIES, {}), (GET_HISTORY, {"entity_id": "sensor.living_room_temperature", "period": "day"})]
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "binary_sensor.hallway_motion"]
@@ -29,23 +28,11 @@ ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "binary
 def configure(data_dir, stub, **changes):
     settings_ = {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": ALLOWED}
     settings_.update(changes)
-    ConfigStore(data_dir).update(settings_)
-    TokenStore(data_dir).write(check_token(stub.token), settings_["base_url"])
+    seed_settings(data_dir, settings_, token=stub.token)
 
 
 def ha_requests(stub):
     return [r for r in stub.requests]
-
-
-@pytest.fixture
-def executor(data_dir, clock) -> Executor:
-    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
-
-
-def refusal(call) -> CapabilityError:
-    with pytest.raises(CapabilityError) as caught:
-        call()
-    return caught.value
 
 
 def audit_lines(data_dir) -> list[dict]:
@@ -77,7 +64,7 @@ def test_fresh_device_default_disabled_rejects_both_at_policy(executor, name, ar
 @pytest.mark.parametrize(("name", "args"), BOTH)
 @pytest.mark.parametrize("missing", ["base_url", "token"])
 def test_enabled_but_unconfigured_is_distinct_from_disabled(executor, data_dir, name, args, missing):
-    ConfigStore(data_dir).update({
+    seed_settings(data_dir, {
         "enabled": True,
         "base_url": "" if missing == "base_url" else "http://127.0.0.1:9",
         "allowlisted_entities": ALLOWED,
@@ -91,9 +78,9 @@ def test_enabled_but_unconfigured_is_distinct_from_disabled(executor, data_dir, 
 def test_config_is_read_fresh_per_request_without_restart(executor, data_dir, stub_ha):
     configure(data_dir, stub_ha)
     assert executor.propose(LIST_ENTITIES, {}, conversation_id="c")
-    ConfigStore(data_dir).update({"enabled": False})
+    seed_settings(data_dir, {"enabled": False})
     assert refusal(lambda: executor.propose(LIST_ENTITIES, {}, conversation_id="c")).code == "CAPABILITY_DISABLED"
-    ConfigStore(data_dir).update({"enabled": True})
+    seed_settings(data_dir, {"enabled": True})
     assert executor.propose(LIST_ENTITIES, {}, conversation_id="c")
 
 
@@ -250,7 +237,7 @@ def test_replayed_expired_and_foreign_tokens_run_nothing(executor, data_dir, stu
 def test_settings_changed_while_the_card_was_open_are_honoured(executor, data_dir, stub_ha):
     configure(data_dir, stub_ha)
     proposal = executor.propose(GET_HISTORY, {"entity_id": ALLOWED[0], "period": "day"}, conversation_id="c")
-    ConfigStore(data_dir).update({"allowlisted_entities": ALLOWED[1:]})
+    seed_settings(data_dir, {"allowlisted_entities": ALLOWED[1:]})
     err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
     assert (err.code, err.stage) == ("ENTITY_NOT_ALLOWLISTED", 3)
     assert ha_requests(stub_ha) == []
@@ -358,7 +345,7 @@ arguments = st.one_of(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from([LIST_ENTITIES, GET_HISTORY]) | json_values, args=arguments)
 def test_any_proposal_either_pauses_or_raises_a_contract_error(data_dir, name, args):
-    ConfigStore(data_dir).update({"enabled": True, "base_url": "http://127.0.0.1:9", "allowlisted_entities": ALLOWED})
+    seed_settings(data_dir, {"enabled": True, "base_url": "http://127.0.0.1:9", "allowlisted_entities": ALLOWED})
     TokenStore(data_dir).write(check_token("token-for-fuzzing"), "http://127.0.0.1:9")
     executor = executor_over(data_dir)
     try:
@@ -416,10 +403,8 @@ def test_an_approval_covers_only_what_the_card_showed(executor, data_dir, stub_h
     """A card names the Home Assistant (and, for the list, the entities); changed since, nothing is read."""
     configure(data_dir, stub_ha)
     proposal = executor.propose(name, args, conversation_id="c")
-    ConfigStore(data_dir).update(change)
-    if "base_url" in change:
-        # As a save of another Home Assistant would leave it: with that Home Assistant's own token.
-        TokenStore(data_dir).write(check_token(stub_ha.token), change["base_url"])
+    # As a save would leave it: another Home Assistant comes with its own token.
+    seed_settings(data_dir, change, token=stub_ha.token if "base_url" in change else None)
     err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
     assert (err.code, err.stage, err.detail["reason"]) == ("CONFIRMATION_INVALID", 4, "settings_changed")
     assert ha_requests(stub_ha) == []
@@ -442,7 +427,7 @@ def test_a_token_saved_for_another_origin_is_not_configured(executor, data_dir, 
     """URL of `other` in the file, token saved for `home`: refused at policy, no card, nothing sent."""
     home, other = two_homes
     configure(data_dir, home)
-    ConfigStore(data_dir).update({"base_url": other.base_url})  # a hand edit, or an old release's crash
+    hand_edit(data_dir, {"base_url": other.base_url})  # a hand edit, or an old release's crash: a save refuses it
     err = refusal(lambda: executor.propose(name, args, conversation_id="c"))
     assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
     assert "saved for another Home Assistant" in err.message and "enter it again" in err.message
@@ -457,7 +442,7 @@ def test_an_approved_read_checks_the_tokens_origin_again(executor, data_dir, two
     home, other = two_homes
     configure(data_dir, home)
     proposal = executor.propose(name, args, conversation_id="c")
-    ConfigStore(data_dir).update({"base_url": other.base_url})
+    hand_edit(data_dir, {"base_url": other.base_url})  # a save refuses another origin than the token's
     err = refusal(lambda: executor.answer(proposal.token, approve=True, conversation_id="c"))
     assert (err.code, err.stage) == ("CAPABILITY_NOT_CONFIGURED", 3)
     assert [r.path for r in home.requests + other.requests] == []  # paths only: headers hold tokens

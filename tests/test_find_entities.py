@@ -22,10 +22,9 @@ from console_ha.capabilities.find_entities import (
     query_words,
 )
 from console_ha.errors import CapabilityError
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
-from tests.executors import executor_over
+from tests.executors import configured
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
@@ -38,12 +37,6 @@ EVERYTHING_BUT_THE_LOCK = [
     "light.bedroom", "switch.coffee_machine", "person.alex", "camera.driveway", "cover.garage_door",
     "climate.thermostat", "sensor.garden_soil_moisture", "sensor.washing_machine_status",
 ]
-
-
-def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str]) -> Executor:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
-    return executor_over(data_dir)
 
 
 def search(executor: Executor, query: str) -> dict[str, Any]:

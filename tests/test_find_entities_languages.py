@@ -15,8 +15,9 @@ from console_ha.capabilities.household_words import HOUSEHOLD_WORDS, LANGUAGES, 
 from console_ha.folding import fold
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
+from tests.executors import configured
 from tests.stub_ha import StubHomeAssistant
-from tests.test_find_entities import configured, ids, search
+from tests.test_find_entities import ids, search
 
 TABLE = tomllib.loads(resources.files("console_ha.capabilities").joinpath("household_words.toml")
                       .read_text(encoding="utf-8"))

@@ -23,11 +23,11 @@ from console_ha.errors import HABadResponse, HANotFound
 from console_ha.ha.logbook import logbook_command
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -355,9 +355,8 @@ def test_no_answer_reveals_an_entity_outside_the_allowlist(module_stub: StubHome
 def test_through_the_executor_the_card_asks_what_changed_it_and_why(hall: StubHomeAssistant,
                                                                     data_dir: DataDir) -> None:
     """Proposed, nothing is read; approved, the answer names only the allowlisted cause; the audit holds no value."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": hall.base_url,
-                                  "allowlisted_entities": [LIGHT, "person.guest"]})
-    TokenStore(data_dir).write(check_token(hall.token), hall.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": hall.base_url,
+                             "allowlisted_entities": [LIGHT, "person.guest"]}, token=hall.token)
     executor = executor_over(data_dir)
     hall.requests.clear()
     proposal = executor.propose(NAME, {"entity_id": LIGHT, "period": "day"}, conversation_id="c")

@@ -14,20 +14,12 @@ from hypothesis import strategies as st
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_state import HOUSEHOLD_ATTRIBUTES, MAX_ATTRIBUTE_CHARS, NAME, household_attributes
 from console_ha.errors import CapabilityError
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
-from tests.executors import executor_over
+from tests.executors import configured
 from tests.result_schemas import assert_matches_result_schema
 from tests.stub_ha import StubHomeAssistant
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "capabilities.md"
-
-
-def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str]) -> Executor:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
-    return executor_over(data_dir)
 
 
 def read(executor: Executor, entity_id: str) -> dict[str, Any]:

@@ -19,9 +19,8 @@ from console_ha.ha.call_limits import MAX_CALLS_IN_ALL, MAX_CALLS_PER_ORIGIN, RE
 from console_ha.ha.home_assistants import HomeAssistants
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import executor_over
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 # Long enough that a hung call is still hung while the test looks; the stub lets go when it stops.
@@ -221,9 +220,8 @@ def test_a_capability_past_the_cap_fails_with_ha_busy_at_stage_5(
         data_dir, clock, hung_ha: StubHomeAssistant, pool: ThreadPoolExecutor) -> None:
     """An approved list_entities finds the cap taken: HA_BUSY at stage 5, audited, nothing sent."""
     home_assistants = HomeAssistants()  # a Console's: its clients count against its limits
-    ConfigStore(data_dir).update({"enabled": True, "base_url": hung_ha.base_url,
-                                  "allowlisted_entities": ["sensor.living_room_temperature"]})
-    TokenStore(data_dir).write(check_token(hung_ha.token), hung_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": hung_ha.base_url,
+                             "allowlisted_entities": ["sensor.living_room_temperature"]}, token=hung_ha.token)
     executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock,
                              clients=home_assistants.clients.lend)
     proposal = executor.propose(LIST_ENTITIES, {}, conversation_id="c")

@@ -11,6 +11,7 @@ from console_ha.errors import InvalidConfig
 from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.ha_token import StoredToken, TokenStore, check_token
+from tests.seed import seed_settings
 
 HA = "http://ha.local:8123"
 TOKEN = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.c2VjcmV0LXRva2VuLXZhbHVl.sig_nature-123"
@@ -52,7 +53,7 @@ def test_token_never_lands_in_the_config_file(data_dir):
     from console_ha.store.config import ConfigStore
 
     TokenStore(data_dir).write(check_token(TOKEN), HA)
-    ConfigStore(data_dir).update({"enabled": True, "base_url": "http://ha.local:8123"})
+    seed_settings(data_dir, {"enabled": True, "base_url": "http://ha.local:8123"})
     assert TOKEN not in ConfigStore(data_dir).path.read_text()
 
 

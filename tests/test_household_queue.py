@@ -26,10 +26,9 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
 from console_ha.mcp.server import Caller, _call
 from console_ha.store.audit import AuditLog
-from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.async_run import run_to_end
 from tests.executors import executor_over
+from tests.seed import seed_settings
 
 ENTITY = "sensor.living_room_temperature"
 HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
@@ -37,16 +36,16 @@ HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
 
 @pytest.fixture
 def queue(data_dir, stub_ha, clock) -> HouseholdQueue:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
     executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     return HouseholdQueue(executor, max_waiting=2, timer=clock)
 
 
 def roomy_queue(data_dir, stub_ha, clock, max_waiting: int = 4) -> HouseholdQueue:
     """A queue over the stub, with room for more waiting cards than the fixture's."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
     executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     return HouseholdQueue(executor, max_waiting=max_waiting, timer=clock)
 
@@ -421,13 +420,12 @@ def test_a_denial_is_not_joined_past_its_expiry_nor_by_other_arguments(queue, da
 def test_an_allow_after_the_names_changed_says_nothing_will_be_read_and_nothing_is(data_dir, stub_ha, clock):
     """The approval binds the names a list card showed: renamed while it waited, the household is told at its
     Allow that nothing will be read (not "the program gets this read once"), and the program gets nothing."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url,
-                                  "allowlisted_entities": ["light.living_room", "light.bedroom"]})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url,
+                             "allowlisted_entities": ["light.living_room", "light.bedroom"]}, token=stub_ha.token)
     queue = HouseholdQueue(executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock),
                            timer=clock)
     waiting = queue.ask("desk", LIST_ENTITIES, {"domain": "light"})
-    ConfigStore(data_dir).update({"entity_names": {"light.bedroom": "Guest room"}})
+    seed_settings(data_dir, {"entity_names": {"light.bedroom": "Guest room"}})
     assert queue.answer(waiting.token, True) == Answered("approved", CHANGED_SINCE_SHOWN)
     with pytest.raises(ConfirmationInvalid):
         queue.collect(waiting)

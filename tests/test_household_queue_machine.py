@@ -45,11 +45,10 @@ from console_ha.capabilities.executor import Turn
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.errors import CapabilityError
 from console_ha.store.audit import AuditLog
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.conftest import Clock
 from tests.executors import executor_over
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 ENTITY = "sensor.living_room_temperature"
@@ -124,9 +123,8 @@ class QueueMachine(RuleBasedStateMachine):
     def __init__(self, root: Path, stub: StubHomeAssistant) -> None:
         super().__init__()
         self.data_dir = DataDir(root / f"data-{next(_EXAMPLES)}")
-        ConfigStore(self.data_dir).update({"enabled": True, "base_url": stub.base_url,
-                                           "allowlisted_entities": [ENTITY]})
-        TokenStore(self.data_dir).write(check_token(stub.token), stub.base_url)
+        seed_settings(self.data_dir, {"enabled": True, "base_url": stub.base_url,
+                                      "allowlisted_entities": [ENTITY]}, token=stub.token)
         self.clock = Clock()
         executor = executor_over(self.data_dir, confirmations=ConfirmationStore(ttl=TTL, clock=self.clock),
                                  clock=self.clock)
@@ -286,7 +284,7 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(allowed=st.booleans())
     def household_changes_the_allowlist(self, allowed: bool) -> None:
         """An allowed read then finds the entity no longer allowed: refused at stage 3, nothing read."""
-        ConfigStore(self.data_dir).update({"allowlisted_entities": [ENTITY] if allowed else ["sensor.other"]})
+        seed_settings(self.data_dir, {"allowlisted_entities": [ENTITY] if allowed else ["sensor.other"]})
         self.allowlisted = allowed
 
     @rule(seconds=st.sampled_from([0.001, 1.0, 30.0, 120.0]))

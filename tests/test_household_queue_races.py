@@ -31,10 +31,9 @@ from console_ha.errors import CapabilityError, ConfirmationInvalid
 from console_ha.mcp import server
 from console_ha.mcp.server import Caller, _call
 from console_ha.store.audit import AuditLog
-from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.async_run import run_to_end
 from tests.executors import executor_over
+from tests.seed import seed_settings
 
 ENTITY = "sensor.living_room_temperature"
 HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
@@ -42,8 +41,8 @@ DESK = Asker("desk", token_id="0123456789abcdef")
 
 
 def configure(data_dir, stub_ha) -> None:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
 
 
 @pytest.fixture

@@ -17,13 +17,13 @@ from console_ha.errors import CapabilityError
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
-from tests.test_list_entities_filters import ALLOWED, AREAS, DEVICES, PLACED, STUB_IDS, place_entities
+from tests.test_list_entities_filters import ALLOWED, AREAS, DEVICES, PLACED, STUB_IDS
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -35,12 +35,6 @@ def read(stub: StubHomeAssistant, allowed: list[str] = ALLOWED) -> dict[str, Any
     assert_matches_result_schema(NAME, result)
     assert json_size(result) <= MAX_RESULT_BYTES
     return result
-
-
-@pytest.fixture
-def rooms(stub_ha: StubHomeAssistant) -> StubHomeAssistant:
-    place_entities(stub_ha)
-    return stub_ha
 
 
 def test_each_area_with_allowlisted_entities_is_counted_fullest_first_and_no_area_last(
@@ -130,8 +124,8 @@ def test_the_card_counts_the_allowed_devices_and_names_the_destination() -> None
 
 
 def test_through_the_executor_it_is_confirmed_first(data_dir: DataDir, rooms: StubHomeAssistant) -> None:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(rooms.token), rooms.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED},
+                  token=rooms.token)
     executor = executor_over(data_dir)
     proposal = executor.propose(NAME, {}, conversation_id="c")
     assert rooms.requests == []  # nothing read before the household allows it

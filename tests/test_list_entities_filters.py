@@ -18,11 +18,11 @@ from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndexCache
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -54,12 +54,6 @@ ALLOWED = ["sensor.living_room_temperature", "light.living_room", "binary_sensor
 def place_entities(stub: StubHomeAssistant) -> None:
     stub.registries = {"config/area_registry/list": AREAS, "config/entity_registry/list": PLACED,
                        "config/device_registry/list": DEVICES}
-
-
-@pytest.fixture
-def rooms(stub_ha: StubHomeAssistant) -> StubHomeAssistant:
-    place_entities(stub_ha)
-    return stub_ha
 
 
 def read(stub: StubHomeAssistant, arguments: dict[str, Any], allowed: list[str] = ALLOWED,
@@ -199,8 +193,8 @@ def test_the_card_drops_controls_and_bidi_overrides_from_the_models_words() -> N
 
 def test_through_the_executor_the_read_is_confirmed_and_audited_without_values(
         data_dir: DataDir, rooms: StubHomeAssistant) -> None:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(rooms.token), rooms.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED},
+                  token=rooms.token)
     executor: Executor = executor_over(data_dir)
     proposal = executor.propose(NAME, {"area": "Küche", "limit": 1}, conversation_id="c")
     assert "in the area “Küche”" in proposal.card.body
@@ -214,8 +208,8 @@ def test_through_the_executor_the_read_is_confirmed_and_audited_without_values(
 
 def test_a_whole_limit_written_as_a_float_reads_that_many(data_dir: DataDir, rooms: StubHomeAssistant) -> None:
     """JSON Schema's "integer" takes 2.0: it passed stage 2, then slicing by it was INTERNAL_ERROR."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(rooms.token), rooms.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": rooms.base_url, "allowlisted_entities": ALLOWED},
+                  token=rooms.token)
     executor: Executor = executor_over(data_dir)
     proposal = executor.propose(NAME, {"limit": 2.0}, conversation_id="c")
     assert "It asked for at most 2." in proposal.card.body and "2.0" not in proposal.card.body

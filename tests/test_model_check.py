@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
 
@@ -12,23 +11,10 @@ from console_ha.conversation.model import ModelSettings
 from console_ha.conversation.model_check import PROBE_TOOL, PROBLEMS, READY, check_model, settings_to_test
 from console_ha.errors import InvalidConfig
 from console_ha.secret import Secret
-from console_ha.store.datadir import DataDir
-from console_ha.store.model_config import ModelStore
 from tests.fake_model import FakeModel, Hang, Raw, status, text, tool_call, unused_loopback_url
 
 KEY = "sk-model-key-0123456789"
 URL = "http://192.168.1.20:8080/v1"
-
-
-@pytest.fixture
-def store(data_dir: DataDir) -> ModelStore:
-    return ModelStore(data_dir)
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
 
 
 # --- the model test, against the fake model over HTTP ------------------------------------------
@@ -129,13 +115,13 @@ def test_every_problem_has_words_and_no_message_leaks_the_key(model):
     assert KEY not in json.dumps(result.to_json())
 
 
-def test_a_test_of_typed_values_uses_the_saved_key_only_for_its_origin(store):
-    store.save(URL, "m", api_key=Secret(KEY))
-    assert settings_to_test(store, URL, "m", "").api_key == Secret(KEY)
-    assert settings_to_test(store, "http://elsewhere:8080/v1", "m", "").api_key is None
-    assert settings_to_test(store, "http://elsewhere:8080/v1", "m", "sk-typed").api_key == Secret("sk-typed")
+def test_a_test_of_typed_values_uses_the_saved_key_only_for_its_origin(model_store):
+    model_store.save(URL, "m", api_key=Secret(KEY))
+    assert settings_to_test(model_store, URL, "m", "").api_key == Secret(KEY)
+    assert settings_to_test(model_store, "http://elsewhere:8080/v1", "m", "").api_key is None
+    assert settings_to_test(model_store, "http://elsewhere:8080/v1", "m", "sk-typed").api_key == Secret("sk-typed")
     with pytest.raises(InvalidConfig):
-        settings_to_test(store, "http://ha.local:8123/v1", "m", "", home_assistant_url="http://ha.local:8123")
+        settings_to_test(model_store, "http://ha.local:8123/v1", "m", "", home_assistant_url="http://ha.local:8123")
 
 
 def test_the_offered_models_are_bounded_in_number_and_length_and_printable(model):

@@ -11,16 +11,10 @@ import pytest
 from console_ha.conversation.model_setup import resolve
 from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.secret import Secret
-from console_ha.store.datadir import DataDir
-from console_ha.store.model_config import ModelStore, SavedModel, check_api_key, check_base_url, check_model_name
+from console_ha.store.model_config import SavedModel, check_api_key, check_base_url, check_model_name
 
 KEY = "sk-model-key-0123456789"
 URL = "http://192.168.1.20:8080/v1"
-
-
-@pytest.fixture
-def store(data_dir: DataDir) -> ModelStore:
-    return ModelStore(data_dir)
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -70,12 +64,12 @@ def test_a_url_that_is_not_text_is_refused_as_such():
 
 # --- the store ---------------------------------------------------------------------------------
 
-def test_nothing_saved_reads_as_empty(store):
-    assert store.read() == SavedModel() and store.api_key(URL) is None
+def test_nothing_saved_reads_as_empty(model_store):
+    assert model_store.read() == SavedModel() and model_store.api_key(URL) is None
 
 
-def test_saving_writes_url_and_model_to_model_json_and_the_key_apart_0600(store, data_dir):
-    saved, dropped = store.save(URL, "qwen2.5:7b", api_key=Secret(KEY))
+def test_saving_writes_url_and_model_to_model_json_and_the_key_apart_0600(model_store, data_dir):
+    saved, dropped = model_store.save(URL, "qwen2.5:7b", api_key=Secret(KEY))
     assert saved == SavedModel(URL, "qwen2.5:7b") and not dropped
     on_disk = json.loads(data_dir.model_config.read_text())
     assert on_disk == {"base_url": URL, "model": "qwen2.5:7b"}
@@ -83,63 +77,63 @@ def test_saving_writes_url_and_model_to_model_json_and_the_key_apart_0600(store,
     assert data_dir.model_api_key.parent == data_dir.console_secrets
     assert stat.S_IMODE(os.stat(data_dir.model_api_key).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(data_dir.console_secrets).st_mode) == 0o700
-    assert store.read() == saved and store.api_key(URL) == Secret(KEY)
+    assert model_store.read() == saved and model_store.api_key(URL) == Secret(KEY)
 
 
-def test_the_key_is_only_given_out_for_the_origin_it_was_saved_for(store):
-    store.save(URL, "m", api_key=Secret(KEY))
-    assert store.api_key("http://192.168.1.20:8080/v1") == Secret(KEY)
-    assert store.api_key("http://192.168.1.20:8081/v1") is None
-    assert store.api_key("https://192.168.1.20:8080/v1") is None
-    assert store.api_key("http://evil.example/v1") is None
+def test_the_key_is_only_given_out_for_the_origin_it_was_saved_for(model_store):
+    model_store.save(URL, "m", api_key=Secret(KEY))
+    assert model_store.api_key("http://192.168.1.20:8080/v1") == Secret(KEY)
+    assert model_store.api_key("http://192.168.1.20:8081/v1") is None
+    assert model_store.api_key("https://192.168.1.20:8080/v1") is None
+    assert model_store.api_key("http://evil.example/v1") is None
 
 
-def test_saving_another_server_without_a_new_key_removes_the_old_key(store, data_dir):
-    store.save(URL, "m", api_key=Secret(KEY))
-    same_origin, dropped = store.save("http://192.168.1.20:8080/other/v1", "m")
-    assert not dropped and store.api_key(same_origin.base_url) == Secret(KEY)
-    _, dropped = store.save("http://10.0.0.5:8080/v1", "m")
+def test_saving_another_server_without_a_new_key_removes_the_old_key(model_store, data_dir):
+    model_store.save(URL, "m", api_key=Secret(KEY))
+    same_origin, dropped = model_store.save("http://192.168.1.20:8080/other/v1", "m")
+    assert not dropped and model_store.api_key(same_origin.base_url) == Secret(KEY)
+    _, dropped = model_store.save("http://10.0.0.5:8080/v1", "m")
     assert dropped and not data_dir.model_api_key.exists()
 
 
-def test_an_empty_key_keeps_the_saved_one_and_remove_removes_it(store, data_dir):
-    store.save(URL, "m", api_key=Secret(KEY))
-    store.save(URL, "other")
-    assert store.api_key(URL) == Secret(KEY)
-    store.save(URL, "other", remove_api_key=True)
-    assert store.api_key(URL) is None and not data_dir.model_api_key.exists()
+def test_an_empty_key_keeps_the_saved_one_and_remove_removes_it(model_store, data_dir):
+    model_store.save(URL, "m", api_key=Secret(KEY))
+    model_store.save(URL, "other")
+    assert model_store.api_key(URL) == Secret(KEY)
+    model_store.save(URL, "other", remove_api_key=True)
+    assert model_store.api_key(URL) is None and not data_dir.model_api_key.exists()
 
 
-def test_clearing_the_settings_clears_the_key_too(store, data_dir):
-    store.save(URL, "m", api_key=Secret(KEY))
-    assert store.save("", "") == (SavedModel(), False)
+def test_clearing_the_settings_clears_the_key_too(model_store, data_dir):
+    model_store.save(URL, "m", api_key=Secret(KEY))
+    assert model_store.save("", "") == (SavedModel(), False)
     assert not data_dir.model_api_key.exists()
 
 
 @pytest.mark.parametrize(("url", "name", "field"), [(URL, "", "model"), ("http://h/x", "m", "base_url")])
-def test_a_refused_save_writes_nothing(store, data_dir, url, name, field):
-    store.save(URL, "kept", api_key=Secret(KEY))
+def test_a_refused_save_writes_nothing(model_store, data_dir, url, name, field):
+    model_store.save(URL, "kept", api_key=Secret(KEY))
     before = data_dir.model_config.read_bytes(), data_dir.model_api_key.read_bytes()
     with pytest.raises(InvalidConfig) as caught:
-        store.save(url, name, api_key=Secret("sk-new-key"))
+        model_store.save(url, name, api_key=Secret("sk-new-key"))
     assert caught.value.detail["field"] == field
     assert (data_dir.model_config.read_bytes(), data_dir.model_api_key.read_bytes()) == before
 
 
-def test_a_key_without_a_url_is_refused(store):
+def test_a_key_without_a_url_is_refused(model_store):
     with pytest.raises(InvalidConfig) as caught:
-        store.save("", "", api_key=Secret(KEY))
+        model_store.save("", "", api_key=Secret(KEY))
     assert caught.value.detail["field"] == "api_key"
 
 
-def test_home_assistant_s_own_address_is_refused_as_the_model_server(store):
+def test_home_assistant_s_own_address_is_refused_as_the_model_server(model_store):
     with pytest.raises(InvalidConfig) as caught:
-        store.save("http://homeassistant.local:8123/v1", "m", home_assistant_url="http://HomeAssistant.local:8123")
+        model_store.save("http://homeassistant.local:8123/v1", "m", home_assistant_url="http://HomeAssistant.local:8123")
     assert caught.value.detail["field"] == "base_url" and "Home Assistant" in caught.value.message
 
 
-def test_a_write_that_fails_midway_leaves_the_old_file_whole(store, data_dir, monkeypatch):
-    store.save(URL, "old")
+def test_a_write_that_fails_midway_leaves_the_old_file_whole(model_store, data_dir, monkeypatch):
+    model_store.save(URL, "old")
     before = data_dir.model_config.read_bytes()
 
     def crash(*args, **kwargs):
@@ -147,7 +141,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_whole(store, data_dir, mo
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(OSError):
-        store.save("http://10.0.0.9:8080/v1", "new")
+        model_store.save("http://10.0.0.9:8080/v1", "new")
     assert data_dir.model_config.read_bytes() == before
     assert [p.name for p in data_dir.model_config.parent.iterdir() if p.name.endswith(".tmp")] == []
 
@@ -158,23 +152,23 @@ def test_a_write_that_fails_midway_leaves_the_old_file_whole(store, data_dir, mo
     (b'{"base_url": "http://h:8080", "model": "m"}', "ends in /v1"),
     (b'{"base_url": "http://h:8080/v1", "model": 7}', "model name"),
 ])
-def test_a_damaged_file_is_reported_with_what_is_wrong_and_reset_keeps_it_aside(store, data_dir, raw, words):
+def test_a_damaged_file_is_reported_with_what_is_wrong_and_reset_keeps_it_aside(model_store, data_dir, raw, words):
     data_dir.model_config.parent.mkdir(parents=True, exist_ok=True)
     data_dir.model_config.write_bytes(raw)
     with pytest.raises(ConfigInvalid) as caught:
-        store.read()
+        model_store.read()
     assert words in caught.value.message
-    setup = resolve({}, store)
+    setup = resolve({}, model_store)
     assert setup.settings is None and setup.saved_error is not None and setup.problem is not None
     assert "/settings/model" in setup.problem
-    store.reset()
-    assert store.read() == SavedModel()
+    model_store.reset()
+    assert model_store.read() == SavedModel()
     (aside,) = [p for p in data_dir.model_config.parent.iterdir() if ".broken-" in p.name]
     assert aside.read_bytes() == raw
 
 
-def test_a_damaged_key_file_is_no_key(store, data_dir, caplog):
-    store.save(URL, "m", api_key=Secret(KEY))
+def test_a_damaged_key_file_is_no_key(model_store, data_dir, caplog):
+    model_store.save(URL, "m", api_key=Secret(KEY))
     data_dir.model_api_key.write_text("{broken")
-    assert store.api_key(URL) is None
+    assert model_store.api_key(URL) is None
     assert "damaged" in caplog.text

@@ -6,7 +6,6 @@ and counts only those; the date line names Home Assistant's zone once an allowed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -20,9 +19,9 @@ from console_ha.conversation.model import ModelSettings, OpenAICompatibleModel, 
 from console_ha.conversation.turn_loop import ConversationService
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import console_client, executor_over
 from tests.fake_model import FakeModel, text, tool_call
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 EVERYDAY = {"home_assistant.get_calendar", "home_assistant.get_todo", "home_assistant.get_forecast"}
@@ -50,17 +49,11 @@ def test_the_everyday_reads_each_declare_their_one_domain() -> None:
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
 def service(data_dir: DataDir, stub_ha: StubHomeAssistant, model: FakeModel) -> ConversationService:
     stub_ha.serve_everyday()
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url,
-                                  "allowlisted_entities": ["sensor.living_room_temperature", "calendar.family"]})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url,
+                             "allowlisted_entities": ["sensor.living_room_temperature", "calendar.family"]},
+                  token=stub_ha.token)
     return ConversationService(executor_over(data_dir, clients=console_client),
                                OpenAICompatibleModel(ModelSettings((model.url,), "fake-model", timeout=5)),
                                config_store=ConfigStore(data_dir))
@@ -81,7 +74,7 @@ def test_the_model_is_offered_the_calendar_read_and_not_the_list_or_the_forecast
     assert "through eight tools" in prompt and "- home_assistant__get_calendar:" in prompt
     assert "get_todo" not in prompt and "get_forecast" not in prompt
     # The household allows a shopping list: the next turn offers its read.
-    ConfigStore(data_dir).update({"allowlisted_entities": ["calendar.family", "todo.shopping_list"]})
+    seed_settings(data_dir, {"allowlisted_entities": ["calendar.family", "todo.shopping_list"]})
     service.send(None, "and now?")
     assert "home_assistant__get_todo" in tool_names(model.requests[1])
     assert "through nine tools" in model.requests[1].messages[0]["content"]

@@ -9,6 +9,7 @@ from console_ha.errors import InvalidConfig
 from console_ha.settings.saving import recover, save_settings
 from console_ha.store.config import ConfigStore
 from console_ha.store.ha_token import StoredToken, TokenStore, check_token
+from tests.seed import seed_settings
 
 
 def test_a_token_that_cannot_be_written_leaves_the_settings_as_they_were(data_dir, monkeypatch):
@@ -97,7 +98,7 @@ def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatc
     from console_ha.store import ha_token as secret_store
 
     tokens = TokenStore(data_dir)
-    ConfigStore(data_dir).update({"base_url": "http://ha.local:8123"})
+    seed_settings(data_dir, {"base_url": "http://ha.local:8123"})
     tokens.write(check_token("a-token-123"), "http://ha.local:8123")
     tokens.path.write_text("a-token-123\n")
     leftover = tokens.path.with_name(".access-token.a1b2c3d4.tmp")

@@ -17,11 +17,10 @@ import pytest
 
 from console_ha.ha.call_limits import MAX_CALLS_PER_ORIGIN
 from console_ha.settings.settings_service import DISCOVERY_REQUESTS
-from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.moving_clock import PATIENCE
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 ENTITIES = "api/v1/conversation/home-assistant/entities"
@@ -129,8 +128,7 @@ def test_twelve_pickers_on_a_hung_home_assistant_leave_health_and_pages_answerin
     """Past the cap the pickers get HA_BUSY at once, and /health and a page answer while the rest hang."""
     with StubHomeAssistant() as hung:
         hung.fault("slow", delay=60)
-        ConfigStore(data_dir).update({"enabled": True, "base_url": hung.base_url})
-        TokenStore(data_dir).write(check_token(hung.token), hung.base_url)
+        seed_settings(data_dir, {"enabled": True, "base_url": hung.base_url}, token=hung.token)
         household = household_session(served, data_dir)
         arrivals = Arrivals()
         threads = [threading.Thread(target=arrivals.get, args=("picker", served + ENTITIES, household))

@@ -30,6 +30,7 @@ from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, TokenStore, check_token
 from console_ha.store.review import ReviewStore
+from tests.seed import hand_edit, seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 
@@ -116,7 +117,7 @@ def test_the_save_refuses_a_new_allowlist_list_entities_could_not_answer(
     assert refused.value.detail["field"] == "allowlisted_entities"
     assert service.read().config.allowlisted_entities == ()
 
-    ConfigStore(data_dir).update({"allowlisted_entities": too_many})  # as an older release saved it
+    hand_edit(data_dir, {"allowlisted_entities": too_many})  # over the budget, as an older release saved it
     service.save(SaveRequest({"enabled": True, "allowlisted_entities": too_many}))
     assert service.read().config.enabled
 
@@ -182,7 +183,7 @@ def test_the_catalogue_without_settings_is_not_configured(service: SettingsServi
     with pytest.raises(CapabilityError) as refused:
         service.entities()
     assert (refused.value.code, refused.value.detail["field"]) == ("CAPABILITY_NOT_CONFIGURED", "base_url")
-    ConfigStore(data_dir).update({"base_url": "http://ha.local:8123"})
+    seed_settings(data_dir, {"base_url": "http://ha.local:8123"})
     with pytest.raises(CapabilityError) as refused:
         service.entities()
     assert refused.value.detail["field"] == "access_token"
@@ -193,7 +194,7 @@ def test_the_stored_token_goes_only_to_its_own_origin(
 ) -> None:
     """Saved for another origin: the picker is not set up (409), a preview of this URL is refused (400)."""
     _save(service, "http://other.local:8123", stub_ha.token)
-    ConfigStore(data_dir).update({"base_url": stub_ha.base_url})  # as a crash between the two writes leaves it
+    hand_edit(data_dir, {"base_url": stub_ha.base_url})  # as a crash between the two writes leaves it
     with pytest.raises(CapabilityError) as refused:
         service.entities()
     assert refused.value.code == "CAPABILITY_NOT_CONFIGURED"

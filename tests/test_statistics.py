@@ -24,12 +24,12 @@ from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.ha.statistics import MEASUREMENT_TYPES, METER_TYPES, StatisticsMeta
 from console_ha.ha.statistics_digest import StatisticsDigester, figure
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import MODEL_WORDS
 from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 from tests.stub_ha_statistics import (
     energy_rows,
@@ -238,8 +238,8 @@ def test_a_wind_direction_averages_as_a_direction(stub: StubHomeAssistant) -> No
 
 
 def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str]) -> Any:
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist})
-    TokenStore(data_dir).write(check_token(stub.token), stub.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub.base_url, "allowlisted_entities": allowlist},
+                  token=stub.token)
     return executor_over(data_dir, clock=NOW.timestamp)
 
 

@@ -8,8 +8,9 @@ from console_ha.capabilities.executor import validate
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.errors import CapabilityError, InvalidConfig
-from console_ha.store.config import HomeAssistantConfig, apply_changes
+from console_ha.store.datadir import DataDir
 from console_ha.unknown_keys import MAX_SHOWN_KEY, first_unknown, shown_key
+from tests.seed import seed_settings
 
 LONG = "k" * 10_000
 CUT = "k" * MAX_SHOWN_KEY + "…"
@@ -33,7 +34,7 @@ def test_the_executor_names_an_unexpected_argument_by_the_rule() -> None:
     assert caught.value.message == f"Unexpected argument: {CUT}."
 
 
-def test_the_config_store_names_an_unknown_setting_by_the_rule() -> None:
+def test_the_settings_save_names_an_unknown_setting_by_the_rule(data_dir: DataDir) -> None:
     with pytest.raises(InvalidConfig) as caught:
-        apply_changes(HomeAssistantConfig(), {LONG: True})
+        seed_settings(data_dir, {LONG: True})
     assert caught.value.detail["field"] == CUT and CUT in caught.value.message

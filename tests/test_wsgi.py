@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -11,13 +10,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tests.web.conftest import unused_port
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _get(url: str, host: str | None = None) -> tuple[int, bytes]:
@@ -33,7 +28,7 @@ def _get(url: str, host: str | None = None) -> tuple[int, bytes]:
 def test_waitress_serve_wsgi_app_answers_health_from_the_environment_data_dir(tmp_path: Path) -> None:
     """`waitress-serve wsgi:app` answers /health, uses CONSOLE_HA_DATA_DIR, and keeps the Host check."""
     data_dir = tmp_path / "data"
-    port = _free_port()
+    port = unused_port()
     env = {**os.environ, "CONSOLE_HA_DATA_DIR": str(data_dir), "CONSOLE_HA_MDNS_INTERFACES": "127.0.0.1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "waitress", f"--listen=127.0.0.1:{port}", "--threads=22", "wsgi:app"],

@@ -74,7 +74,7 @@ CHANGED_SINCE_SHOWN = Words("Allowed, but your Home Assistant settings or your d
                             "card was shown, so nothing will be read. The program is told to ask again.")
 
 
-class StillWaiting(Exception):  # noqa: N818 - a verdict, not a failure
+class StillWaiting(Exception):  # a verdict, not a failure (hence no -Error suffix)
     """This call gets nothing now (its patience ran out, its program hung up, or a newer call of its program
     took the card over): the card stays for the program's next identical call."""
 

@@ -95,7 +95,7 @@ TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
 )
 
 
-class at_stage(ContextDecorator):  # noqa: N801 - read as a decorator, like contextlib's own
+class at_stage(ContextDecorator):  # lower-case: read as a decorator, like contextlib's own
     """Record on a CapabilityError leaving it the executor stage it ended at (the innermost stage wins).
 
     The stage is the executor's record, not the error class's: the same refusal comes from stage 3 at

@@ -57,7 +57,7 @@ def fetch_entity_areas(
         # The WebSocket holds one of the places the REST calls to this Home Assistant share.
         with limits.slot(base_url):
             lists = _read_registries(base_url, token, timeout=timeout, ca_bundle=ca_bundle)
-    except Exception as err:  # noqa: BLE001 - areas are optional: any failure just leaves them out
+    except Exception as err:  # areas are optional: any failure just leaves them out
         log.info("entity areas unavailable from %s: %s", base_url, type(err).__name__)
         return None
     try:

@@ -49,10 +49,6 @@ class Reads:
         """Whether `path` (decoded, without a query) is one of the declared patterns."""
         return self._path_re.fullmatch(path) is not None
 
-    def allows_command(self, command: object) -> bool:
-        """Whether `command` was declared (and so is a read-only one)."""
-        return command in self.commands
-
 
 def _check_pattern(pattern: str) -> None:
     segments = pattern.split("/")

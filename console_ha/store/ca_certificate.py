@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -68,11 +69,6 @@ class CertificateInfo:
         """The JSON the settings API answers with."""
         return {"subject": self.subject, "issuer": self.issuer, "not_before": self.not_before,
                 "not_after": self.not_after, "kind": self.kind, "hosts": list(self.hosts), "words": self.words}
-
-
-def describe(pem: str, *, now: datetime | None = None) -> list[CertificateInfo]:
-    """Parse and check a pasted or uploaded PEM; 400 INVALID_CONFIG on `ca_certificate` with why, if not usable."""
-    return [_info(cert) for cert in _usable(pem, now or datetime.now(UTC))]
 
 
 def _usable(pem: str, moment: datetime) -> list[x509.Certificate]:
@@ -162,9 +158,11 @@ def _info(cert: x509.Certificate) -> CertificateInfo:
 class CACertificateStore:
     """The stored CA certificate (`D/secrets/home-assistant/ca-bundle.pem`): read, replace, remove."""
 
-    def __init__(self, data_dir: DataDir, config_store: ConfigStore) -> None:
+    def __init__(self, data_dir: DataDir, config_store: ConfigStore, *,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._dd = data_dir
         self._config = config_store  # the settings file, which may name a CA bundle of its own
+        self._clock = clock  # what "now" is for a certificate's dates (a test moves it)
 
     def managed_by_file(self) -> str | None:
         """The settings file's own `ca_bundle` path when it names one (then this store is not used)."""
@@ -199,9 +197,10 @@ class CACertificateStore:
         return path, [_info(cert) for cert in certificates]
 
     def store(self, pem: str) -> list[CertificateInfo]:
-        """Check `pem` (`describe`), then replace the stored file with its certificates, re-encoded, atomically."""
+        """Check `pem` (400 INVALID_CONFIG on `ca_certificate` with why, if not usable), then replace the stored
+        file with its certificates, re-encoded, atomically."""
         self._refuse_if_managed_by_file()
-        certificates = _usable(pem, datetime.now(UTC))
+        certificates = _usable(pem, self._clock())
         infos = [_info(cert) for cert in certificates]
         ensure_dir(self._dd.root / "secrets", 0o700)
         ensure_dir(self._dd.ha_secrets, 0o700)

@@ -174,7 +174,6 @@ CA_BUNDLE: Setting[str] = Setting("ca_bundle", "string", "", Words("The CA bundl
 
 # Every setting, in the order a save checks them (so the first bad one, in this order, is the one named).
 SETTINGS: tuple[Setting[Any], ...] = (ENABLED, BASE_URL, ALLOWLISTED_ENTITIES, ENTITY_NAMES, CA_BUNDLE)
-FIELDS = tuple(setting.name for setting in SETTINGS)
 # What a client may send to save (the settings API, the form, the page script).
 PAGE_SETTINGS = tuple(setting for setting in SETTINGS if setting.sent_by_page)
 PAGE_FIELDS = tuple(setting.name for setting in PAGE_SETTINGS)
@@ -185,12 +184,6 @@ def refuse_unknown(changes: Mapping[str, Any], allowed: Iterable[str]) -> None:
     unknown = first_unknown(changes, allowed)
     if unknown is not None:
         raise InvalidSettingsChange(Words("Unknown setting: {name}.", name=unknown), field=unknown)
-
-
-def apply_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
-    """Return `current` with `changes` validated and applied; InvalidSettingsChange names the first bad field."""
-    refuse_unknown(changes, FIELDS)
-    return with_changes(current, changes)
 
 
 def with_changes(current: HomeAssistantConfig, changes: Mapping[str, Any]) -> HomeAssistantConfig:
@@ -259,14 +252,6 @@ class ConfigStore:
     def load(self) -> HomeAssistantConfig:
         """The current configuration (SettingsFileDamaged when the file on disk is broken)."""
         return self.read().config
-
-    def update(self, changes: Mapping[str, Any], *, expected_revision: str | None = None) -> StoredConfig:
-        """Validate and apply `changes`; with `expected_revision`, refuse if the file changed since."""
-        with path_lock(self.path):
-            current = self.read()
-            check_revision(current, expected_revision)
-            new = apply_changes(current.config, changes)
-            return self._write(new)
 
     def write(self, config: HomeAssistantConfig) -> StoredConfig:
         """Replace the file with `config`, already checked by the caller (the settings save, under its lock)."""

@@ -201,10 +201,6 @@ class ConsoleSecrets:
         self.end_all_sessions()
         log.info("the Console password was set; every session was ended")
 
-    def verify_password(self, password: str) -> bool:
-        """Whether `password` matches the stored hash (False when none is set)."""
-        return self.verified_fingerprint(password) is not None
-
     def verified_fingerprint(self, password: str) -> str | None:
         """The fingerprint of the stored hash `password` matches, or None.
 

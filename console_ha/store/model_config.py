@@ -188,10 +188,6 @@ class ModelStore:
             return None
         return secret if base_url and origin == origin_of(base_url) else None
 
-    def has_api_key(self, base_url: str) -> bool:
-        """Whether a key is saved for `base_url`'s origin."""
-        return self.api_key(base_url) is not None
-
     def save(self, base_url: object, model: object, *, api_key: Secret | None = None,
              remove_api_key: bool = False, home_assistant_url: str = "",
              reset: bool = False) -> tuple[SavedModel, bool]:

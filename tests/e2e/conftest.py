@@ -5,6 +5,7 @@ Only pytest-playwright's `page` fixture drives the browser (one Playwright style
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,23 +15,25 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from flask import Flask
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import Page, Response, ViewportSize, expect
+from playwright.sync_api import Locator, Page, Response, ViewportSize, expect
 from werkzeug.serving import make_server
 from zeroconf import ServiceInfo, Zeroconf
 
 from console_ha.ha.discovery import SERVICE_TYPE, Instance
-from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
+from tests.conftest import CONVERSATION_ALLOWED
 from tests.fake_model import FakeModel
+from tests.seed import seed_settings
+from tests.stub_ha import StubHomeAssistant
 
 PASSWORD = "correct horse battery staple"
 FAST_HASH = "pbkdf2:sha256:1000"  # the tests prove the flows, not the password hash's cost
@@ -93,9 +96,8 @@ class LiveConsole:
         return TokenStore(self.data_dir)
 
     def configure(self, base_url: str, token: str, **changes: Any) -> None:
-        """Store settings directly, as a household that saved them before would have."""
-        self.config.update({"base_url": base_url, **changes})
-        self.tokens.write(Secret(token), base_url)
+        """Save settings and the token, as a household that saved them before would have."""
+        seed_settings(self.data_dir, {"base_url": base_url, **changes}, token=token)
 
     @property
     def services(self) -> Any:
@@ -320,15 +322,52 @@ def serious_violations(page: Page) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    """A fake OpenAI-compatible model server on loopback, scripted by the test."""
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
 def model_in_the_environment(monkeypatch: pytest.MonkeyPatch, model: FakeModel) -> None:
     """The fake model, named in the environment before the app starts, as a household would."""
     monkeypatch.setenv("CONSOLE_HA_LLM_URL", model.url)
     monkeypatch.setenv("CONSOLE_HA_LLM_MODEL", "fake-model")
     monkeypatch.delenv("CONSOLE_HA_LLM_API_KEY", raising=False)
+
+
+# --- what several pages' tests share (one definition each: tests/test_fixture_copies.py) ------------------
+
+# The one entity the waiting-card pages' tests allow, under the name the picker saw.
+THERMOMETER = "sensor.living_room_temperature"
+
+
+@pytest.fixture
+def configured(console: LiveConsole, stub_ha: StubHomeAssistant) -> LiveConsole:
+    """Home Assistant set up with only THERMOMETER allowed, named as the picker saw it."""
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=[THERMOMETER],
+                      entity_names={THERMOMETER: "Living room temperature"})
+    return console
+
+
+@pytest.fixture
+def chat(page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> Page:
+    """A logged-in tab on the conversation page, with Home Assistant set up and CONVERSATION_ALLOWED allowed."""
+    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=CONVERSATION_ALLOWED)
+    page.set_viewport_size(DESKTOP)
+    log_in(page, console, household_password, path="/conversation")
+    return page
+
+
+def send(page: Page, words: str) -> None:
+    """Type `words` into the conversation page's message box and send them."""
+    page.get_by_label("Message", exact=True).fill(words)
+    page.get_by_role("button", name="Send", exact=True).click()
+
+
+def transcript(page: Page) -> Locator:
+    """The conversation page's transcript."""
+    return page.get_by_role("log", name="Conversation")
+
+
+def entity(page: Page, entity_id: str) -> Locator:
+    """The picker's checkbox for `entity_id` (its accessible name holds the id as a word of its own)."""
+    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
+
+
+def saved_file(console: LiveConsole) -> dict[str, Any]:
+    """The settings file as saved on disk."""
+    return cast(dict[str, Any], json.loads(console.config.path.read_text()))

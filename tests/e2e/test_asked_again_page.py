@@ -8,21 +8,13 @@ from playwright.sync_api import Browser, Page, expect
 
 from console_ha.answers.household_queue import Asker
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
-from tests.stub_ha import StubHomeAssistant
+from tests.e2e.conftest import DESKTOP, PHONE, THERMOMETER, LiveConsole, log_in, screenshot, serious_violations
 
 pytestmark = pytest.mark.browser
 
-ENTITY = "sensor.living_room_temperature"
+ENTITY = THERMOMETER  # what `configured` allows (conftest.py)
 PROGRAM = Asker("desk assistant", token_id="0123456789abcdef")
 TITLE = "Read the history of Living room temperature?"
-
-
-@pytest.fixture
-def configured(console: LiveConsole, stub_ha: StubHomeAssistant) -> LiveConsole:
-    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=[ENTITY],
-                      entity_names={ENTITY: "Living room temperature"})
-    return console
 
 
 def program_asks(console: LiveConsole, times: int) -> None:

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, allowlist_cost, entity_cost
-from tests.e2e.conftest import DESKTOP, LiveConsole, log_in, screenshot
+from tests.e2e.conftest import DESKTOP, LiveConsole, entity, log_in, screenshot
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
@@ -18,10 +18,6 @@ BULK = [f"sensor.bulk_{i:03d}" for i in range(320)]
 API = "/api/v1/conversation/home-assistant"
 # Entity ids of many shapes: domains of 1 to 24 characters, object ids of 1 to 80.
 SHAPES = [f"{'d' * d}.{'o' * o}" for d in (1, 2, 5, 13, 24) for o in (1, 3, 8, 21, 55, 80)]
-
-
-def entity(page: Page, entity_id: str):
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
 
 
 def about(entity_ids: list[str]) -> int:

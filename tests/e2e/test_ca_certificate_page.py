@@ -10,16 +10,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from console_ha.words import CA_ADDED, CA_REMOVE_QUESTION, CA_REMOVED, CA_TAKES_EFFECT
-from tests.certs import Issued, make_ca
+from tests.certs import Issued
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def issued(tmp_path: Path) -> Issued:
-    return make_ca(tmp_path / "ca")
 
 
 @pytest.fixture

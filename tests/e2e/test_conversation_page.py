@@ -14,7 +14,8 @@ from console_ha.conversation.activity import EVENT_TABLE, EVENT_WORDS
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_EXPIRED
-from tests.e2e.conftest import DESKTOP, LiveConsole, Received, log_in, screenshot, serious_violations
+from tests.conftest import CONVERSATION_ALLOWED
+from tests.e2e.conftest import LiveConsole, Received, screenshot, send, serious_violations, transcript
 from tests.executors import executor_over
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.stub_ha import StubHomeAssistant
@@ -23,29 +24,11 @@ from tests.stub_ha import StubHomeAssistant
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("model_in_the_environment")]
 
 QUESTION = "what's the temperature in the living room?"
-ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+ALLOWED = CONVERSATION_ALLOWED  # what `configured` and `chat` allow (conftest.py)
 LIST = "home_assistant__list_entities"
 HISTORY = "home_assistant__get_history"
 
 
-
-
-@pytest.fixture
-def chat(page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> Page:
-    """A logged-in tab on the conversation page, with Home Assistant set up and two entities allowed."""
-    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=ALLOWED)
-    page.set_viewport_size(DESKTOP)
-    log_in(page, console, household_password, path="/conversation")
-    return page
-
-
-def send(page: Page, text: str) -> None:
-    page.get_by_label("Message", exact=True).fill(text)
-    page.get_by_role("button", name="Send", exact=True).click()
-
-
-def transcript(page: Page):
-    return page.get_by_role("log", name="Conversation")
 
 
 def test_ask_see_the_card_approve_and_get_the_answer(chat: Page, console: LiveConsole, model: FakeModel,

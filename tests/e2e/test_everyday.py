@@ -11,14 +11,15 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
+from tests.conftest import CONVERSATION_ALLOWED
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, send, serious_violations, transcript
 from tests.fake_model import FakeModel, status, text, tool_call
 from tests.stub_ha import StubHomeAssistant
 
 # The fake model, named in the environment before the app starts (conftest.py).
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("model_in_the_environment")]
 
-ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+ALLOWED = CONVERSATION_ALLOWED  # what `configured` and `chat` allow (conftest.py)
 LIST = "home_assistant__list_entities"
 HISTORY = "home_assistant__get_history"
 TITLE = "Read your Home Assistant devices?"
@@ -31,23 +32,6 @@ def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]
     return {**browser_context_args, "timezone_id": BROWSER_ZONE}
 
 
-
-
-@pytest.fixture
-def chat(page: Page, console: LiveConsole, household_password: str, stub_ha: StubHomeAssistant) -> Page:
-    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=ALLOWED)
-    page.set_viewport_size(DESKTOP)
-    log_in(page, console, household_password, path="/conversation")
-    return page
-
-
-def send(page: Page, words: str) -> None:
-    page.get_by_label("Message", exact=True).fill(words)
-    page.get_by_role("button", name="Send", exact=True).click()
-
-
-def transcript(page: Page):
-    return page.get_by_role("log", name="Conversation")
 
 
 def until(page: Page, happened: Callable[[], object], seconds: float = 10) -> None:

@@ -14,7 +14,7 @@ from werkzeug.serving import make_server
 
 from console_ha.web import create_app
 from console_ha.words import CHAT_RESTARTED
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, screenshot, serious_violations
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, screenshot, send, serious_violations
 from tests.fake_model import FakeModel, text, tool_call
 from tests.stub_ha import StubHomeAssistant
 
@@ -66,11 +66,6 @@ def settled(page: Page) -> None:
     network is never idle)."""
     page.wait_for_load_state("load")
     page.wait_for_timeout(1000)
-
-
-def send(page: Page, words: str) -> None:
-    page.get_by_label("Message", exact=True).fill(words)
-    page.get_by_role("button", name="Send", exact=True).click()
 
 
 def recent(page: Page):

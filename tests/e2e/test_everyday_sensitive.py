@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
 from console_ha.words import SENSITIVE_WHY
-from tests.e2e.conftest import DESKTOP, LiveConsole, log_in, serious_violations
+from tests.e2e.conftest import DESKTOP, LiveConsole, entity, log_in, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
-
-
-def entity(page: Page, entity_id: str) -> Locator:
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
 
 
 def test_choosing_a_calendar_or_a_to_do_list_asks_first_and_a_weather_entity_does_not(

@@ -10,7 +10,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from console_ha.secret import Secret
 from console_ha.store.ha_token import StoredToken
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, Received, screenshot, serious_violations
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, Received, entity, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
@@ -18,10 +18,6 @@ pytestmark = pytest.mark.browser
 # The words, with the brackets the stylesheet puts around them.
 DONE = re.compile(r"^\(?done\)?$")
 NOT_DONE = re.compile(r"^\(?not done yet\)?$")
-
-
-def entity(page: Page, entity_id: str) -> Locator:
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
 
 
 def step(page: Page, key: str) -> Locator:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -23,12 +22,6 @@ def _no_model_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The household sets the model in the browser: nothing comes from the environment."""
     for name in ("CONSOLE_HA_LLM_URL", "CONSOLE_HA_LLM_MODEL", "CONSOLE_HA_LLM_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
 
 
 @pytest.fixture

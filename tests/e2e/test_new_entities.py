@@ -6,17 +6,13 @@ import json
 import re
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
 from console_ha.store.review import ReviewStore
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, entity, log_in, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
-
-
-def entity(page: Page, entity_id: str) -> Locator:
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
 
 
 def loaded(page: Page) -> None:

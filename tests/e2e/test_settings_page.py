@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
 from console_ha.secret import Secret
 from console_ha.store.ha_token import StoredToken
@@ -17,28 +16,23 @@ from tests.e2e.conftest import (
     Advertisement,
     LiveConsole,
     Received,
+    entity,
     log_in,
+    saved_file,
     screenshot,
     serious_violations,
 )
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
+from tests.web.conftest import unused_port
 
 pytestmark = pytest.mark.browser
 
 API = "/api/v1/conversation/home-assistant"
 
 
-def entity(page: Page, entity_id: str) -> Locator:
-    """The checkbox for one entity, found by the entity_id in its accessible name."""
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
-
-
 def wait_for_picker(page: Page) -> None:
     expect(page.locator("#picker-status")).to_contain_text("Loaded", timeout=10_000)
-
-
-def saved_file(console: LiveConsole) -> dict:
-    return json.loads(console.config.path.read_text())
 
 
 @pytest.fixture
@@ -179,14 +173,6 @@ def test_test_connection_explains_a_failure_in_household_words(
     finally:
         if tls_stub is not None:
             tls_stub.stop()
-
-
-def unused_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- the entity picker ---------------------------------------------------------------------------------------
@@ -331,7 +317,7 @@ def test_an_allowlisted_entity_home_assistant_no_longer_has_is_shown_and_can_be_
 def test_a_stale_save_says_so_and_keeps_the_households_choices(configured_page: Page, console: LiveConsole) -> None:
     page = configured_page
     entity(page, "light.bedroom").check()
-    console.config.update({"allowlisted_entities": ["switch.coffee_machine"]})  # another tab saved meanwhile
+    seed_settings(console.data_dir, {"allowlisted_entities": ["switch.coffee_machine"]})  # another tab saved meanwhile
     page.get_by_role("button", name="Save").click()
 
     expect(page.locator("#save-status")).to_contain_text("changed these settings elsewhere")

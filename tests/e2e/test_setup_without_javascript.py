@@ -5,13 +5,12 @@ Once with JavaScript off, through the page's plain forms; once with it on, at ph
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
+from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from console_ha.settings.held import HOLD_SECONDS
 from console_ha.store.ca_certificate import DAMAGED
@@ -27,20 +26,12 @@ from console_ha.words import (
     token_kept,
 )
 from tests.certs import make_ca
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, entity, log_in, saved_file, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
 
 CHOSEN = ["light.bedroom", "light.living_room", "switch.coffee_machine"]
-
-
-def entity(page: Page, entity_id: str) -> Locator:
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
-
-
-def saved_file(console: LiveConsole) -> dict[str, Any]:
-    return json.loads(console.config.path.read_text())  # type: ignore[no-any-return]
 
 
 def violations_without_script(browser: Browser, console: LiveConsole, page: Page) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
 from console_ha.store.ha_token import StoredToken
 from tests.e2e.conftest import DESKTOP, Advertisement, LiveConsole, log_in, screenshot, serious_violations
+from tests.seed import hand_edit
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
@@ -106,7 +107,7 @@ def test_a_saved_url_the_token_does_not_belong_to_asks_for_the_token_on_load(
 ) -> None:
     """After a hand edit (or an older release's crash) left another origin in the file: the page says so."""
     home, rogue = homes
-    console.config.update({"base_url": rogue.base_url})
+    hand_edit(console.data_dir, {"base_url": rogue.base_url})  # a save would refuse it
     page.set_viewport_size(DESKTOP)
     log_in(page, console, household_password)
     expect(page.locator("#token-origin-note")).to_be_visible()

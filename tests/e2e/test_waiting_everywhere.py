@@ -19,12 +19,11 @@ from playwright.sync_api import BrowserContext, Page, Route, ViewportSize, expec
 from console_ha.answers.household_queue import HouseholdQueue
 from console_ha.answers.page_watch import HouseholdWatch
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in
-from tests.stub_ha import StubHomeAssistant
+from tests.e2e.conftest import DESKTOP, PHONE, THERMOMETER, LiveConsole, log_in
 
 pytestmark = pytest.mark.browser
 
-ENTITY = "sensor.living_room_temperature"
+ENTITY = THERMOMETER  # what `configured` allows (conftest.py)
 PAGES = ("/settings/home-assistant", "/settings/model", "/conversation", "/activity", "/confirmations")
 WITHIN_SECONDS = 2.0
 ROUNDS = 4
@@ -37,13 +36,6 @@ STAMP_WHEN_COUNTED = """count => {
   new MutationObserver(seen).observe(document.head, { childList: true, characterData: true, subtree: true });
   seen();
 }"""
-
-
-@pytest.fixture
-def configured(console: LiveConsole, stub_ha: StubHomeAssistant) -> LiveConsole:
-    console.configure(stub_ha.base_url, stub_ha.token, enabled=True, allowlisted_entities=[ENTITY],
-                      entity_names={ENTITY: "Living room temperature"})
-    return console
 
 
 @pytest.fixture

@@ -20,12 +20,11 @@ from mcp.client.streamable_http import streamable_http_client
 from waitress.server import BaseWSGIServer, create_server  # the stubs re-export only serve() from `waitress`
 
 from console_ha.cli import WAITRESS_OPTIONS
-from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore
 from console_ha.web import create_app
+from tests.seed import seed_settings
+from tests.stub_ha import StubHomeAssistant
 
 PASSWORD = "correct horse battery staple"
 FAST_HASH = "pbkdf2:sha256:1000"
@@ -53,9 +52,8 @@ class ServedConsole:
 
     def configure(self, base_url: str, token: str, allowlist: list[str] = ALLOWED, **changes: Any) -> None:
         """Settings as a household that saved them would have them."""
-        ConfigStore(self.data_dir).update({"enabled": True, "base_url": base_url,
-                                           "allowlisted_entities": allowlist, **changes})
-        TokenStore(self.data_dir).write(Secret(token), base_url)
+        seed_settings(self.data_dir, {"enabled": True, "base_url": base_url, "allowlisted_entities": allowlist,
+                                      **changes}, token=token)
 
 
 def wait_until_idle(console: ServedConsole, timeout: float = 15.0) -> tuple[int, int, int]:
@@ -190,3 +188,10 @@ async def mcp_session(url: str, token: str | None) -> AsyncIterator[ClientSessio
         async with ClientSession(read, write) as session:
             await session.initialize()
             yield session
+
+
+@pytest.fixture
+def configured(console: ServedConsole, stub_ha: StubHomeAssistant) -> ServedConsole:
+    """The served Console set up for the stub Home Assistant, with ALLOWED allowed."""
+    console.configure(stub_ha.base_url, stub_ha.token)
+    return console

@@ -55,12 +55,6 @@ def ping(request_id: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
 
 
-@pytest.fixture
-def configured(console: ServedConsole, stub_ha) -> ServedConsole:
-    console.configure(stub_ha.base_url, stub_ha.token)
-    return console
-
-
 @pytest.mark.parametrize("reused", ["1", 1.0, True], ids=["string", "float", "true"])
 def test_an_id_in_flight_is_refused_in_any_json_form_and_every_response_is_delivered(
         configured, api_token, household, reused):

@@ -12,7 +12,7 @@ from console_ha.answers.card_state import CardState
 from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from tests.mcp.conftest import ServedConsole
-from tests.mcp.test_mcp_http import audit_events, configured  # noqa: F401 - the fixture
+from tests.mcp.test_mcp_http import audit_events
 
 ENTITY = "sensor.living_room_temperature"
 ROUNDS = 8
@@ -36,7 +36,7 @@ def answer_at_once(console: ServedConsole, household: requests.Session, token: s
     return statuses
 
 
-def test_an_allow_and_a_denial_at_the_same_moment_move_the_card_once(configured, household):  # noqa: F811
+def test_an_allow_and_a_denial_at_the_same_moment_move_the_card_once(configured, household):
     queue: HouseholdQueue = configured.app.extensions["console_ha"].household
     outcomes: Counter[CardState] = Counter()
     for attempt in range(ROUNDS):

@@ -24,6 +24,7 @@ from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
 from tests.async_run import run_to_end
 from tests.mcp.conftest import CLIENT_NAME, ServedConsole, mcp_session, wait_until_idle
+from tests.seed import seed_settings
 
 HISTORY = "home_assistant_get_history"
 LIST = "home_assistant_list_entities"
@@ -76,20 +77,13 @@ def audit_events(console: ServedConsole) -> list[dict[str, Any]]:
     return list(AuditLog(console.data_dir).events())
 
 
-@pytest.fixture
-def configured(console: ServedConsole, stub_ha) -> ServedConsole:
-    console.configure(stub_ha.base_url, stub_ha.token)
-    return console
-
-
 def test_lists_a_tool_per_capability_with_its_schemas_and_read_only_annotations(console, api_token):
     """Names, descriptions and schemas come from the capability definitions, unchanged: one tool each.
 
     With a calendar, a to-do list and a weather entity allowed, every registered read can answer (issue 28).
     """
-    ConfigStore(console.data_dir).update(
-        {"allowlisted_entities": ["sensor.living_room_temperature", "calendar.family", "todo.shopping_list",
-                                  "weather.home"]})
+    seed_settings(console.data_dir, {"allowlisted_entities": ["sensor.living_room_temperature", "calendar.family",
+                                                               "todo.shopping_list", "weather.home"]})
 
     async def scenario() -> types.ListToolsResult:
         async with mcp_session(console.mcp_url, api_token) as session:
@@ -138,7 +132,7 @@ def test_stages_one_to_three_refuse_at_once_with_no_card(configured, api_token, 
 
 
 def test_a_disabled_capability_is_refused_at_policy(configured, api_token):
-    ConfigStore(configured.data_dir).update({"enabled": False})
+    seed_settings(configured.data_dir, {"enabled": False})
 
     async def scenario() -> types.CallToolResult:
         async with mcp_session(configured.mcp_url, api_token) as session:
@@ -659,12 +653,11 @@ def test_a_read_is_listed_only_while_an_allowlisted_entity_can_answer_it(console
         async with mcp_session(console.mcp_url, api_token) as session:
             return {tool.name for tool in (await session.list_tools()).tools}
 
-    ConfigStore(console.data_dir).update({"allowlisted_entities": ["sensor.living_room_temperature"]})
+    seed_settings(console.data_dir, {"allowlisted_entities": ["sensor.living_room_temperature"]})
     assert run(listed) & everyday == set()
-    ConfigStore(console.data_dir).update({"allowlisted_entities": ["sensor.living_room_temperature",
-                                                                   "calendar.family"]})
+    seed_settings(console.data_dir, {"allowlisted_entities": ["sensor.living_room_temperature", "calendar.family"]})
     tools = run(listed)
     assert tools & everyday == {"home_assistant_get_calendar"}
     assert {tool_name(spec) for spec in REGISTRY.values() if spec.answers_for is None} <= tools
-    ConfigStore(console.data_dir).update({"allowlisted_entities": ["weather.home", "todo.shopping_list"]})
+    seed_settings(console.data_dir, {"allowlisted_entities": ["weather.home", "todo.shopping_list"]})
     assert run(listed) & everyday == {"home_assistant_get_todo", "home_assistant_get_forecast"}

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
 # The browser suite's own fixtures (Chromium's launch arguments, the live Console, the loopback
 # advertisement), used here as they are; importing them makes them this module's fixtures too.
@@ -17,6 +17,7 @@ from tests.e2e.conftest import (  # noqa: F401
     advertise,
     browser_type_launch_args,
     console,
+    entity,
     household_password,
     log_in,
     settings_page,
@@ -27,11 +28,6 @@ pytestmark = [pytest.mark.real_ha, pytest.mark.browser]
 
 CHOSEN = ["sensor.kitchen_humidity", "light.living_room_lamp", "counter.doorbell_rings"]
 LOAD_TIMEOUT = 15_000
-
-
-def entity(page: Page, entity_id: str) -> Locator:
-    """The checkbox for one entity, found by the entity_id in its accessible name."""
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
 
 
 def picker_loaded(page: Page, count: int) -> None:

@@ -15,12 +15,12 @@ from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import executor_over
 from tests.real_ha.harness import UNAVAILABLE_ENTITY, RealHomeAssistant
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 
 pytestmark = pytest.mark.real_ha
 
@@ -45,9 +45,7 @@ def make_executor(
 ) -> Executor:
     """An executor on a fresh data dir, configured as the settings page would leave it."""
     data_dir = DataDir(root)
-    ConfigStore(data_dir).update(
-        {"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": list(allowlist)}
-    )
+    seed_settings(data_dir, {"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": list(allowlist)})
     TokenStore(data_dir).write(check_token(real_ha.token if token is None else token), real_ha.base_url)
     return executor_over(data_dir, clock=clock)
 

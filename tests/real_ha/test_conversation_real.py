@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,12 @@ from flask.testing import FlaskClient
 
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.web import create_app
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.moving_clock import PATIENCE
 from tests.real_ha.harness import RealHomeAssistant
+from tests.seed import seed_settings
 from tests.web.conftest import household_client
 
 pytestmark = pytest.mark.real_ha
@@ -32,17 +30,11 @@ ALLOWLIST = [SENSOR, "binary_sensor.front_door"]
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
 def console(tmp_path: Path, real_ha: RealHomeAssistant, model: FakeModel) -> FlaskClient:
     """The Console reading the real Home Assistant, its model the fake, driven by the household's session."""
     data_dir = DataDir(tmp_path / "console")
-    ConfigStore(data_dir).update({"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": ALLOWLIST})
-    TokenStore(data_dir).write(check_token(real_ha.token), real_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": real_ha.base_url, "allowlisted_entities": ALLOWLIST},
+                  token=real_ha.token)
     app = create_app(data_dir, {"TESTING": True, "CONSOLE_HA_LLM_URL": model.url,
                                 "CONSOLE_HA_LLM_MODEL": "fake-model", "CONSOLE_HA_LLM_TIMEOUT": 5})
     return household_client(app, data_dir)

@@ -21,13 +21,12 @@ import pytest
 from console_ha.capabilities import get_calendar, get_forecast, get_todo
 from console_ha.capabilities.executor import Executor
 from console_ha.errors import CapabilityError
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.executors import console_client, executor_over
 from tests.real_ha import harness
 from tests.real_ha.harness import RealHomeAssistant, default_venv, install_home_assistant
 from tests.result_schemas import assert_matches_result_schema
+from tests.seed import seed_settings
 
 pytestmark = pytest.mark.real_ha
 
@@ -82,9 +81,9 @@ def make_shopping_list(real_ha: RealHomeAssistant) -> None:
 @pytest.fixture(scope="module")
 def executor(demo_ha: RealHomeAssistant, tmp_path_factory: pytest.TempPathFactory) -> Executor:
     data_dir = DataDir(tmp_path_factory.mktemp("everyday_console"))
-    ConfigStore(data_dir).update({"enabled": True, "base_url": demo_ha.base_url,
-                                  "allowlisted_entities": [*CALENDARS, WEATHER, WEATHER_NORTH, SHOPPING]})
-    TokenStore(data_dir).write(check_token(demo_ha.token), demo_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": demo_ha.base_url,
+                             "allowlisted_entities": [*CALENDARS, WEATHER, WEATHER_NORTH, SHOPPING]},
+                  token=demo_ha.token)
     return executor_over(data_dir, clients=console_client)
 
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Page, expect
 
 # The browser suite's own fixtures, used as they are (see test_browser_real.py).
 from tests.e2e.conftest import (  # noqa: F401
@@ -17,6 +17,7 @@ from tests.e2e.conftest import (  # noqa: F401
     LiveConsole,
     browser_type_launch_args,
     console,
+    entity,
     household_password,
     log_in,
     serious_violations,
@@ -29,10 +30,6 @@ pytestmark = [pytest.mark.real_ha, pytest.mark.browser]
 LOAD_TIMEOUT = 15_000
 HELPER_NAME = "Console test guest mode"
 HELPER_ID = "input_boolean.console_test_guest_mode"
-
-
-def entity(page: Page, entity_id: str) -> Locator:
-    return page.get_by_role("checkbox", name=re.compile(rf"(^|\s){re.escape(entity_id)}(\s|$)"))
 
 
 def loaded(page: Page) -> None:

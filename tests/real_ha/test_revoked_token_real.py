@@ -46,12 +46,6 @@ def revoked(real_ha: RealHomeAssistant) -> str:
 
 
 @pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
 def console(data_dir: DataDir, real_ha: RealHomeAssistant, revoked: str, model: FakeModel,
             hidden_secrets: list[str]) -> Iterator[ServedConsole]:
     """The Console served on loopback, set up with the revoked token, its model the fake."""

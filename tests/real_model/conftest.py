@@ -9,7 +9,6 @@ see scripts/install-llama.sh; later runs reuse it. A developer can leave these t
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from tests.web.conftest import unused_port
 
 _HERE = Path(__file__).parent
 REPO_ROOT = _HERE.parents[1]
@@ -44,12 +45,6 @@ class LlamaServer:
     model: str
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _install(venv: Path) -> Path:
     result = subprocess.run(["bash", str(INSTALL_SCRIPT), str(venv)], capture_output=True, text=True,
                             timeout=INSTALL_TIMEOUT, check=False)
@@ -73,7 +68,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     work = tmp_path_factory.mktemp("llama")
     model = work / "tiny.gguf"
     subprocess.run([str(python), str(_HERE / "make_tiny_gguf.py"), str(model), str(N_CTX)], check=True, timeout=120)
-    port = _free_port()
+    port = unused_port()
     log = (work / "server.log").open("wb")
     process = subprocess.Popen(
         [str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,

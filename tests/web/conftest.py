@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from flask import Flask
@@ -57,16 +57,12 @@ def make_app(data_dir: DataDir, recorded_responses: list[bytes]) -> Callable[...
 
 
 @pytest.fixture
-def app(make_app: Callable[..., Flask]) -> Flask:
-    """A Console app on an empty data dir."""
-    return make_app()
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    """A fake OpenAI-compatible model server on loopback, scripted by the test."""
-    with FakeModel() as fake:
-        yield fake
+def app(request: pytest.FixtureRequest, make_app: Callable[..., Flask]) -> Flask:
+    """A Console app on an empty data dir; a `with_model` mark gives it the fake model, `app_config(**c)` config c."""
+    if request.node.get_closest_marker("with_model"):
+        return cast(Flask, request.getfixturevalue("app_with_model"))
+    marked = request.node.get_closest_marker("app_config")
+    return make_app(**(marked.kwargs if marked else {}))
 
 
 @pytest.fixture
@@ -172,3 +168,16 @@ def unused_port() -> int:
 def files_under(root: Path) -> list[Path]:
     """Every file under `root` (none when it does not exist)."""
     return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def error_of(response: Any, status: int, code: str) -> dict[str, Any]:
+    """The error body's inner object, once the answer is `status` with `code` and a message (the one shape)."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    error: dict[str, Any] = response.get_json()["error"]
+    assert error["code"] == code and error["message"]
+    return error
+
+
+def snapshot(data_dir: DataDir) -> dict[Path, bytes]:
+    """Every Home Assistant file of the data dir with its bytes (the Console's own files left out)."""
+    return {path: path.read_bytes() for path in files_under(data_dir.root) if "console" not in path.parts}

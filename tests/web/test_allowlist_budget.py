@@ -10,9 +10,10 @@ from markupsafe import escape
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.ha.addresses import ENTITY_ID_RE
-from console_ha.store.config import MAX_ALLOWLIST, ConfigStore
+from console_ha.store.config import MAX_ALLOWLIST
 from console_ha.store.datadir import DataDir
 from console_ha.store.review import MAX_SENT_BY_PAGE
+from tests.seed import seed_settings
 
 from .conftest import API, page_csrf
 
@@ -25,7 +26,7 @@ FITS = BUDGET_BYTES // entity_cost(TOO_MANY[0])
 def test_the_api_refuses_an_allowlist_that_cannot_fit_and_says_how_many_do(
         household: FlaskClient, data_dir: DataDir) -> None:
     """400 INVALID_CONFIG, field allowlisted_entities, the number that fits; nothing written."""
-    ConfigStore(data_dir).update({"allowlisted_entities": TOO_MANY[:10]})
+    seed_settings(data_dir, {"allowlisted_entities": TOO_MANY[:10]})
     before = data_dir.ha_config.read_bytes()
     response = household.post(API, json={"allowlisted_entities": TOO_MANY})
     assert response.status_code == 400
@@ -57,7 +58,7 @@ def test_the_page_gives_the_meter_the_servers_numbers(logged_in: FlaskClient, da
 
     No per-entity formula goes to a script (issue 21): the picker's JSON and the boxes carry each cost.
     """
-    ConfigStore(data_dir).update({"allowlisted_entities": ["light.kitchen"]})
+    seed_settings(data_dir, {"allowlisted_entities": ["light.kitchen"]})
     html = logged_in.get(PAGE).get_data(as_text=True)
     tag = re.search(r'<script[^>]*id="budget-script"[^>]*>', html)
     assert tag, "the page does not load budget.js"

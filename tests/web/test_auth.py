@@ -215,7 +215,7 @@ def test_first_run_leads_to_setup_which_sets_the_password_and_logs_in(
     response = client.post("/setup", data={"password": "a long enough one", "confirm": "a long enough one",
                                             "csrf_token": token})
     assert response.status_code == 302
-    assert console_secrets.verify_password("a long enough one")
+    assert console_secrets.verified_fingerprint("a long enough one") is not None
     stored = console_secrets.password_hash()
     assert stored is not None and stored.startswith("scrypt:")
     assert client.get(API).status_code == 200
@@ -504,7 +504,7 @@ def test_a_new_login_ends_the_browsers_previous_session(client: FlaskClient, pas
 def _count_checks(app: Flask) -> list[bool]:
     """Record every real password check the app makes (the slow hash comparison)."""
     secrets = app.extensions["console_ha"].secrets
-    # The login's one password check (verify_password is the same check, without the fingerprint).
+    # The login's one password check (every password check goes through it).
     real = secrets.verified_fingerprint
     checks: list[bool] = []
     guard = threading.Lock()

@@ -5,30 +5,22 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import InvalidConfig
-from console_ha.store.ca_certificate import describe
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from tests.certs import Issued, make_ca
+from tests.certs import Issued, make_ca, store_at
 from tests.executors import executor_over
+from tests.seed import hand_edit
 from tests.stub_ha import StubHomeAssistant
 
-from .conftest import API, configure
+from .conftest import API, configure, error_of
 
 CA_API = f"{API}/ca-certificate"
-
-
-@pytest.fixture
-def issued(tmp_path: Path) -> Issued:
-    return make_ca(tmp_path / "ca")
 
 
 @pytest.fixture
@@ -39,20 +31,13 @@ def https_ha(issued: Issued, hidden_secrets: list[str]) -> Iterator[StubHomeAssi
         yield stub
 
 
-def _error(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.get_data(as_text=True)
-    error = response.get_json()["error"]
-    assert error["code"] == code
-    return error
-
-
 def test_the_ca_is_trusted_by_test_picker_and_capabilities_once_added(
     household: FlaskClient, https_ha: StubHomeAssistant, issued: Issued, data_dir: DataDir
 ) -> None:
     """Before: HA_TLS_ERROR. After adding the CA on the page: the test, the picker and a capability all work."""
     typed = {"base_url": https_ha.base_url, "access_token": https_ha.token}
-    _error(household.post(f"{API}/test", json=typed), 502, "HA_TLS_ERROR")
-    _error(household.post(f"{API}/entities/preview", json=typed), 502, "HA_TLS_ERROR")
+    error_of(household.post(f"{API}/test", json=typed), 502, "HA_TLS_ERROR")
+    error_of(household.post(f"{API}/entities/preview", json=typed), 502, "HA_TLS_ERROR")
 
     response = household.post(CA_API, json={"pem": issued.ca_pem})
     assert response.status_code == 200, response.get_json()
@@ -76,7 +61,7 @@ def test_the_ca_is_trusted_by_test_picker_and_capabilities_once_added(
     assert household.delete(CA_API).get_json() == {"stored": False, "managed_by_file": None, "readable": True,
                                                    "certificates": []}
     assert not data_dir.ha_ca_bundle.exists()
-    _error(household.post(f"{API}/test", json=typed), 502, "HA_TLS_ERROR")
+    error_of(household.post(f"{API}/test", json=typed), 502, "HA_TLS_ERROR")
 
 
 def test_a_self_signed_host_certificate_is_named_as_such(
@@ -106,7 +91,7 @@ def test_a_self_signed_host_certificate_is_named_as_such(
 def test_what_is_not_a_usable_certificate_is_refused_and_nothing_is_written(
     household: FlaskClient, data_dir: DataDir, pem: str, words: str
 ) -> None:
-    error = _error(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
     assert error["field"] == "ca_certificate" and words in error["message"]
     assert not data_dir.ha_ca_bundle.exists()
 
@@ -115,7 +100,7 @@ def test_a_key_pasted_with_the_certificate_is_refused(household: FlaskClient, is
                                                       data_dir: DataDir) -> None:
     """The key must never be stored (nor needed): the whole paste is refused."""
     pem = issued.ca_pem + Path(issued.server_key).read_text()
-    error = _error(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
     assert "private key" in error["message"] and not data_dir.ha_ca_bundle.exists()
 
 
@@ -126,23 +111,24 @@ def test_a_key_under_a_lower_case_header_is_refused_over_http_and_never_echoed(
     key = Path(issued.server_key).read_text()
     hidden_secrets.extend(line for line in key.split("\n") if len(line) >= 40)
     pem = issued.ca_pem + key.replace("-----BEGIN PRIVATE KEY-----", "-----begin private key-----")
-    error = _error(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(CA_API, json={"pem": pem}), 400, "INVALID_CONFIG")
     assert error["field"] == "ca_certificate" and "private key" in error["message"]
     assert "nothing was stored" in error["message"] and not data_dir.ha_ca_bundle.exists()
 
 
-def test_an_expired_or_host_only_certificate_is_refused_with_why(tmp_path: Path, issued: Issued) -> None:
+def test_an_expired_or_host_only_certificate_is_refused_with_why(data_dir: DataDir, issued: Issued) -> None:
     """Expired: when. A server certificate signed by a CA: ask for the CA instead."""
     with pytest.raises(InvalidConfig, match="expired on"):
-        describe(issued.ca_pem, now=datetime.now(UTC) + timedelta(days=365))
+        store_at(data_dir, issued.ca_pem, days_from_now=365)
     with pytest.raises(InvalidConfig, match="certificate of whoever issued it"):
-        describe(Path(issued.server_cert).read_text())
+        store_at(data_dir, Path(issued.server_cert).read_text())
+    assert not data_dir.ha_ca_bundle.exists()
 
 
-def test_a_certificate_not_yet_valid_is_refused_with_when(issued: Issued) -> None:
+def test_a_certificate_not_yet_valid_is_refused_with_when(data_dir: DataDir, issued: Issued) -> None:
     """Not valid before a date still to come: every connection would fail, so say when (and check the clock)."""
     with pytest.raises(InvalidConfig, match="not valid before") as refused:
-        describe(issued.ca_pem, now=datetime.now(UTC) - timedelta(days=2))
+        store_at(data_dir, issued.ca_pem, days_from_now=-2)
     assert refused.value.detail["field"] == "ca_certificate"
 
 
@@ -164,12 +150,12 @@ def test_a_bundle_named_in_the_settings_file_wins_and_the_page_cannot_replace_it
     """`ca_bundle` in home-assistant.json is the household's own choice: shown, not overwritten."""
     own = tmp_path / "own-ca.pem"
     own.write_text(issued.ca_pem)
-    ConfigStore(data_dir).update({"ca_bundle": str(own)})
+    hand_edit(data_dir, {"ca_bundle": str(own)})  # only the file sets `ca_bundle`: no save may
     body = household.get(CA_API).get_json()
     assert body["managed_by_file"] == str(own) and body["certificates"][0]["kind"] == "ca"
-    error = _error(household.post(CA_API, json={"pem": issued.ca_pem}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(CA_API, json={"pem": issued.ca_pem}), 400, "INVALID_CONFIG")
     assert str(own) in error["message"]
-    _error(household.delete(CA_API), 400, "INVALID_CONFIG")
+    error_of(household.delete(CA_API), 400, "INVALID_CONFIG")
     assert own.exists() and not data_dir.ha_ca_bundle.exists()
 
 
@@ -184,11 +170,11 @@ def test_only_the_households_browser_session_can_add_or_remove_the_ca(
     household: FlaskClient, bearer: FlaskClient, issued: Issued, data_dir: DataDir
 ) -> None:
     """A CA decides who may receive the Home Assistant token over https: a program's API token cannot change it."""
-    error = _error(bearer.post(CA_API, json={"pem": issued.ca_pem}), 403, "FORBIDDEN")
+    error = error_of(bearer.post(CA_API, json={"pem": issued.ca_pem}), 403, "FORBIDDEN")
     assert "browser" in error["message"] and not data_dir.ha_ca_bundle.exists()
     assert household.post(CA_API, json={"pem": issued.ca_pem}).status_code == 200
     stored = data_dir.ha_ca_bundle.read_bytes()
-    _error(bearer.delete(CA_API), 403, "FORBIDDEN")
+    error_of(bearer.delete(CA_API), 403, "FORBIDDEN")
     assert data_dir.ha_ca_bundle.read_bytes() == stored
     # Not even what is trusted: a program's token touches no CA certificate (issue 16).
-    _error(bearer.get(CA_API), 403, "FORBIDDEN")
+    error_of(bearer.get(CA_API), 403, "FORBIDDEN")

@@ -11,11 +11,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.answers.household_queue import HouseholdQueue, WaitingRead
-from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from tests.fake_model import FakeModel, text, tool_call
+from tests.seed import seed_settings
 from tests.web.conftest import csrf_from
 from tests.web.live import Browser, served
+
+pytestmark = pytest.mark.with_model  # the Console's model is the scripted fake (conftest.py `app`)
 
 FRENCH = {"Accept-Language": "fr-FR,fr;q=0.9"}
 CHINESE = {"Accept-Language": "zh-CN,zh;q=0.9"}
@@ -25,16 +26,9 @@ NAME = "Living room temperature"
 
 
 @pytest.fixture
-def app(app_with_model: Flask) -> Flask:
-    """A Console whose model is the scripted fake (conftest.py)."""
-    return app_with_model
-
-
-@pytest.fixture
 def configured(data_dir, stub_ha):
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY],
-                                  "entity_names": {ENTITY: NAME}})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY],
+                             "entity_names": {ENTITY: NAME}}, token=stub_ha.token)
     return stub_ha
 
 

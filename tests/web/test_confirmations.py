@@ -11,8 +11,7 @@ from flask.testing import FlaskClient
 
 from console_ha.answers.card_state import CardState
 from console_ha.answers.household_queue import ALLOWED_NOW, NOT_ALLOWED, HouseholdQueue, WaitingRead
-from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
+from tests.seed import seed_settings
 
 ALLOWED = ["sensor.living_room_temperature", "light.living_room"]
 
@@ -20,8 +19,8 @@ ALLOWED = ["sensor.living_room_temperature", "light.living_room"]
 @pytest.fixture
 def configured(data_dir, stub_ha):
     """Home Assistant reading turned on, as the settings page would leave it."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED},
+                  token=stub_ha.token)
     return stub_ha
 
 
@@ -340,7 +339,7 @@ def test_a_program_does_not_see_the_cards_of_another_token_with_the_same_name(ap
 
 def test_a_card_s_names_are_text_on_the_page_never_markup(app, household, data_dir, configured):
     """A device's saved name and a program's name holding HTML show as the words they are, escaped."""
-    ConfigStore(data_dir).update({"entity_names": {
+    seed_settings(data_dir, {"entity_names": {
         "sensor.living_room_temperature": '<img src=x onerror="alert(1)">Temp "quoted" ?'}})
     waiting(app, "<b>desk</b>")
     html = household.get("/confirmations").get_data(as_text=True)

@@ -17,12 +17,15 @@ from console_ha.conversation import ConversationService, ModelSettings, OpenAICo
 from console_ha.conversation.activity import EVENT_WORDS
 from console_ha.store.audit import AuditEvent
 from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import CHAT_WORDS
+from tests.conftest import CONVERSATION_ALLOWED
 from tests.executors import executor_over
 from tests.fake_model import FakeModel, answer_from_tool_result, status, text, tool_call, unused_loopback_url
 from tests.moving_clock import PATIENCE
+from tests.seed import seed_settings
 from tests.web.conftest import log_in, page_csrf
+
+pytestmark = pytest.mark.with_model  # the Console's model is the scripted fake (conftest.py `app`)
 
 MESSAGE = "/api/v1/conversation/message"
 
@@ -37,25 +40,11 @@ class _Clock:
         return self.now
 
 
-ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
+ALLOWED = CONVERSATION_ALLOWED  # what `configured` and `chat` allow (conftest.py)
 QUESTION = "what's the temperature in the living room?"
 BOTH = [pytest.param("home_assistant__list_entities", {}, id="list_entities"),
         pytest.param("home_assistant__get_history", {"entity_id": "sensor.living_room_temperature", "period": "day"},
                      id="get_history")]
-
-
-@pytest.fixture
-def app(app_with_model: Flask) -> Flask:
-    """A Console whose model is the scripted fake (conftest.py)."""
-    return app_with_model
-
-
-@pytest.fixture
-def configured(data_dir, stub_ha):
-    """Home Assistant reading turned on, as the settings page would leave it."""
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
-    return stub_ha
 
 
 def household_of(app: Flask, password: str) -> FlaskClient:
@@ -564,7 +553,7 @@ def test_a_token_revoked_mid_turn_puts_no_further_card_before_the_household(make
 
 def test_a_card_and_its_chat_line_show_a_name_holding_html_as_text(household, data_dir, configured, model):
     """A device's saved name holding markup is words on the page, in the card and in the line quoting it."""
-    ConfigStore(data_dir).update({"entity_names": {"binary_sensor.front_door": '<img src=x onerror="alert(1)">Door'}})
+    seed_settings(data_dir, {"entity_names": {"binary_sensor.front_door": '<img src=x onerror="alert(1)">Door'}})
     model.script(tool_call("home_assistant__get_state", {"entity_id": "binary_sensor.front_door"}), text("Done."))
     paused = ask(household).get_json()
     page = household.get(f"/conversation?c={paused['conversation_id']}").get_data(as_text=True)

@@ -7,11 +7,12 @@ from flask import Flask
 from flask.testing import FlaskClient
 from markupsafe import escape
 
-from console_ha.store.config import ConfigStore
-from console_ha.store.ha_token import TokenStore, check_token
 from console_ha.words import CHAT_EXPIRED, CHAT_WORDS, MODEL_NEXT_STEP
 from tests.fake_model import FakeModel, status, text, tool_call
+from tests.seed import seed_settings
 from tests.web.conftest import household_client
+
+pytestmark = pytest.mark.with_model  # the Console's model is the scripted fake (conftest.py `app`)
 
 MESSAGE = "/api/v1/conversation/message"
 LINES = "/api/v1/conversation/lines"
@@ -19,15 +20,9 @@ ALLOWED = ["sensor.living_room_temperature"]
 
 
 @pytest.fixture
-def app(app_with_model: Flask) -> Flask:
-    """A Console whose model is the scripted fake (conftest.py)."""
-    return app_with_model
-
-
-@pytest.fixture
 def configured(data_dir, stub_ha):
-    ConfigStore(data_dir).update({"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED})
-    TokenStore(data_dir).write(check_token(stub_ha.token), stub_ha.base_url)
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED},
+                  token=stub_ha.token)
     return stub_ha
 
 

@@ -13,13 +13,15 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from tests.fake_model import FakeModel, text, tool_call
+from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 from tests.web.conftest import csrf_from
 from tests.web.live import served
+
+pytestmark = pytest.mark.with_model  # the Console's model is the scripted fake (conftest.py `app`)
 
 MESSAGE = "/api/v1/conversation/message"
 RECENT = "/api/v1/conversation/recent"
@@ -29,14 +31,8 @@ ALLOWED = ["sensor.living_room_temperature"]
 SET_UP: dict[str, Any] = {"enabled": True, "base_url": URL, "allowlisted_entities": ALLOWED}
 
 
-@pytest.fixture
-def app(app_with_model: Flask) -> Flask:
-    """A Console whose model is the scripted fake (conftest.py)."""
-    return app_with_model
-
-
 def save(data_dir: DataDir, config: dict[str, Any], token_for: str | None = URL) -> None:
-    ConfigStore(data_dir).update(config)
+    seed_settings(data_dir, config)
     if token_for is not None:
         TokenStore(data_dir).write(Secret("eyJhbGciOiJIUzI1NiJ9.front-door.signature"), token_for)
 

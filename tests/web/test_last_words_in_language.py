@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,11 @@ from flask.testing import FlaskClient
 from console_ha.conversation.model_setup import resolve
 from console_ha.errors import InvalidConfig
 from console_ha.language import Language, Words, by_code
-from console_ha.store.ca_certificate import describe
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenLookup
 from console_ha.store.model_config import ModelStore
-from tests.certs import make_ca
+from tests.certs import make_ca, store_at
 
 from .conftest import API
 
@@ -131,9 +129,9 @@ def test_a_certificate_s_dates_are_written_by_the_language(tmp_path: Path) -> No
     """The CA certificate's expiry day and start moment in the language's own date forms, not ISO."""
     issued = make_ca(tmp_path / "ca")
     with pytest.raises(InvalidConfig) as late:
-        describe(issued.ca_pem, now=datetime.now(UTC) + timedelta(days=365))
+        store_at(DataDir(tmp_path / "data"), issued.ca_pem, days_from_now=365)
     with pytest.raises(InvalidConfig) as soon:
-        describe(issued.ca_pem, now=datetime.now(UTC) - timedelta(days=2))
+        store_at(DataDir(tmp_path / "data"), issued.ca_pem, days_from_now=-2)
     expired, early = late.value.message, soon.value.message
     french = _in(expired, "fr")
     assert re.search(r"a expiré le \d{1,2} (janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre"

@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import re
 import stat
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from flask import Flask
 from flask.testing import FlaskClient
 
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.fake_model import FakeModel, Hang, Raw, text, tool_call, unused_loopback_url
+from tests.seed import seed_settings
 
-from .conftest import csrf_from, log_in, page_csrf
+from .conftest import csrf_from, error_of, log_in, page_csrf
+
+pytestmark = pytest.mark.app_config(CONSOLE_HA_MODEL_TEST_TIMEOUT=3.0)
 
 MODEL_API = "/api/v1/conversation/model"
 PAGE = "/settings/model"
@@ -29,24 +29,6 @@ def _no_model_in_the_environment(monkeypatch: pytest.MonkeyPatch, hidden_secrets
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
     hidden_secrets.append(KEY)
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
-
-
-@pytest.fixture
-def app(make_app) -> Flask:
-    return make_app(CONSOLE_HA_MODEL_TEST_TIMEOUT=3.0)
-
-
-def _error(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.get_data(as_text=True)
-    error = response.get_json()["error"]
-    assert error["code"] == code and error["message"]
-    return error
 
 
 def save(client: FlaskClient, **body: Any) -> dict[str, Any]:
@@ -86,17 +68,17 @@ def test_save_stores_url_model_and_key_apart_and_never_sends_the_key_back(househ
     ({"base_url": "http://h:8080/v1", "model": "m", "remove_api_key": "yes"}, "remove_api_key"),
 ])
 def test_a_bad_save_is_refused_with_its_field_and_writes_nothing(household, data_dir, body, field):
-    error = _error(household.post(MODEL_API, json=body), 400, "INVALID_CONFIG")
+    error = error_of(household.post(MODEL_API, json=body), 400, "INVALID_CONFIG")
     assert error["field"] == field
     assert not data_dir.model_config.exists()
 
 
 def test_home_assistant_s_address_is_refused_as_the_model_server(household, data_dir):
-    ConfigStore(data_dir).update({"base_url": "http://homeassistant.local:8123"})
-    error = _error(household.post(MODEL_API, json={"base_url": "http://homeassistant.local:8123/v1", "model": "m"}),
+    seed_settings(data_dir, {"base_url": "http://homeassistant.local:8123"})
+    error = error_of(household.post(MODEL_API, json={"base_url": "http://homeassistant.local:8123/v1", "model": "m"}),
                    400, "INVALID_CONFIG")
     assert error["field"] == "base_url" and "Home Assistant" in error["message"]
-    error = _error(household.post(MODEL_API + "/test", json={"base_url": "http://homeassistant.local:8123/v1"}),
+    error = error_of(household.post(MODEL_API + "/test", json={"base_url": "http://homeassistant.local:8123/v1"}),
                    400, "INVALID_CONFIG")
 
 
@@ -108,18 +90,18 @@ def test_a_key_for_another_server_is_removed_and_the_answer_says_so(household, d
 
 
 def test_saving_needs_the_csrf_token_with_a_session(logged_in, data_dir):
-    _error(logged_in.post(MODEL_API, json={"base_url": "http://h:8080/v1", "model": "m"}), 400, "CSRF_INVALID")
+    error_of(logged_in.post(MODEL_API, json={"base_url": "http://h:8080/v1", "model": "m"}), 400, "CSRF_INVALID")
     assert not data_dir.model_config.exists()
 
 
 def test_the_api_is_closed_to_strangers_and_to_an_api_token(client, bearer, password, data_dir):
     """Where the household's conversations go is the household's to say: a program's token gets 403 (issue 16)."""
-    _error(client.get(MODEL_API), 401, "UNAUTHENTICATED")
-    _error(client.post(MODEL_API + "/test", json={}), 401, "UNAUTHENTICATED")
+    error_of(client.get(MODEL_API), 401, "UNAUTHENTICATED")
+    error_of(client.post(MODEL_API + "/test", json={}), 401, "UNAUTHENTICATED")
     assert client.get(PAGE).status_code == 302
-    _error(bearer.post(MODEL_API, json={"base_url": "http://attacker.example/v1", "model": "m"}), 403, "FORBIDDEN")
-    _error(bearer.post(MODEL_API + "/test", json={"base_url": "http://attacker.example/v1"}), 403, "FORBIDDEN")
-    _error(bearer.get(MODEL_API), 403, "FORBIDDEN")
+    error_of(bearer.post(MODEL_API, json={"base_url": "http://attacker.example/v1", "model": "m"}), 403, "FORBIDDEN")
+    error_of(bearer.post(MODEL_API + "/test", json={"base_url": "http://attacker.example/v1"}), 403, "FORBIDDEN")
+    error_of(bearer.get(MODEL_API), 403, "FORBIDDEN")
     assert bearer.get(PAGE).status_code == 403
     assert not data_dir.model_config.exists()
     log_in(client, password)
@@ -133,7 +115,7 @@ def test_a_damaged_file_is_reported_and_a_reset_save_starts_again(household, dat
     body = household.get(MODEL_API).get_json()
     assert body["config_error"]["code"] == "CONFIG_INVALID" and "not valid JSON" in body["config_error"]["message"]
     assert "damaged" in household.get(PAGE).get_data(as_text=True)
-    _error(household.post(MODEL_API, json={"base_url": "bad", "model": "m", "reset": True}), 400, "INVALID_CONFIG")
+    error_of(household.post(MODEL_API, json={"base_url": "bad", "model": "m", "reset": True}), 400, "INVALID_CONFIG")
     assert data_dir.model_config.read_text() == "{oops"  # a refused reset moves nothing aside
     body = save(household, base_url="http://10.0.0.1:8080/v1", model="m", reset=True)
     assert body["config_error"] is None and body["model"] == "m"
@@ -146,10 +128,10 @@ def test_a_damaged_file_is_reported_and_a_reset_save_starts_again(household, dat
     ({"base_url": "http://10.0.0.1:8080/v1", "model": "m", "api_key": "two words"}, "api_key"),
 ])
 def test_a_reset_refused_for_any_reason_moves_nothing_aside(household, data_dir, body, field):
-    ConfigStore(data_dir).update({"base_url": "http://homeassistant.local:8123"})
+    seed_settings(data_dir, {"base_url": "http://homeassistant.local:8123"})
     data_dir.model_config.parent.mkdir(parents=True, exist_ok=True)
     data_dir.model_config.write_text("{oops")
-    error = _error(household.post(MODEL_API, json={**body, "reset": True}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(MODEL_API, json={**body, "reset": True}), 400, "INVALID_CONFIG")
     assert error["field"] == field
     assert data_dir.model_config.read_text() == "{oops"
     assert not list(data_dir.model_config.parent.glob("model.json.broken-*"))
@@ -197,7 +179,7 @@ def test_the_environment_notice_says_why_no_conversation_can_start(household, mo
 def test_a_turn_uses_what_was_saved_without_a_restart(household, model):
     model.script(text("Hello from the saved model."), text("Hello again."))
     response = household.post("/api/v1/conversation/message", json={"message": "hi"})
-    assert _error(response, 503, "MODEL_NOT_CONFIGURED")["message"].find("/settings/model") >= 0
+    assert error_of(response, 503, "MODEL_NOT_CONFIGURED")["message"].find("/settings/model") >= 0
     save(household, base_url=model.url, model="fake-model", api_key=KEY)
     response = household.post("/api/v1/conversation/message", json={"message": "hi"})
     assert response.status_code == 200 and response.get_json()["reply"] == "Hello from the saved model."
@@ -344,7 +326,7 @@ def test_one_model_test_at_a_time(app, household, password, model):
     other = app.test_client()
     log_in(other, password)
     other.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(other)
-    _error(other.post(MODEL_API + "/test", json={"base_url": model.url, "model": "m"}), 429, "RATE_LIMITED")
+    error_of(other.post(MODEL_API + "/test", json={"base_url": model.url, "model": "m"}), 429, "RATE_LIMITED")
     worker.join(10)
     assert first["response"].get_json()["problem"] == "unreachable"
     model.models = ["m"]

@@ -12,6 +12,7 @@ from console_ha.secret import Secret
 from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import StoredToken, TokenStore
+from tests.seed import seed_settings
 
 from .conftest import page_csrf
 
@@ -22,16 +23,14 @@ TOKEN = "eyJhbGciOiJIUzI1NiJ9.stored-token.signature"
 @pytest.fixture
 def stored(data_dir: DataDir, hidden_secrets: list[str]) -> ConfigStore:
     """A household that saved settings before: URL, token, two entities, one with a friendly name."""
-    store = ConfigStore(data_dir)
-    store.update({
+    seed_settings(data_dir, {
         "enabled": True,
         "base_url": "http://homeassistant.local:8123",
         "allowlisted_entities": ["light.kitchen", "sensor.hall_temperature"],
         "entity_names": {"light.kitchen": "Kitchen <light>"},
-    })
-    TokenStore(data_dir).write(Secret(TOKEN), "http://homeassistant.local:8123")
+    }, token=TOKEN)
     hidden_secrets.append(TOKEN)
-    return store
+    return ConfigStore(data_dir)
 
 
 def form(client: FlaskClient, **fields: object) -> dict[str, object]:
@@ -163,7 +162,7 @@ def test_a_stale_form_saves_nothing_and_offers_to_save_again(
     logged_in: FlaskClient, stored: ConfigStore
 ) -> None:
     old_revision = stored.read().revision
-    stored.update({"allowlisted_entities": ["light.kitchen"]})  # saved elsewhere meanwhile
+    seed_settings(stored.data_dir, {"allowlisted_entities": ["light.kitchen"]})  # saved elsewhere meanwhile
     response = logged_in.post(PAGE, data=form(
         logged_in, revision=old_revision, base_url="http://homeassistant.local:8123",
         allowlisted_entities=["sensor.hall_temperature"],

@@ -13,9 +13,7 @@ import time
 from console_ha.store.audit import AuditLog
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.mcp.conftest import serve, stop
-from tests.web.test_conversation_api import CONFIRMATIONS, QUESTION, _card_for, configured, household_of
-
-__all__ = ["configured"]  # the fixture, used here by name
+from tests.web.test_conversation_api import CONFIRMATIONS, QUESTION, _card_for, household_of
 
 
 def _post_and_hang_up(url: str, api_token: str) -> socket.socket:

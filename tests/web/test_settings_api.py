@@ -6,7 +6,6 @@ import json
 import re
 import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from console_ha.ha.discovery import Instance
 from console_ha.store.datadir import DataDir
 from tests.stub_ha import StubHomeAssistant
 
-from .conftest import API, configure, files_under, log_in, page_csrf, unused_port
+from .conftest import API, configure, error_of, files_under, log_in, page_csrf, snapshot, unused_port
 
 ENTITY_KEYS = {"entity_id", "friendly_name", "domain", "state", "unavailable", "allowlisted", "area", "sensitive",
                "cost"}
@@ -28,18 +27,6 @@ SENSITIVE = {
     "lock.front_door", "person.alex", "camera.driveway", "cover.garage_door",
     "binary_sensor.front_door", "binary_sensor.kitchen_window",
 }
-
-
-def _error(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.get_data(as_text=True)
-    error = response.get_json()["error"]
-    assert error["code"] == code
-    assert error["message"]
-    return error
-
-
-def _snapshot(data_dir: DataDir) -> dict[Path, bytes]:
-    return {path: path.read_bytes() for path in files_under(data_dir.root) if "console" not in path.parts}
 
 
 # --- GET and POST -------------------------------------------------------------------------------
@@ -138,16 +125,16 @@ def test_invalid_input_is_invalid_config_with_its_field_and_writes_nothing(
 ) -> None:
     """400 INVALID_CONFIG naming the field; the files on disk are byte for byte as before."""
     configure(household, "http://ha.local:8123", "stored-token", allowlisted_entities=["sensor.kept"])
-    before = _snapshot(data_dir)
+    before = snapshot(data_dir)
     changes = {"enabled": True, "allowlisted_entities": ["sensor.new"], **body}
-    error = _error(household.post(API, json=changes), 400, "INVALID_CONFIG")
+    error = error_of(household.post(API, json=changes), 400, "INVALID_CONFIG")
     assert error["field"] == field
-    assert _snapshot(data_dir) == before
+    assert snapshot(data_dir) == before
 
 
 def test_a_bad_token_leaves_a_first_save_unwritten(household: FlaskClient, data_dir: DataDir) -> None:
     """The token is checked before anything is written: no half-saved configuration."""
-    error = _error(household.post(API, json={"base_url": "http://ha.local:8123", "enabled": True,
+    error = error_of(household.post(API, json={"base_url": "http://ha.local:8123", "enabled": True,
                                              "access_token": "bad token"}), 400, "INVALID_CONFIG")
     assert error["field"] == "access_token"
     assert files_under(data_dir.capabilities) == [] and not data_dir.ha_token.exists()
@@ -159,7 +146,7 @@ def test_a_stale_revision_is_refused(household: FlaskClient, data_dir: DataDir) 
     second = household.post(API, json={"enabled": True, "revision": first}).get_json()["revision"]
     assert second != first
     before = data_dir.ha_config.read_bytes()
-    _error(household.post(API, json={"enabled": False, "revision": first}), 409, "CONFIG_STALE")
+    error_of(household.post(API, json={"enabled": False, "revision": first}), 409, "CONFIG_STALE")
     assert data_dir.ha_config.read_bytes() == before
     assert household.post(API, json={"enabled": False, "revision": second}).status_code == 200
 
@@ -173,7 +160,7 @@ def test_a_broken_file_is_reported_by_get_and_refused_by_post(household: FlaskCl
     assert body["config_error"]["action"] == "reset"
     assert "reset" in body["config_error"]["message"]
     assert body["enabled"] is False and body["revision"] is None
-    error = _error(household.post(API, json={"enabled": True}), 409, "CONFIG_INVALID")
+    error = error_of(household.post(API, json={"enabled": True}), 409, "CONFIG_INVALID")
     assert error["action"] == "reset"
     assert data_dir.ha_config.read_text() == '{"enabled": tru'
 
@@ -198,7 +185,7 @@ def test_a_reset_with_an_invalid_field_writes_nothing(household: FlaskClient, da
     """Validation comes before the reset too."""
     data_dir.capabilities.mkdir(parents=True)
     data_dir.ha_config.write_text("not json")
-    _error(household.post(API, json={"reset": True, "base_url": "ftp://x"}), 400, "INVALID_CONFIG")
+    error_of(household.post(API, json={"reset": True, "base_url": "ftp://x"}), 400, "INVALID_CONFIG")
     assert data_dir.ha_config.read_text() == "not json"
     assert [p.name for p in data_dir.capabilities.iterdir() if not p.name.startswith(".")] == [
         "home-assistant.json"
@@ -210,10 +197,10 @@ def test_a_reset_with_an_invalid_field_writes_nothing(household: FlaskClient, da
 
 def test_entities_needs_a_url_and_a_token(household: FlaskClient) -> None:
     """Not configured: 409 CAPABILITY_NOT_CONFIGURED, naming what is missing."""
-    error = _error(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
+    error = error_of(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
     assert error["field"] == "base_url"
     household.post(API, json={"base_url": "http://ha.local:8123"})
-    error = _error(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
+    error = error_of(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
     assert error["field"] == "access_token"
 
 
@@ -221,7 +208,7 @@ def test_entities_with_a_broken_file_is_config_invalid(household: FlaskClient, d
     """The picker cannot guess a URL from a damaged file."""
     data_dir.capabilities.mkdir(parents=True)
     data_dir.ha_config.write_text("[]")
-    _error(household.get(f"{API}/entities"), 409, "CONFIG_INVALID")
+    error_of(household.get(f"{API}/entities"), 409, "CONFIG_INVALID")
 
 
 def test_entities_are_narrowed_flagged_and_missing_ones_listed(
@@ -315,7 +302,7 @@ def test_home_assistant_failures_are_502_with_their_code(
     """Whatever goes wrong on HA's side answers 502 and the HA_* code."""
     configure(household, stub_ha.base_url, stub_ha.token)
     stub_ha.fault(kind, path_prefix="/api/states")
-    _error(household.get(f"{API}/entities"), 502, code)
+    error_of(household.get(f"{API}/entities"), 502, code)
 
 
 def test_a_slow_home_assistant_is_a_timeout(
@@ -330,13 +317,13 @@ def test_a_slow_home_assistant_is_a_timeout(
     client.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(client)
     configure(client, stub_ha.base_url, stub_ha.token)
     stub_ha.fault("slow", path_prefix="/api/states", delay=1.0)
-    _error(client.get(f"{API}/entities"), 502, "HA_TIMEOUT")
+    error_of(client.get(f"{API}/entities"), 502, "HA_TIMEOUT")
 
 
 def test_an_unreachable_home_assistant_is_502_unreachable(household: FlaskClient) -> None:
     """Nothing listening at the stored URL."""
     configure(household, f"http://127.0.0.1:{unused_port()}", "some-token")
-    _error(household.get(f"{API}/entities"), 502, "HA_UNREACHABLE")
+    error_of(household.get(f"{API}/entities"), 502, "HA_UNREACHABLE")
 
 
 # --- discovery -------------------------------------------------------------------------------------
@@ -406,7 +393,7 @@ def test_a_given_url_of_the_same_origin_uses_the_stored_token(
 
 def test_a_wrong_token_is_named_as_such(household: FlaskClient, stub_ha: StubHomeAssistant) -> None:
     """502 HA_UNAUTHORIZED with a message that says what to do."""
-    error = _error(household.post(f"{API}/test", json={"base_url": stub_ha.base_url,
+    error = error_of(household.post(f"{API}/test", json={"base_url": stub_ha.base_url,
                                                        "access_token": "wrong-token"}),
                    502, "HA_UNAUTHORIZED")
     assert "access token" in error["message"]
@@ -414,7 +401,7 @@ def test_a_wrong_token_is_named_as_such(household: FlaskClient, stub_ha: StubHom
 
 def test_an_unreachable_address_is_named_as_such(household: FlaskClient) -> None:
     """502 HA_UNREACHABLE."""
-    _error(household.post(f"{API}/test", json={"base_url": f"http://127.0.0.1:{unused_port()}",
+    error_of(household.post(f"{API}/test", json={"base_url": f"http://127.0.0.1:{unused_port()}",
                                                "access_token": "t"}), 502, "HA_UNREACHABLE")
 
 
@@ -426,7 +413,7 @@ def test_an_untrusted_certificate_is_a_tls_error(
     with StubHomeAssistant(certfile=cert, keyfile=key) as stub:
         hidden_secrets.append(stub.token)
         assert stub.base_url.startswith("https://")
-        _error(household.post(f"{API}/test", json={"base_url": stub.base_url, "access_token": stub.token}),
+        error_of(household.post(f"{API}/test", json={"base_url": stub.base_url, "access_token": stub.token}),
                502, "HA_TLS_ERROR")
 
 
@@ -448,7 +435,7 @@ def test_something_that_is_not_home_assistant_is_named_as_such(
         stub_ha.fault("404", path_prefix="/api/config")
     else:
         stub_ha.override("/api/config", override[0], content_type=override[1])
-    error = _error(household.post(f"{API}/test", json={"base_url": stub_ha.base_url,
+    error = error_of(household.post(f"{API}/test", json={"base_url": stub_ha.base_url,
                                                        "access_token": stub_ha.token}),
                    502, "HA_BAD_RESPONSE")
     assert error["reason"] == "not_home_assistant"
@@ -459,7 +446,7 @@ def test_a_server_error_is_a_bad_response_not_a_misidentification(
 ) -> None:
     """HA answering 500 is Home Assistant in trouble, not "not Home Assistant"."""
     stub_ha.fault("500", path_prefix="/api/config")
-    error = _error(household.post(f"{API}/test", json={"base_url": stub_ha.base_url,
+    error = error_of(household.post(f"{API}/test", json={"base_url": stub_ha.base_url,
                                                        "access_token": stub_ha.token}),
                    502, "HA_BAD_RESPONSE")
     assert error.get("reason") != "not_home_assistant"
@@ -474,7 +461,7 @@ def test_a_slow_answer_to_the_test_is_a_timeout(
     stub_ha.fault("slow", path_prefix="/api/config", delay=1.0)
     response = client.post(f"{API}/test", json={"base_url": stub_ha.base_url, "access_token": stub_ha.token},
                            headers={"X-CSRFToken": page_csrf(client)})
-    _error(response, 502, "HA_TIMEOUT")
+    error_of(response, 502, "HA_TIMEOUT")
 
 
 @pytest.mark.parametrize(
@@ -490,7 +477,7 @@ def test_the_test_needs_a_url_and_a_token(
     household: FlaskClient, body: dict[str, Any], status: int, code: str, field: str
 ) -> None:
     """Nothing to test with, or invalid input: refused before any request goes out."""
-    error = _error(household.post(f"{API}/test", json=body), status, code)
+    error = error_of(household.post(f"{API}/test", json=body), status, code)
     assert error["field"] == field
 
 
@@ -517,7 +504,7 @@ def test_a_program_s_token_can_neither_read_the_picker_nor_change_or_test_the_se
         bearer.get(API),
     ]
     for response in attempts:
-        _error(response, 403, "FORBIDDEN")
+        error_of(response, 403, "FORBIDDEN")
     assert data_dir.ha_config.read_bytes() == saved
     assert household.get(API).get_json()["has_access_token"] is True
     assert len(stub_ha.requests) == asked_before
@@ -541,10 +528,10 @@ def test_the_picker_preview_lists_what_was_typed_before_anything_is_saved(
 
 def test_the_picker_preview_refuses_what_it_cannot_use(household: FlaskClient, stub_ha: StubHomeAssistant) -> None:
     """No URL: not configured; a URL without any token: not configured; unknown fields: invalid; a bad token: 502."""
-    _error(household.post(f"{API}/entities/preview", json={}), 409, "CAPABILITY_NOT_CONFIGURED")
-    _error(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url}),
+    error_of(household.post(f"{API}/entities/preview", json={}), 409, "CAPABILITY_NOT_CONFIGURED")
+    error_of(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url}),
            409, "CAPABILITY_NOT_CONFIGURED")
-    _error(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url, "enabled": True}),
+    error_of(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url, "enabled": True}),
            400, "INVALID_CONFIG")
-    _error(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url,
+    error_of(household.post(f"{API}/entities/preview", json={"base_url": stub_ha.base_url,
                                                            "access_token": "wrong-token"}), 502, "HA_UNAUTHORIZED")

@@ -8,10 +8,8 @@ and the flashed lines after a form. With no Accept-Language every answer is the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.language import LANGUAGES, Words, by_code
@@ -22,6 +20,8 @@ from tests.fake_model import FakeModel, text, unused_loopback_url
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, configure, csrf_from
+
+pytestmark = pytest.mark.app_config(CONSOLE_HA_MODEL_TEST_TIMEOUT=3.0)
 
 PAGE = "/settings/home-assistant"
 MODEL_PAGE = "/settings/model"
@@ -41,17 +41,6 @@ def _script_words(html: str) -> str:
     found = re.search(r'<template id="script-words">(.*?)</template>', html, re.S)
     assert found is not None, "the page carries the words its scripts show"
     return found.group(1)
-
-
-@pytest.fixture
-def app(make_app) -> Flask:  # type: ignore[no-untyped-def]
-    return make_app(CONSOLE_HA_MODEL_TEST_TIMEOUT=3.0)
-
-
-@pytest.fixture
-def model() -> Iterator[FakeModel]:
-    with FakeModel() as fake:
-        yield fake
 
 
 @pytest.mark.parametrize(("headers", "lang", "title", "button", "light"), [

@@ -17,10 +17,10 @@ from flask.testing import FlaskClient
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.ha.discovery import Instance
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.web.error_responses import status_for
 from tests.executors import executor_over
+from tests.seed import hand_edit
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import API, page_csrf
@@ -106,14 +106,14 @@ def test_a_whole_session_shows_the_token_nowhere_but_to_its_own_home_assistant(
         executor.answer(proposal.token, approve=True, conversation_id="sweep")
 
     # A file that names the rogue (a hand edit, a crash of an older release): every path withholds the token.
-    ConfigStore(data_dir).update({"base_url": rogue.base_url})
+    hand_edit(data_dir, {"base_url": rogue.base_url})  # a save would refuse it
     call("picker, URL of the rogue", household.get(f"{API}/entities"))
     call("test, URL of the rogue", household.post(f"{API}/test"))
     call("page, URL of the rogue", household.get(PAGE))
     proposal_error = None
     try:
         executor.propose(LIST_ENTITIES, {}, conversation_id="sweep-2")
-    except Exception as err:  # noqa: BLE001 - the refusal itself is checked below
+    except Exception as err:  # the refusal itself is checked below
         proposal_error = err
     assert proposal_error is not None and token not in repr(proposal_error) and token not in str(proposal_error)
 

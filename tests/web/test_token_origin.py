@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,26 +17,15 @@ from flask.testing import FlaskClient
 from console_ha.ha.addresses import origin_of
 from console_ha.ha.discovery import Instance
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import StoredToken, TokenStore
+from tests.seed import hand_edit, seed_settings
 from tests.stub_ha import StubHomeAssistant
 
-from .conftest import API, configure, files_under, log_in, page_csrf
+from .conftest import API, configure, error_of, log_in, page_csrf, snapshot
 
 PAGE = "/settings/home-assistant"
 Homes = tuple[StubHomeAssistant, StubHomeAssistant]
-
-
-def _error(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.get_data(as_text=True)
-    error = response.get_json()["error"]
-    assert error["code"] == code
-    return error
-
-
-def _snapshot(data_dir: DataDir) -> dict[Path, bytes]:
-    return {path: path.read_bytes() for path in files_under(data_dir.root) if "console" not in path.parts}
 
 
 def _sent_to(stub: StubHomeAssistant) -> list[str]:
@@ -68,7 +56,7 @@ def test_test_connection_refuses_the_stored_token_for_another_origin(household: 
     home, other = homes
     for body in ({"base_url": other.base_url}, {"base_url": other.base_url, "access_token": ""},
                  {"base_url": other.base_url + "/api/", "access_token": "   "}):
-        error = _error(household.post(f"{API}/test", json=body), 400, "INVALID_CONFIG")
+        error = error_of(household.post(f"{API}/test", json=body), 400, "INVALID_CONFIG")
         _refused_for_another_origin(error, home, other)
     assert _sent_to(other) == [] and _sent_to(home) == []
 
@@ -80,7 +68,7 @@ def test_any_other_scheme_host_or_port_is_another_origin(household: FlaskClient,
     port = home.base_url.rsplit(":", 1)[1]
     url = {"another port": f"http://127.0.0.1:{int(port) + 1}", "https": f"https://127.0.0.1:{port}",
            "another host name": f"http://localhost:{port}"}[variant]
-    error = _error(household.post(f"{API}/test", json={"base_url": url}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(f"{API}/test", json={"base_url": url}), 400, "INVALID_CONFIG")
     assert error["field"] == "access_token"
     assert _sent_to(home) == []
 
@@ -109,12 +97,12 @@ def test_saving_another_origin_without_a_token_is_refused_and_writes_nothing(
 ) -> None:
     """Save with another origin and no new token: 400 on access_token; both files as they were."""
     home, other = homes
-    before = _snapshot(data_dir)
+    before = snapshot(data_dir)
     for body in ({"base_url": other.base_url}, {"base_url": other.base_url, "access_token": "",
                                                  "allowlisted_entities": ["sensor.a"], "enabled": False}):
-        error = _error(household.post(API, json=body), 400, "INVALID_CONFIG")
+        error = error_of(household.post(API, json=body), 400, "INVALID_CONFIG")
         _refused_for_another_origin(error, home, other)
-    assert _snapshot(data_dir) == before
+    assert snapshot(data_dir) == before
     assert household.get(f"{API}/entities").status_code == 200  # still the household's own Home Assistant
     assert _sent_to(other) == []
 
@@ -143,13 +131,13 @@ def test_forgetting_the_token_with_another_origin_is_allowed(household: FlaskCli
     home, other = homes
     body = household.post(API, json={"base_url": other.base_url, "remove_access_token": True}).get_json()
     assert body["base_url"] == other.base_url and body["has_access_token"] is False
-    assert _error(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")["field"] == "access_token"
+    assert error_of(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")["field"] == "access_token"
     assert _sent_to(other) == [] and _sent_to(home) == []
 
 
 def test_a_new_token_needs_a_url_to_belong_to(household: FlaskClient, data_dir: DataDir) -> None:
     """A token saved without any URL would belong to nothing: 400 on base_url, nothing written."""
-    error = _error(household.post(API, json={"access_token": "a-token-for-nowhere"}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(API, json={"access_token": "a-token-for-nowhere"}), 400, "INVALID_CONFIG")
     assert error["field"] == "base_url"
     assert not data_dir.ha_token.exists()
 
@@ -160,10 +148,10 @@ def test_a_reset_with_another_origin_and_no_token_writes_nothing(
     """A reset is validated first too: a URL the stored token does not belong to refuses before the reset."""
     _home, other = homes
     data_dir.ha_config.write_text("not json")
-    before = _snapshot(data_dir)
-    error = _error(household.post(API, json={"reset": True, "base_url": other.base_url}), 400, "INVALID_CONFIG")
+    before = snapshot(data_dir)
+    error = error_of(household.post(API, json={"reset": True, "base_url": other.base_url}), 400, "INVALID_CONFIG")
     assert error["field"] == "access_token"
-    assert _snapshot(data_dir) == before
+    assert snapshot(data_dir) == before
 
 
 def test_the_form_without_javascript_refuses_another_origin_and_says_why(
@@ -171,7 +159,7 @@ def test_the_form_without_javascript_refuses_another_origin_and_says_why(
 ) -> None:
     """The no-JS form: 400, the page shows the refusal under the token field, nothing is written."""
     home, other = homes
-    before = _snapshot(data_dir)
+    before = snapshot(data_dir)
     response = household.post(PAGE, data={"csrf_token": page_csrf(household), "base_url": other.base_url,
                                           "enabled": "on", "allowlisted_entities": ["light.living_room"]})
     html = response.get_data(as_text=True)
@@ -179,7 +167,7 @@ def test_the_form_without_javascript_refuses_another_origin_and_says_why(
     assert 'id="access-token-error" >The stored access token was saved for the Home Assistant at' in html
     assert 'aria-invalid=true' in html and "Nothing was saved." in html
     assert f'value="{other.base_url}"' in html  # what was typed stays in the field
-    assert _snapshot(data_dir) == before
+    assert snapshot(data_dir) == before
     assert _sent_to(other) == [] and _sent_to(home) == []
 
 
@@ -190,7 +178,7 @@ def test_the_page_says_when_the_saved_url_and_the_token_disagree(
     home, other = homes
     tag, _note = _token_note(household.get(PAGE).get_data(as_text=True))
     assert "hidden" in tag  # URL and token agree: nothing to say
-    ConfigStore(data_dir).update({"base_url": other.base_url})
+    hand_edit(data_dir, {"base_url": other.base_url})  # a save would refuse it: a hand edit, or a crash
     html = household.get(PAGE).get_data(as_text=True)
     tag, note = _token_note(html)
     assert "hidden" not in tag
@@ -226,8 +214,8 @@ def test_the_picker_refuses_a_token_saved_for_another_origin(
 ) -> None:
     """URL in the file ≠ the token's origin: 409 not configured, saying why; no REST, no WebSocket, anywhere."""
     home, other = homes
-    ConfigStore(data_dir).update({"base_url": other.base_url})  # as a hand edit (or an old release's crash) leaves it
-    error = _error(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
+    hand_edit(data_dir, {"base_url": other.base_url})  # as a hand edit (or an old release's crash) leaves it
+    error = error_of(household.get(f"{API}/entities"), 409, "CAPABILITY_NOT_CONFIGURED")
     _refused_for_another_origin(error, home, other)
     assert _sent_to(other) == [] and _sent_to(home) == []
     assert len(other.ws_messages) == len(home.ws_messages) == 0
@@ -252,8 +240,8 @@ def test_the_test_with_no_body_uses_the_saved_pair_only(
     """`test` with no body tests the saved URL with the saved token, and refuses when they disagree."""
     home, other = homes
     assert household.post(f"{API}/test").get_json()["ok"] is True
-    ConfigStore(data_dir).update({"base_url": other.base_url})
-    _refused_for_another_origin(_error(household.post(f"{API}/test"), 400, "INVALID_CONFIG"), home, other)
+    hand_edit(data_dir, {"base_url": other.base_url})  # a save would refuse it: a hand edit, or a crash
+    _refused_for_another_origin(error_of(household.post(f"{API}/test"), 400, "INVALID_CONFIG"), home, other)
     assert _sent_to(other) == [] and _sent_to(home) == ["GET /api/config"]
 
 
@@ -270,10 +258,10 @@ def test_a_rogue_discovered_instance_never_gets_the_stored_token(
     found = household.get(f"{API}/discover").get_json()["instances"]
     assert found == [{"name": "Home", "base_url": rogue.base_url, "version": "2025.4.4"}]
     # What the page sends after "Use": the discovered URL and an empty token field.
-    error = _error(household.post(f"{API}/test", json={"base_url": found[0]["base_url"], "access_token": ""}),
+    error = error_of(household.post(f"{API}/test", json={"base_url": found[0]["base_url"], "access_token": ""}),
                    400, "INVALID_CONFIG")
     _refused_for_another_origin(error, home, rogue)
-    _error(household.post(API, json={"base_url": found[0]["base_url"]}), 400, "INVALID_CONFIG")
+    error_of(household.post(API, json={"base_url": found[0]["base_url"]}), 400, "INVALID_CONFIG")
     assert _sent_to(rogue) == [] and len(rogue.ws_messages) == 0
     assert TokenStore(data_dir).read_record() == StoredToken(Secret(home.token), origin_of(home.base_url))
 
@@ -287,7 +275,7 @@ def test_an_answer_that_says_the_token_back_is_not_home_assistant(
     typed = "typed-for-the-impostor-0123456789"
     hidden_secrets.append(typed)
     response = household.post(f"{API}/test", json={"base_url": rogue.base_url, "access_token": typed})
-    error = _error(response, 502, "HA_BAD_RESPONSE")
+    error = error_of(response, 502, "HA_BAD_RESPONSE")
     assert error["reason"] == "not_home_assistant"
 
 
@@ -299,7 +287,7 @@ def test_a_legacy_token_file_belongs_to_the_configured_origin_and_is_bound_at_st
 ) -> None:
     """One line, no origin (the previous release): usable for the configured URL only; start writes the origin."""
     home, other = two_homes
-    ConfigStore(data_dir).update({"base_url": home.base_url})
+    seed_settings(data_dir, {"base_url": home.base_url})
     data_dir.ha_secrets.mkdir(parents=True, mode=0o700)
     data_dir.ha_token.write_text(home.token + "\n")
     store = TokenStore(data_dir)
@@ -311,7 +299,7 @@ def test_a_legacy_token_file_belongs_to_the_configured_origin_and_is_bound_at_st
     assert log_in(client, password).status_code == 302
     client.environ_base["HTTP_X_CSRFTOKEN"] = page_csrf(client)
     assert client.get(f"{API}/entities").status_code == 200
-    ConfigStore(data_dir).update({"base_url": other.base_url})  # the file edited afterwards: the binding holds
+    hand_edit(data_dir, {"base_url": other.base_url})  # the file edited afterwards: the binding holds
     assert client.get(f"{API}/entities").status_code == 409
     assert _sent_to(other) == []
 
@@ -336,7 +324,7 @@ def test_a_legacy_token_without_any_url_must_be_entered_again_with_one(
     home, _other = two_homes
     data_dir.ha_secrets.mkdir(parents=True, mode=0o700)
     data_dir.ha_token.write_text(home.token + "\n")
-    error = _error(household.post(API, json={"base_url": home.base_url}), 400, "INVALID_CONFIG")
+    error = error_of(household.post(API, json={"base_url": home.base_url}), 400, "INVALID_CONFIG")
     assert error["field"] == "access_token" and "saved without a Home Assistant URL" in error["message"]
     response = household.post(PAGE, data={"csrf_token": page_csrf(household), "base_url": home.base_url})
     tag, note = _token_note(response.get_data(as_text=True))
@@ -352,7 +340,7 @@ def test_a_legacy_token_without_any_url_must_be_entered_again_with_one(
 def test_leftover_temporary_files_are_swept_at_start(make_app: Callable[..., Flask], data_dir: DataDir) -> None:
     """`.access-token.*.tmp` (a full copy of a token) and every other atomic-write leftover go at start."""
     TokenStore(data_dir).write(Secret("a-stored-token-123"), "http://ha.local:8123")
-    ConfigStore(data_dir).update({"base_url": "http://ha.local:8123"})
+    seed_settings(data_dir, {"base_url": "http://ha.local:8123"})
     leftovers = [data_dir.ha_secrets / ".access-token.k3j_x9a2.tmp",
                  data_dir.capabilities / ".home-assistant.json.abcdefgh.tmp",
                  data_dir.console_secrets / ".api-tokens.json.0a1b2c3d.tmp"]
@@ -375,21 +363,21 @@ def test_the_picker_preview_sends_a_typed_token_only_to_the_url_typed_beside_it(
 ) -> None:
     """The other Home Assistant's list with its own token, typed; home hears nothing; nothing is written."""
     home, other = homes
-    before = _snapshot(data_dir)
+    before = snapshot(data_dir)
     response = household.post(f"{API}/entities/preview", json={"base_url": other.base_url,
                                                                 "access_token": other.token})
     assert response.status_code == 200, response.get_data(as_text=True)
     assert any(e["entity_id"] == "light.living_room" for e in response.get_json()["entities"])
     assert "GET /api/states" in _sent_to(other) and _sent_to(home) == []
     assert other.requests_to("/api/states")[0].headers["Authorization"] == f"Bearer {other.token}"
-    assert _snapshot(data_dir) == before
+    assert snapshot(data_dir) == before
 
 
 def test_the_picker_preview_refuses_the_stored_token_for_another_origin(household: FlaskClient, homes: Homes) -> None:
     """Without a typed token, the stored one only for its own origin: 400 on access_token, no request anywhere."""
     home, other = homes
     for body in ({"base_url": other.base_url}, {"base_url": other.base_url, "access_token": " "}):
-        error = _error(household.post(f"{API}/entities/preview", json=body), 400, "INVALID_CONFIG")
+        error = error_of(household.post(f"{API}/entities/preview", json=body), 400, "INVALID_CONFIG")
         _refused_for_another_origin(error, home, other)
     assert _sent_to(other) == [] and _sent_to(home) == []
     assert len(other.ws_messages) == len(home.ws_messages) == 0
@@ -419,7 +407,7 @@ def test_an_entity_list_that_says_the_token_back_is_not_home_assistant(
                     {"friendly_name": typed} if where == "friendly_name" else {})
     response = household.post(f"{API}/entities/preview", json={"base_url": rogue.base_url, "access_token": typed})
     assert typed not in response.get_data(as_text=True)
-    assert _error(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"
+    assert error_of(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"
 
 
 def test_an_entity_list_that_says_back_a_token_with_quotes_or_backslashes_is_not_home_assistant(
@@ -434,4 +422,4 @@ def test_an_entity_list_that_says_back_a_token_with_quotes_or_backslashes_is_not
     response = household.post(f"{API}/entities/preview", json={"base_url": rogue.base_url, "access_token": typed})
     text = response.get_data(as_text=True)
     assert typed not in text and json.dumps(typed)[1:-1] not in text
-    assert _error(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"
+    assert error_of(response, 502, "HA_BAD_RESPONSE")["reason"] == "not_home_assistant"
