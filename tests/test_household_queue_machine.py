@@ -130,7 +130,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.clock = Clock()
         executor = executor_over(self.data_dir, confirmations=ConfirmationStore(ttl=TTL, clock=self.clock),
                                  clock=self.clock)
-        self.queue = HouseholdQueue(executor, max_waiting=3, timer=self.clock)
+        self.queue = HouseholdQueue(executor, max_waiting=3)
         self.stub = stub
         self.reads_before = len(stub.requests_to("/api/history"))
         self.revoked: set[str] = set()
@@ -152,7 +152,7 @@ class QueueMachine(RuleBasedStateMachine):
         attached = {id(program): program for program in self.live if program.call.attachment in
                     program.call.waiting.calls}
         try:
-            call = self.queue.call(self._asker(token, present), GET_HISTORY, dict(arguments), lambda: present[0])
+            call = self.queue.call(self._asker(token, present), GET_HISTORY, dict(arguments))
         except CapabilityError as err:
             assert err.code == "INVOCATION_LIMIT_EXCEEDED" or (err.code == "ENTITY_NOT_ALLOWLISTED"
                                                                and not self.allowlisted)
