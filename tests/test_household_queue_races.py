@@ -168,15 +168,13 @@ def test_a_waiting_call_learns_of_the_answer_at_once_not_at_its_next_look(data_d
     for thread in waits:
         thread.start()
     cards = wait_for_cards(queue, 2)
-    started = time.monotonic()
     for card in cards:
         queue.answer(card.token, True)
     for thread in waits:
-        thread.join(20)
-    took = time.monotonic() - started
+        thread.join(20)  # under the 30 s to the next look: only the answer's own event can end the waits by then
+    assert not any(thread.is_alive() for thread in waits), "a waiting call learned of the answer only at a look"
     assert results["mcp"].structuredContent["entity_id"] == ENTITY
     assert results["conversation"]["entity_id"] == ENTITY
-    assert took < 5, f"the waiting calls took {took:.1f} s to learn of the answer"
 
 
 def wait_for_cards(queue: HouseholdQueue, count: int) -> list[WaitingRead]:
@@ -234,10 +232,11 @@ def test_near_the_expiry_what_the_household_is_told_always_matches_what_the_prog
     assert "abandoned" not in lines and "held" not in lines
 
 
-def test_a_program_repeating_its_call_leaves_nothing_hooked_on_its_card(data_dir, stub_ha):
+def test_a_program_repeating_its_call_leaves_nothing_hooked_on_its_card(data_dir, stub_ha, monkeypatch):
     """Each MCP call that joins a card and returns early lets go of it entirely: before, each left an asyncio
     wrapper hooked on the card's `settled` future for the card's life (200 calls, 200 hooks), and the answer
-    then woke them all. The answer still reaches the call that waits now, at once."""
+    then woke them all. The answer still reaches the call that waits now, at once (not at a look, every 30 s)."""
+    monkeypatch.setattr(server, "PRESENCE_INTERVAL_SECONDS", 30.0)
     queue = real_queue(data_dir, stub_ha, ttl=60)
     impatient = Asker(DESK.client, DESK.token_id, answer_url="http://console/confirmations", patience=0)
     for _ in range(50):
@@ -255,10 +254,9 @@ def test_a_program_repeating_its_call_leaves_nothing_hooked_on_its_card(data_dir
     while card.asked < 51:
         assert time.monotonic() < deadline, "the patient call never joined"
         time.sleep(0.002)
-    started = time.monotonic()
     assert queue.answer(card.token, True).message == ALLOWED_NOW
-    waiter.join(10)
-    assert results[0].structuredContent["entity_id"] == ENTITY and time.monotonic() - started < 2
+    waiter.join(10)  # under the 30 s to its next look: only the answer's own event can end its wait by then
+    assert results and results[0].structuredContent["entity_id"] == ENTITY
 
 
 def test_a_held_read_nobody_came_back_for_does_not_say_the_household_never_answered(queue, clock):
