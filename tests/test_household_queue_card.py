@@ -89,9 +89,13 @@ def test_the_table_s_ends_are_the_states_it_leads_nowhere_from() -> None:
 
 
 def test_the_queue_has_no_clock_of_its_own(data_dir: DataDir, stub_ha: StubHomeAssistant, clock: Clock) -> None:
-    """The store's clock alone moves a card to its expiry: the queue and the store cannot disagree on it."""
-    queue = queue_over(data_dir, stub_ha, clock)
+    """The store's clock alone moves a card to its expiry, and the store's card expires at the queue's instant."""
+    store = ConfirmationStore(clock=clock)
+    queue_over(data_dir, stub_ha, clock)  # its settings
+    queue = HouseholdQueue(executor_over(data_dir, confirmations=store, clock=clock), max_waiting=2)
     card = queue.ask("desk", LIST_ENTITIES, {})
+    issued = store.peek(card.token, card.conversation_id)
+    assert issued is not None and issued.deadline == card.deadline
     clock.now = card.deadline - 0.001
     assert queue.pending() == [card]
     clock.now = card.deadline

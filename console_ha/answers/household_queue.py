@@ -155,7 +155,7 @@ class HouseholdQueue:
         card's one live call (`detach` when it goes).
         """
         with self._lock:
-            # Read before the store issues the card: the queue's expiry is never after the store's.
+            # The card's one reading: the store issues it at this moment, so both expire at the same instant.
             now = self._timer()
             self._sweep(now)
             # Each waiting read is its own "conversation" in the confirmation store: only its own wait
@@ -164,7 +164,8 @@ class HouseholdQueue:
             # Held across propose, so two calls at once cannot both find the room free.
             proposal = self._executor.propose(capability, arguments, conversation_id=conversation_id,
                                               turn=turn or Turn(), client=client,
-                                              room=self._room(client, token_id, own_turn=turn is not None, now=now))
+                                              room=self._room(client, token_id, own_turn=turn is not None, now=now),
+                                              at=now)
             waiting = WaitingRead(client, proposal, conversation_id, now + self._executor.confirmation_ttl,
                                   joins=joins, still_allowed=still_allowed, token_id=token_id)
             waiting.calls.append(Attachment(present))
@@ -356,7 +357,7 @@ class HouseholdQueue:
         the state it reached."""
         card.check_move(to)  # before anything is written for it
         if card.state is CardState.WAITING and not self._take(card, to, now):
-            # Not in the store any more, which the queue's earlier expiry rules out: the card ends unanswered.
+            # Not in the store any more (swept at the same expiry by another call's look): the card ends unanswered.
             to, error = CardState.EXPIRED, _expired()
         if to is CardState.DENIED:
             assert card.taken is not None
@@ -381,14 +382,13 @@ class HouseholdQueue:
     def _take(self, card: WaitingRead, to: CardState, now: float) -> bool:
         # The household's answer (or the card's end) uses the store's token up at the queue's own reading,
         # so the store judges the moment the queue decided, never a later one. False: the store had no card.
+        # The store's expiry is the card's own (issued at the queue's reading): a card the queue expires, the
+        # store refuses as expired too, and audits it so, once.
         try:
             card.taken = self._executor.take(card.token, conversation_id=card.conversation_id, at=now)
         except CapabilityError:
-            # Expired there as well (audited `expired` as it was found), or already swept and audited.
+            # Expired (audited `expired` as it was found), or already swept and audited.
             return to in (CardState.EXPIRED, CardState.WITHDRAWN)
-        if to is CardState.EXPIRED:
-            # The queue read its clock before the store issued the card, so its expiry comes first: said here.
-            self._executor.record_expiry(card.taken)
         return True
 
     def _sweep(self, now: float) -> None:

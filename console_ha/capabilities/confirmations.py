@@ -75,8 +75,12 @@ class ConfirmationStore:
 
     def issue(self, conversation_id: str, capability: str, arguments: Mapping[str, Any],
               invocation_id: str, *, shown: str = "", client: str | None = None,
-              card_areas: AreaIndex | None = None) -> PendingConfirmation:
-        """Create a token for exactly this conversation, capability and arguments."""
+              card_areas: AreaIndex | None = None, at: float | None = None) -> PendingConfirmation:
+        """Create a token for exactly this conversation, capability and arguments.
+
+        `at`: the moment it is asked for, on this store's timer, when its front end read the clock itself (the
+        household queue, under its lock): the card then expires exactly when the queue's own record of it does.
+        """
         now = self._clock()
         pending = PendingConfirmation(
             token=secrets.token_urlsafe(24),
@@ -86,7 +90,7 @@ class ConfirmationStore:
             invocation_id=invocation_id,
             issued_at=now,
             expires_at=now + self._ttl,
-            deadline=self._timer() + self._ttl,
+            deadline=(self._timer() if at is None else at) + self._ttl,
             shown=shown,
             client=client,
             card_areas=card_areas,

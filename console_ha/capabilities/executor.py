@@ -288,12 +288,14 @@ class Executor:
         return self.confirmations.ttl
 
     def propose(self, name: object, arguments: object, *, conversation_id: str,
-                turn: Turn | None = None, client: str | None = None, room: Room = always_room) -> Proposal:
+                turn: Turn | None = None, client: str | None = None, room: Room = always_room,
+                at: float | None = None) -> Proposal:
         """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation.
 
         `client` names a front end other than the household's page (an MCP client's API token name);
         it goes to the audit log and the card, never a value. `room` is the asking front end's own bound on
-        waiting cards, refused at stage 3 like the turn's.
+        waiting cards, refused at stage 3 like the turn's; `at` its reading of the confirmation store's timer, from
+        which the card's expiry counts (default now).
         """
         self.sweep_expired()
         invocation = secrets.token_hex(8)
@@ -316,7 +318,7 @@ class Executor:
             cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
                                            shown=what_the_card_shows(capability, config), client=client,
-                                           card_areas=facts.areas)
+                                           card_areas=facts.areas, at=at)
         self._audit("confirmation_requested", capability.name, Stage.CONFIRM, invocation, client=client)
         return Proposal(
             token=pending.token,
@@ -344,7 +346,7 @@ class Executor:
             with at_stage(Stage.CONFIRM):
                 return self.confirmations.consume(token, conversation_id, at=at)
         except ExpiredConfirmation as err:
-            self.record_expiry(err.pending)
+            self._audit_expired(err.pending)
             raise
         finally:
             self.sweep_expired()
@@ -376,7 +378,7 @@ class Executor:
         try:
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
-            self.record_expiry(err.pending)
+            self._audit_expired(err.pending)
             return "expired"
         except CapabilityError:
             return None  # already answered, expired and swept, or never issued: nothing is left to withdraw
@@ -400,7 +402,7 @@ class Executor:
     def sweep_expired(self) -> None:
         """Audit and forget confirmations nobody answered in time."""
         for pending in self.confirmations.expire():
-            self.record_expiry(pending)
+            self._audit_expired(pending)
 
     def _run(self, capability: Capability, pending: PendingConfirmation) -> dict[str, Any]:
         arguments = pending.arguments
@@ -460,10 +462,10 @@ class Executor:
             raise SettingsDamagedForCapability("The Home Assistant settings file is damaged; the household can "
                                                "repair it on the settings page.", stage=Stage.POLICY) from None
 
-    def record_expiry(self, pending: PendingConfirmation) -> None:
-        """Audit `pending`'s card as expired, unanswered: its one line however the expiry is found (answered late,
-        withdrawn late, swept, or by the household queue at its own reading of the clock)."""
-        # A card the household allowed is taken at the Allow: its end, read or `abandoned`, is the queue's.
+    def _audit_expired(self, pending: PendingConfirmation) -> None:
+        # One line however the expiry is found: answered late (the household queue's look at the card's expiry
+        # included), withdrawn late, or swept unanswered. (A card the household allowed is taken at the Allow:
+        # its end, read or `abandoned`, is the household queue's.)
         self._audit("expired", pending.capability, Stage.CONFIRM, pending.invocation_id, ConfirmationInvalid.code,
                     client=pending.client)
 
