@@ -8,7 +8,7 @@ from collections import deque
 
 import pytest
 
-from console_ha.answers.card_state import ENDED, GONE, MOVES, CardState, IllegalMove, WaitingRead
+from console_ha.answers.card_state import ENDED, GONE, MOVES, Attachment, CardState, IllegalMove, WaitingRead
 from console_ha.answers.household_queue import MAX_CARDS_PER_TOOL, Asker, HouseholdQueue
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Stage, Turn
@@ -78,6 +78,17 @@ def test_a_card_s_state_cannot_be_written_past_move(queue: HouseholdQueue) -> No
     with pytest.raises(AttributeError):
         card.state = CardState.ALLOWED  # type: ignore[misc]
     assert card.state is CardState.WAITING
+
+
+def test_a_newer_call_takes_the_card_over_and_the_last_to_let_go_leaves_none(queue: HouseholdQueue) -> None:
+    card = queue.ask("desk", LIST_ENTITIES, {})
+    (first,) = card.calls
+    newer = Attachment()
+    card.attach(newer)
+    assert card.calls == [newer] and first.wake.done() and not newer.wake.done()  # the older call returns now
+    assert card.live()
+    assert card.let_go(first) is True  # not on the card any more: nothing changes
+    assert card.let_go(newer) is False and not card.live()
 
 
 def test_the_table_s_ends_are_the_states_it_leads_nowhere_from() -> None:

@@ -165,6 +165,24 @@ class WaitingRead:
         self.check_move(to)
         self._state = to
 
+    def attach(self, call: Attachment) -> None:
+        """`call` is the card's live call now: one a program makes again takes the card over (the older wakes)."""
+        for earlier in self.calls:
+            earlier.stop_waiting()
+        self.calls = [call]
+
+    def let_go(self, call: Attachment | None) -> bool:
+        """`call` (None: every call) is no longer on the card; whether a live call is left to receive a read."""
+        if call is None:
+            self.calls.clear()
+        elif call in self.calls:
+            self.calls.remove(call)
+        return bool(self.calls)
+
+    def live(self) -> bool:
+        """Whether a call on the card is live now: attached, and its program still there."""
+        return any(call.present() for call in self.calls)
+
     def to_dict(self) -> dict[str, Any]:
         """The contract's pending item: the conversation card plus who asked, where the answer goes, and how
         often the program asked (`asked_words` only once it asked again)."""

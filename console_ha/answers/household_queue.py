@@ -168,7 +168,7 @@ class HouseholdQueue:
                                               at=now)
             waiting = WaitingRead(client, proposal, conversation_id, now + self._executor.confirmation_ttl,
                                   joins=joins, still_allowed=still_allowed, token_id=token_id)
-            waiting.calls.append(Attachment(present))
+            waiting.attach(Attachment(present))
             self._waiting[proposal.token] = waiting
         return waiting
 
@@ -203,9 +203,7 @@ class HouseholdQueue:
             self._executor.record("asked_again", card.taken, code=ConfirmationDenied.code,
                                   invocation=secrets.token_hex(8))
             return Call(card, attachment)
-        for earlier in card.calls:
-            earlier.stop_waiting()
-        card.calls = [attachment]
+        card.attach(attachment)
         if card.state is CardState.HELD:
             self._move(card, CardState.ALLOWED, now)  # it came back before the expiry: the read is this call's
         return Call(card, attachment)
@@ -263,11 +261,7 @@ class HouseholdQueue:
             self._detach(waiting, attachment, self._timer())
 
     def _detach(self, card: WaitingRead, call: Attachment | None, now: float) -> None:
-        if call is None:
-            card.calls.clear()
-        elif call in card.calls:
-            card.calls.remove(call)
-        if card.state is CardState.ALLOWED and not card.calls:
+        if not card.let_go(call) and card.state is CardState.ALLOWED:
             self._move(card, CardState.HELD, now)
 
     def cancel(self, waiting: WaitingRead, attachment: Attachment) -> None:
@@ -319,7 +313,7 @@ class HouseholdQueue:
                 raise ConfirmationInvalid(ConfirmationReason.UNKNOWN,
                                           Words("That program's API token was revoked; nothing was read."))
             # A call whose program hung up a moment ago is not a live one (its verdict would find it so too).
-            live = any(call.present() for call in card.calls)
+            live = card.live()
             if card.joins is None and not live:
                 # A card no call can join (a program's conversation message) whose program hung up: it can
                 # never be collected, so it goes now rather than being held for a return that cannot come.
