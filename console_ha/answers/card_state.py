@@ -52,7 +52,7 @@ class CardState(Enum):
 
 
 _S = CardState  # short, for the tables below
-# The only moves a card makes (issue 27 finishes the machine); the states not listed are ends.
+# The only moves a card makes; the states not listed are ends. `WaitingRead.move` refuses any other.
 MOVES: Mapping[CardState, frozenset[CardState]] = MappingProxyType({
     _S.WAITING: frozenset({_S.ALLOWED, _S.HELD, _S.DENIED, _S.EXPIRED, _S.WITHDRAWN}),
     _S.ALLOWED: frozenset({_S.READING, _S.HELD, _S.WITHDRAWN}),
