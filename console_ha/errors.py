@@ -9,6 +9,7 @@ executor's record (`CapabilityError.stage`, written by `capabilities.executor`),
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Self, TypeVar
 
@@ -217,14 +218,23 @@ class ConfirmationDenied(CapabilityError):
     """The household said no."""
 
 
+class ConfirmationReason(StrEnum):
+    """Why a confirmation cannot be answered: the error body's `reason`, spelled as the contract spells it."""
+
+    UNKNOWN = "unknown"  # never issued, answered already, withdrawn, or swept
+    EXPIRED = "expired"  # its time ran out (or, allowed, its program did not come back for it in time)
+    FOREIGN = "foreign"  # it belongs to another conversation
+    SETTINGS_CHANGED = "settings_changed"  # allowed, but what its card showed is no longer so: used up
+
+
 @error_code("CONFIRMATION_INVALID", 409)
 class ConfirmationInvalid(CapabilityError):
     """The confirmation is unknown, used, expired, of another conversation, or its settings changed.
 
-    `reason` says which ("unknown", "expired", "settings_changed", ...).
+    `reason` says which (`ConfirmationReason`); None where none applies (a program that hung up).
     """
 
-    def __init__(self, reason: str | None, message: str) -> None:
+    def __init__(self, reason: ConfirmationReason | None, message: str) -> None:
         if reason is None:
             super().__init__(message)
         else:

@@ -14,6 +14,7 @@ import console_ha
 from console_ha.errors import (
     CapabilityError,
     ConfirmationInvalid,
+    ConfirmationReason,
     ConsoleHaError,
     HATimeout,
     HomeAssistantError,
@@ -48,7 +49,7 @@ def test_a_subclass_keeps_its_parents_code() -> None:
 
 def test_the_body_keeps_every_detail_field() -> None:
     """{"error": {"code", "message", ...detail}}: the one shape, for the web, the model and MCP."""
-    err = ConfirmationInvalid("expired", "That confirmation has expired.")
+    err = ConfirmationInvalid(ConfirmationReason.EXPIRED, "That confirmation has expired.")
     assert error_body(err) == err.to_dict() == {
         "error": {"code": "CONFIRMATION_INVALID", "message": "That confirmation has expired.", "reason": "expired"}}
 
@@ -82,9 +83,7 @@ def test_no_raise_site_names_a_code_as_a_string(path: Path) -> None:
 
 def test_any_error_can_be_reworded_whatever_its_class_takes_first() -> None:
     """Rewording keeps the class, code and detail of an error whose __init__ takes other arguments first."""
-    from console_ha.errors import ConfirmationInvalid
-
-    original = ConfirmationInvalid("expired", "That confirmation has expired. Ask again.")
+    original = ConfirmationInvalid(ConfirmationReason.EXPIRED, "That confirmation has expired. Ask again.")
     other = original.reworded("Ask again, please.")
     assert type(other) is ConfirmationInvalid and other.code == original.code
     assert other.message == "Ask again, please." and other.args == ("Ask again, please.",)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 from mcp.types import CallToolResult
@@ -24,10 +25,11 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import CapabilityError, ConfirmationInvalid
-from console_ha.mcp.server import Caller, _call
+from console_ha.mcp.server import _call
 from console_ha.store.audit import AuditLog
 from tests.async_run import run_to_end
 from tests.executors import executor_over
+from tests.household_cards import withdraw
 from tests.seed import seed_settings
 
 ENTITY = "sensor.living_room_temperature"
@@ -39,7 +41,7 @@ def queue(data_dir, stub_ha, clock) -> HouseholdQueue:
     seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
                   token=stub_ha.token)
     executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
-    return HouseholdQueue(executor, max_waiting=2, timer=clock)
+    return HouseholdQueue(executor, max_waiting=2)
 
 
 def roomy_queue(data_dir, stub_ha, clock, max_waiting: int = 4) -> HouseholdQueue:
@@ -47,7 +49,7 @@ def roomy_queue(data_dir, stub_ha, clock, max_waiting: int = 4) -> HouseholdQueu
     seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
                   token=stub_ha.token)
     executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
-    return HouseholdQueue(executor, max_waiting=max_waiting, timer=clock)
+    return HouseholdQueue(executor, max_waiting=max_waiting)
 
 
 def events(data_dir) -> list[str]:
@@ -65,7 +67,7 @@ def test_an_approved_read_runs_once_and_is_audited_with_the_client(queue, data_d
 
 def test_a_withdrawn_read_cannot_be_answered_and_reads_nothing(queue, data_dir, stub_ha):
     waiting = queue.ask("desk", LIST_ENTITIES, {})
-    queue.withdraw(waiting)
+    withdraw(queue, waiting)
     with pytest.raises(ConfirmationInvalid) as refused:
         queue.answer(waiting.token, True)
     assert "gets this read" not in refused.value.message and "withdrawn" in refused.value.message
@@ -78,7 +80,7 @@ def test_withdrawn_just_after_the_household_said_yes_nothing_is_read(queue, data
     """The yes came, but the program already left: nobody would get the read, so it is not made."""
     waiting = queue.ask("desk", LIST_ENTITIES, {})
     queue.answer(waiting.token, True)
-    queue.withdraw(waiting)
+    withdraw(queue, waiting)
     with pytest.raises(ConfirmationInvalid):
         queue.collect(waiting)
     assert events(data_dir)[-1] == "cancelled" and "approved" not in events(data_dir)
@@ -190,7 +192,7 @@ def test_a_joining_call_takes_the_card_over_and_the_earlier_one_lets_go(queue):
 
 
 def test_a_call_whose_program_hung_up_reads_nothing_and_the_card_waits(queue, data_dir, stub_ha):
-    gone = queue.call(DESK, GET_HISTORY, HISTORY_ARGS, present=lambda: False)
+    gone = queue.call(dataclasses.replace(DESK, present=lambda: False), GET_HISTORY, HISTORY_ARGS)
     # The household is told the truth: no live call is there to receive the read now.
     assert queue.answer(gone.waiting.token, True).message == ALLOWED_LATER
     with pytest.raises(StillWaiting):
@@ -227,7 +229,7 @@ def test_an_allow_that_lands_as_the_patience_runs_out_is_told_as_it_happened(que
     async def report(waited: float, total: float) -> None:
         return None
 
-    caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=0.05)
+    caller = Asker(DESK.client, DESK.token_id, answer_url="http://console/confirmations", patience=0.05)
     result = run_to_end(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
     assert told, "the call never let go of its card"
     if "waiting_for_household" in (result.structuredContent or {}):
@@ -262,7 +264,7 @@ def test_a_cancelled_call_that_was_already_taken_over_does_not_withdraw_the_newe
         return None
 
     async def scenario() -> tuple[WaitingRead, Call]:
-        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=60)
+        caller = Asker(DESK.client, DESK.token_id, answer_url="http://console/confirmations", patience=60)
         old = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
         await asyncio.sleep(0.05)  # the old call waits on its card
         (card,) = queue.pending()
@@ -287,7 +289,7 @@ def test_an_allowed_card_taken_over_at_the_same_moment_gives_its_read_to_one_cal
         return None
 
     async def scenario() -> tuple[CallToolResult, Call]:
-        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id, patience=60)
+        caller = Asker(DESK.client, DESK.token_id, answer_url="http://console/confirmations", patience=60)
         old = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
         await asyncio.sleep(0.05)
         (card,) = queue.pending()
@@ -340,7 +342,7 @@ def test_a_waiting_call_whose_token_is_revoked_and_whose_card_is_then_allowed_en
         return None
 
     async def scenario() -> CallToolResult:
-        caller = Caller(DESK.client, "http://console/confirmations", DESK.token_id,
+        caller = Asker(DESK.client, DESK.token_id, answer_url="http://console/confirmations",
                         still_allowed=lambda: not revoked["yes"], patience=60)
         waiting_call = asyncio.ensure_future(_call(queue, caller, GET_HISTORY, HISTORY_ARGS, report, 15.0))
         await asyncio.sleep(0.05)
@@ -422,8 +424,7 @@ def test_an_allow_after_the_names_changed_says_nothing_will_be_read_and_nothing_
     Allow that nothing will be read (not "the program gets this read once"), and the program gets nothing."""
     seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url,
                              "allowlisted_entities": ["light.living_room", "light.bedroom"]}, token=stub_ha.token)
-    queue = HouseholdQueue(executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock),
-                           timer=clock)
+    queue = HouseholdQueue(executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock))
     waiting = queue.ask("desk", LIST_ENTITIES, {"domain": "light"})
     seed_settings(data_dir, {"entity_names": {"light.bedroom": "Guest room"}})
     assert queue.answer(waiting.token, True) == Answered("approved", CHANGED_SINCE_SHOWN)

@@ -4,19 +4,22 @@ Programs call (MCP calls that join their open card by token, tool and arguments,
 messages), hang up, cancel, and finish their calls; the household allows and denies, twice and late; an API
 token is revoked; the one clock moves, onto a card's expiry and past it. After every step: Home Assistant was
 read at most once per allowed card and only for a live call; what the household was told matches what the
-program got; no card moved outside MOVES; no card leaked between tokens; counts and the memory of expired
-cards stay bounded; every ended invocation has exactly one final audit line, and `asked_again` lines match
-the repeated calls that met a denial.
+program got; every move each card made (recorded as `WaitingRead.move` makes it) is one MOVES lists, a read
+only follows a move to READING made while a live call was attached, and no state was written past `move`; no
+card leaked between tokens; counts and the memory of expired cards stay bounded; every ended invocation has
+exactly one final audit line, and `asked_again` lines match the repeated calls that met a denial.
 """
 
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -24,6 +27,7 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,
     multiple,
+    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -77,6 +81,27 @@ def _reachable() -> dict[CardState, set[CardState]]:
 REACHABLE = _reachable()
 
 
+@dataclass(frozen=True)
+class Moved:
+    """One move a card made: from, to, and whether a live call (attached, its program there) was on it then."""
+
+    start: CardState
+    to: CardState
+    live: bool
+
+
+# Every move of every card, as `WaitingRead.move` made it (the test wraps it): a card's whole path.
+PATHS: weakref.WeakKeyDictionary[WaitingRead, list[Moved]] = weakref.WeakKeyDictionary()
+MOVE = WaitingRead.move
+
+
+def recorded_move(card: WaitingRead, to: CardState) -> None:
+    """`WaitingRead.move`, noted in PATHS once made."""
+    start, live = card.state, any(call.present() for call in card.calls)
+    MOVE(card, to)
+    PATHS.setdefault(card, []).append(Moved(start, to, live))
+
+
 @dataclass
 class Program:
     """One live call of a program: an MCP call (it can join) or a conversation message (it cannot)."""
@@ -128,7 +153,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.clock = Clock()
         executor = executor_over(self.data_dir, confirmations=ConfirmationStore(ttl=TTL, clock=self.clock),
                                  clock=self.clock)
-        self.queue = HouseholdQueue(executor, max_waiting=3, timer=self.clock)
+        self.queue = HouseholdQueue(executor, max_waiting=3)
         self.stub = stub
         self.reads_before = len(stub.requests_to("/api/history"))
         self.revoked: set[str] = set()
@@ -150,7 +175,7 @@ class QueueMachine(RuleBasedStateMachine):
         attached = {id(program): program for program in self.live if program.call.attachment in
                     program.call.waiting.calls}
         try:
-            call = self.queue.call(self._asker(token, present), GET_HISTORY, dict(arguments), lambda: present[0])
+            call = self.queue.call(self._asker(token, present), GET_HISTORY, dict(arguments))
         except CapabilityError as err:
             assert err.code == "INVOCATION_LIMIT_EXCEEDED" or (err.code == "ENTITY_NOT_ALLOWLISTED"
                                                                and not self.allowlisted)
@@ -199,19 +224,31 @@ class QueueMachine(RuleBasedStateMachine):
         self.live.append(program)
         return program
 
-    @rule(program=programs)
-    def hang_up(self, program: Program) -> None:
+    def _a_live_call(self, data: st.DataObject) -> Program:
+        # Drawn from the calls still running, not from every call ever made: the steps go where things happen.
+        return data.draw(st.sampled_from([program for program in self.live if not program.done]))
+
+    @precondition(lambda self: any(not program.done for program in self.live))
+    @rule(data=st.data())
+    def hang_up(self, data: st.DataObject) -> None:
+        program = self._a_live_call(data)
         program.present[0] = False
         self.stories[program.call.waiting.token].hung_up = True
 
-    @rule(program=programs)
-    def cancel(self, program: Program) -> None:
-        if program.done or program.conversation:
+    @precondition(lambda self: any(not program.done for program in self.live))
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        program = self._a_live_call(data)
+        if program.conversation:
             return
         program.done = True
         self.queue.cancel(program.call.waiting, program.call.attachment)
 
-    @rule(program=programs)
+    @precondition(lambda self: any(not program.done for program in self.live))
+    @rule(data=st.data())
+    def a_call_finishes(self, data: st.DataObject) -> None:
+        self.finish(self._a_live_call(data))
+
     def finish(self, program: Program) -> None:
         """The call stops waiting (answered, its patience out, taken over) and asks what it gets, as `_call` does."""
         if program.done:
@@ -238,6 +275,7 @@ class QueueMachine(RuleBasedStateMachine):
             story.reads += 1
             assert promised, f"read without the household's Allow: told {story.told}"
             assert program.present[0], "read for a program that hung up"
+            assert program.token not in self.revoked, "read for a program whose API token was revoked"
         if owed:
             assert got == "read", f"the household was told {story.told}, the attached live call got {got}"
         if got == "CONFIRMATION_DENIED:":
@@ -316,6 +354,23 @@ class QueueMachine(RuleBasedStateMachine):
             story.last_state = state
 
     @invariant()
+    def each_path_is_made_of_moves_the_table_lists(self) -> None:
+        """Move by move, not only the states seen between steps: a card passes through states within one step."""
+        for story in self.stories.values():
+            path = PATHS.get(story.card, [])
+            reached = [CardState.WAITING, *(moved.to for moved in path)]
+            assert [moved.start for moved in path] == reached[:-1], "a state was written past `move`"
+            assert reached[-1] is story.card.state, "a state was written past `move`"
+            assert all(moved.to in MOVES.get(moved.start, frozenset()) for moved in path), path
+
+    @invariant()
+    def a_read_follows_one_move_to_reading_made_for_a_live_call(self) -> None:
+        for story in self.stories.values():
+            readings = [moved for moved in PATHS.get(story.card, []) if moved.to is CardState.READING]
+            assert story.reads <= len(readings) <= 1
+            assert all(moved.live for moved in readings), "a read was taken with no live call on its card"
+
+    @invariant()
     def home_assistant_is_read_once_per_allowed_card_at_most(self) -> None:
         reads = len(self.stub.requests_to("/api/history")) - self.reads_before
         assert reads == sum(story.reads for story in self.stories.values())
@@ -357,11 +412,14 @@ class QueueMachine(RuleBasedStateMachine):
 _EXAMPLES = itertools.count()
 
 
-def test_the_queue_keeps_its_promises_in_any_order_of_events(tmp_path: Path, stub_ha: StubHomeAssistant) -> None:
+def test_the_queue_keeps_its_promises_in_any_order_of_events(tmp_path: Path, stub_ha: StubHomeAssistant,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(WaitingRead, "move", recorded_move)
+
     class Machine(QueueMachine):
         def __init__(self) -> None:
             super().__init__(tmp_path, stub_ha)
 
     run_state_machine_as_test(Machine, settings=settings(
-        max_examples=100, stateful_step_count=40, deadline=None, derandomize=True,
+        max_examples=400, stateful_step_count=40, deadline=None, derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))

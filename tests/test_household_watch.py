@@ -7,6 +7,8 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from console_ha.answers.page_watch import BUSY_RETRY_SECONDS, HouseholdWatch, card_id
 
 
@@ -24,15 +26,29 @@ class Cards:
         return list(self.items)
 
 
+class Looks:
+    """The watch's clock: it moves `step` seconds at each reading and counts them (one a look at the queue)."""
+
+    def __init__(self, step: float = 0.0) -> None:
+        self.now = 0.0
+        self.step = step
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += self.step
+        return self.now
+
+
 def test_an_answer_comes_at_once_when_the_page_has_seen_another_version() -> None:
-    """A page that rendered before a card arrived learns of it without waiting."""
+    """A page that rendered before a card arrived learns of it without waiting: at its first look."""
     cards = Cards()
-    watch = HouseholdWatch(cards, tick=0.01)
+    looks = Looks()
+    watch = HouseholdWatch(cards, tick=0.01, timer=looks)
     empty = watch.now().version
     cards.items.append(_card("t1"))
-    started = time.monotonic()
     answer = watch.wait(empty, "s", timeout=5)
-    assert time.monotonic() - started < 1
+    assert looks.reads == 2  # when it ends (timeout from now), and its first look
     assert answer.version != empty and answer.to_dict()["count"] == 1
     card = answer.to_dict()["cards"][0]
     assert card["id"] == card_id(cards.items[0]) and "t1" not in str(answer.to_dict())
@@ -43,29 +59,31 @@ def test_an_answer_comes_at_once_when_the_page_has_seen_another_version() -> Non
 def test_a_new_card_ends_an_open_wait_within_a_tick() -> None:
     """The wait holds while nothing changes and ends within a tick of a new card (the target is 2 s)."""
     cards = Cards()
-    watch = HouseholdWatch(cards, tick=0.05)
+    looks = Looks()  # a clock that stands still: the wait never times out by itself
+    watch = HouseholdWatch(cards, tick=0.05, timer=looks)
     seen = watch.now().version
     result: list[Any] = []
-    thread = threading.Thread(target=lambda: result.append((watch.wait(seen, "s", timeout=10), time.monotonic())))
+    thread = threading.Thread(target=lambda: result.append(watch.wait(seen, "s", timeout=10)))
     thread.start()
-    time.sleep(0.4)
+    _until(lambda: looks.reads >= 4)
     assert not result and watch.watching() == 1
-    added = time.monotonic()
+    added = looks.reads
     cards.items.append(_card("t1"))
     thread.join(5)
-    answer, ended = result[0]
-    assert answer.to_dict()["count"] == 1 and ended - added < 0.5
+    # The look under way when the card came, or the next: never a later one.
+    assert result[0].to_dict()["count"] == 1 and looks.reads - added <= 2
     assert watch.watching() == 0
 
 
 def test_with_nothing_new_the_answer_comes_at_the_timeout() -> None:
     """The same version again, after the timeout: the page simply asks again."""
     cards = Cards()
-    watch = HouseholdWatch(cards, tick=0.02)
+    looks = Looks(step=0.1)
+    watch = HouseholdWatch(cards, tick=0.02, timer=looks)
     seen = watch.now().version
-    started = time.monotonic()
     answer = watch.wait(seen, "s", timeout=0.3)
-    assert 0.25 < time.monotonic() - started < 2
+    # Its end read at 0.1 is 0.4; the looks at 0.2 and 0.3 wait on, the one at 0.4 answers: not before, not after.
+    assert looks.reads == 4 and looks.now == pytest.approx(0.4)
     assert answer.version == seen and not answer.busy
 
 

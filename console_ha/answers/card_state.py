@@ -1,6 +1,7 @@
-"""One card of the household queue: the states of its life, the moves between them, and what it holds.
+"""One card of the household queue: the states of its life, the moves between them, what it holds, who asks.
 
-The queue (household_queue.py) makes every move, under its lock; this module says which moves exist.
+The queue (household_queue.py) decides every move, under its lock, at one reading of its one clock; this module
+says which moves exist, and a card refuses any other (`WaitingRead.move`): an illegal move cannot be written.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, InvalidStateError
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -18,6 +20,8 @@ from console_ha.capabilities.confirmations import PendingConfirmation
 from console_ha.capabilities.executor import Proposal
 from console_ha.errors import CapabilityError
 from console_ha.language import Words
+from console_ha.store.audit import AuditEvent
+from console_ha.store.console_secrets import DEFAULT_PATIENCE_SECONDS
 
 
 def asked_words(asked: int) -> Words | None:
@@ -49,7 +53,7 @@ class CardState(Enum):
 
 
 _S = CardState  # short, for the tables below
-# The only moves a card makes (issue 27 finishes the machine); the states not listed are ends.
+# The only moves a card makes; the states not listed are ends. `WaitingRead.move` refuses any other.
 MOVES: Mapping[CardState, frozenset[CardState]] = MappingProxyType({
     _S.WAITING: frozenset({_S.ALLOWED, _S.HELD, _S.DENIED, _S.EXPIRED, _S.WITHDRAWN}),
     _S.ALLOWED: frozenset({_S.READING, _S.HELD, _S.WITHDRAWN}),
@@ -60,8 +64,36 @@ MOVES: Mapping[CardState, frozenset[CardState]] = MappingProxyType({
 GONE = frozenset({_S.READING, _S.EXPIRED, _S.WITHDRAWN, _S.ABANDONED})
 ENDED = (GONE - {_S.READING}) | {_S.DENIED}
 # The audit line a move of a card whose token was taken writes (reads and denials write the executor's own).
-AUDITED: Mapping[CardState, str] = MappingProxyType({_S.HELD: "held", _S.WITHDRAWN: "cancelled",
-                                                      _S.ABANDONED: "abandoned"})
+AUDITED: Mapping[CardState, AuditEvent] = MappingProxyType({
+    _S.HELD: AuditEvent.HELD, _S.WITHDRAWN: AuditEvent.CANCELLED, _S.ABANDONED: AuditEvent.ABANDONED})
+
+
+class IllegalMove(RuntimeError):
+    """A move of a card that MOVES does not list: a bug in the queue, never anything a household or program did."""
+
+
+@dataclass(frozen=True)
+class Asker:
+    """A program asking for reads with its API token: an MCP call, or a program's conversation message.
+
+    Its name on the card, its token's id, whether the token still holds, whether it is still connected; and,
+    for an MCP call, where the household answers, how long the call waits, and what keeps its request in flight.
+    """
+
+    client: str
+    token_id: str = ""
+    # Asked once the household has answered: a token revoked while its read waited gets no read.
+    still_allowed: Callable[[], bool] = always
+    # Whether the program's request is still connected: a call whose client hung up while its card waited is
+    # let go of, and gets no read (the web layer asks waitress; issue 20).
+    present: Callable[[], bool] = always
+    # MCP: the page where the household answers, which a call still unanswered names.
+    answer_url: str = ""
+    # MCP, issue 20: how long a call waits before it returns `waiting_for_household` (the token's patience).
+    patience: float = DEFAULT_PATIENCE_SECONDS
+    # MCP: held while the call runs; the web layer keeps the request's id in flight until the call ends, not
+    # only until its response does (a client that hung up closed that, and the call answers later).
+    running: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
 
 
 @dataclass(eq=False)
@@ -97,7 +129,8 @@ class WaitingRead:
     still_allowed: Callable[[], bool] = always
     # The asking API token's id: two tokens may share a name, and each program sees only its own cards.
     token_id: str = ""
-    state: CardState = CardState.WAITING
+    # Where the card is in its life: read as `state`, changed only by `move`.
+    _state: CardState = field(default=CardState.WAITING, init=False)
     # Set at the card's first move out of WAITING: a waiting call wakes at once (an event, not a poll).
     settled: Future[CardState] = field(default_factory=Future)
     # The confirmation store's entry, used up at the household's answer: the store's clock has no say after.
@@ -111,7 +144,45 @@ class WaitingRead:
 
     @property
     def token(self) -> str:
+        """The card's confirmation token: what the household's answer names it by."""
         return self.proposal.token
+
+    @property
+    def state(self) -> CardState:
+        """Where the card is in its life."""
+        return self._state
+
+    def may_move(self, to: CardState) -> bool:
+        """Whether MOVES lets the card go to `to` from where it is now."""
+        return to in MOVES.get(self._state, frozenset())
+
+    def check_move(self, to: CardState) -> None:
+        """IllegalMove unless MOVES lets the card go to `to` from where it is now."""
+        if not self.may_move(to):
+            raise IllegalMove(f"a card cannot go from {self._state.value} to {to.value}")
+
+    def move(self, to: CardState) -> None:
+        """The one write of a card's state: to `to`, or IllegalMove where MOVES does not list that move."""
+        self.check_move(to)
+        self._state = to
+
+    def attach(self, call: Attachment) -> None:
+        """`call` is the card's live call now: one a program makes again takes the card over (the older wakes)."""
+        for earlier in self.calls:
+            earlier.stop_waiting()
+        self.calls = [call]
+
+    def let_go(self, call: Attachment | None) -> bool:
+        """`call` (None: every call) is no longer on the card; whether a live call is left to receive a read."""
+        if call is None:
+            self.calls.clear()
+        elif call in self.calls:
+            self.calls.remove(call)
+        return bool(self.calls)
+
+    def live(self) -> bool:
+        """Whether a call on the card is live now: attached, and its program still there."""
+        return any(call.present() for call in self.calls)
 
     def to_dict(self) -> dict[str, Any]:
         """The contract's pending item: the conversation card plus who asked, where the answer goes, and how

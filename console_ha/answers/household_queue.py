@@ -5,10 +5,12 @@ here as a card until the household allows or denies it on the Console, it expire
 it. The waiting side is any front end (the MCP server awaits a card's `settled`; a conversation blocks in
 `settle`); the answering side is only ever the household's browser.
 
-A card's life is one state machine (`CardState`, `MOVES`): every change happens in `_move`, under the queue's
-one lock, at one reading of the queue's one timer. The household's answer is decided there once, and what the
-household is told and what the program gets both follow from it, to the millisecond of the card's expiry: an
-Allow before the expiry uses the card's confirmation token up at that moment, so nothing expires it after.
+A card's life is one state machine (`CardState`, `MOVES`, card_state.py): every change happens in `_move`, under
+the queue's one lock, at one reading of the one clock (the executor's confirmation store's timer: the queue has no
+clock of its own, so a card's expiry here and in the store is read off the same clock). The household's answer is
+decided there once, and what the household is told and what the program gets both follow from it, to the
+millisecond of the card's expiry: an Allow before the expiry uses the card's confirmation token up at that moment,
+so nothing expires it after. The limits on waiting cards are the executor's stage-3 refusals (`_room`).
 A waiting call learns of the answer at once, through its card's `settled` future, not at its next look.
 """
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import wait
@@ -27,7 +28,6 @@ from console_ha.answers.card_state import (
     AUDITED,
     ENDED,
     GONE,
-    MOVES,
     NOT_YET,
     Attachment,
     CardState,
@@ -35,20 +35,22 @@ from console_ha.answers.card_state import (
     always,
 )
 
-# household_watch, the web layer and the tests name the card from here, beside the queue that moves it.
+# page_watch, the front ends and the tests name the card and its asker from here, beside the queue that moves it.
+from console_ha.answers.card_state import Asker as Asker
 from console_ha.answers.card_state import WaitingRead as WaitingRead
 from console_ha.capabilities.confirmations import canonical_arguments
-from console_ha.capabilities.executor import Executor, Turn
+from console_ha.capabilities.executor import Executor, Room, Turn, always_room
 from console_ha.capabilities.spec import Capability
 from console_ha.errors import (
     CapabilityError,
     ConfirmationDenied,
     ConfirmationInvalid,
-    InvocationLimitExceeded,
+    ConfirmationReason,
     TokenRevoked,
 )
 from console_ha.language import Words
 from console_ha.secret import find_by_token
+from console_ha.store.audit import AuditEvent
 
 # At most this many reads wait for the household at once, over every client. Each waiting MCP call or
 # program's conversation message holds one of the web server's worker threads (its response stays open),
@@ -80,19 +82,6 @@ class StillWaiting(Exception):  # a verdict, not a failure (hence no -Error suff
 
 
 @dataclass(frozen=True)
-class Asker:
-    """A program asking for reads with an API token: its name on the card, and whether its token still holds."""
-
-    client: str
-    token_id: str = ""
-    # Asked once the household has answered: a token revoked while its read waited gets no read.
-    still_allowed: Callable[[], bool] = always
-    # Whether the program's request is still connected: a program's conversation message whose client hung
-    # up while its card waited gets no read (the web layer asks waitress; issue 20).
-    present: Callable[[], bool] = always
-
-
-@dataclass(frozen=True)
 class Answered:
     """The household's answer as the Console tells it back: the contract's status, and what happens now."""
 
@@ -119,13 +108,13 @@ def join_key(token_id: str, capability: object, arguments: object) -> tuple[str,
 
 
 def _expired() -> ConfirmationInvalid:
-    return ConfirmationInvalid("expired", "The household did not answer in time; nothing was read.")
+    return ConfirmationInvalid(ConfirmationReason.EXPIRED, "The household did not answer in time; nothing was read.")
 
 
 def _abandoned() -> ConfirmationInvalid:
     # The household did answer: a held read ends because its program did not come back, not for want of an answer.
-    return ConfirmationInvalid("expired", "The household allowed this read, but the program did not ask for it "
-                               "again before the request expired; nothing was read.")
+    return ConfirmationInvalid(ConfirmationReason.EXPIRED, "The household allowed this read, but the program did not "
+                               "ask for it again before the request expired; nothing was read.")
 
 
 def _hung_up() -> ConfirmationInvalid:
@@ -133,7 +122,7 @@ def _hung_up() -> ConfirmationInvalid:
 
 
 def _withdrawn() -> ConfirmationInvalid:
-    return ConfirmationInvalid("unknown", "The program withdrew that request; nothing was read.")
+    return ConfirmationInvalid(ConfirmationReason.UNKNOWN, "The program withdrew that request; nothing was read.")
 
 
 def _revoked() -> TokenRevoked:
@@ -143,13 +132,12 @@ def _revoked() -> TokenRevoked:
 class HouseholdQueue:
     """The reads waiting for the household, bounded overall and per capability per client."""
 
-    def __init__(self, executor: Executor, *, max_waiting: int = MAX_WAITING,
-                 timer: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, executor: Executor, *, max_waiting: int = MAX_WAITING) -> None:
         self._executor = executor
         self._max_waiting = max_waiting
-        # The one clock of every card's life; the executor's confirmation store must keep the same one
-        # (both time.monotonic in the Console; a test's clock drives both).
-        self._timer = timer
+        # The one clock of every card's life: the confirmation store's, so the store and the queue cannot
+        # disagree on an expiry (time.monotonic in the Console; a test's clock, handed to the store, drives both).
+        self._timer = executor.confirmations.timer
         self._waiting: dict[str, WaitingRead] = {}
         self._expired: OrderedDict[str, WaitingRead] = OrderedDict()
         self._lock = threading.Lock()
@@ -168,28 +156,24 @@ class HouseholdQueue:
         card's one live call (`detach` when it goes).
         """
         with self._lock:
-            # Read before the store issues the card: the queue's expiry is never after the store's.
+            # The card's one reading: the store issues it at this moment, so both expire at the same instant.
             now = self._timer()
             self._sweep(now)
-            # Held across propose, so two calls at once cannot both find the slot free.
-            own_turn = turn is not None
-            turn = self._turn_for(client, token_id, capability, turn, now)
             # Each waiting read is its own "conversation" in the confirmation store: only its own wait
             # can consume its token, never another client's.
             conversation_id = "household-queue:" + secrets.token_hex(8)
-            try:
-                proposal = self._executor.propose(capability, arguments, conversation_id=conversation_id,
-                                                  turn=turn, client=client)
-            except CapabilityError as err:
-                raise self._explain_limit(err, own_turn, now) from None
+            # Held across propose, so two calls at once cannot both find the room free.
+            proposal = self._executor.propose(capability, arguments, conversation_id=conversation_id,
+                                              turn=turn or Turn(), client=client,
+                                              room=self._room(client, token_id, own_turn=turn is not None, now=now),
+                                              at=now)
             waiting = WaitingRead(client, proposal, conversation_id, now + self._executor.confirmation_ttl,
                                   joins=joins, still_allowed=still_allowed, token_id=token_id)
-            waiting.calls.append(Attachment(present))
+            waiting.attach(Attachment(present))
             self._waiting[proposal.token] = waiting
         return waiting
 
-    def call(self, asker: Asker, capability: object, arguments: object,
-             present: Callable[[], bool] = always) -> Call:
+    def call(self, asker: Asker, capability: object, arguments: object) -> Call:
         """An MCP call: it joins its program's open card for the same tool and arguments, else asks anew.
 
         A call that joins takes the card over from a call of the same program still attached to it (that
@@ -205,8 +189,8 @@ class HouseholdQueue:
                 # question now. A denial stays to be joined until its expiry.
                 joined = next((w for w in self._waiting.values() if w.joins == key and now < w.deadline), None)
                 if joined is not None:
-                    return self._join(joined, present, now)
-        waiting = self.ask(asker.client, capability, arguments, joins=key, present=present,
+                    return self._join(joined, asker.present, now)
+        waiting = self.ask(asker.client, capability, arguments, joins=key, present=asker.present,
                            still_allowed=asker.still_allowed, token_id=asker.token_id)
         return Call(waiting, waiting.calls[0])
 
@@ -217,12 +201,10 @@ class HouseholdQueue:
         if card.state is CardState.DENIED:
             # Answered already: this call gets the denial, and Activity a line of its own for it.
             assert card.taken is not None  # a denial takes the card's token (`_take`)
-            self._executor.record("asked_again", card.taken, code=ConfirmationDenied.code,
+            self._executor.record(AuditEvent.ASKED_AGAIN, card.taken, code=ConfirmationDenied.code,
                                   invocation=secrets.token_hex(8))
             return Call(card, attachment)
-        for earlier in card.calls:
-            earlier.stop_waiting()
-        card.calls = [attachment]
+        card.attach(attachment)
         if card.state is CardState.HELD:
             self._move(card, CardState.ALLOWED, now)  # it came back before the expiry: the read is this call's
         return Call(card, attachment)
@@ -280,11 +262,7 @@ class HouseholdQueue:
             self._detach(waiting, attachment, self._timer())
 
     def _detach(self, card: WaitingRead, call: Attachment | None, now: float) -> None:
-        if call is None:
-            card.calls.clear()
-        elif call in card.calls:
-            card.calls.remove(call)
-        if card.state is CardState.ALLOWED and not card.calls:
+        if not card.let_go(call) and card.state is CardState.ALLOWED:
             self._move(card, CardState.HELD, now)
 
     def cancel(self, waiting: WaitingRead, attachment: Attachment) -> None:
@@ -297,16 +275,9 @@ class HouseholdQueue:
             else:
                 self._detach(waiting, attachment, now)
 
-    def withdraw(self, waiting: WaitingRead) -> None:
-        """The client cancelled before the read ran: the card goes away, a late answer is refused.
-
-        Also when the household had just said yes: nobody would receive the read, so it is not made.
-        """
-        with self._lock:
-            self._withdraw(waiting, self._timer(), _withdrawn())
-
     def _withdraw(self, card: WaitingRead, now: float, error: CapabilityError) -> None:
-        if CardState.WITHDRAWN in MOVES.get(card.state, frozenset()):
+        # Also when the household had just said yes: nobody would receive the read, so it is not made.
+        if card.may_move(CardState.WITHDRAWN):
             self._move(card, CardState.WITHDRAWN, now, error=error)
 
     def pending(self, client: str | None = None, token_id: str | None = None) -> list[WaitingRead]:
@@ -321,10 +292,6 @@ class HouseholdQueue:
     def remaining(self, waiting: WaitingRead) -> float:
         """Seconds until `waiting` expires (0 or less once it has)."""
         return waiting.deadline - self._timer()
-
-    def count(self) -> int:
-        """How many reads wait for the household now."""
-        return len(self.pending())
 
     def answer(self, token: object, approve: bool) -> Answered:
         """The household's answer to one card, and what happens now; ConfirmationInvalid when not open.
@@ -344,14 +311,15 @@ class HouseholdQueue:
                 # Revoked while its card waited (on the page, or with the CLI in another process): nothing is
                 # read for it, whether its call waits or returned early, and the household is told so.
                 self._move(card, CardState.WITHDRAWN, now, error=_revoked())
-                raise ConfirmationInvalid("unknown", Words("That program's API token was revoked; nothing was read."))
+                raise ConfirmationInvalid(ConfirmationReason.UNKNOWN,
+                                          Words("That program's API token was revoked; nothing was read."))
             # A call whose program hung up a moment ago is not a live one (its verdict would find it so too).
-            live = any(call.present() for call in card.calls)
+            live = card.live()
             if card.joins is None and not live:
                 # A card no call can join (a program's conversation message) whose program hung up: it can
                 # never be collected, so it goes now rather than being held for a return that cannot come.
                 self._move(card, CardState.WITHDRAWN, now, error=_hung_up())
-                raise ConfirmationInvalid("unknown",
+                raise ConfirmationInvalid(ConfirmationReason.UNKNOWN,
                                           Words("The program hung up before its read ran; nothing was read."))
             to = (CardState.ALLOWED if live else CardState.HELD) if approve else CardState.DENIED
             if self._move(card, to, now) is CardState.EXPIRED:
@@ -382,10 +350,9 @@ class HouseholdQueue:
               error: CapabilityError | None = None) -> CardState:
         """The one place a card changes state (under the lock): checked against MOVES, then what the move writes;
         the state it reached."""
-        if to not in MOVES.get(card.state, frozenset()):
-            raise RuntimeError(f"a card cannot go from {card.state.value} to {to.value}")
+        card.check_move(to)  # before anything is written for it
         if card.state is CardState.WAITING and not self._take(card, to, now):
-            # Not in the store any more, which the queue's earlier expiry rules out: the card ends unanswered.
+            # Not in the store any more (swept at the same expiry by another call's look): the card ends unanswered.
             to, error = CardState.EXPIRED, _expired()
         if to is CardState.DENIED:
             assert card.taken is not None
@@ -393,7 +360,7 @@ class HouseholdQueue:
         elif card.taken is not None and to in AUDITED and not (to is CardState.HELD and card.held_noted):
             self._executor.record(AUDITED[to], card.taken)
             card.held_noted = card.held_noted or to is CardState.HELD
-        card.state = to
+        card.move(to)
         card.error = error or card.error
         if not card.settled.done():
             card.settled.set_result(to)
@@ -410,14 +377,13 @@ class HouseholdQueue:
     def _take(self, card: WaitingRead, to: CardState, now: float) -> bool:
         # The household's answer (or the card's end) uses the store's token up at the queue's own reading,
         # so the store judges the moment the queue decided, never a later one. False: the store had no card.
+        # The store's expiry is the card's own (issued at the queue's reading): a card the queue expires, the
+        # store refuses as expired too, and audits it so, once.
         try:
             card.taken = self._executor.take(card.token, conversation_id=card.conversation_id, at=now)
         except CapabilityError:
-            # Expired there as well (audited `expired` as it was found), or already swept and audited.
+            # Expired (audited `expired` as it was found), or already swept and audited.
             return to in (CardState.EXPIRED, CardState.WITHDRAWN)
-        if to is CardState.EXPIRED:
-            # The queue read its clock before the store issued the card, so its expiry comes first: said here.
-            self._executor.record("expired", card.taken, code=ConfirmationInvalid.code)
         return True
 
     def _sweep(self, now: float) -> None:
@@ -431,35 +397,29 @@ class HouseholdQueue:
             elif card.state is CardState.DENIED:
                 del self._waiting[card.token]
 
-    def _turn_for(self, client: str, token_id: str, capability: object, turn: Turn | None, now: float) -> Turn:
-        # MCP has no conversation turn. Its "one invocation per turn" is at most MAX_CARDS_PER_TOOL
-        # unanswered cards per capability per program (its API token, else its name); and when
-        # the Console already holds its bound of waiting reads, none at all (a conversation's own turn is then
-        # not touched: a copy says "no more"). By the token, not the name: two tokens may share a name, and
-        # one program's cards must not refuse the other's calls (issue 25 review).
+    def _room(self, client: str, token_id: str, *, own_turn: bool, now: float) -> Room:
+        """The queue's bounds on waiting cards, for the executor's stage 3 (under the lock, across `propose`).
+
+        At most `max_waiting` unanswered cards over every asker. MCP has no conversation turn: its "one
+        invocation per turn" is at most MAX_CARDS_PER_TOOL unanswered cards per capability per program (its
+        API token, else its name; two tokens may share a name, and one program's cards must not refuse the
+        other's calls, issue 25 review). A conversation's own turn says the rest (its count is not touched).
+        """
         open_reads = self._open(now)
-        if turn is None:
-            mine = Counter(w.proposal.capability for w in open_reads
-                           if (w.token_id == token_id if token_id else w.client == client))
-            turn = Turn(Counter({name: 1 for name, count in mine.items() if count >= MAX_CARDS_PER_TOOL}))
-        if isinstance(capability, str) and len(open_reads) >= self._max_waiting:
-            return Turn(Counter({**turn.counts, capability: max(turn.counts[capability], 1 << 16)}))
-        return turn
+        if len(open_reads) >= self._max_waiting:
+            full = (f"The Console already has {self._max_waiting} reads waiting for the household; "
+                    "try again once they are answered.")
+            return lambda capability: full
+        if own_turn:
+            return always_room
+        mine = Counter(w.proposal.capability for w in open_reads
+                       if (w.token_id == token_id if token_id else w.client == client))
+        per_tool = (f"{MAX_CARDS_PER_TOOL} reads of this kind from this program are already waiting for the "
+                    "household; wait for their answer first, or call again with the same arguments to collect one.")
+        return lambda capability: per_tool if mine[capability.name] >= MAX_CARDS_PER_TOOL else None
 
     def _open(self, now: float) -> list[WaitingRead]:
         return [w for w in self._waiting.values() if w.state is CardState.WAITING and now < w.deadline]
-
-    def _explain_limit(self, err: CapabilityError, own_turn: bool, now: float) -> CapabilityError:
-        full = len(self._open(now)) >= self._max_waiting
-        if not isinstance(err, InvocationLimitExceeded) or (own_turn and not full):
-            return err  # not a limit, or the conversation's own "once a turn", in the executor's words
-        mine = not own_turn and not full
-        message = (f"{MAX_CARDS_PER_TOOL} reads of this kind from this program are already waiting for the "
-                   "household; wait for their answer first, or call again with the same arguments to "
-                   "collect one." if mine else
-                   f"The Console already has {self._max_waiting} reads waiting for the household; "
-                   "try again once they are answered.")
-        return err.reworded(message)
 
     def _find(self, token: object) -> WaitingRead | None:
         return find_by_token(self._waiting, token)
@@ -467,6 +427,7 @@ class HouseholdQueue:
     def _not_open(self, token: object) -> ConfirmationInvalid:
         # Under the lock. A card whose time ran out is said to have expired, even once it left the queue.
         if find_by_token(self._expired, token) is not None:
-            return ConfirmationInvalid("expired", Words("That request has expired; nothing was read."))
-        return ConfirmationInvalid("unknown", Words("That request is not waiting any more: it was answered, "
-                                                    "withdrawn or never made."))
+            return ConfirmationInvalid(ConfirmationReason.EXPIRED,
+                                       Words("That request has expired; nothing was read."))
+        return ConfirmationInvalid(ConfirmationReason.UNKNOWN, Words("That request is not waiting any more: it was "
+                                                                     "answered, withdrawn or never made."))

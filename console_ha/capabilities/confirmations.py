@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from console_ha.errors import ConfirmationInvalid
+from console_ha.errors import ConfirmationInvalid, ConfirmationReason
 from console_ha.ha.areas import AreaIndex
 from console_ha.secret import find_by_token
 
@@ -68,10 +68,19 @@ class ConfirmationStore:
         """How long a card stays open, in seconds."""
         return self._ttl
 
+    @property
+    def timer(self) -> Callable[[], float]:
+        """The clock expiries are read off: the household queue reads the same one, never one of its own."""
+        return self._timer
+
     def issue(self, conversation_id: str, capability: str, arguments: Mapping[str, Any],
               invocation_id: str, *, shown: str = "", client: str | None = None,
-              card_areas: AreaIndex | None = None) -> PendingConfirmation:
-        """Create a token for exactly this conversation, capability and arguments."""
+              card_areas: AreaIndex | None = None, at: float | None = None) -> PendingConfirmation:
+        """Create a token for exactly this conversation, capability and arguments.
+
+        `at`: the moment it is asked for, on this store's timer, when its front end read the clock itself (the
+        household queue, under its lock): the card then expires exactly when the queue's own record of it does.
+        """
         now = self._clock()
         pending = PendingConfirmation(
             token=secrets.token_urlsafe(24),
@@ -81,7 +90,7 @@ class ConfirmationStore:
             invocation_id=invocation_id,
             issued_at=now,
             expires_at=now + self._ttl,
-            deadline=self._timer() + self._ttl,
+            deadline=(self._timer() if at is None else at) + self._ttl,
             shown=shown,
             client=client,
             card_areas=card_areas,
@@ -101,15 +110,17 @@ class ConfirmationStore:
         (the household queue decides a card's outcome at one reading, under its lock); else now.
         """
         if not isinstance(token, str) or not token:
-            raise ConfirmationInvalid("unknown", "That confirmation is not known. Ask again.")
+            raise ConfirmationInvalid(ConfirmationReason.UNKNOWN, "That confirmation is not known. Ask again.")
         now = self._timer() if at is None else at
         with self._lock:
             pending = self._find(token)
             if pending is None:
-                raise ConfirmationInvalid("unknown", "That confirmation is not known or was already answered.")
+                raise ConfirmationInvalid(ConfirmationReason.UNKNOWN,
+                                          "That confirmation is not known or was already answered.")
             if pending.conversation_id != conversation_id:
                 # A foreign conversation cannot answer, nor burn, another conversation's card.
-                raise ConfirmationInvalid("foreign", "That confirmation belongs to another conversation.")
+                raise ConfirmationInvalid(ConfirmationReason.FOREIGN,
+                                          "That confirmation belongs to another conversation.")
             del self._pending[pending.token]
         if now >= pending.deadline:
             raise ExpiredConfirmation(pending)
@@ -146,5 +157,5 @@ class ExpiredConfirmation(ConfirmationInvalid):
     """A token answered after its five minutes; carries the pending entry for the audit log."""
 
     def __init__(self, pending: PendingConfirmation) -> None:
-        super().__init__("expired", "That confirmation has expired. Ask again.")
+        super().__init__(ConfirmationReason.EXPIRED, "That confirmation has expired. Ask again.")
         self.pending = pending

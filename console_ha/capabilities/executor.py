@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from contextlib import ContextDecorator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import IntEnum
 from types import TracebackType
 from typing import Any, cast
 from zoneinfo import ZoneInfo
@@ -30,6 +31,7 @@ from console_ha.errors import (
     CapabilityNotConfigured,
     ConfirmationDenied,
     ConfirmationInvalid,
+    ConfirmationReason,
     EntityNotAllowlisted,
     HomeAssistantError,
     InvalidArguments,
@@ -61,6 +63,16 @@ class Turn:
     counts: Counter[str] = field(default_factory=Counter)
 
 
+def always_room(capability: Capability) -> None:
+    """The room of a front end that bounds no cards but by the turn (the household's own page): always some."""
+    return None
+
+
+# What else bounds proposals past the turn's own count: the words of a refusal for `capability`, or None when
+# there is room. The household queue's waiting reads (its MAX_WAITING, and MCP's cards per tool) are one.
+Room = Callable[[Capability], str | None]
+
+
 @dataclass(frozen=True)
 class Proposal:
     """An invocation paused at stage 4, waiting for the household."""
@@ -85,14 +97,21 @@ class Proposal:
 # What the model is told of a bug: that there was one, nothing of it.
 INTERNAL_ERROR_MESSAGE = "Something went wrong inside the Console."
 
-# Why an allowed card read nothing: what it showed (the address, the names) is no longer so. Its card is used up,
-# unlike the other reasons of CONFIRMATION_INVALID, which leave a card unanswered.
-SETTINGS_CHANGED = "settings_changed"
-
 TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
     "The Home Assistant access token was saved for another Home Assistant than the one configured now; "
     "the household must enter it again on the settings page."
 )
+
+
+class Stage(IntEnum):
+    """The executor's six stages, in order; the audit log records each as its number."""
+
+    RESOLVE = 1
+    VALIDATE = 2
+    POLICY = 3
+    CONFIRM = 4
+    EXECUTE = 5
+    SHAPE = 6
 
 
 class at_stage(ContextDecorator):  # lower-case: read as a decorator, like contextlib's own
@@ -102,7 +121,7 @@ class at_stage(ContextDecorator):  # lower-case: read as a decorator, like conte
     proposal time and again before the read runs, and the audit log says at which stage.
     """
 
-    def __init__(self, stage: int) -> None:
+    def __init__(self, stage: Stage) -> None:
         self.stage = stage
 
     def __enter__(self) -> None:
@@ -116,7 +135,7 @@ class at_stage(ContextDecorator):  # lower-case: read as a decorator, like conte
 
 # --- stage 1 ---------------------------------------------------------------------------------
 
-@at_stage(1)
+@at_stage(Stage.RESOLVE)
 def resolve(name: object) -> Capability:
     """Stage 1: the registered capability of that name."""
     capability = REGISTRY.get(name) if isinstance(name, str) else None
@@ -127,7 +146,7 @@ def resolve(name: object) -> Capability:
 
 # --- stage 2 ---------------------------------------------------------------------------------
 
-@at_stage(2)
+@at_stage(Stage.VALIDATE)
 def validate(capability: Capability, arguments: object) -> dict[str, Any]:
     """Stage 2: the arguments against the capability's schema, with no knowledge of configuration or allowlist."""
     if arguments is None:
@@ -151,7 +170,7 @@ def validate(capability: Capability, arguments: object) -> dict[str, Any]:
 
 # --- stage 3 ---------------------------------------------------------------------------------
 
-@at_stage(3)
+@at_stage(Stage.POLICY)
 def check_policy(capability: Capability, arguments: Mapping[str, Any], config: HomeAssistantConfig,
                  token: TokenLookup) -> None:
     """Stage 3: opt-in, configuration (a token that belongs to the configured origin) and allowlist.
@@ -176,9 +195,12 @@ def check_policy(capability: Capability, arguments: Mapping[str, Any], config: H
         raise EntityNotAllowlisted("That entity is not one the household allowed the assistant to read.")
 
 
-@at_stage(3)
-def check_turn_limit(capability: Capability, turn: Turn) -> None:
-    """Stage 3: at most `max_invocations_per_turn` proposals of a capability in one turn."""
+@at_stage(Stage.POLICY)
+def check_turn_limit(capability: Capability, turn: Turn, room: Room = always_room) -> None:
+    """Stage 3: room for one more card (`room`), and at most `max_invocations_per_turn` proposals in one turn."""
+    refusal = room(capability)
+    if refusal is not None:
+        raise InvocationLimitExceeded(refusal)
     if turn.counts[capability.name] >= capability.bounds.max_invocations_per_turn:
         raise InvocationLimitExceeded("This capability was already used in this turn.")
     turn.counts[capability.name] += 1
@@ -192,7 +214,7 @@ def what_the_card_shows(capability: Capability, config: HomeAssistantConfig) -> 
 
 # --- stage 6 ---------------------------------------------------------------------------------
 
-@at_stage(6)
+@at_stage(Stage.SHAPE)
 def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
     """Stage 6: the result as JSON the model may see, within the byte bound, as its result schema declares."""
     # NaN and Infinity are not JSON (json_size refuses them): a result holding one is a bug, not an answer.
@@ -266,26 +288,29 @@ class Executor:
         return self.confirmations.ttl
 
     def propose(self, name: object, arguments: object, *, conversation_id: str,
-                turn: Turn | None = None, client: str | None = None) -> Proposal:
+                turn: Turn | None = None, client: str | None = None, room: Room = always_room,
+                at: float | None = None) -> Proposal:
         """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation.
 
         `client` names a front end other than the household's page (an MCP client's API token name);
-        it goes to the audit log and the card, never a value.
+        it goes to the audit log and the card, never a value. `room` is the asking front end's own bound on
+        waiting cards, refused at stage 3 like the turn's; `at` its reading of the confirmation store's timer, from
+        which the card's expiry counts (default now).
         """
         self.sweep_expired()
         invocation = secrets.token_hex(8)
         label = name if isinstance(name, str) and name in REGISTRY else "unknown"
-        self._audit("proposed", label, 1, invocation, client=client)
+        self._audit(AuditEvent.PROPOSED, label, 1, invocation, client=client)
         try:
             capability = resolve(name)
             canonical = validate(capability, arguments)
             config = self._load_config()
             token = self._token_for(config)
             check_policy(capability, canonical, config, token)
-            check_turn_limit(capability, turn or Turn())
+            check_turn_limit(capability, turn or Turn(), room)
         except CapabilityError as err:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
-            self._audit("rejected", label, err.stage or 3, invocation, err.code, client=client)
+            self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client)
             raise
         # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home Assistant
         # before the household answers (docs/capabilities.md, "What a card knows").
@@ -293,8 +318,8 @@ class Executor:
             cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
                                            shown=what_the_card_shows(capability, config), client=client,
-                                           card_areas=facts.areas)
-        self._audit("confirmation_requested", capability.name, 4, invocation, client=client)
+                                           card_areas=facts.areas, at=at)
+        self._audit(AuditEvent.CONFIRMATION_REQUESTED, capability.name, Stage.CONFIRM, invocation, client=client)
         return Proposal(
             token=pending.token,
             capability=capability.name,
@@ -318,7 +343,7 @@ class Executor:
         """
         try:
             # Looked up before the sweep, so a late answer is told "expired", not "unknown".
-            with at_stage(4):
+            with at_stage(Stage.CONFIRM):
                 return self.confirmations.consume(token, conversation_id, at=at)
         except ExpiredConfirmation as err:
             self._audit_expired(err.pending)
@@ -328,36 +353,38 @@ class Executor:
 
     def deny(self, pending: PendingConfirmation) -> ConfirmationDenied:
         """Stage 4 of a taken card the household said no to: audited `denied`; the error its asker gets."""
-        self._audit("denied", pending.capability, 4, pending.invocation_id, "CONFIRMATION_DENIED",
-                    client=pending.client)
-        return ConfirmationDenied("The household did not allow this read.", stage=4)
+        self._audit(AuditEvent.DENIED, pending.capability, Stage.CONFIRM, pending.invocation_id,
+                    ConfirmationDenied.code, client=pending.client)
+        return ConfirmationDenied("The household did not allow this read.", stage=Stage.CONFIRM)
 
     def run(self, pending: PendingConfirmation) -> dict[str, Any]:
         """Stages 5-6 of a taken card the household allowed: audited `approved`, then read and shaped."""
         capability = REGISTRY[pending.capability]
-        self._audit("approved", capability.name, 4, pending.invocation_id, client=pending.client)
+        self._audit(AuditEvent.APPROVED, capability.name, Stage.CONFIRM, pending.invocation_id, client=pending.client)
         return self._run(capability, pending)
 
-    def record(self, event: str, pending: PendingConfirmation, *, code: str | None = None,
+    def record(self, event: AuditEvent, pending: PendingConfirmation, *, code: str | None = None,
                invocation: str | None = None) -> None:
         """Audit at stage 4 what the household queue decided for a card it took: `held`, `abandoned`, `cancelled`,
         or `asked_again` (a call of its own: `invocation` is that call's, not the card's)."""
-        self._audit(event, pending.capability, 4, invocation or pending.invocation_id, code, client=pending.client)
+        self._audit(event, pending.capability, Stage.CONFIRM, invocation or pending.invocation_id, code,
+                    client=pending.client)
 
-    def withdraw(self, token: object, *, conversation_id: str) -> str | None:
+    def withdraw(self, token: object, *, conversation_id: str) -> AuditEvent | None:
         """The asker took its request back before the household answered: forget the card, nothing is read.
 
-        Returns what was audited: "cancelled", "expired" (its time had come), or None (nothing was open).
+        Returns what was audited: CANCELLED, EXPIRED (its time had come), or None (nothing was open).
         """
         try:
             pending = self.confirmations.consume(token, conversation_id)
         except ExpiredConfirmation as err:
             self._audit_expired(err.pending)
-            return "expired"
+            return AuditEvent.EXPIRED
         except CapabilityError:
             return None  # already answered, expired and swept, or never issued: nothing is left to withdraw
-        self._audit("cancelled", pending.capability, 4, pending.invocation_id, client=pending.client)
-        return "cancelled"
+        self._audit(AuditEvent.CANCELLED, pending.capability, Stage.CONFIRM, pending.invocation_id,
+                    client=pending.client)
+        return AuditEvent.CANCELLED
 
     def still_as_shown(self, pending: PendingConfirmation) -> bool:
         """Whether what `pending`'s card showed (the address, what its capability binds) is still so: its read
@@ -381,7 +408,7 @@ class Executor:
     def _run(self, capability: Capability, pending: PendingConfirmation) -> dict[str, Any]:
         arguments = pending.arguments
         started = time.monotonic()
-        stage = 3
+        stage = Stage.POLICY
         try:
             # The household may have changed the settings while the card was open: check again.
             config = self._load_config()
@@ -389,40 +416,40 @@ class Executor:
             check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config) != pending.shown:
                 # Approved was a read of that Home Assistant (and whatever else the capability binds).
-                changed = ConfirmationInvalid(SETTINGS_CHANGED, "The Home Assistant settings changed after this "
-                                              "card was shown; nothing was read. Ask again.")
-                changed.stage = 4
+                changed = ConfirmationInvalid(ConfirmationReason.SETTINGS_CHANGED, "The Home Assistant settings "
+                                              "changed after this card was shown; nothing was read. Ask again.")
+                changed.stage = Stage.CONFIRM
                 raise changed
-            stage = 5
+            stage = Stage.EXECUTE
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
             with self._clients(config.base_url, cast(Secret, token.token),
                                ca_bundle_path(config, self._data_dir)) as client:
                 raw = capability.execute(client, config, arguments, deadline, now,
                                          ReadNotes(self._memory, pending.card_areas))
-            stage = 6
+            stage = Stage.SHAPE
             result = shape(capability, raw)
             self._learn_zone(config.base_url, result)
         except HomeAssistantError as err:
-            self._audit("failed", capability.name, 5, pending.invocation_id, err.code, _elapsed_ms(started),
-                        client=pending.client)
+            self._audit(AuditEvent.FAILED, capability.name, Stage.EXECUTE, pending.invocation_id, err.code,
+                        _elapsed_ms(started), client=pending.client)
             log.info("capability %s failed: %s", capability.name, err.message)
             told = err.reworded(MODEL_WORDS.get(err.code, MODEL_FALLBACK), detail={})
-            told.stage = 5
+            told.stage = Stage.EXECUTE
             raise told from None
         except CapabilityError as err:
-            event = "rejected" if err.stage in (3, 4) else "failed"
+            event = AuditEvent.REJECTED if err.stage in (Stage.POLICY, Stage.CONFIRM) else AuditEvent.FAILED
             self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,
                         _elapsed_ms(started), client=pending.client)
             raise
         except Exception:
             # A bug must not leak a traceback (or anything in it) to the model or the household.
             log.exception("capability %s failed unexpectedly at stage %d", capability.name, stage)
-            self._audit("failed", capability.name, stage, pending.invocation_id, "INTERNAL_ERROR",
+            self._audit(AuditEvent.FAILED, capability.name, stage, pending.invocation_id, CapabilityFailed.code,
                         _elapsed_ms(started), client=pending.client)
             raise CapabilityFailed(INTERNAL_ERROR_MESSAGE, stage=stage) from None
-        self._audit("executed", capability.name, 6, pending.invocation_id, None, _elapsed_ms(started),
-                    client=pending.client)
+        self._audit(AuditEvent.EXECUTED, capability.name, Stage.SHAPE, pending.invocation_id, None,
+                    _elapsed_ms(started), client=pending.client)
         return result
 
     def _token_for(self, config: HomeAssistantConfig) -> TokenLookup:
@@ -433,20 +460,21 @@ class Executor:
         try:
             return self.config_store.load()
         except SettingsFileDamaged:
-            raise SettingsDamagedForCapability("The Home Assistant settings file is damaged; "
-                                               "the household can repair it on the settings page.", stage=3) from None
+            raise SettingsDamagedForCapability("The Home Assistant settings file is damaged; the household can "
+                                               "repair it on the settings page.", stage=Stage.POLICY) from None
 
     def _audit_expired(self, pending: PendingConfirmation) -> None:
-        # One line however the expiry is found: answered late, withdrawn late, or swept unanswered. (A card the
-        # household allowed is taken at the Allow: its end, read or `abandoned`, is the household queue's.)
-        self._audit("expired", pending.capability, 4, pending.invocation_id, "CONFIRMATION_INVALID",
-                    client=pending.client)
+        # One line however the expiry is found: answered late (the household queue's look at the card's expiry
+        # included), withdrawn late, or swept unanswered. (A card the household allowed is taken at the Allow:
+        # its end, read or `abandoned`, is the household queue's.)
+        self._audit(AuditEvent.EXPIRED, pending.capability, Stage.CONFIRM, pending.invocation_id,
+                    ConfirmationInvalid.code, client=pending.client)
 
-    def _audit(self, event: str, capability: str, stage: int, invocation: str, code: str | None = None,
+    def _audit(self, event: AuditEvent, capability: str, stage: int, invocation: str, code: str | None = None,
                duration_ms: int | None = None, *, client: str | None = None) -> None:
         classification = REGISTRY[capability].classification if capability in REGISTRY else None
         self.audit.record(
-            AuditEvent(event),  # until every site here names an AuditEvent member, a string is checked here
+            event,
             capability=capability,
             classification="/".join(classification.to_dict().values()) if classification else "unknown",
             stage=stage,

@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from console_ha.answers.household_queue import Asker, HouseholdQueue
-from console_ha.capabilities.executor import SETTINGS_CHANGED, Executor, Proposal, Turn, at_stage
+from console_ha.capabilities.executor import Executor, Proposal, Stage, Turn, at_stage
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
 from console_ha.conversation.conversations import (
@@ -28,6 +28,7 @@ from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, funct
 from console_ha.errors import (
     CapabilityError,
     ConfirmationInvalid,
+    ConfirmationReason,
     InvalidArguments,
     InvalidRequest,
     ModelNotConfigured,
@@ -39,6 +40,7 @@ from console_ha.errors import (
 from console_ha.ha.addresses import origin_of
 from console_ha.language import Words
 from console_ha.secret import same_token
+from console_ha.store.audit import AuditEvent
 from console_ha.store.config import ConfigStore
 from console_ha.words import (
     CHAT_ALLOWED,
@@ -216,31 +218,32 @@ class ConversationService:
             conversation = self.store.create(owner)
         return conversation
 
-    @at_stage(4)
+    @at_stage(Stage.CONFIRM)
     def confirm(self, conversation_id: str | None, token: object, approve: bool) -> TurnResult:
         """Resume a paused turn with the household's answer; ConfirmationInvalid (409) when it cannot be."""
         conversation = self.store.get(conversation_id)
         if conversation is None or conversation.owner != HOUSEHOLD:
-            raise ConfirmationInvalid("unknown", Words("That confirmation is not known. Ask again."))
+            raise ConfirmationInvalid(ConfirmationReason.UNKNOWN, Words("That confirmation is not known. Ask again."))
         with conversation.lock, self.store.saving(conversation):  # kept on disk as it ends, whatever it came to
             pending = conversation.pending
             if pending is None or not same_token(pending[1].token, token):
                 # Checked before the executor, so a superseded card cannot run, nor burn another
                 # conversation's token.
-                raise ConfirmationInvalid("unknown", Words("That confirmation is not known or was already answered."))
+                raise ConfirmationInvalid(ConfirmationReason.UNKNOWN,
+                                          Words("That confirmation is not known or was already answered."))
             call, proposal = pending
             title = proposal.card.title
             try:
                 content: dict[str, Any] = self.executor.answer(
                     proposal.token, approve=approve, conversation_id=conversation.id)
             except ConfirmationInvalid as err:
-                if err.detail.get("reason") != SETTINGS_CHANGED:
+                if err.detail.get("reason") != ConfirmationReason.SETTINGS_CHANGED:
                     # Nothing ran, and the conversation stays as it was. This conversation's own open card
                     # is unknown to the executor only once swept as expired or pushed out by newer cards:
                     # either way, ask again.
-                    if err.detail.get("reason") == "unknown":
+                    if err.detail.get("reason") == ConfirmationReason.UNKNOWN:
                         expired = Words("That confirmation has expired. Ask again.")
-                        raise ConfirmationInvalid("expired", expired) from None
+                        raise ConfirmationInvalid(ConfirmationReason.EXPIRED, expired) from None
                     raise
                 # Allowed, and used up: what the card showed had changed, so nothing was read. Said so, not
                 # left open to be called "expired" later.
@@ -405,7 +408,7 @@ class ConversationService:
             # Audited now as withdrawn ("cancelled"), not as "expired" minutes later; unless its time had come.
             withdrawn = self.executor.withdraw(proposal.token, conversation_id=conversation.id)
             if conversation.expiry_noted != proposal.token:  # its expiry not yet said when the page read it
-                words = CHAT_WITHDRAWN if withdrawn == "cancelled" else CHAT_EXPIRED
+                words = CHAT_WITHDRAWN if withdrawn is AuditEvent.CANCELLED else CHAT_EXPIRED
                 conversation.note(Words(words, title=proposal.card.title))
             if conversation.queue:
                 conversation.note(CHAT_WAITING_DROPPED)

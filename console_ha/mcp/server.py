@@ -8,13 +8,10 @@ caller (the API token's name, and where the household answers) into the request'
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -30,7 +27,7 @@ from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, Intern
 
 log = logging.getLogger(__name__)
 
-# The ASGI scope key under which the web layer hands over who is calling.
+# The ASGI scope key under which the web layer hands over who is calling (an `Asker`).
 CALLER_SCOPE_KEY = "console_ha.caller"
 # While a call waits, a client that asked for progress hears where to answer this often, in seconds.
 PROGRESS_INTERVAL_SECONDS = 15.0
@@ -44,8 +41,6 @@ INSTRUCTIONS = (
 # How often a waiting call looks whether its program is still connected, in seconds (issue 20: a call
 # whose client hung up is detached from its card, so an approval then reads nothing).
 PRESENCE_INTERVAL_SECONDS = 1.0
-# The patience of a caller that does not say (the store's default for an API token).
-DEFAULT_PATIENCE_SECONDS = 50.0
 # A tool call's JSON-RPC message is a few hundred bytes; nothing larger is ever needed. The Console answers a
 # larger body 413 (web/mcp_endpoint.py); the stdio command answers such a call itself (mcp/stdio.py).
 MAX_REQUEST_BYTES = 64 * 1024
@@ -56,28 +51,6 @@ def come_back_words(answer_url: str, expires_at: str) -> str:
     return (f"The household has been asked on their Console ({answer_url}) to allow this read and has not "
             "answered yet. Nothing has been read. Make this same call again, with the same arguments, to "
             f"collect their answer; the request stays open until {expires_at}.")
-
-
-def _always() -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling (the API token's name and id) and the page where the household answers."""
-
-    client: str
-    answer_url: str
-    token_id: str = ""
-    # Whether the caller's API token is still valid: one revoked while its call waited gets no read.
-    still_allowed: Callable[[], bool] = _always
-    # Held while the call runs: the web layer keeps the request's id in flight until the call ends, not
-    # only until its response does (a client that hung up closed that, and the call answers later).
-    running: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
-    # Issue 20. How long a call waits before it returns `waiting_for_household` (the token's patience).
-    patience: float = DEFAULT_PATIENCE_SECONDS
-    # Whether the call's program is still connected: a call whose client hung up is detached, not attached.
-    present: Callable[[], bool] = _always
 
 
 def tool_name(capability: Capability) -> str:
@@ -182,7 +155,7 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         context = server.request_context
         caller = context.request.scope.get(CALLER_SCOPE_KEY) if context.request is not None else None
-        if not isinstance(caller, Caller):
+        if not isinstance(caller, Asker):
             # Only the web layer's bridge calls this server, and it always says who is calling.
             return error_of(Forbidden("The caller is not known."))
         progress_token = context.meta.progressToken if context.meta is not None else None
@@ -212,13 +185,12 @@ def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_I
     return server
 
 
-async def _call(queue: HouseholdQueue, caller: Caller, capability: str, arguments: dict[str, Any],
+async def _call(queue: HouseholdQueue, caller: Asker, capability: str, arguments: dict[str, Any],
                 report: Any, progress_interval: float) -> types.CallToolResult:
-    asker = Asker(caller.client, caller.token_id, caller.still_allowed)
     try:
         # On the event loop itself (a settings read and an audit line, milliseconds): in a worker thread,
         # a cancellation arriving meanwhile would lose the card it made, left open with nobody waiting.
-        call = queue.call(asker, capability, arguments, caller.present)
+        call = queue.call(caller, capability, arguments)
     except CapabilityError as err:
         return error_of(err)
     waiting = call.waiting
@@ -246,7 +218,7 @@ async def _call(queue: HouseholdQueue, caller: Caller, capability: str, argument
         queue.detach(waiting, call.attachment)
 
 
-async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Caller, report: Any,
+async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Asker, report: Any,
                               progress_interval: float) -> None:
     """Wait until the card is settled (the household answered: it wakes this wait at once) or expired, the call's
     patience ran out, a newer call of its program took the card over, or the program hung up. `_call` then

@@ -13,7 +13,7 @@ from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
 from console_ha.conversation.conversations import MAX_CONVERSATIONS, MAX_IDLE_SECONDS
 from console_ha.conversation.turn_loop import MAX_HISTORY_CHARS, MAX_MESSAGE_CHARS
-from console_ha.errors import ConfirmationInvalid, ConsoleHaError, InvalidRequest, NotFound
+from console_ha.errors import ConfirmationInvalid, ConfirmationReason, ConsoleHaError, InvalidRequest, NotFound
 from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
@@ -155,7 +155,7 @@ def _render_page(conversation_id: str | None, *, error: ConsoleHaError | None = 
     # Expired by its time, or closed by the server (which then said so in the chat), or a late answer's 409.
     expired = pending is not None and (
         _expired(pending) or conversation_service().expiry_said(conversation_id, pending)
-        or (isinstance(error, ConfirmationInvalid) and error.detail.get("reason") == "expired"))
+        or (isinstance(error, ConfirmationInvalid) and error.detail.get("reason") == ConfirmationReason.EXPIRED))
     return render_template(
         "conversation.html",
         conversation_id=conversation_id if found is not None else None,

@@ -27,16 +27,10 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import is_hop_by_hop_header
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from console_ha.answers.household_queue import HouseholdQueue
+from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.errors import InvalidRequest, NotFound, RateLimited, Unauthenticated, error_body
-from console_ha.mcp.server import (
-    CALLER_SCOPE_KEY,
-    DEFAULT_PATIENCE_SECONDS,
-    MAX_REQUEST_BYTES,
-    PROGRESS_INTERVAL_SECONDS,
-    Caller,
-    build_server,
-)
+from console_ha.mcp.server import CALLER_SCOPE_KEY, MAX_REQUEST_BYTES, PROGRESS_INTERVAL_SECONDS, build_server
+from console_ha.store.console_secrets import DEFAULT_PATIENCE_SECONDS
 from console_ha.web import services
 from console_ha.web.auth import current_principal
 
@@ -248,7 +242,7 @@ class McpEndpoint:
 
     async def _serve(self, scope: _Message, receive: Callable[[], Awaitable[_Message]], send: _Send) -> None:
         caller = scope.get("wsgi_environ", {}).get(CALLER_ENVIRON_KEY)
-        if not isinstance(caller, Caller):  # only the view below calls this, always with a caller
+        if not isinstance(caller, Asker):  # only the view below calls this, always with a caller
             await _send_json(send, 401, error_body(Unauthenticated("Send an API token.")))
             return
         scope[CALLER_SCOPE_KEY] = caller
@@ -427,9 +421,10 @@ def endpoint() -> WerkzeugResponse:
     def present() -> bool:
         return not exchange.closed and not hung_up()
 
-    environ[CALLER_ENVIRON_KEY] = Caller(principal.name, url_for("confirmations.page", _external=True), token_id,
-                                         lambda: secrets.has_api_token(token_id), lambda: served.holding(key),
-                                         patience=principal.patience or DEFAULT_PATIENCE_SECONDS, present=present)
+    environ[CALLER_ENVIRON_KEY] = Asker(principal.name, token_id, lambda: secrets.has_api_token(token_id), present,
+                                        answer_url=url_for("confirmations.page", _external=True),
+                                        patience=principal.patience or DEFAULT_PATIENCE_SECONDS,
+                                        running=lambda: served.holding(key))
     try:
         response = Response.from_app(served.wsgi_app(), environ)
     except BaseException:

@@ -11,6 +11,7 @@ from console_ha.answers.household_queue import HouseholdQueue
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.web.confirmation_routes import NOSCRIPT_REFRESH_SECONDS
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in
+from tests.household_cards import withdraw
 from tests.moving_clock import PATIENCE
 from tests.stub_ha import StubHomeAssistant
 
@@ -27,7 +28,7 @@ def queue(console: LiveConsole, stub_ha: StubHomeAssistant) -> Iterator[Househol
     household: HouseholdQueue = console.app.extensions["console_ha_mcp"].queue
     yield household
     for waiting in household.pending():
-        household.withdraw(waiting)
+        withdraw(household, waiting)
 
 
 @pytest.mark.browser_context_args(java_script_enabled=False)

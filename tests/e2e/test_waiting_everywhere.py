@@ -20,6 +20,7 @@ from console_ha.answers.household_queue import HouseholdQueue
 from console_ha.answers.page_watch import HouseholdWatch
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from tests.e2e.conftest import DESKTOP, PHONE, THERMOMETER, LiveConsole, log_in
+from tests.household_cards import withdraw
 
 pytestmark = pytest.mark.browser
 
@@ -44,7 +45,7 @@ def queue(configured: LiveConsole) -> Iterator[HouseholdQueue]:
     household: HouseholdQueue = configured.app.extensions["console_ha_mcp"].queue
     yield household
     for waiting in household.pending():
-        household.withdraw(waiting)
+        withdraw(household, waiting)
 
 
 def ask(queue: HouseholdQueue, n: int) -> float:

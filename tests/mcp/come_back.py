@@ -81,7 +81,7 @@ def allowed_late(console: ServedConsole, household: requests.Session, token: str
         waiting = structured(first)["waiting_for_household"]
         assert waiting["expires_at"] == card["expires_at"]
         assert "same call again" in waiting["message"] and card["expires_at"] in waiting["message"]
-        assert first["seconds"] < patience + 5
+        assert first["seconds"] < patience + 5  # real time: the patience of a real SDK client's call, timed there
         assert traffic() == before  # nothing read while nobody has said yes
         # The program's second call joined the same card: still one card, and no new one.
         time.sleep(max(0.0, late - (time.monotonic() - started)))

@@ -115,17 +115,14 @@ def test_lists_a_tool_per_capability_with_its_schemas_and_read_only_annotations(
     ("home_assistant_get_forecast", {"entity_id": ENTITY, "kind": "daily"}, "INVALID_ARGUMENTS"),
 ])
 def test_stages_one_to_three_refuse_at_once_with_no_card(configured, api_token, household, tool, arguments, code):
-    """A refusal is an isError result with the contract code, at once; the household is never asked."""
+    """A refusal is an isError result with the contract code, before any card: nothing to wait for, and the
+    household is never asked."""
 
-    async def scenario() -> tuple[types.CallToolResult, float]:
+    async def scenario() -> types.CallToolResult:
         async with mcp_session(configured.mcp_url, api_token) as session:
-            started = time.monotonic()
-            result = await session.call_tool(tool, arguments)
-            return result, time.monotonic() - started
+            return await session.call_tool(tool, arguments)
 
-    result, took = run(scenario)
-    assert error_of(result)["code"] == code
-    assert took < 3
+    assert error_of(run(scenario))["code"] == code
     assert household.get(configured.url + "/api/v1/confirmations", timeout=5).json() == {"pending": []}
     assert {e["event"] for e in audit_events(configured)} == {"proposed", "rejected"}
     assert all(e.get("client") == CLIENT_NAME for e in audit_events(configured))
@@ -236,18 +233,16 @@ def test_an_unanswered_card_expires_and_the_call_ends(make_console, api_token, h
     console.configure(stub_ha.base_url, stub_ha.token)
     household = household_for(console)
 
-    async def scenario() -> tuple[types.CallToolResult, float, str]:
+    async def scenario() -> tuple[types.CallToolResult, str]:
         async with mcp_session(console.mcp_url, api_token) as session:
-            started = time.monotonic()
             call = asyncio.create_task(session.call_tool(LIST, {}))
             token = (await pending_cards(console, household))[0]["token"]
-            result = await asyncio.wait_for(call, 15)
-            return result, time.monotonic() - started, token
+            return await asyncio.wait_for(call, 15), token
 
-    result, took, token = run(scenario)
+    result, token = run(scenario)
     error = error_of(result)
-    assert error["code"] == "CONFIRMATION_INVALID"
-    assert 1.4 <= took < 6
+    # Ended by the card's expiry (the queue's clock said so), not before it: the reason says which.
+    assert error["code"] == "CONFIRMATION_INVALID" and error["reason"] == "expired"
     late = household.post(console.url + f"/api/v1/confirmations/{token}", json={"approve": True}, timeout=5)
     assert late.status_code == 409 and late.json()["error"]["code"] == "CONFIRMATION_INVALID"
     assert stub_ha.requests_to("/api/states") == []
@@ -305,6 +300,7 @@ def test_a_hung_home_assistant_gives_ha_timeout_within_the_bound(configured, api
 
     result, took = run(scenario)
     assert error_of(result)["code"] == "HA_TIMEOUT"
+    # Real time: the read's Deadline against a real socket to a Home Assistant that never answers.
     assert took < REGISTRY[GET_HISTORY].bounds.timeout_seconds + 3
 
 

@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 
 from console_ha.answers.card_state import CardState
 from console_ha.answers.household_queue import ALLOWED_NOW, NOT_ALLOWED, HouseholdQueue, WaitingRead
+from tests.household_cards import withdraw
 from tests.seed import seed_settings
 
 ALLOWED = ["sensor.living_room_temperature", "light.living_room"]
@@ -199,7 +200,7 @@ def test_the_activity_page_names_the_program_that_asked_and_never_a_value(app, h
     household.post(f"/api/v1/confirmations/{read.token}", json={"approve": True})
     queue_of(app).collect(read)
     withdrawn = waiting(app, "kitchen tablet")
-    queue_of(app).withdraw(withdrawn)
+    withdraw(queue_of(app), withdrawn)
     html = household.get("/activity").get_data(as_text=True)
     assert "desk assistant" in html and "kitchen tablet" in html
     assert "Withdrawn by the program" in html
