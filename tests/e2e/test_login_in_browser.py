@@ -83,6 +83,10 @@ def test_a_page_whose_session_ended_goes_to_log_in_and_back(
     other = page.context.new_page()  # another tab of the same browser logs out
     other.goto(console.at(path))
     other.get_by_role("button", name="Log out").click()
+    # The other tab's landing page starts a session of its own (its login form's CSRF token): had this tab's
+    # login page come first, the cookie would change under its form ("The form was out of date"), as it would
+    # for a household that logs out in one tab while another is still loading.
+    expect(other).to_have_url(console.at("/login?logged_out=1"))
 
     act(page)
     expect(page).to_have_url(console.at("/login?next=" + path.replace("/", "%2F")), timeout=10_000)

@@ -247,7 +247,8 @@ def test_waiting_for_household_passes_through_the_stdio_command_and_the_same_cal
         assert "same call again" in waiting["message"] and console.url + "/confirmations" in waiting["message"]
         assert json.loads(text_of(early)) == early.structuredContent  # the text is the same JSON, unchanged
         jsonschema.validate(early.structuredContent, output_schema)  # as the SDK's client checks it
-        assert took < patience + 5  # real time: the patience of a call made by a real client in its own process
+        # Real time: the patience of a call made by a real client in its own process.
+        assert took < patience + 5
     assert collected.isError is False
     jsonschema.validate(collected.structuredContent, REGISTRY[GET_HISTORY].result_schema)
     assert collected.structuredContent["entity_id"] == ENTITY

@@ -181,7 +181,8 @@ def test_a_url_that_never_answers_the_first_request_is_left_after_the_bound(answ
     status, out, err, took = ended_within(command, INITIALIZE_TIMEOUT_SECONDS + BOUND_SECONDS)
     assert status == 2 and out == ""
     assert f"it did not answer MCP's first request within {INITIALIZE_TIMEOUT_SECONDS:g} seconds" in err
-    assert took >= INITIALIZE_TIMEOUT_SECONDS - 1  # real time: the command's own timer, in its own process
+    # Real time: the command's own timer, in its own process.
+    assert took >= INITIALIZE_TIMEOUT_SECONDS - 1
 
 
 def test_the_command_stops_when_stdin_closes_even_while_the_url_answers_nonsense(answering) -> None:
