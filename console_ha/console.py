@@ -33,7 +33,7 @@ from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.console_settings import ConsoleSettingsStore
-from console_ha.store.conversations import ConversationFiles
+from console_ha.store.conversation_files import ConversationFiles
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.store.model_config import ModelStore

@@ -2,7 +2,7 @@
 
 No Flask here: the capability layer returns `Words` (a catalog id and named values), and whoever shows them
 (the web layer, for the request's language) renders them with `Words.in_language`. Templates use the same
-catalogs through Flask-Babel (web/language.py).
+catalogs through Flask-Babel (web/request_language.py).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ LANGUAGES: tuple[Language, ...] = (
 )
 # The tests' pseudo-language (scripts/pseudo_locale.py makes its catalog from messages.pot): every word
 # accented and 40 % longer, so a word not from the catalogs, or cut off by the layout, shows. Never offered
-# to a household: an app lists it only when its config says so (web/language.py).
+# to a household: an app lists it only when its config says so (web/request_language.py).
 PSEUDO = Language("en-XA", "Ƥşéûđö", "en_XA", "en")
 TRANSLATED: tuple[Language, ...] = LANGUAGES[1:]
 

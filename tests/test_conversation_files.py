@@ -20,7 +20,7 @@ from console_ha.conversation import function_name
 from console_ha.conversation.conversations import MAX_IDLE_SECONDS, ConversationStore
 from console_ha.language import Words, by_code
 from console_ha.store.atomic import sweep_temp_files
-from console_ha.store.conversations import MAX_FILE_BYTES, ConversationFiles
+from console_ha.store.conversation_files import MAX_FILE_BYTES, ConversationFiles
 from console_ha.store.datadir import DataDir
 from console_ha.words import CHAT_ALLOWED, CHAT_RESTARTED
 from tests.fake_model import FakeModel, answer_from_tool_result, text, tool_call
@@ -206,7 +206,7 @@ def test_a_kept_message_of_a_role_the_console_never_writes_is_not_replayed(data_
 _SAVING_FOR_EVER = """
 import sys, time
 from pathlib import Path
-from console_ha.store.conversations import ConversationFiles
+from console_ha.store.conversation_files import ConversationFiles
 from console_ha.store.datadir import DataDir
 files = ConversationFiles(DataDir(Path(sys.argv[1])))
 n = 0

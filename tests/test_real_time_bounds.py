@@ -18,11 +18,6 @@ WHY = "# Real time:"
 CLOCK_READINGS = {"monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "time"}
 CLOCK_MODULES = {"time", "clock"}  # `import time as clock` reads the same clock
 DURATIONS = {"took", "elapsed", "duration"}
-# Files whose unexplained bounds another change of issue 27 converts (part A: the queue's, the watch's and MCP's
-# tests). An entry whose file has none left fails the test, so the set only shrinks, as test_layers.py's
-# EXPECTED_TO_BE_REMOVED does; whoever merges that change empties it.
-CONVERTED_ELSEWHERE = frozenset({
-})
 
 
 def _reads_a_clock(node: ast.AST) -> bool:
@@ -66,18 +61,11 @@ def _every_bound() -> dict[str, list[tuple[int, bool]]]:
 def test_at_most_ten_assertions_bound_real_time_and_each_says_why() -> None:
     found = _every_bound()
     explained = [f"{name}:{line}" for name, bounds in found.items() for line, why in bounds if why]
-    unexplained = [f"{name}:{line}" for name, bounds in found.items() for line, why in bounds
-                   if not why and name not in CONVERTED_ELSEWHERE]
+    unexplained = [f"{name}:{line}" for name, bounds in found.items() for line, why in bounds if not why]
     assert unexplained == [], (
         f"these assertions bound real time: move the bound onto a clock the test hands the code, or tell it by "
         f"order; where it must stay real time, say why on the line above ({WHY} ...): {unexplained}")
     assert len(explained) <= MOST, f"{len(explained)} assertions bound real time, at most {MOST} may: {explained}"
-
-
-def test_the_files_left_to_convert_only_shrink() -> None:
-    found = _every_bound()
-    done = sorted(name for name in CONVERTED_ELSEWHERE if all(why for _, why in found.get(name, [])))
-    assert done == [], f"no unexplained real-time bound is left in {done}: take them out of CONVERTED_ELSEWHERE"
 
 
 @pytest.mark.parametrize(("source", "expected"), [

@@ -23,7 +23,7 @@ from console_ha.capabilities.executor import Proposal, Turn
 from console_ha.conversation.model import ToolCall
 from console_ha.errors import ConfirmationInvalid, error_body
 from console_ha.language import Words
-from console_ha.store.conversations import ConversationFiles
+from console_ha.store.conversation_files import ConversationFiles
 from console_ha.timestamps import utc_z_now
 from console_ha.words import CHAT_RESTARTED
 

@@ -21,7 +21,7 @@ from console_ha.store.datadir import DataDir
 log = logging.getLogger(__name__)
 
 # What the Language choice may be: "automatic" (the browser's), or one language's code. The tests'
-# pseudo-language may be saved too, but only an app that tests with it (web/language.py) ever uses it.
+# pseudo-language may be saved too, but only an app that tests with it (web/request_language.py) ever uses it.
 CHOICES: tuple[str, ...] = (AUTOMATIC, *(language.code for language in LANGUAGES), PSEUDO.code)
 
 

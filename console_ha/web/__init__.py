@@ -109,7 +109,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
         model_page,
         settings_api,
     )
-    from console_ha.web import language as household_language
+    from console_ha.web import request_language as household_language
     from console_ha.web import settings_page as pages
     from console_ha.web.error_responses import register_error_handlers
     from console_ha.web.security import init_app as init_security

@@ -38,7 +38,7 @@ from console_ha.store.console_secrets import (
 )
 from console_ha.web import services
 from console_ha.web.auth import session_handle
-from console_ha.web.language import current_language
+from console_ha.web.request_language import current_language
 
 log = logging.getLogger(__name__)
 

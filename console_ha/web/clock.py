@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from console_ha.language import moment_words
 from console_ha.timestamps import parse_utc_z, time_zone
-from console_ha.web.language import current_language
+from console_ha.web.request_language import current_language
 
 ENVIRONMENT_VARIABLE = "CONSOLE_HA_TIME_ZONE"
 _ZONE = "console_ha_time_zone"

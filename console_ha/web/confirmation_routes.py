@@ -17,7 +17,7 @@ from console_ha.web import services
 from console_ha.web.auth import current_principal, is_household, session_handle
 from console_ha.web.bodies import json_object
 from console_ha.web.error_responses import status_for
-from console_ha.web.language import current_language
+from console_ha.web.request_language import current_language
 
 bp = Blueprint("confirmations", __name__)
 

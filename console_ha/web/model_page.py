@@ -23,7 +23,7 @@ from console_ha.language import Words
 from console_ha.web import services
 from console_ha.web.bodies import json_object
 from console_ha.web.error_responses import status_for
-from console_ha.web.language import current_language
+from console_ha.web.request_language import current_language
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from console_ha.settings.set_up import is_set_up
 from console_ha.settings.settings_service import TRY_FIELDS, SaveRequest, SettingsUnreadable, TryRequest
 from console_ha.settings.tokens import optional_token, typed_origin
 from console_ha.store.config import PAGE_SETTINGS, HomeAssistantConfig
-from console_ha.web.language import current_language
+from console_ha.web.request_language import current_language
 from console_ha.web.settings_render import (
     Outcome,
     Question,

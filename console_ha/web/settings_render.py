@@ -29,7 +29,7 @@ from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_OR
 from console_ha.store.review import MAX_SENT_BY_PAGE
 from console_ha.web import services
 from console_ha.web.auth import SESSION_ID
-from console_ha.web.language import current_language
+from console_ha.web.request_language import current_language
 from console_ha.words import (
     CA_ADDED,
     CA_REMOVE_QUESTION,
