@@ -36,7 +36,8 @@ class HomeAssistantClients:
 
     Making a client loads the system CA store (tens of milliseconds, more than the picker's whole
     narrowing), and a kept client keeps its connections to Home Assistant alive. Each Home Assistant keeps
-    its own (`PerHomeAssistant`), so a household's several never push out each other's.
+    its own (`PerHomeAssistant`): a second one no longer replaces the first, and only the least recently used
+    of more than the table holds (picker previews of other URLs or tokens among them) is let go.
     """
 
     def __init__(self, make: MakeClient = new_client) -> None:
