@@ -206,8 +206,9 @@ def test_a_call_given_up_on_keeps_its_thread_and_the_next_call_is_not_kept_waiti
     workers = Workers(idle_seconds=5)
     release = threading.Event()
 
-    def hangs() -> None:  # a name lookup that hangs
-        release.wait(10)
+    def hangs() -> None:  # a name lookup that hangs, until the test lets it go
+        if not release.wait(PATIENCE):
+            release.set()  # it ended on its own first: a call queued behind it must not look unblocked
 
     workers.run(hangs)
     ran = threading.Event()
@@ -325,7 +326,10 @@ def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
 
     def silent(conn: socket.socket) -> None:
         conn.sendall(HEADERS + b"Content-Length: 10\r\n\r\n")
-        quiet.wait(PATIENCE)  # never a byte of the body until the test ends
+        # Never a byte of the body until the test ends. A quiet that runs out ends itself before the server hangs
+        # up, so a read woken by the hang-up and not by shut_socket is seen.
+        if not quiet.wait(PATIENCE):
+            quiet.set()
 
     server = serve(silent)
     response = get(server.url)
