@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tests.moving_clock import PATIENCE
+
 TOKEN = "ws-test-token-0123456789"
 _GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -75,7 +77,10 @@ class _Handler(socketserver.BaseRequestHandler):
             + f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode()
         )
         if self.server.behaviour == "silent":
-            self.server.silence_ended.wait(60)  # silent until the test (or a minute) ends it
+            # Silent until the test ends it. A silence that runs out ends itself, before the server hangs up,
+            # so a test that asks whether its client gave up first sees that the client waited it out.
+            if not self.server.silence_ended.wait(PATIENCE):
+                self.server.silence_ended.set()
             return
         self._send(sock, {"type": "auth_required", "ha_version": "2025.4.4"})
         auth = self._receive(sock)
@@ -185,7 +190,8 @@ class StubWebSocket(socketserver.ThreadingTCPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.behaviour = "ha"
-        # Set by a test once a "silent" server may speak again (its client must have given up by then).
+        # Set by a test once a "silent" server may speak again (its client must have given up by then), or by
+        # the server itself when the silence ran out first.
         self.silence_ended = threading.Event()
         self.token = TOKEN
         self.received: list[dict[str, Any]] = []

@@ -33,8 +33,11 @@ from tests.moving_clock import PATIENCE, ClockReadings
 # A loaded machine (the suite runs beside other work) gets this much beyond a bound before a test fails:
 # only the two tests that hold the deadline to its moment on real threads and sockets use it.
 MARGIN = 1.0
-# Long enough that what a test provokes (a trickle, a silence) is still going on when the deadline ends it.
-ENDLESS = 100_000
+# A byte every TRICKLE_EVERY seconds for PATIENCE: what a test provokes is still going on when its deadline (under
+# a second) ends it, and still ends, so a deadline that never fires fails the test (the server hangs up: an error
+# that is not the deadline's) rather than holding it for hours.
+TRICKLE_EVERY = 0.05
+TRICKLE_BYTES = int(PATIENCE / TRICKLE_EVERY)
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 
 
@@ -166,9 +169,10 @@ def test_call_gives_up_at_the_deadline_and_hands_a_late_value_to_abandon() -> No
 def test_call_bounds_headers_sent_a_byte_at_a_time(serve) -> None:
     """Each byte comes well within the socket timeout; only the whole-call bound stops it.
 
-    The headers never end (no blank line, bytes until the client hangs up), so an answer at all is the deadline's.
+    The headers never end (no blank line, bytes for PATIENCE, then the server hangs up), so DeadlinePassed is the
+    deadline's.
     """
-    server = serve(trickle(HEADERS + b"X-Slow: " + b"y" * ENDLESS, every=0.05))
+    server = serve(trickle(HEADERS + b"X-Slow: " + b"y" * TRICKLE_BYTES, every=TRICKLE_EVERY))
     closed: list[requests.Response] = []
     with pytest.raises(DeadlinePassed):
         Deadline(0.5).call(lambda: get(server.url), closed.append)
@@ -202,8 +206,9 @@ def test_a_call_given_up_on_keeps_its_thread_and_the_next_call_is_not_kept_waiti
     workers = Workers(idle_seconds=5)
     release = threading.Event()
 
-    def hangs() -> None:  # a name lookup that hangs
-        release.wait(10)
+    def hangs() -> None:  # a name lookup that hangs, until the test lets it go
+        if not release.wait(PATIENCE):
+            release.set()  # it ended on its own first: a call queued behind it must not look unblocked
 
     workers.run(hangs)
     ran = threading.Event()
@@ -269,16 +274,16 @@ def test_a_whole_body_in_time_is_read_piece_by_piece(serve) -> None:
 
 
 def test_a_trickling_body_is_cut_off_at_the_deadline_with_the_caller_s_error(serve) -> None:
-    """The whole body would come, a byte every 0.05 s, long after the deadline: its error can only be the deadline's."""
-    server = serve(lambda conn: (conn.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % ENDLESS),
-                                 trickle(b"x" * ENDLESS)(conn)))
+    """The whole body would come, a byte every 0.05 s, long after the deadline: LateError can only be the deadline's."""
+    server = serve(lambda conn: (conn.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % TRICKLE_BYTES),
+                                 trickle(b"x" * TRICKLE_BYTES, every=TRICKLE_EVERY)(conn)))
     deadline = Deadline(0.6, expired=lambda: LateError("cut off"))
     response = deadline.call(lambda: get(server.url), requests.Response.close)
     received = 0
     with response, deadline.watch(response), pytest.raises(LateError):
-        for chunk in deadline.body(response, max_bytes=10 * ENDLESS, chunk_bytes=4096):
+        for chunk in deadline.body(response, max_bytes=10 * TRICKLE_BYTES, chunk_bytes=4096):
             received += len(chunk)
-    assert received < ENDLESS
+    assert received < TRICKLE_BYTES
 
 
 def test_a_chunk_size_line_sent_a_byte_at_a_time_is_cut_off_by_the_watchdog(serve) -> None:
@@ -321,7 +326,10 @@ def test_shut_socket_wakes_a_read_blocked_on_a_silent_server(serve) -> None:
 
     def silent(conn: socket.socket) -> None:
         conn.sendall(HEADERS + b"Content-Length: 10\r\n\r\n")
-        quiet.wait(PATIENCE)  # never a byte of the body until the test ends
+        # Never a byte of the body until the test ends. A quiet that runs out ends itself before the server hangs
+        # up, so a read woken by the hang-up and not by shut_socket is seen.
+        if not quiet.wait(PATIENCE):
+            quiet.set()
 
     server = serve(silent)
     response = get(server.url)
