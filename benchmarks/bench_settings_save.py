@@ -7,7 +7,8 @@ In one run it measures two trees, each in its own Python process: the code at `-
 dir and drives `SettingsService.save` as the settings API does (`SaveRequest.from_json`), with small
 counting wrappers around `ConfigStore.read`, `TokenStore.read_record`, every `path_lock` (by the lock's
 name), `check_revision`, and the changes' validation (`apply_changes` before issue 17; `with_changes`
-after, which the file's parse and the save call; `apply_changes` itself is gone since issue 27). Nothing talks to a network.
+after, which the file's parse and the save call; `apply_changes` itself is gone since issue 27). Nothing
+talks to a network.
 
 Scenarios: the page's Save on a set-up Console (the same Home Assistant, no new token, the revision it
 loaded and the entities the picker showed); the first set-up Save (a new token); the page without
