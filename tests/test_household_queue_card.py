@@ -169,3 +169,20 @@ def test_stages_and_reasons_keep_their_numbers_and_words(data_dir: DataDir) -> N
     assert '"stage":3,' in log.path.read_text(encoding="utf-8")
     assert json.dumps(ConfirmationInvalid(ConfirmationReason.EXPIRED, "late").to_dict()) == \
         '{"error": {"code": "CONFIRMATION_INVALID", "message": "late", "reason": "expired"}}'
+
+
+def test_a_read_held_twice_for_its_program_is_audited_held_once(queue: HouseholdQueue, data_dir: DataDir) -> None:
+    """Allowed with no call there, joined by the program's next call, then let go again (that call hung up): the
+    read waits for the program a second time, and Activity still says "Allowed, waiting for the program" once."""
+    desk = Asker("desk", token_id="d" * 16)
+    first = queue.call(desk, LIST_ENTITIES, {})
+    queue.detach(first.waiting, first.attachment)  # its patience ran out: it returned early
+    queue.answer(first.waiting.token, True)
+    seen = [first.waiting.state]
+    again = queue.call(desk, LIST_ENTITIES, {})
+    seen.append(again.waiting.state)
+    queue.detach(again.waiting, again.attachment)  # that call's program hung up before it collected
+    seen.append(again.waiting.state)
+    assert again.waiting is first.waiting and seen == [CardState.HELD, CardState.ALLOWED, CardState.HELD]
+    held = [line for line in AuditLog(data_dir).events() if line["event"] == AuditEvent.HELD]
+    assert len(held) == 1
