@@ -9,9 +9,10 @@ from collections import deque
 import pytest
 
 from console_ha.answers.card_state import ENDED, GONE, MOVES, Attachment, CardState, IllegalMove, WaitingRead
-from console_ha.answers.household_queue import MAX_CARDS_PER_TOOL, Asker, HouseholdQueue
+from console_ha.answers.household_queue import ALLOWED_LATER, MAX_CARDS_PER_TOOL, Asker, HouseholdQueue, StillWaiting
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Stage, Turn
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.errors import ConfirmationInvalid, ConfirmationReason, InvocationLimitExceeded
 from console_ha.store.audit import AuditEvent, AuditLog
@@ -169,3 +170,40 @@ def test_stages_and_reasons_keep_their_numbers_and_words(data_dir: DataDir) -> N
     assert '"stage":3,' in log.path.read_text(encoding="utf-8")
     assert json.dumps(ConfirmationInvalid(ConfirmationReason.EXPIRED, "late").to_dict()) == \
         '{"error": {"code": "CONFIRMATION_INVALID", "message": "late", "reason": "expired"}}'
+
+
+def test_a_read_held_twice_for_its_program_is_audited_held_once(queue: HouseholdQueue, data_dir: DataDir) -> None:
+    """Allowed with no call there, joined by the program's next call, then let go again (that call hung up): the
+    read waits for the program a second time, and Activity still says "Allowed, waiting for the program" once."""
+    desk = Asker("desk", token_id="d" * 16)
+    first = queue.call(desk, LIST_ENTITIES, {})
+    queue.detach(first.waiting, first.attachment)  # its patience ran out: it returned early
+    queue.answer(first.waiting.token, True)
+    seen = [first.waiting.state]
+    again = queue.call(desk, LIST_ENTITIES, {})
+    seen.append(again.waiting.state)
+    queue.detach(again.waiting, again.attachment)  # that call's program hung up before it collected
+    seen.append(again.waiting.state)
+    assert again.waiting is first.waiting and seen == [CardState.HELD, CardState.ALLOWED, CardState.HELD]
+    held = [line for line in AuditLog(data_dir).events() if line["event"] == AuditEvent.HELD]
+    assert len(held) == 1
+
+
+def test_a_call_seen_back_on_a_held_read_gets_no_illegal_move_and_the_program_s_next_call_the_read(
+        queue: HouseholdQueue, stub_ha: StubHomeAssistant) -> None:
+    """Allowed while the call's program seemed gone ("the program will get it when it asks again"), then that call
+    looks again and its program answers: it gets nothing now (not an IllegalMove, HELD -> READING, which a request
+    would see as a 500), and the program's next call gets the read, once."""
+    present = [True]
+    desk = Asker("desk", token_id="d" * 16, present=lambda: present[0])
+    first = queue.call(desk, GET_HISTORY, {"entity_id": ENTITY, "period": "day"})
+    present[0] = False
+    assert queue.answer(first.waiting.token, True).message == ALLOWED_LATER
+    present[0] = True  # a presence that comes back (waitress's does not; the Asker's contract does not say so)
+    with pytest.raises(StillWaiting):
+        queue.collect(first.waiting, first.attachment)
+    queue.detach(first.waiting, first.attachment)
+    again = queue.call(desk, GET_HISTORY, {"entity_id": ENTITY, "period": "day"})
+    assert again.waiting is first.waiting
+    assert queue.collect(again.waiting, again.attachment)["entity_id"] == ENTITY
+    assert len(stub_ha.requests_to("/api/history")) == 1

@@ -6,8 +6,9 @@ token is revoked; the one clock moves, onto a card's expiry and past it. After e
 read at most once per allowed card and only for a live call; what the household was told matches what the
 program got; every move each card made (recorded as `WaitingRead.move` makes it) is one MOVES lists, a read
 only follows a move to READING made while a live call was attached, and no state was written past `move`; no
-card leaked between tokens; counts and the memory of expired cards stay bounded; every ended invocation has
-exactly one final audit line, and `asked_again` lines match the repeated calls that met a denial.
+card leaked between tokens; a call joins a card only before its expiry; counts and the memory of expired cards stay
+bounded; every ended invocation has exactly one final audit line and at most one `held` line (however often its read
+waited for its program), and `asked_again` lines match the repeated calls that met a denial.
 """
 
 from __future__ import annotations
@@ -189,6 +190,8 @@ class QueueMachine(RuleBasedStateMachine):
         if story is None:
             story = self.stories[card.token] = Story(card)
         else:
+            # A card is joined only before its expiry (an allowed one still waiting for its call included).
+            assert self.clock() < card.deadline, "a call joined a card past its expiry"
             story.calls += 1
             if card.state is CardState.DENIED:
                 story.denied_joins += 1
@@ -388,6 +391,8 @@ class QueueMachine(RuleBasedStateMachine):
         lines = list(AuditLog(self.data_dir).events())
         finals = Counter(line["invocation"] for line in lines if line["event"] in FINAL)
         assert all(count == 1 for count in finals.values()), finals
+        held = Counter(line["invocation"] for line in lines if line["event"] == "held")
+        assert all(count == 1 for count in held.values()), f"`held` audited more than once: {held}"
         assert sum(1 for line in lines if line["event"] == "asked_again") == \
             sum(story.denied_joins for story in self.stories.values())
 

@@ -233,9 +233,11 @@ class HouseholdQueue:
             return Verdict(error=card.error.reworded(card.error.message))  # a copy: one raise each
         if call is None or call not in card.calls:
             return NOT_YET  # a newer call of its program took the card over: that one collects
-        if card.state is CardState.WAITING or not call.present():
+        if card.state in (CardState.WAITING, CardState.HELD) or not call.present():
             # Unanswered before the expiry (its patience ran out, or its program is going), or allowed with
-            # its program gone: it lets go in the same step, so an Allow a moment later says what happens.
+            # its program gone: it lets go in the same step, so an Allow a moment later says what happens. A held
+            # read is the program's next call's, as the household was told (its Allow found this call gone); never
+            # read from HELD, which MOVES does not allow, even by a call whose program seems back.
             return self._let_go(card, call, now)
         if not card.still_allowed():
             # Revoked while it waited: the token is refused from then on, an allowed read included.

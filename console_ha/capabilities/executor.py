@@ -300,7 +300,7 @@ class Executor:
         self.sweep_expired()
         invocation = secrets.token_hex(8)
         label = name if isinstance(name, str) and name in REGISTRY else "unknown"
-        self._audit(AuditEvent.PROPOSED, label, 1, invocation, client=client)
+        self._audit(AuditEvent.PROPOSED, label, Stage.RESOLVE, invocation, client=client)
         try:
             capability = resolve(name)
             canonical = validate(capability, arguments)
