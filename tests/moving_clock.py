@@ -6,7 +6,8 @@ is slow, never wrong. What stays on real time is a liveness guard (`PATIENCE`), 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 
 # How long a test waits for something that must happen (a thread to end, an answer to come) before it fails.
 # Never a bound on how fast: every bound under test is at least ten times shorter, or read off a test's clock.
@@ -24,3 +25,12 @@ class ClockReadings:
         reading = self._readings[min(self.reads, len(self._readings) - 1)]
         self.reads += 1
         return reading
+
+
+def wait_for(condition: Callable[[], object], what: str = "the condition", seconds: float = PATIENCE) -> None:
+    """Wait for what must happen (patience, not a bound: a loaded machine is slow, never wrong); fail the test
+    naming `what` when it never does."""
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, f"{what} never held"
+        time.sleep(0.01)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -20,20 +19,12 @@ from console_ha.ha.home_assistants import HomeAssistants
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from tests.executors import executor_over
+from tests.moving_clock import wait_for
 from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 # Long enough that a hung call is still hung while the test looks; the stub lets go when it stops.
 HANG = 30.0
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    """Poll until `condition` holds; fail the test when it never does."""
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail("the condition never held")
-        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from console_ha.ha.call_limits import MAX_CALLS_PER_ORIGIN
 from console_ha.settings.settings_service import DISCOVERY_REQUESTS
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
-from tests.moving_clock import PATIENCE
+from tests.moving_clock import PATIENCE, wait_for
 from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
@@ -63,13 +62,6 @@ class Arrivals:
             first = next((n for n, answer in enumerate(self.answers) if slow(answer)), len(self.answers))
             came = {id(answer): n for n, answer in enumerate(self.answers)}  # one GET, one answer: by identity
             return all(came[id(answer)] < first for answer in answers)
-
-
-def until(condition: Callable[[], bool]) -> None:
-    """Wait for what must happen; a loaded machine is slow, never wrong."""
-    limit = time.monotonic() + PATIENCE
-    while not condition() and time.monotonic() < limit:
-        time.sleep(0.02)
 
 
 def get(what: str, url: str, headers: dict[str, str] | None = None) -> Answer:
@@ -135,7 +127,7 @@ def test_twelve_pickers_on_a_hung_home_assistant_leave_health_and_pages_answerin
                    for _ in range(PICKERS)]
         for thread in threads:
             thread.start()
-        until(lambda: len(arrivals.of("picker")) >= PICKERS - MAX_CALLS_PER_ORIGIN)
+        wait_for(lambda: len(arrivals.of("picker")) >= PICKERS - MAX_CALLS_PER_ORIGIN)
         # The hung pickers are still waiting on Home Assistant now (the Console waits 8 s for it).
         assert len(hung.requests) >= 1
         health = arrivals.get("health", served + "health")
@@ -168,7 +160,7 @@ def test_parallel_discoveries_leave_health_answering(data_dir: DataDir, served: 
     threads = [threading.Thread(target=arrivals.get, args=("discover", url, household)) for _ in range(PICKERS)]
     for thread in threads:
         thread.start()
-    until(lambda: len(arrivals.of("discover")) >= PICKERS - DISCOVERY_REQUESTS)
+    wait_for(lambda: len(arrivals.of("discover")) >= PICKERS - DISCOVERY_REQUESTS)
     health = arrivals.get("health", served + "health")
     for thread in threads:
         thread.join(2 * PATIENCE)

@@ -8,8 +8,7 @@ cache kept "one Home Assistant at a time"; each test here fails on that shape.
 from __future__ import annotations
 
 import ast
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from console_ha.secret import Secret
 from console_ha.settings.settings_service import SaveRequest
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import check_token
+from tests.moving_clock import wait_for
 from tests.stub_ha import StubHomeAssistant
 
 ALLOWED = ["light.bedroom", "sensor.living_room_temperature"]
@@ -108,7 +108,7 @@ def test_one_console_s_full_slots_do_not_block_the_other(two: tuple[Opened, Open
     pool = ThreadPoolExecutor(max_workers=1)
     try:
         pool.submit(hung.config, timeout=HANG)
-        _wait_for(lambda: a.console.home_assistants.limits.in_flight() == 1)
+        wait_for(lambda: a.console.home_assistants.limits.in_flight() == 1)
         with pytest.raises(CapabilityError) as caught:
             a.rooms()
         assert (caught.value.code, caught.value.stage) == ("HA_BUSY", 5)
@@ -188,12 +188,3 @@ def test_no_module_holds_state_a_second_console_would_share() -> None:
     """Caches, limits and clients belong to the object the composition root builds; what is left module-wide
     is a process resource, each named here with its reason."""
     assert _module_state() == set(PROCESS_WIDE)
-
-
-def _wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    """Poll until `condition` holds; fail the test when it never does."""
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail("the condition never held")
-        time.sleep(0.01)

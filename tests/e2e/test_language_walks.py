@@ -12,11 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from babel.messages.catalog import Catalog
@@ -30,7 +28,7 @@ from console_ha.store.console_secrets import ConsoleSecrets
 from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, PHONE, SETTINGS, LiveConsole, serious_violations
 from tests.e2e.test_confirmations_page import BackgroundCall
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
-from tests.moving_clock import PATIENCE
+from tests.moving_clock import wait_for
 from tests.stub_ha import StubHomeAssistant
 
 # The fake model, named in the environment before the app starts (conftest.py).
@@ -136,14 +134,6 @@ def log_in(page: Page, console: LiveConsole, code: str, path: str) -> None:
     page.wait_for_load_state()
 
 
-def _wait_until(condition: Any, what: str, timeout: float = PATIENCE) -> None:
-    """Wait for what must happen (patience, not a bound: a loaded machine is slow, never wrong)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 # --- set-up: the first-run password, then Home Assistant against the stub ------------------------------------
 
 
@@ -170,7 +160,7 @@ def test_first_run_and_home_assistant_settings_in_the_language(
     light.check()
     page.get_by_role("checkbox", name=word(code, "Let the assistant read Home Assistant")).check()
     page.get_by_role("button", name=word(code, "Save"), exact=True).click()
-    _wait_until(lambda: console.config.path.exists()
+    wait_for(lambda: console.config.path.exists()
                 and json.loads(console.config.path.read_text()).get("enabled") is True, "the settings were saved")
     assert json.loads(console.config.path.read_text())["allowlisted_entities"] == ["light.living_room"]
     assert_in_language(page, code)
