@@ -189,24 +189,30 @@ class Activity:
         return [item for item in self.capabilities if not item.tally and item.capability in REGISTRY]
 
 
+# Read once: the log may hold many thousand lines, and an enum member is looked up on its class each time.
+_APPROVED = AuditEvent.APPROVED
+
+
 def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENTS) -> Activity:
     """Counts per capability (registered ones always listed, in registry order) and the newest events first."""
     per_capability = {name: CapabilityActivity(name) for name in REGISTRY}
-    recent: deque[ActivityEvent] = deque(maxlen=latest)
+    # Only the latest are shown: each line is kept as read, and put in words once it is known to be shown.
+    recent: deque[tuple[str, AuditEvent | None, Mapping[str, Any], bool]] = deque(maxlen=latest)
     total = 0
     approved: set[str] = set()  # invocations the household allowed: a later refusal came after its answer
     for event in events:
         total += 1
         invocation = str(event.get("invocation") or "")
-        if event.get("event") == AuditEvent.APPROVED and invocation:
+        kind = AuditEvent.of(event.get("event"))
+        if kind is _APPROVED and invocation:
             approved.add(invocation)
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
-        kind = AuditEvent.of(event.get("event"))
         per_capability.setdefault(counted, CapabilityActivity(counted)).add(kind, event)
-        recent.append(_shown(name, kind, event, after_approval=invocation in approved))
-    return Activity(list(per_capability.values()), list(reversed(recent)), total)
+        recent.append((name, kind, event, invocation in approved))
+    shown = [_shown(name, kind, event, after_approval=after) for name, kind, event, after in reversed(recent)]
+    return Activity(list(per_capability.values()), shown, total)
 
 
 def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *,
