@@ -8,7 +8,7 @@ import math
 import random
 import socket
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -24,7 +24,8 @@ from console_ha.errors import HABadResponse, HABusy, HATimeout, HAUnauthorized, 
 from console_ha.ha import history, history_digest, history_rows
 from console_ha.ha.call_limits import CallCaps, CallLimits
 from console_ha.ha.history import HistoryDigest, fetch_history
-from console_ha.ha.history_digest import digest_history
+from console_ha.ha.history_digest import DEFAULT_MAX_CHANGES, Digester
+from console_ha.ha.history_rows import row_of
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from tests.result_schemas import assert_matches_result_schema
@@ -36,6 +37,15 @@ from tests.stub_ha_ws import running as running_ws
 START = datetime(2025, 4, 1, tzinfo=UTC)
 END = START + timedelta(days=7)
 UNAVAILABLE = ("unavailable", "unknown")
+
+
+def digest_history(rows: Iterable[object], *, start: datetime, end: datetime,
+                   max_changes: int = DEFAULT_MAX_CHANGES, unit: str | None = None) -> HistoryDigest:
+    """Parsed history rows ({"state", "last_changed"}, chronological) digested for the window [start, end), as
+    the fetchers' Digester does with the rows it streams."""
+    digester = Digester(start=start, end=end, max_changes=max_changes, unit=unit)
+    digester.add(row_of(row) for row in rows)
+    return digester.finish()
 
 
 def row(moment: datetime, state: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ from console_ha.ha.history_result import (
     StatesSummary,
     StateTime,
 )
-from console_ha.ha.history_rows import MICROS_PER_SECOND, Row, iso_z, malformed, micros, row_of
+from console_ha.ha.history_rows import MICROS_PER_SECOND, Row, iso_z, malformed, micros
 from console_ha.ha.rest_client import UNAVAILABLE_STATES
 
 # A digest names at most this many states (the ones with the most time); the rest are summed. get_history's
@@ -61,14 +61,6 @@ class _Numbers(NamedTuple):
     max_change: tuple[int, int, str, float] | None
     weighted_sum: float
     weighted_time: int
-
-
-def digest_history(rows: Iterable[object], *, start: datetime, end: datetime,
-                   max_changes: int = DEFAULT_MAX_CHANGES, unit: str | None = None) -> HistoryDigest:
-    """Digest parsed history rows ({"state", "last_changed"}, chronological) for the window [start, end)."""
-    digester = Digester(start=start, end=end, max_changes=max_changes, unit=unit)
-    digester.add(row_of(row) for row in rows)
-    return digester.finish()
 
 
 class Digester:
