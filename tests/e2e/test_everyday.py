@@ -47,6 +47,15 @@ def in_tokyo(moment: str, pattern: str) -> str:
     return datetime.fromisoformat(moment.replace("Z", "+00:00")).astimezone(ZoneInfo(BROWSER_ZONE)).strftime(pattern)
 
 
+def tokyo_clock(moment: str) -> re.Pattern[str]:
+    """`moment`'s time of day in Tokyo as the browser writes it: 24-hour ("13:06") or, in English, 12-hour
+    ("1:06 PM"). Only the 24-hour form was expected once, and this module failed whenever Tokyo was past noon."""
+    minute = in_tokyo(moment, "%M")
+    hour24 = in_tokyo(moment, "%H").lstrip("0") or "0"
+    hour12 = in_tokyo(moment, "%I").lstrip("0")
+    return re.compile(rf"\b0?{hour24}:{minute}\b|\b{hour12}:{minute}\s?{in_tokyo(moment, '%p')}")
+
+
 def test_the_card_s_expiry_and_activity_are_in_the_browser_s_zone_while_the_server_keeps_utc(
         chat: Page, console: LiveConsole, model: FakeModel):
     model.script(tool_call(LIST, {}))
@@ -55,18 +64,17 @@ def test_the_card_s_expiry_and_activity_are_in_the_browser_s_zone_while_the_serv
     expect(expires).to_be_visible()
     moment = expires.get_attribute("datetime")
     assert moment is not None and moment.endswith("Z")  # the element keeps UTC
-    tokyo_hour = in_tokyo(moment, "%H:%M").lstrip("0") or "0"
-    expect(expires).to_contain_text(re.compile(rf"\b0?{re.escape(tokyo_hour)}\b"))
+    expect(expires).to_contain_text(tokyo_clock(moment))
     assert "UTC" not in expires.inner_text()
     # After a reload the server's card is localised too.
     chat.reload()
-    expect(chat.locator("#confirm-card time")).to_contain_text(re.compile(rf"\b0?{re.escape(tokyo_hour)}\b"))
+    expect(chat.locator("#confirm-card time")).to_contain_text(tokyo_clock(moment))
     chat.goto(console.at("/activity"))
     first = chat.locator(".event-card time").first
     when = first.get_attribute("datetime")
     assert when is not None
     expect(first).to_contain_text(in_tokyo(when, "%Y").lstrip("0"))
-    expect(first).to_contain_text(re.compile(rf"\b0?{re.escape(in_tokyo(when, '%H:%M').lstrip('0') or '0')}\b"))
+    expect(first).to_contain_text(tokyo_clock(when))
 
 
 def test_without_javascript_times_are_in_the_console_s_configured_zone(
@@ -254,6 +262,6 @@ def test_the_api_tokens_page_shows_when_a_token_was_made_in_the_browser_s_zone(c
     made = chat.locator(".token-list time").first
     moment = made.get_attribute("datetime")
     assert moment is not None and moment.endswith("Z")
-    expect(made).to_contain_text(re.compile(rf"\b0?{re.escape(in_tokyo(moment, '%H:%M').lstrip('0') or '0')}\b"))
+    expect(made).to_contain_text(tokyo_clock(moment))
     assert "UTC" not in made.inner_text()
     assert serious_violations(chat) == []
