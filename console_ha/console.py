@@ -29,13 +29,13 @@ from console_ha.settings.connection import CONNECTION_TEST_READS
 from console_ha.settings.saving import recover
 from console_ha.settings.settings_service import SettingsService, Timeouts
 from console_ha.store.audit import AuditLog
-from console_ha.store.ca_certificate import CACertificateStore
 from console_ha.store.config import ConfigStore
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.console_settings import ConsoleSettingsStore
 from console_ha.store.conversation_files import ConversationFiles
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
+from console_ha.store.instances import Instances
 from console_ha.store.model_config import ModelStore
 from console_ha.store.review import ReviewStore
 
@@ -49,8 +49,15 @@ def open_credentials(data_dir: DataDir) -> ConsoleSecrets:
     # Unlike Console.open, this neither makes nor narrows the data dir: only a write of a password or a token
     # makes it, so listing the tokens or a refused password on a mistyped --data-dir leaves nothing behind.
     # As Console.open: temp files a killed write left behind; a legacy token bound to its origin.
-    recover(data_dir, ConfigStore(data_dir), TokenStore(data_dir))
+    recover_instances(Instances(data_dir))
     return ConsoleSecrets(data_dir)
+
+
+def recover_instances(instances: Instances) -> None:
+    """`settings.saving.recover` for every instance: temp files a killed write left, a legacy token's origin."""
+    for instance in instances.ids():
+        stores = instances.get(instance)
+        recover(instances.data_dir, stores.config, stores.token)
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,9 @@ class Console:
     """
 
     data_dir: DataDir
+    # The Home Assistants it reads, each with its own settings, token and CA certificate.
+    instances: Instances
+    # The `home` instance's settings file and token (`instances.home`'s), for what knows one Home Assistant.
     config_store: ConfigStore
     token_store: TokenStore
     secrets: ConsoleSecrets
@@ -112,9 +122,9 @@ class Console:
         """
         options = options or ConsoleOptions()
         data_dir.ensure()
-        config_store = ConfigStore(data_dir)
-        token_store = TokenStore(data_dir)
-        recover(data_dir, config_store, token_store)  # leftover temp files; a legacy token bound to its origin
+        instances = Instances(data_dir)
+        config_store, token_store = instances.home.config, instances.home.token
+        recover_instances(instances)  # leftover temp files; a legacy token bound to its origin
         # One audit log for every executor: it appends under its own lock, so lines never interleave.
         audit = AuditLog(data_dir)
         model_store = ModelStore(data_dir)
@@ -124,14 +134,14 @@ class Console:
         home_assistants = HomeAssistants(reads=CONSOLE_READS, caps=options.call_caps, keep=card_memory.keep_areas,
                                          make=make_client)
         clients = home_assistants.clients
-        executor = Executor(data_dir, config_store=config_store, token_store=token_store, audit=audit,
-                            confirmations=ConfirmationStore(), clients=clients.lend, memory=card_memory)
+        executor = Executor(instances, audit=audit, confirmations=ConfirmationStore(), clients=clients.lend,
+                            memory=card_memory)
         # Read afresh for every request to the model: a save on the model settings applies from the next turn.
         model = OpenAICompatibleModel.from_source(model_settings.settings_in_force)
         # Other programs' reads have an executor of their own only for its confirmation store: their cards
         # expire on their own TTL and never count towards (or push out) the conversation page's.
         household_executor = Executor(
-            data_dir, config_store=config_store, token_store=token_store, audit=audit, clients=clients.lend,
+            instances, audit=audit, clients=clients.lend,
             confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl), memory=card_memory,
         )
         household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting)
@@ -140,6 +150,7 @@ class Console:
         conversations.load()
         return cls(
             data_dir=data_dir,
+            instances=instances,
             config_store=config_store,
             token_store=token_store,
             secrets=ConsoleSecrets(data_dir),
@@ -154,7 +165,7 @@ class Console:
             model_environment=model_environment,
             settings=SettingsService(data_dir, config_store=config_store, token_store=token_store,
                                      review_store=ReviewStore(data_dir),
-                                     ca_store=CACertificateStore(data_dir, config_store), clients=clients,
+                                     ca_store=instances.home.ca, clients=clients,
                                      discover=discover, timeouts=options.settings_timeouts,
                                      areas=home_assistants.entity_areas,
                                      card_memory=card_memory),

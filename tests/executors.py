@@ -16,9 +16,8 @@ from console_ha.ha.kept_clients import LendClient, one_client
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditLog
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore
+from console_ha.store.instances import Instances
 from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
@@ -33,9 +32,8 @@ def console_client(base_url: str, token: Secret, ca_bundle: str | None) -> Itera
 def executor_over(data_dir: DataDir, *, confirmations: ConfirmationStore | None = None,
                   clients: LendClient = one_client, clock: Callable[[], float] = time.time) -> Executor:
     """An `Executor` with the stores `Console.open` would hand it, each fresh over `data_dir`."""
-    return Executor(data_dir, config_store=ConfigStore(data_dir), token_store=TokenStore(data_dir),
-                    audit=AuditLog(data_dir), confirmations=confirmations or ConfirmationStore(clock=clock),
-                    clients=clients, clock=clock)
+    return Executor(Instances(data_dir), audit=AuditLog(data_dir),
+                    confirmations=confirmations or ConfirmationStore(clock=clock), clients=clients, clock=clock)
 
 
 def configured(data_dir: DataDir, stub: StubHomeAssistant, allowlist: list[str]) -> Executor:

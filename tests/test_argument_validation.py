@@ -10,11 +10,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from console_ha.capabilities.executor import validate
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import SchemaValidator, ecma_pattern
+from console_ha.capabilities.stages import validate
 from console_ha.errors import CapabilityError
 from console_ha.unknown_keys import first_unknown
 

@@ -15,9 +15,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from console_ha.capabilities.cards import Card, host_of
-from console_ha.capabilities.executor import Executor, validate
+from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.capabilities.spec import ENTITY_ARGUMENT, ENTITY_ID_SCHEMA, ENTITY_MARK, Capability
+from console_ha.capabilities.stages import validate
 from console_ha.conversation.activity import UNKNOWN_CAPABILITY_WORDS, CapabilityActivity
 from console_ha.conversation.model import capability_name, function_name, tool_definitions
 from console_ha.conversation.turn_loop import SYSTEM_PROMPT
@@ -316,9 +317,9 @@ def test_a_mark_stage_3_would_not_see_is_refused_when_the_capability_is_made(mis
         dataclasses.replace(REGISTRY["home_assistant.list_entities"], arguments_schema=misplaced)
 
 
-def test_the_instance_argument_is_reserved_for_a_second_home_assistant() -> None:
+def test_the_instance_argument_is_the_executor_s_and_no_read_may_declare_it() -> None:
     schema = {"type": "object", "properties": {"instance": {"type": "string"}}, "additionalProperties": False}
-    with pytest.raises(ValueError, match="instance is reserved"):
+    with pytest.raises(ValueError, match="instance is the executor's"):
         dataclasses.replace(REGISTRY["home_assistant.list_entities"], arguments_schema=schema,
                             argument_messages={"instance": "instance is wrong."})
 

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, CardMemory, ReadNotes, Traits
 from console_ha.capabilities.cards import quoted
-from console_ha.capabilities.executor import validate
 from console_ha.capabilities.list_entities import CAPABILITY as LIST_ENTITIES
 from console_ha.capabilities.list_entities import MAX_NAMED
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
+from console_ha.capabilities.stages import validate
 from console_ha.deadline import Deadline
 from console_ha.ha.areas import build_area_index
 from console_ha.ha.rest_client import HomeAssistantClient

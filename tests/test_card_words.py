@@ -11,7 +11,6 @@ import pytest
 from console_ha import words
 from console_ha.answers.page_watch import HouseholdWatch
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, Traits
-from console_ha.capabilities.executor import validate
 from console_ha.capabilities.find_entities import NAME as FIND_ENTITIES
 from console_ha.capabilities.get_state import DOMAIN_WORDS, HOUSEHOLD_ATTRIBUTES
 from console_ha.capabilities.get_state import NAME as GET_STATE
@@ -19,6 +18,7 @@ from console_ha.capabilities.get_statistics import NAME as GET_STATISTICS
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability
+from console_ha.capabilities.stages import validate
 from console_ha.console import Console
 from console_ha.errors import CapabilityError
 from console_ha.language import Language, Words, by_code

@@ -50,8 +50,9 @@ def test_every_executor_shares_the_console_s_stores_audit_log_and_kept_clients(d
     assert executors[0] is executors[1] and executors[2] is not executors[0]
     for executor in executors:
         assert executor.audit is console.audit
-        assert executor.config_store is console.config_store
-        assert executor.token_store is console.token_store
+        assert executor.instances is console.instances
+        assert executor.instances.home.config is console.config_store
+        assert executor.instances.home.token is console.token_store
         assert executor._clients == console.home_assistants.clients.lend
 
 

@@ -11,9 +11,9 @@ import pytest
 from console_ha.answers.card_state import ENDED, GONE, MOVES, Attachment, CardState, IllegalMove, WaitingRead
 from console_ha.answers.household_queue import ALLOWED_LATER, MAX_CARDS_PER_TOOL, Asker, HouseholdQueue, StillWaiting
 from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Stage, Turn
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.capabilities.stages import Stage, Turn
 from console_ha.errors import ConfirmationInvalid, ConfirmationReason, InvocationLimitExceeded
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.datadir import DataDir

@@ -46,8 +46,8 @@ from console_ha.answers.household_queue import (
     WaitingRead,
 )
 from console_ha.capabilities.confirmations import ConfirmationStore
-from console_ha.capabilities.executor import Turn
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.capabilities.stages import Turn
 from console_ha.errors import CapabilityError
 from console_ha.store.audit import AuditLog
 from console_ha.store.datadir import DataDir

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console_ha.capabilities.entity_budget import json_size
-from console_ha.capabilities.executor import validate
 from console_ha.capabilities.list_areas import CAPABILITY, MAX_RESULT_BYTES, NAME, card, execute
+from console_ha.capabilities.stages import validate
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError
 from console_ha.ha.reads import Reads

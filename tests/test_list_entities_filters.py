@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console_ha.capabilities.executor import Executor, validate
+from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.list_entities import CAPABILITY, NAME, card, execute
+from console_ha.capabilities.stages import validate
 from console_ha.deadline import Deadline
 from console_ha.errors import CapabilityError
 from console_ha.ha.areas import REGISTRY_COMMANDS, AreaIndexCache

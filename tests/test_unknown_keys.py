@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from console_ha.capabilities.executor import validate
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.registry import REGISTRY
+from console_ha.capabilities.stages import validate
 from console_ha.errors import CapabilityError, InvalidConfig
 from console_ha.store.datadir import DataDir
 from console_ha.unknown_keys import MAX_SHOWN_KEY, first_unknown, shown_key

@@ -39,8 +39,9 @@ from console_ha.answers.card_state import (
 from console_ha.answers.card_state import Asker as Asker
 from console_ha.answers.card_state import WaitingRead as WaitingRead
 from console_ha.capabilities.confirmations import canonical_arguments
-from console_ha.capabilities.executor import Executor, Room, Turn, always_room
+from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.spec import Capability
+from console_ha.capabilities.stages import Room, Turn, always_room
 from console_ha.errors import (
     CapabilityError,
     ConfirmationDenied,

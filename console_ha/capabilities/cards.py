@@ -7,7 +7,7 @@ them in the language of the request that shows the card (docs/capabilities.md, "
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from urllib.parse import urlsplit
 
 from console_ha.language import Words
@@ -71,6 +71,12 @@ def host_of(base_url: str) -> str:
     """The host (and port) a household recognises, without scheme or path."""
     parts = urlsplit(base_url)
     return parts.netloc or base_url
+
+
+def at_instance(card: Card, name: str) -> Card:
+    """`card` naming the Home Assistant it reads (its name), for a Console that reads more than one."""
+    # Translators: the household's name for one of its Home Assistants ("Cabin"), then a card's title.
+    return replace(card, title=Words("{instance}: {title}", instance=name, title=card.title))
 
 
 def leaves_device(config: HomeAssistantConfig) -> Words:

@@ -2,75 +2,59 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
-from contextlib import ContextDecorator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import IntEnum
-from types import TracebackType
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from console_ha.capabilities.card_facts import CardMemory, ReadNotes
-from console_ha.capabilities.cards import Card
+from console_ha.capabilities.cards import Card, at_instance
 from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConfirmation, PendingConfirmation
-from console_ha.capabilities.entity_budget import json_size
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
-from console_ha.capabilities.spec import Capability, offered
+from console_ha.capabilities.spec import INSTANCE, Capability, offered
+from console_ha.capabilities.stages import (
+    INTERNAL_ERROR_MESSAGE,
+    Room,
+    Stage,
+    Turn,
+    always_room,
+    at_stage,
+    check_policy,
+    check_turn_limit,
+    instance_of,
+    resolve,
+    shape,
+    validate,
+    what_the_card_shows,
+)
 from console_ha.capabilities.time_zone import household_zone
 from console_ha.deadline import Deadline
 from console_ha.errors import (
-    CapabilityDisabled,
     CapabilityError,
     CapabilityFailed,
-    CapabilityNotConfigured,
     ConfirmationDenied,
     ConfirmationInvalid,
     ConfirmationReason,
-    EntityNotAllowlisted,
     HomeAssistantError,
-    InvalidArguments,
-    InvocationLimitExceeded,
-    ResultTooLarge,
     SettingsDamagedForCapability,
     SettingsFileDamaged,
-    UnknownCapability,
 )
 from console_ha.ha.kept_clients import LendClient, one_client
 from console_ha.ha.rest_client import cache_key
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditEvent, AuditLog
-from console_ha.store.ca_certificate import ca_bundle_path
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
-from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenLookup, TokenStore
+from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.datadir import HOME_INSTANCE
+from console_ha.store.ha_token import TokenLookup
+from console_ha.store.instances import Instance, Instances, name_of
 from console_ha.timestamps import utc_z
-from console_ha.unknown_keys import first_unknown
 from console_ha.words import MODEL_FALLBACK, MODEL_WORDS
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Turn:
-    """How many times each capability has been proposed past policy in one conversation turn."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-
-
-def always_room(capability: Capability) -> None:
-    """The room of a front end that bounds no cards but by the turn (the household's own page): always some."""
-    return None
-
-
-# What else bounds proposals past the turn's own count: the words of a refusal for `capability`, or None when
-# there is room. The household queue's waiting reads (its MAX_WAITING, and MCP's cards per tool) are one.
-Room = Callable[[Capability], str | None]
 
 
 @dataclass(frozen=True)
@@ -94,154 +78,16 @@ class Proposal:
         }
 
 
-# What the model is told of a bug: that there was one, nothing of it.
-INTERNAL_ERROR_MESSAGE = "Something went wrong inside the Console."
-
-TOKEN_FOR_ANOTHER_HOME_ASSISTANT = (
-    "The Home Assistant access token was saved for another Home Assistant than the one configured now; "
-    "the household must enter it again on the settings page."
-)
-
-
-class Stage(IntEnum):
-    """The executor's six stages, in order; the audit log records each as its number."""
-
-    RESOLVE = 1
-    VALIDATE = 2
-    POLICY = 3
-    CONFIRM = 4
-    EXECUTE = 5
-    SHAPE = 6
-
-
-class at_stage(ContextDecorator):  # lower-case: read as a decorator, like contextlib's own
-    """Record on a CapabilityError leaving it the executor stage it ended at (the innermost stage wins).
-
-    The stage is the executor's record, not the error class's: the same refusal comes from stage 3 at
-    proposal time and again before the read runs, and the audit log says at which stage.
-    """
-
-    def __init__(self, stage: Stage) -> None:
-        self.stage = stage
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
-                 traceback: TracebackType | None) -> None:
-        if isinstance(err, CapabilityError) and err.stage is None:
-            err.stage = self.stage
-
-
-# --- stage 1 ---------------------------------------------------------------------------------
-
-@at_stage(Stage.RESOLVE)
-def resolve(name: object) -> Capability:
-    """Stage 1: the registered capability of that name."""
-    capability = REGISTRY.get(name) if isinstance(name, str) else None
-    if capability is None:
-        raise UnknownCapability("There is no such capability.")
-    return capability
-
-
-# --- stage 2 ---------------------------------------------------------------------------------
-
-@at_stage(Stage.VALIDATE)
-def validate(capability: Capability, arguments: object) -> dict[str, Any]:
-    """Stage 2: the arguments against the capability's schema, with no knowledge of configuration or allowlist."""
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, Mapping):
-        raise InvalidArguments("Arguments must be an object.")
-    declared = capability.arguments_schema.get("properties", {})
-    problems = capability.argument_problems(arguments)
-    if problems.unknown:
-        unexpected = first_unknown(arguments, declared)
-        if unexpected is not None:
-            raise InvalidArguments(f"Unexpected argument: {unexpected}.")
-    if problems.wrong:
-        # The first argument in the schema's order: the same words whatever else is wrong.
-        raise InvalidArguments(capability.argument_messages[problems.wrong[0]])
-    if problems:
-        raise InvalidArguments("The arguments do not match what this capability takes.")
-    # Canonical: the declared arguments only, in the schema's order (what the card and approval bind).
-    return {name: arguments[name] for name in declared if name in arguments}
-
-
-# --- stage 3 ---------------------------------------------------------------------------------
-
-@at_stage(Stage.POLICY)
-def check_policy(capability: Capability, arguments: Mapping[str, Any], config: HomeAssistantConfig,
-                 token: TokenLookup) -> None:
-    """Stage 3: opt-in, configuration (a token that belongs to the configured origin) and allowlist.
-
-    The allowlist holds for every entity the capability's marked arguments name (`Capability.entities_named`).
-    """
-    if not config.enabled:
-        raise CapabilityDisabled("The household has not turned on Home Assistant reading.")
-    if config.base_url and token.elsewhere:
-        # The model is not told either address: it needs to know what is wrong, not where the home is.
-        raise CapabilityNotConfigured(TOKEN_FOR_ANOTHER_HOME_ASSISTANT)
-    if not config.base_url or token.token is None:
-        raise CapabilityNotConfigured("Home Assistant is turned on but not set up yet.")
-    if not config.allowlisted_entities:
-        # Nothing could be read: no card to bother the household with, no request to send.
-        raise CapabilityNotConfigured("The household has not chosen any entities to share yet.")
-    allowed = set(config.allowlisted_entities)
-    # Only text can be an allowlisted id: anything else a loose schema let through (a list, an object) is
-    # refused here, not left to raise TypeError (unhashable) past the audit.
-    if any(not isinstance(entity, str) or entity not in allowed for entity in capability.entities_named(arguments)):
-        # The same words whether or not the entity exists: a refusal must not reveal the inventory.
-        raise EntityNotAllowlisted("That entity is not one the household allowed the assistant to read.")
-
-
-@at_stage(Stage.POLICY)
-def check_turn_limit(capability: Capability, turn: Turn, room: Room = always_room) -> None:
-    """Stage 3: room for one more card (`room`), and at most `max_invocations_per_turn` proposals in one turn."""
-    refusal = room(capability)
-    if refusal is not None:
-        raise InvocationLimitExceeded(refusal)
-    if turn.counts[capability.name] >= capability.bounds.max_invocations_per_turn:
-        raise InvocationLimitExceeded("This capability was already used in this turn.")
-    turn.counts[capability.name] += 1
-
-
-def what_the_card_shows(capability: Capability, config: HomeAssistantConfig) -> str:
-    """Where the read goes and what else of the settings the capability binds: what an approval is bound to."""
-    shown: dict[str, Any] = {"base_url": config.base_url, **capability.binds(config)}
-    return json.dumps(shown, sort_keys=True)
-
-
-# --- stage 6 ---------------------------------------------------------------------------------
-
-@at_stage(Stage.SHAPE)
-def shape(capability: Capability, result: Mapping[str, Any]) -> dict[str, Any]:
-    """Stage 6: the result as JSON the model may see, within the byte bound, as its result schema declares."""
-    # NaN and Infinity are not JSON (json_size refuses them): a result holding one is a bug, not an answer.
-    size = json_size(result)
-    if size > capability.bounds.max_result_bytes:
-        raise ResultTooLarge(
-            f"The result ({size} bytes) is larger than the {capability.bounds.max_result_bytes}-byte limit.")
-    # Checked after the size, so the check costs at most what a result of the bound costs (docs/capabilities.md).
-    problems = capability.result_problems(result)
-    if problems:
-        # A bug, not an answer: none of it leaves. The log says where in the schema, never a value.
-        log.error("capability %s returned a result its result schema refuses, at %s; nothing of it was sent",
-                  capability.name, "; ".join(problems[:5]))
-        raise CapabilityFailed(INTERNAL_ERROR_MESSAGE)
-    return dict(result)
 
 
 class Executor:
     """Runs capability invocations through the six stages; needs no web server."""
 
-    def __init__(self, data_dir: DataDir, *, config_store: ConfigStore, token_store: TokenStore, audit: AuditLog,
-                 confirmations: ConfirmationStore, clients: LendClient = one_client,
-                 clock: Callable[[], float] = time.time, memory: CardMemory | None = None) -> None:
+    def __init__(self, instances: Instances, *, audit: AuditLog, confirmations: ConfirmationStore,
+                 clients: LendClient = one_client, clock: Callable[[], float] = time.time,
+                 memory: CardMemory | None = None) -> None:
         # Every store is handed in (Console.open builds them once); the executor builds none of its own.
-        self._data_dir = data_dir
-        self.config_store = config_store
-        self.token_store = token_store
+        self.instances = instances
         self.confirmations = confirmations
         self.audit = audit
         # Lends the client for one invocation. Whoever made it decides what leaving the block does:
@@ -255,11 +101,14 @@ class Executor:
         self._memory = memory or CardMemory()
 
     def offered(self) -> tuple[Capability, ...]:
-        """The capabilities an allowlisted entity can answer (`spec.offered`): what the model and MCP clients see."""
-        try:
-            allowlisted = self.config_store.load().allowlisted_entities
-        except SettingsFileDamaged:
-            allowlisted = ()  # stage 3 refuses every read until it is repaired; the ungated reads say so
+        """The capabilities an allowlisted entity of any instance can answer (`spec.offered`): what the model and
+        MCP clients see."""
+        allowlisted: list[str] = []
+        for instance in self.instances.ids():
+            try:
+                allowlisted.extend(self.instances.get(instance).config.load().allowlisted_entities)
+            except SettingsFileDamaged:
+                pass  # stage 3 refuses its reads until it is repaired; the ungated reads say so
         return offered(CAPABILITIES, allowlisted)
 
     def household_zone(self) -> ZoneInfo | None:
@@ -269,7 +118,7 @@ class Executor:
         one without a card (docs/capabilities.md, "Today in the prompt").
         """
         try:
-            base_url = self.config_store.load().base_url
+            base_url = self.instances.home.config.load().base_url
         except SettingsFileDamaged:
             return None
         return self._zones.get(base_url)
@@ -300,31 +149,36 @@ class Executor:
         self.sweep_expired()
         invocation = secrets.token_hex(8)
         label = name if isinstance(name, str) and name in REGISTRY else "unknown"
-        self._audit(AuditEvent.PROPOSED, label, Stage.RESOLVE, invocation, client=client)
+        ids = self.instances.ids()
+        self._audit(AuditEvent.PROPOSED, label, Stage.RESOLVE, invocation, client=client,
+                    instance=_asked_instance(arguments, ids))
         try:
             capability = resolve(name)
-            canonical = validate(capability, arguments)
-            config = self._load_config()
-            token = self._token_for(config)
+            canonical = validate(capability, arguments, ids)
+            instance = self.instances.get(instance_of(canonical))
+            config = self._load_config(instance)
+            token = self._token_for(instance, config)
             check_policy(capability, canonical, config, token)
             check_turn_limit(capability, turn or Turn(), room)
         except CapabilityError as err:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
-            self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client)
+            self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client,
+                        instance=_asked_instance(arguments, ids))
             raise
         # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home Assistant
         # before the household answers (docs/capabilities.md, "What a card knows").
-        facts = self._memory.facts(
-            cache_key(config.base_url, cast(Secret, token.token), ca_bundle_path(config, self._data_dir)))
+        facts = self._memory.facts(cache_key(config.base_url, cast(Secret, token.token), instance.ca_bundle(config)))
         pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
-                                           shown=what_the_card_shows(capability, config), client=client,
+                                           shown=what_the_card_shows(capability, config, instance.id), client=client,
                                            card_areas=facts.areas, at=at)
-        self._audit(AuditEvent.CONFIRMATION_REQUESTED, capability.name, Stage.CONFIRM, invocation, client=client)
+        self._audit(AuditEvent.CONFIRMATION_REQUESTED, capability.name, Stage.CONFIRM, invocation, client=client,
+                    instance=instance.id)
+        card = capability.card(config, canonical, facts)
         return Proposal(
             token=pending.token,
             capability=capability.name,
             arguments=canonical,
-            card=capability.card(config, canonical, facts),
+            card=card if len(ids) == 1 else at_instance(card, name_of(instance.id, config)),
             expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
 
@@ -354,13 +208,15 @@ class Executor:
     def deny(self, pending: PendingConfirmation) -> ConfirmationDenied:
         """Stage 4 of a taken card the household said no to: audited `denied`; the error its asker gets."""
         self._audit(AuditEvent.DENIED, pending.capability, Stage.CONFIRM, pending.invocation_id,
-                    ConfirmationDenied.code, client=pending.client)
+                    ConfirmationDenied.code, client=pending.client,
+                    instance=instance_of(pending.arguments))
         return ConfirmationDenied("The household did not allow this read.", stage=Stage.CONFIRM)
 
     def run(self, pending: PendingConfirmation) -> dict[str, Any]:
         """Stages 5-6 of a taken card the household allowed: audited `approved`, then read and shaped."""
         capability = REGISTRY[pending.capability]
-        self._audit(AuditEvent.APPROVED, capability.name, Stage.CONFIRM, pending.invocation_id, client=pending.client)
+        self._audit(AuditEvent.APPROVED, capability.name, Stage.CONFIRM, pending.invocation_id, client=pending.client,
+                    instance=instance_of(pending.arguments))
         return self._run(capability, pending)
 
     def record(self, event: AuditEvent, pending: PendingConfirmation, *, code: str | None = None,
@@ -368,7 +224,8 @@ class Executor:
         """Audit at stage 4 what the household queue decided for a card it took: `held`, `abandoned`, `cancelled`,
         or `asked_again` (a call of its own: `invocation` is that call's, not the card's)."""
         self._audit(event, pending.capability, Stage.CONFIRM, invocation or pending.invocation_id, code,
-                    client=pending.client)
+                    client=pending.client,
+                    instance=instance_of(pending.arguments))
 
     def withdraw(self, token: object, *, conversation_id: str) -> AuditEvent | None:
         """The asker took its request back before the household answered: forget the card, nothing is read.
@@ -383,17 +240,19 @@ class Executor:
         except CapabilityError:
             return None  # already answered, expired and swept, or never issued: nothing is left to withdraw
         self._audit(AuditEvent.CANCELLED, pending.capability, Stage.CONFIRM, pending.invocation_id,
-                    client=pending.client)
+                    client=pending.client,
+                    instance=instance_of(pending.arguments))
         return AuditEvent.CANCELLED
 
     def still_as_shown(self, pending: PendingConfirmation) -> bool:
         """Whether what `pending`'s card showed (the address, what its capability binds) is still so: its read
         refuses when not (`_run`). Reads the settings only; a settings file found damaged is the read's to say."""
+        instance = self.instances.get(instance_of(pending.arguments))
         try:
-            config = self._load_config()
+            config = self._load_config(instance)
         except CapabilityError:
             return True
-        return what_the_card_shows(REGISTRY[pending.capability], config) == pending.shown
+        return what_the_card_shows(REGISTRY[pending.capability], config, instance.id) == pending.shown
 
     def is_open(self, token: object, *, conversation_id: str) -> bool:
         """Whether `token`'s card can still be answered; expired cards are swept (and audited) first."""
@@ -407,14 +266,15 @@ class Executor:
 
     def _run(self, capability: Capability, pending: PendingConfirmation) -> dict[str, Any]:
         arguments = pending.arguments
+        instance = self.instances.get(instance_of(arguments))
         started = time.monotonic()
         stage = Stage.POLICY
         try:
             # The household may have changed the settings while the card was open: check again.
-            config = self._load_config()
-            token = self._token_for(config)
+            config = self._load_config(instance)
+            token = self._token_for(instance, config)
             check_policy(capability, arguments, config, token)
-            if what_the_card_shows(capability, config) != pending.shown:
+            if what_the_card_shows(capability, config, instance.id) != pending.shown:
                 # Approved was a read of that Home Assistant (and whatever else the capability binds).
                 changed = ConfirmationInvalid(ConfirmationReason.SETTINGS_CHANGED, "The Home Assistant settings "
                                               "changed after this card was shown; nothing was read. Ask again.")
@@ -423,16 +283,16 @@ class Executor:
             stage = Stage.EXECUTE
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
-            with self._clients(config.base_url, cast(Secret, token.token),
-                               ca_bundle_path(config, self._data_dir)) as client:
+            with self._clients(config.base_url, cast(Secret, token.token), instance.ca_bundle(config)) as client:
                 raw = capability.execute(client, config, arguments, deadline, now,
                                          ReadNotes(self._memory, pending.card_areas))
             stage = Stage.SHAPE
-            result = shape(capability, raw)
+            result = shape(capability, {**raw, INSTANCE: instance.id})
             self._learn_zone(config.base_url, result)
         except HomeAssistantError as err:
             self._audit(AuditEvent.FAILED, capability.name, Stage.EXECUTE, pending.invocation_id, err.code,
-                        _elapsed_ms(started), client=pending.client)
+                        _elapsed_ms(started), client=pending.client,
+                    instance=instance_of(pending.arguments))
             log.info("capability %s failed: %s", capability.name, err.message)
             told = err.reworded(MODEL_WORDS.get(err.code, MODEL_FALLBACK), detail={})
             told.stage = Stage.EXECUTE
@@ -440,25 +300,28 @@ class Executor:
         except CapabilityError as err:
             event = AuditEvent.REJECTED if err.stage in (Stage.POLICY, Stage.CONFIRM) else AuditEvent.FAILED
             self._audit(event, capability.name, err.stage or stage, pending.invocation_id, err.code,
-                        _elapsed_ms(started), client=pending.client)
+                        _elapsed_ms(started), client=pending.client,
+                    instance=instance_of(pending.arguments))
             raise
         except Exception:
             # A bug must not leak a traceback (or anything in it) to the model or the household.
             log.exception("capability %s failed unexpectedly at stage %d", capability.name, stage)
             self._audit(AuditEvent.FAILED, capability.name, stage, pending.invocation_id, CapabilityFailed.code,
-                        _elapsed_ms(started), client=pending.client)
+                        _elapsed_ms(started), client=pending.client,
+                    instance=instance_of(pending.arguments))
             raise CapabilityFailed(INTERNAL_ERROR_MESSAGE, stage=stage) from None
         self._audit(AuditEvent.EXECUTED, capability.name, Stage.SHAPE, pending.invocation_id, None,
-                    _elapsed_ms(started), client=pending.client)
+                    _elapsed_ms(started), client=pending.client,
+                    instance=instance_of(pending.arguments))
         return result
 
-    def _token_for(self, config: HomeAssistantConfig) -> TokenLookup:
+    def _token_for(self, instance: Instance, config: HomeAssistantConfig) -> TokenLookup:
         # The token is read after the configuration (see TokenStore.lookup) and only for its origin.
-        return self.token_store.lookup(config.base_url, configured_url=config.base_url)
+        return instance.token.lookup(config.base_url, configured_url=config.base_url)
 
-    def _load_config(self) -> HomeAssistantConfig:
+    def _load_config(self, instance: Instance) -> HomeAssistantConfig:
         try:
-            return self.config_store.load()
+            return instance.config.load()
         except SettingsFileDamaged:
             raise SettingsDamagedForCapability("The Home Assistant settings file is damaged; the household can "
                                                "repair it on the settings page.", stage=Stage.POLICY) from None
@@ -468,10 +331,11 @@ class Executor:
         # included), withdrawn late, or swept unanswered. (A card the household allowed is taken at the Allow:
         # its end, read or `abandoned`, is the household queue's.)
         self._audit(AuditEvent.EXPIRED, pending.capability, Stage.CONFIRM, pending.invocation_id,
-                    ConfirmationInvalid.code, client=pending.client)
+                    ConfirmationInvalid.code, client=pending.client,
+                    instance=instance_of(pending.arguments))
 
     def _audit(self, event: AuditEvent, capability: str, stage: int, invocation: str, code: str | None = None,
-               duration_ms: int | None = None, *, client: str | None = None) -> None:
+               duration_ms: int | None = None, *, client: str | None = None, instance: str | None = None) -> None:
         classification = REGISTRY[capability].classification if capability in REGISTRY else None
         self.audit.record(
             event,
@@ -482,7 +346,15 @@ class Executor:
             code=code,
             duration_ms=duration_ms,
             client=client,
+            instance=instance,
         )
+
+
+def _asked_instance(arguments: object, ids: tuple[str, ...]) -> str | None:
+    """The instance a request names, for its audit line, when it is one there is; None when it is not (never
+    the text a caller sent in its place)."""
+    asked = arguments.get(INSTANCE, HOME_INSTANCE) if isinstance(arguments, Mapping) else HOME_INSTANCE
+    return asked if isinstance(asked, str) and asked in ids else None
 
 
 def _elapsed_ms(started: float) -> int:

@@ -26,6 +26,7 @@ from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.language import Words
 from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.datadir import INSTANCE_ID_PATTERN
 
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
 # Schema pieces the capabilities share: a time as every result writes it, and an entity id.
@@ -39,9 +40,12 @@ ENTITY_ID_SCHEMA: dict[str, Any] = {"type": "string", "pattern": ENTITY_ID_RE.pa
 ENTITY_MARK = "x-entity-id"
 # An argument that names one entity; `{"type": "array", "items": ENTITY_ARGUMENT}` names several.
 ENTITY_ARGUMENT: dict[str, Any] = {**ENTITY_ID_SCHEMA, ENTITY_MARK: True}
-# Arguments no capability may declare yet. `instance` will choose among several Home Assistants (a later
-# issue); reserving it now keeps it free to mean that, for every capability at once.
-RESERVED_ARGUMENTS = frozenset({"instance"})
+# Arguments no capability may declare: `instance` chooses among several Home Assistants for every read at
+# once (contract, "Several Home Assistants"); the executor takes it at stage 2 (`instance_argument`).
+INSTANCE = "instance"
+RESERVED_ARGUMENTS = frozenset({INSTANCE})
+# Every result says which Home Assistant answered: the executor adds it after the read, before stage 6.
+INSTANCE_RESULT_SCHEMA: dict[str, Any] = {"type": "string", "pattern": INSTANCE_ID_PATTERN}
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,8 @@ class Capability:
     def __post_init__(self) -> None:
         reserved = RESERVED_ARGUMENTS & set(self.arguments_schema.get("properties", {}))
         if reserved:
-            raise ValueError(f"{self.name}: {', '.join(sorted(reserved))} is reserved for a later issue")
+            raise ValueError(f"{self.name}: {', '.join(sorted(reserved))} is the executor's, for every read")
+        object.__setattr__(self, "result_schema", with_instance(self.result_schema))
         object.__setattr__(self, "entity_arguments", marked_arguments(self.arguments_schema))
         object.__setattr__(self, "published_arguments_schema", _without_marks(self.arguments_schema))
         # Made once: a checker compiles its schema's patterns and references.
@@ -173,6 +178,15 @@ class Capability:
                 other = True
         declared = [name for name in self.arguments_schema.get("properties", {}) if name in wrong]
         return ArgumentProblems(unknown=unknown, wrong=declared, other=other or len(declared) < len(wrong))
+
+
+def with_instance(result_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`result_schema` with the `instance` every result carries declared, once for every read.
+
+    Declared, not required: a read's own `execute` answers without it (the executor adds it), and what a read
+    answers is checked against this same schema in its tests.
+    """
+    return {**result_schema, "properties": {**result_schema.get("properties", {}), INSTANCE: INSTANCE_RESULT_SCHEMA}}
 
 
 def offered(capabilities: Iterable[Capability], allowlisted: Iterable[str]) -> tuple[Capability, ...]:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console_ha.answers.household_queue import Asker
-from console_ha.capabilities.executor import Proposal, Turn
+from console_ha.capabilities.executor import Proposal
+from console_ha.capabilities.stages import Turn
 from console_ha.conversation.model import ToolCall
 from console_ha.errors import ConfirmationInvalid, error_body
 from console_ha.language import Words

@@ -12,9 +12,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from console_ha.answers.household_queue import Asker, HouseholdQueue
-from console_ha.capabilities.executor import Executor, Proposal, Stage, Turn, at_stage
+from console_ha.capabilities.executor import Executor, Proposal
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
+from console_ha.capabilities.stages import Stage, Turn, at_stage
 from console_ha.conversation.conversations import (
     CONSOLE,
     HOUSEHOLD,

@@ -330,7 +330,7 @@ class SettingsService:
 
     def _client(self, base_url: str, token: Secret, config: HomeAssistantConfig) -> HomeAssistantClient:
         # Shared between requests (the client factory keeps it), so it is not closed here.
-        return self._clients(base_url, token, ca_bundle_path(config, self._data_dir))
+        return self._clients(base_url, token, ca_bundle_path(config, self._data_dir.instance(self._config.instance)))
 
     # --- the entity catalogue ---------------------------------------------------------------------
 
@@ -347,7 +347,7 @@ class SettingsService:
         return self._catalogue(*self._connection_to_try(attempt))
 
     def _catalogue(self, base_url: str, token: Secret, config: HomeAssistantConfig) -> bytes:
-        ca_bundle = ca_bundle_path(config, self._data_dir)
+        ca_bundle = ca_bundle_path(config, self._data_dir.instance(self._config.instance))
         # The registries come over a separate WebSocket; ask for them while the states are on their way.
         areas_future = self._areas_for(base_url, token, ca_bundle)
         states = self._client(base_url, token, config).states(timeout=self._timeouts.states,

@@ -64,6 +64,10 @@ class AuditLine:
     duration_ms: int | None = None
     # The API token's name of a client other than the household's page (an MCP client); never a value.
     client: str | None = None
+    # The id of the Home Assistant instance the read was for (contract, "Several Home Assistants"); absent on
+    # the lines of a Console that knew one Home Assistant, which are `home`'s, and when a request named none
+    # there is.
+    instance: str | None = None
 
 
 class AuditLog:
@@ -78,11 +82,12 @@ class AuditLog:
         return self._dd.audit_log
 
     def record(self, event: AuditEvent, *, capability: str, classification: str, stage: int, invocation: str,
-               code: str | None = None, duration_ms: int | None = None, client: str | None = None) -> AuditLine:
+               code: str | None = None, duration_ms: int | None = None, client: str | None = None,
+               instance: str | None = None) -> AuditLine:
         """Append an event; a failure to write is logged, never raised into the invocation."""
         # AuditEvent(...) refuses (ValueError) a string naming no event, from a caller mypy did not check.
         entry = AuditLine(utc_z_now(), AuditEvent(event), capability, classification, stage, invocation, code,
-                          duration_ms, client)
+                          duration_ms, client, instance)
         line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))
         data = (line + "\n").encode("utf-8")
         try:

@@ -22,9 +22,9 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from console_ha.errors import InvalidSettingsChange, SettingsFileDamaged
 from console_ha.language import Words
 from console_ha.store import pem_paste
-from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
+from console_ha.store.atomic import atomic_write, path_lock
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
-from console_ha.store.datadir import DataDir
+from console_ha.store.datadir import DataDir, InstanceFiles, ensure_secrets_dir
 from console_ha.store.pem_paste import Found
 from console_ha.timestamps import utc_z
 
@@ -160,7 +160,7 @@ class CACertificateStore:
 
     def __init__(self, data_dir: DataDir, config_store: ConfigStore, *,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        self._dd = data_dir
+        self._files = data_dir.instance(config_store.instance)  # the instance whose settings file it reads
         self._config = config_store  # the settings file, which may name a CA bundle of its own
         self._clock = clock  # what "now" is for a certificate's dates (a test moves it)
 
@@ -177,11 +177,11 @@ class CACertificateStore:
             raise InvalidSettingsChange(Words(
                 "The settings file names its own CA bundle ({path}), so the Console uses that one. Edit or remove "
                 "{setting} in {config} to manage the certificate on this page.",
-                path=path, config=str(self._dd.ha_config), setting="`ca_bundle`"), field=FIELD)
+                path=path, config=str(self._files.config), setting="`ca_bundle`"), field=FIELD)
 
     def current(self) -> tuple[str | None, list[CertificateInfo]]:
         """The PEM the Console uses (the file's own path first), described; (None, []) when there is none."""
-        path = self.managed_by_file() or str(self._dd.ha_ca_bundle)
+        path = self.managed_by_file() or str(self._files.ca_bundle)
         try:
             with open(path, "rb") as handle:
                 raw = handle.read(MAX_PEM_BYTES + 1)
@@ -202,26 +202,25 @@ class CACertificateStore:
         self._refuse_if_managed_by_file()
         certificates = _usable(pem, self._clock())
         infos = [_info(cert) for cert in certificates]
-        ensure_dir(self._dd.root / "secrets", 0o700)
-        ensure_dir(self._dd.ha_secrets, 0o700)
+        ensure_secrets_dir(self._files)
         # Re-encoded from what was parsed, never the paste itself: nothing around the certificates is kept.
         text = b"".join(cert.public_bytes(Encoding.PEM) for cert in certificates)
-        with path_lock(self._dd.ha_ca_bundle):
-            atomic_write(self._dd.ha_ca_bundle, text, mode=0o600)
+        with path_lock(self._files.ca_bundle):
+            atomic_write(self._files.ca_bundle, text, mode=0o600)
         log.info("stored a CA certificate for Home Assistant: %s", infos[0].subject)
         return infos
 
     def remove(self) -> None:
         """Forget the stored certificate; no error when there is none."""
         self._refuse_if_managed_by_file()
-        with path_lock(self._dd.ha_ca_bundle):
+        with path_lock(self._files.ca_bundle):
             try:
-                os.unlink(self._dd.ha_ca_bundle)
+                os.unlink(self._files.ca_bundle)
             except FileNotFoundError:
                 pass
 
 
-def ca_bundle_path(config: HomeAssistantConfig, data_dir: DataDir) -> str | None:
+def ca_bundle_path(config: HomeAssistantConfig, files: InstanceFiles) -> str | None:
     """The household's own CA for https: the configured `ca_bundle`, else a stored `ca-bundle.pem`, else None.
 
     The one answer for every connection (settings page, picker, capabilities), so a setup the settings
@@ -229,5 +228,5 @@ def ca_bundle_path(config: HomeAssistantConfig, data_dir: DataDir) -> str | None
     """
     if config.ca_bundle:
         return config.ca_bundle
-    stored = data_dir.ha_ca_bundle
+    stored = files.ca_bundle
     return str(stored) if stored.is_file() else None

@@ -19,7 +19,7 @@ from console_ha.errors import InvalidSettingsChange, SettingsChangedElsewhere, S
 from console_ha.ha.addresses import is_entity_id, normalise_base_url
 from console_ha.language import Words
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
-from console_ha.store.datadir import DataDir
+from console_ha.store.datadir import HOME_INSTANCE, DataDir
 from console_ha.store.files import read_stored
 from console_ha.unknown_keys import first_unknown
 
@@ -29,6 +29,8 @@ MAX_ALLOWLIST = 2000
 ABSENT_REVISION = "absent"
 
 MAX_NAME_LENGTH = 200
+# A Home Assistant's own name (an instance's): what a card and the settings page call it.
+MAX_INSTANCE_NAME_LENGTH = 40
 
 @dataclass(frozen=True)
 class HomeAssistantConfig:
@@ -41,13 +43,15 @@ class HomeAssistantConfig:
     allowlisted_entities: tuple[str, ...] = field(default_factory=lambda: ALLOWLISTED_ENTITIES.default)
     entity_names: Mapping[str, str] = field(default_factory=lambda: dict(ENTITY_NAMES.default))
     ca_bundle: str = field(default_factory=lambda: CA_BUNDLE.default)
+    # The household's name for this Home Assistant ("Cabin"); empty until one is given (`home`'s own file).
+    name: str = field(default_factory=lambda: NAME.default)
 
     def to_json(self) -> dict[str, Any]:
         """The file's JSON object; extra keys only when set, so the default file is the contract's."""
         data = asdict(self)
         data["allowlisted_entities"] = list(self.allowlisted_entities)
         data["entity_names"] = {k: v for k, v in self.entity_names.items() if k in self.allowlisted_entities}
-        for extra in ("entity_names", "ca_bundle"):
+        for extra in ("entity_names", "ca_bundle", "name"):
             if not data[extra]:
                 del data[extra]
         return data
@@ -134,13 +138,30 @@ def _check_entity_names(value: object) -> Mapping[str, str]:
     for key, name in value.items():
         if not is_entity_id(key) or not isinstance(name, str):
             raise ENTITY_NAMES.refuse(Words("Entity names must map entity ids to text."))
-        # Control and format characters (bidi overrides among them) could make a card say one thing
-        # and mean another; whitespace runs fold to one space.
-        visible = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
-        cleaned = " ".join(visible.split())[:MAX_NAME_LENGTH]
+        cleaned = shown_name(name, MAX_NAME_LENGTH)
         if cleaned:
             names[key] = cleaned
     return names
+
+
+def shown_name(name: str, limit: int) -> str:
+    """A name someone typed, as a card may show it: at most `limit` characters, nothing invisible."""
+    # Control and format characters (bidi overrides among them) could make a card say one thing
+    # and mean another; whitespace runs fold to one space.
+    visible = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
+    return " ".join(visible.split())[:limit]
+
+
+def _check_name(value: object) -> str:
+    if not isinstance(value, str):
+        raise NAME.refuse()
+    name = shown_name(value, len(value))
+    if len(name) > MAX_INSTANCE_NAME_LENGTH:
+        raise NAME.refuse(Words("A Home Assistant's name may be at most {count} characters.",
+                                count=MAX_INSTANCE_NAME_LENGTH))
+    if value.strip() and not name:
+        raise NAME.refuse()
+    return name
 
 
 def _check_ca_bundle(value: object) -> str:
@@ -171,9 +192,12 @@ ENTITY_NAMES: Setting[Mapping[str, str]] = Setting(
 # A PEM file of the household's own CA, for https Home Assistant.
 CA_BUNDLE: Setting[str] = Setting("ca_bundle", "string", "", Words("The CA bundle must be a file path."),
                                    _check_ca_bundle, sent_by_page=False)
+# The household's name for the Home Assistant (contract, "Several Home Assistants").
+NAME: Setting[str] = Setting("name", "string", "", Words("A Home Assistant's name must be text you can read."),
+                             _check_name)
 
 # Every setting, in the order a save checks them (so the first bad one, in this order, is the one named).
-SETTINGS: tuple[Setting[Any], ...] = (ENABLED, BASE_URL, ALLOWLISTED_ENTITIES, ENTITY_NAMES, CA_BUNDLE)
+SETTINGS: tuple[Setting[Any], ...] = (ENABLED, BASE_URL, ALLOWLISTED_ENTITIES, ENTITY_NAMES, CA_BUNDLE, NAME)
 # What a client may send to save (the settings API, the form, the page script).
 PAGE_SETTINGS = tuple(setting for setting in SETTINGS if setting.sent_by_page)
 PAGE_FIELDS = tuple(setting.name for setting in PAGE_SETTINGS)
@@ -229,12 +253,18 @@ def _revision(raw: bytes | None) -> str:
 class ConfigStore:
     """Reads `home-assistant.json` fresh on every call and writes it atomically under a lock."""
 
-    def __init__(self, data_dir: DataDir) -> None:
+    def __init__(self, data_dir: DataDir, instance: str = HOME_INSTANCE) -> None:
         self._dd = data_dir
+        self._files = data_dir.instance(instance)
+
+    @property
+    def instance(self) -> str:
+        """The id of the Home Assistant instance whose settings file this is."""
+        return self._files.instance
 
     @property
     def path(self) -> Path:
-        return self._dd.ha_config
+        return self._files.config
 
     @property
     def data_dir(self) -> DataDir:
@@ -272,6 +302,7 @@ class ConfigStore:
 
     def _write(self, config: HomeAssistantConfig) -> StoredConfig:
         ensure_dir(self._dd.capabilities, 0o700)
+        ensure_dir(self.path.parent, 0o700)  # another instance's: a directory of their own, inside it
         raw = (json.dumps(config.to_json(), indent=2) + "\n").encode("utf-8")
         atomic_write(self.path, raw, mode=0o600)
         return StoredConfig(config, _revision(raw))

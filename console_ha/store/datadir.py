@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,36 @@ log = logging.getLogger(__name__)
 ENV_DATA_DIR = "CONSOLE_HA_DATA_DIR"
 # The data dir holds the household's settings, audit log and secrets: only the Console's own user enters.
 DATA_DIR_MODE = 0o700
+SECRETS_DIR_MODE = 0o700
+
+# A Home Assistant the Console reads is an instance (contract, "Several Home Assistants"): `home` is the first,
+# and the only one a data dir of a single Home Assistant has; its files are where that release kept them.
+HOME_INSTANCE = "home"
+INSTANCE_ID_PATTERN = r"^[a-z0-9_]{1,32}$"
+_INSTANCE_ID = re.compile(r"[a-z0-9_]{1,32}")
+
+
+def is_instance_id(value: object) -> bool:
+    """Whether `value` is an instance id's shape (`INSTANCE_ID_PATTERN`): it may name a file under the data dir."""
+    return isinstance(value, str) and _INSTANCE_ID.fullmatch(value) is not None
+
+
+@dataclass(frozen=True)
+class InstanceFiles:
+    """Where one Home Assistant instance's settings, token and stored CA certificate live."""
+
+    instance: str
+    config: Path
+    secrets: Path  # the directory of its token and CA certificate (0700)
+    secrets_parents: tuple[Path, ...]  # the directories above `secrets` the Console makes 0700, outermost first
+
+    @property
+    def token(self) -> Path:
+        return self.secrets / "access-token"
+
+    @property
+    def ca_bundle(self) -> Path:
+        return self.secrets / "ca-bundle.pem"
 
 
 def default_data_dir() -> Path:
@@ -32,6 +63,13 @@ def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return default_data_dir()
+
+
+def ensure_secrets_dir(files: InstanceFiles) -> None:
+    """Make (or narrow to 0700) the directory of an instance's token and CA certificate, and those above it."""
+    for directory in (*files.secrets_parents, files.secrets):
+        directory.mkdir(parents=True, exist_ok=True, mode=SECRETS_DIR_MODE)
+        os.chmod(directory, SECRETS_DIR_MODE)
 
 
 @dataclass(frozen=True)
@@ -64,6 +102,22 @@ class DataDir:
         return self.capabilities / "home-assistant.json"
 
     @property
+    def instance_configs(self) -> Path:
+        # Every instance but `home`: one settings file each, `<id>.json` (`home` keeps `ha_config`).
+        return self.capabilities / "home-assistant-instances"
+
+    def instance(self, instance: str) -> InstanceFiles:
+        """The files of one instance; `home`'s are the single-Home-Assistant layout, unchanged."""
+        if not is_instance_id(instance):
+            raise ValueError("not an instance id")  # a caller's bug: ids are checked where they arrive
+        secrets = self.root / "secrets"
+        if instance == HOME_INSTANCE:
+            return InstanceFiles(instance, self.ha_config, self.ha_secrets, (secrets,))
+        others = secrets / "home-assistant-instances"
+        return InstanceFiles(instance, self.instance_configs / f"{instance}.json", others / instance,
+                             (secrets, others))
+
+    @property
     def audit_log(self) -> Path:
         return self.capabilities / "audit.jsonl"
 
@@ -73,11 +127,11 @@ class DataDir:
 
     @property
     def ha_token(self) -> Path:
-        return self.ha_secrets / "access-token"
+        return self.instance(HOME_INSTANCE).token
 
     @property
     def ha_ca_bundle(self) -> Path:
-        return self.ha_secrets / "ca-bundle.pem"
+        return self.instance(HOME_INSTANCE).ca_bundle
 
     @property
     def console_secrets(self) -> Path:

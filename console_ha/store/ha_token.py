@@ -17,8 +17,8 @@ from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import origin_of
 from console_ha.language import Words
 from console_ha.secret import Secret
-from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
-from console_ha.store.datadir import DataDir
+from console_ha.store.atomic import atomic_write, path_lock
+from console_ha.store.datadir import HOME_INSTANCE, DataDir, ensure_secrets_dir
 from console_ha.store.files import read_if_present
 
 log = logging.getLogger(__name__)
@@ -115,14 +115,15 @@ def look_up(record: StoredToken | None, url: str, *, configured_url: str) -> Tok
 
 
 class TokenStore:
-    """Reads, writes and removes `secrets/home-assistant/access-token`, always with its origin."""
+    """Reads, writes and removes one instance's token file (`home`'s: `secrets/home-assistant/access-token`),
+    always with its origin."""
 
-    def __init__(self, data_dir: DataDir) -> None:
-        self._dd = data_dir
+    def __init__(self, data_dir: DataDir, instance: str = HOME_INSTANCE) -> None:
+        self._files = data_dir.instance(instance)
 
     @property
     def path(self) -> Path:
-        return self._dd.ha_token
+        return self._files.token
 
     def read_record(self) -> StoredToken | None:
         """The stored record, or None when there is none (or it is damaged)."""
@@ -183,8 +184,7 @@ class TokenStore:
 
     def _write_record(self, record: StoredToken) -> None:
         lines = [record.token.reveal()] + ([record.origin] if record.origin is not None else [])
-        ensure_dir(self._dd.root / "secrets", 0o700)
-        ensure_dir(self._dd.ha_secrets, 0o700)
+        ensure_secrets_dir(self._files)
         with path_lock(self.path):
             atomic_write(self.path, "".join(line + "\n" for line in lines).encode("ascii"), mode=0o600)
 

@@ -41,6 +41,7 @@ def test_get_answers_the_defaults_before_anything_is_saved(household: FlaskClien
         "access_token_origin": None,
         "allowlisted_entities": [],
         "entity_names": {},
+        "name": "",
         "revision": "absent",
         "config_error": None,
     }
