@@ -478,8 +478,11 @@ def _paced(body: Iterable[bytes], seconds: float, stopping: threading.Event) -> 
 class StubHomeAssistant:
     """A stub Home Assistant 2025.4 REST API on 127.0.0.1, started on enter and stopped on exit."""
 
-    def __init__(self, *, certfile: str | None = None, keyfile: str | None = None, seed: int = 0) -> None:
+    def __init__(self, *, certfile: str | None = None, keyfile: str | None = None, seed: int = 0,
+                 port: int = 0) -> None:
         self._rng = random.Random(seed)
+        # 0: any free port. A fixed one serves a data dir whose token is bound to that origin (tests/fixtures).
+        self._port = port
         now = datetime.now(UTC)
         self.token: str = _fake_jwt()
         self.states: list[dict[str, Any]] = default_states(now, self._rng)
@@ -527,8 +530,8 @@ class StubHomeAssistant:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> StubHomeAssistant:
-        """Listen on an ephemeral loopback port and serve in a daemon thread."""
-        server = _Server(("127.0.0.1", 0), _Handler)
+        """Listen on loopback (an ephemeral port unless one was given) and serve in a daemon thread."""
+        server = _Server(("127.0.0.1", self._port), _Handler)
         server.stub = self
         self._server = server
         self._stopping.clear()

@@ -25,7 +25,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -92,7 +92,7 @@ ENTITIES: tuple[ExpectedEntity, ...] = (
 
 UNAVAILABLE_ENTITY = "sensor.garage_temperature"
 
-_CONFIGURATION_YAML = """\
+_CORE_YAML = """\
 # Written by tests/real_ha/harness.py. No default_config: it pulls integrations that pip-install
 # at run time. Everything listens on 127.0.0.1.
 homeassistant:
@@ -124,6 +124,10 @@ recorder:
 logger:
   default: warning
 
+"""
+
+# The house's own entities, after the part every core shares.
+_HOUSE_YAML = """\
 input_number:
   living_room_temperature_input:
     name: Living room temperature input
@@ -296,15 +300,101 @@ camera:
 """
 
 
+@dataclass(frozen=True)
+class Site:
+    """What one core is: its location name, its entities (configuration.yaml's own part) and their areas."""
+
+    location_name: str
+    configuration: str
+    entities: tuple[ExpectedEntity, ...]
+    areas: tuple[str, ...]
+    # Placeholders of `configuration` beyond the core's ({name}, {port}, {config_dir}), so a value a test
+    # expects is written once.
+    values: Mapping[str, str] = field(default_factory=dict)
+
+
+HOUSE = Site(LOCATION_NAME, _HOUSE_YAML, ENTITIES, AREAS)
+
+# Issue 29: a second core beside the house. Its living room shares an entity_id with the house's and reads
+# another temperature, so a test can tell which core answered; the rest is its own.
+CABIN_LOCATION_NAME = "Console Test Cabin"
+CABIN_LIVING_ROOM_TEMPERATURE = "12.5"
+CABIN_TEMPERATURE = "4.0"
+CABIN_ONLY_ENTITY = "sensor.cabin_temperature"
+
+_CABIN_YAML = """\
+input_number:
+  living_room_temperature_input:
+    name: Living room temperature input
+    min: -20
+    max: 50
+    step: 0.1
+    initial: {living_room_temperature}
+    unit_of_measurement: "°C"
+    mode: box
+  cabin_temperature_input:
+    name: Cabin temperature input
+    min: -40
+    max: 50
+    step: 0.1
+    initial: {cabin_temperature}
+    unit_of_measurement: "°C"
+    mode: box
+
+input_boolean:
+  porch_door_open:
+    name: Porch door open
+    initial: false
+
+template:
+  - sensor:
+      - name: Living room temperature
+        unique_id: console_ha_test_cabin_living_room_temperature
+        state: "{{{{ states('input_number.living_room_temperature_input') }}}}"
+        unit_of_measurement: "°C"
+        device_class: temperature
+        state_class: measurement
+      - name: Cabin temperature
+        unique_id: console_ha_test_cabin_temperature
+        state: "{{{{ states('input_number.cabin_temperature_input') }}}}"
+        unit_of_measurement: "°C"
+        device_class: temperature
+        state_class: measurement
+    binary_sensor:
+      - name: Porch door
+        unique_id: console_ha_test_cabin_porch_door
+        state: "{{{{ is_state('input_boolean.porch_door_open', 'on') }}}}"
+        device_class: door
+"""
+
+CABIN = Site(
+    CABIN_LOCATION_NAME,
+    _CABIN_YAML,
+    (
+        ExpectedEntity("sensor.living_room_temperature", "Living Room"),
+        ExpectedEntity(CABIN_ONLY_ENTITY, None),
+        ExpectedEntity("binary_sensor.porch_door", "Porch"),
+        ExpectedEntity("input_number.living_room_temperature_input", None),
+        ExpectedEntity("input_number.cabin_temperature_input", None),
+        ExpectedEntity("input_boolean.porch_door_open", None),
+    ),
+    ("Living Room", "Porch"),
+    {"living_room_temperature": CABIN_LIVING_ROOM_TEMPERATURE, "cabin_temperature": CABIN_TEMPERATURE},
+)
+
+
 def _storage_file(key: str, data: Mapping[str, Any], *, version: int) -> str:
     return json.dumps({"version": version, "minor_version": 1, "key": key, "data": data}, indent=2)
 
 
-def write_config_dir(config_dir: Path, port: int) -> None:
-    """Write configuration.yaml and the .storage files that keep the first start offline."""
+def write_config_dir(config_dir: Path, port: int, site: Site = HOUSE) -> None:
+    """Write configuration.yaml (the core's part and the site's) and the .storage files that keep the first
+    start offline."""
     config_dir.mkdir(parents=True, exist_ok=True)
+    configuration = _CORE_YAML + site.configuration
     (config_dir / "configuration.yaml").write_text(
-        _CONFIGURATION_YAML.format(name=LOCATION_NAME, port=port, config_dir=config_dir), encoding="utf-8"
+        configuration.format(name=site.location_name, port=port, config_dir=config_dir, **site.values),
+        encoding="utf-8",
     )
     # The local_file camera's picture: a JPEG's start and end markers are enough for its file check.
     (config_dir / "driveway.jpg").write_bytes(b"\xff\xd8\xff\xd9")
@@ -567,13 +657,14 @@ def _proc_address(field: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Add
 class RealHomeAssistant:
     """One real Home Assistant core on 127.0.0.1: its venv, config dir, port, process and token."""
 
-    def __init__(self, hass: Path, config_dir: Path, port: int | None = None) -> None:
+    def __init__(self, hass: Path, config_dir: Path, port: int | None = None, site: Site = HOUSE) -> None:
         self.hass = hass
+        self.site = site
         self.config_dir = config_dir
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.token = ""
-        self.entities: tuple[ExpectedEntity, ...] = ENTITIES
+        self.entities: tuple[ExpectedEntity, ...] = site.entities
         self.area_ids: dict[str, str] = {}
         self.log_path = config_dir / "hass-console.log"
         self._process: subprocess.Popen[bytes] | None = None
@@ -585,7 +676,7 @@ class RealHomeAssistant:
 
     def provision(self) -> None:
         """Write the config dir, start, onboard, create areas, assign entities and mint a token."""
-        write_config_dir(self.config_dir, self.port)
+        write_config_dir(self.config_dir, self.port, self.site)
         self.start()
         try:
             access_token = self._onboard()
@@ -612,6 +703,24 @@ class RealHomeAssistant:
         """Start `hass` on the config dir; return once it serves HTTP (and is RUNNING, once onboarded)."""
         if self.running:
             return
+        self._launch()
+        self._wait_started(time.monotonic() + timeout)
+
+    @staticmethod
+    def start_together(cores: Sequence[RealHomeAssistant], *, timeout: float = START_TIMEOUT) -> None:
+        """Start several cores at once: launch every one, then wait for each, all within one `timeout`.
+
+        Not from threads: PR_SET_PDEATHSIG signals a core when the *thread* that started it ends, so a core
+        started from a worker thread dies with it.
+        """
+        stopped = [core for core in cores if not core.running]
+        for core in stopped:
+            core._launch()
+        deadline = time.monotonic() + timeout
+        for core in stopped:
+            core._wait_started(deadline)
+
+    def _launch(self) -> None:
         self.config_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             log.write(f"\n=== harness: starting hass at {utc_iso(datetime.now(UTC))} ===\n".encode())
@@ -624,7 +733,8 @@ class RealHomeAssistant:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
-        deadline = time.monotonic() + timeout
+
+    def _wait_started(self, deadline: float) -> None:
         self._wait_for(self._http_answers, deadline, "Home Assistant's HTTP server")
         if self.token:
             self._wait_running(self.token, deadline=deadline)
@@ -768,7 +878,7 @@ class RealHomeAssistant:
             return name.casefold().replace(" ", "")
 
         existing = {key(area["name"]): area["area_id"] for area in ws.command("config/area_registry/list")}
-        for name in AREAS:
+        for name in self.site.areas:
             if key(name) not in existing:
                 existing[key(name)] = ws.command("config/area_registry/create", name=name)["area_id"]
             self.area_ids[name] = existing[key(name)]
@@ -793,10 +903,14 @@ class RealHomeAssistant:
         params: Mapping[str, str] | None = None,
         token: str | None = None,
         timeout: float = HTTP_TIMEOUT,
+        via: str | None = None,
     ) -> requests.Response:
-        """GET `path` with the minted token (or `token`; "" sends none); the response, unchecked."""
+        """GET `path` with the minted token (or `token`; "" sends none); the response, unchecked.
+
+        `via` is another base URL that leads to this core (a recording proxy, tests/real_ha/wire.py).
+        """
         return self._http.get(
-            f"{self.base_url}{path}", params=params, headers=self._headers(token), timeout=timeout
+            f"{via or self.base_url}{path}", params=params, headers=self._headers(token), timeout=timeout
         )
 
     def _post(self, path: str, *, token: str | None = None, json: Any = None) -> requests.Response:
@@ -807,9 +921,9 @@ class RealHomeAssistant:
         return response
 
     @contextmanager
-    def websocket(self, token: str | None = None) -> Iterator[HomeAssistantWebSocket]:
-        """An authenticated WebSocket connection, closed on exit."""
-        with HomeAssistantWebSocket(self.base_url, self.token if token is None else token) as ws:
+    def websocket(self, token: str | None = None, *, via: str | None = None) -> Iterator[HomeAssistantWebSocket]:
+        """An authenticated WebSocket connection (through `via`, as `get`), closed on exit."""
+        with HomeAssistantWebSocket(via or self.base_url, self.token if token is None else token) as ws:
             yield ws
 
     # --- arranging scenes (test-only writes) -------------------------------------------------

@@ -42,8 +42,8 @@ def demo_home_assistant(config_dir: Path) -> RealHomeAssistant:
     (the benchmark, benchmarks/bench_everyday.py, starts the same)."""
     write = harness.write_config_dir
 
-    def with_demo(config_dir: Path, port: int) -> None:
-        write(config_dir, port)
+    def with_demo(config_dir: Path, port: int, site: harness.Site = harness.HOUSE) -> None:
+        write(config_dir, port, site)
         with (config_dir / "configuration.yaml").open("a", encoding="utf-8") as config:
             config.write("\n# tests/real_ha/test_everyday_real.py: calendars and weather with forecasts\ndemo:\n")
 
