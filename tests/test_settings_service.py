@@ -25,10 +25,9 @@ from console_ha.settings.settings_service import (
     TryRequest,
 )
 from console_ha.settings.tokens import TokenStatus
-from console_ha.store.ca_certificate import CACertificateStore
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN_REASON, TokenStore, check_token
+from console_ha.store.instances import Instances
 from console_ha.store.review import ReviewStore
 from tests.seed import hand_edit, seed_settings
 from tests.stub_ha import StubHomeAssistant
@@ -44,10 +43,8 @@ def make_service(data_dir: DataDir) -> Iterator[Callable[..., SettingsService]]:
     made: list[SettingsService] = []
 
     def make(**boundaries: Any) -> SettingsService:
-        config_store = ConfigStore(data_dir)
         service = SettingsService(
-            data_dir, config_store=config_store, token_store=TokenStore(data_dir),
-            review_store=ReviewStore(data_dir), ca_store=CACertificateStore(data_dir, config_store),
+            Instances(data_dir), review_store=ReviewStore(data_dir),
             clients=boundaries.pop("clients", HomeAssistantClients()),
             discover=boundaries.pop("discover", _no_browse),
             areas=boundaries.pop("areas", AreaCache(fetch=lambda *a, **k: None)),

@@ -8,6 +8,7 @@ CA certificate. A front end parses its request, calls one method here, and maps 
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -32,10 +33,8 @@ from console_ha.settings.connection import HomeAssistantFound, check_home_assist
 from console_ha.settings.held import SessionHolds
 from console_ha.settings.tokens import TokenStatus, not_configured, not_entered, optional_token, stored_token_for
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
-from console_ha.store.ca_certificate import CACertificateStore, ca_bundle_path
-from console_ha.store.config import PAGE_SETTINGS, ConfigStore, HomeAssistantConfig, StoredConfig, refuse_unknown
-from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import TokenStore
+from console_ha.store.config import PAGE_SETTINGS, HomeAssistantConfig, StoredConfig, refuse_unknown
+from console_ha.store.instances import Instances
 from console_ha.store.review import FIELD as REVIEWED_FIELD
 from console_ha.store.review import ReviewStore, check_reviewed
 
@@ -175,12 +174,9 @@ class SettingsService:
 
     def __init__(
         self,
-        data_dir: DataDir,
+        instances: Instances,
         *,
-        config_store: ConfigStore,
-        token_store: TokenStore,
         review_store: ReviewStore,
-        ca_store: CACertificateStore,
         clients: ClientFactory,
         discover: Callable[..., list[Instance]],
         areas: AreaCache,
@@ -188,11 +184,13 @@ class SettingsService:
         card_memory: CardMemory,
     ) -> None:
         # Every collaborator is built once by the composition root (`Console.open`) and handed in.
-        self._data_dir = data_dir
-        self._config = config_store
-        self._tokens = token_store
+        self.instances = instances
+        # The instance this service reads and saves (`at` makes one for another; it shares everything else).
+        self._instance = instances.home
+        self._config = self._instance.config
+        self._tokens = self._instance.token
+        self._ca = self._instance.ca
         self._reviews = review_store
-        self._ca = ca_store
         self._clients = clients
         self._timeouts = timeouts
         # The Console's memory for its cards: the picker's load tells it the allowed devices' kinds of reading.
@@ -212,6 +210,24 @@ class SettingsService:
         # What the page without JavaScript keeps per browser session between two posts (a pasted token,
         # the sensitive question's nonces); swappable, like the boundaries, for a test's clock.
         self.holds = SessionHolds()
+
+    def at(self, instance: str) -> SettingsService:
+        """This service for one instance's settings, token and CA certificate (`home`: itself).
+
+        Everything else is shared: the area workers, discovery's bounds, the holds of the page without
+        JavaScript. Whether `instance` exists is the caller's to ask (`Instances.exists`): a save makes one.
+        """
+        if instance == self._instance.id:
+            return self
+        bound = copy.copy(self)
+        bound._instance = self.instances.get(instance)
+        bound._config, bound._tokens, bound._ca = bound._instance.config, bound._instance.token, bound._instance.ca
+        return bound
+
+    @property
+    def instance(self) -> str:
+        """The id of the instance this service reads and saves."""
+        return self._instance.id
 
     def close(self) -> None:
         """Let the area workers go (a fetch under way finishes and fills the cache)."""
@@ -330,7 +346,7 @@ class SettingsService:
 
     def _client(self, base_url: str, token: Secret, config: HomeAssistantConfig) -> HomeAssistantClient:
         # Shared between requests (the client factory keeps it), so it is not closed here.
-        return self._clients(base_url, token, ca_bundle_path(config, self._data_dir.instance(self._config.instance)))
+        return self._clients(base_url, token, self._instance.ca_bundle(config))
 
     # --- the entity catalogue ---------------------------------------------------------------------
 
@@ -347,7 +363,7 @@ class SettingsService:
         return self._catalogue(*self._connection_to_try(attempt))
 
     def _catalogue(self, base_url: str, token: Secret, config: HomeAssistantConfig) -> bytes:
-        ca_bundle = ca_bundle_path(config, self._data_dir.instance(self._config.instance))
+        ca_bundle = self._instance.ca_bundle(config)
         # The registries come over a separate WebSocket; ask for them while the states are on their way.
         areas_future = self._areas_for(base_url, token, ca_bundle)
         states = self._client(base_url, token, config).states(timeout=self._timeouts.states,
