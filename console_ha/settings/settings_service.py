@@ -34,6 +34,7 @@ from console_ha.settings.held import SessionHolds
 from console_ha.settings.tokens import TokenStatus, not_configured, not_entered, optional_token, stored_token_for
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
 from console_ha.store.config import PAGE_SETTINGS, HomeAssistantConfig, StoredConfig, refuse_unknown
+from console_ha.store.datadir import is_instance_id
 from console_ha.store.instances import Instances
 from console_ha.store.review import FIELD as REVIEWED_FIELD
 from console_ha.store.review import ReviewStore, check_reviewed
@@ -169,6 +170,11 @@ class TryRequest:
         return cls(normalise_base_url(body.get("base_url") or ""), optional_token(body.get("access_token")))
 
 
+# The query parameter (and the no-JavaScript form's field) that chooses the instance a request is about.
+INSTANCE_FIELD = "instance"
+INSTANCE_ID_SHAPE = Words("A Home Assistant's id is 1 to 32 lower-case letters, digits and underscores.")
+
+
 class SettingsService:
     """Everything the settings page does, over the stores and the boundaries to Home Assistant."""
 
@@ -211,14 +217,21 @@ class SettingsService:
         # the sensitive question's nonces); swappable, like the boundaries, for a test's clock.
         self.holds = SessionHolds()
 
-    def at(self, instance: str) -> SettingsService:
+    def at(self, instance: object, *, creating: bool = False) -> SettingsService:
         """This service for one instance's settings, token and CA certificate (`home`: itself).
 
         Everything else is shared: the area workers, discovery's bounds, the holds of the page without
-        JavaScript. Whether `instance` exists is the caller's to ask (`Instances.exists`): a save makes one.
+        JavaScript. 400 INVALID_CONFIG on `instance` for an id of the wrong shape, or one there is not (unless
+        `creating`: a save with a name makes it).
         """
         if instance == self._instance.id:
             return self
+        if not is_instance_id(instance):
+            raise InvalidSettingsChange(INSTANCE_ID_SHAPE, field=INSTANCE_FIELD)
+        assert isinstance(instance, str)  # what is_instance_id said
+        if not creating and not self.instances.exists(instance):
+            raise InvalidSettingsChange(Words("This Console has no Home Assistant with the id {instance}.",
+                                              instance=instance), field=INSTANCE_FIELD)
         bound = copy.copy(self)
         bound._instance = self.instances.get(instance)
         bound._config, bound._tokens, bound._ca = bound._instance.config, bound._instance.token, bound._instance.ca

@@ -11,8 +11,9 @@ import logging
 from flask import Blueprint, Response, jsonify, request
 
 from console_ha.errors import CapabilityError
-from console_ha.settings.settings_service import SaveRequest, SettingsService, TryRequest
+from console_ha.settings.settings_service import INSTANCE_FIELD, SaveRequest, SettingsService, TryRequest
 from console_ha.store.config import refuse_unknown
+from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.web import services
 from console_ha.web.bodies import json_object
 from console_ha.web.error_responses import handle_console_error
@@ -31,8 +32,9 @@ def _in_household_words(err: CapabilityError) -> Response:
     return handle_console_error(household_error(err))
 
 
-def _settings() -> SettingsService:
-    return services().settings
+def _settings(*, creating: bool = False) -> SettingsService:
+    """The settings service for the instance the request names (`?instance=`, default `home`)."""
+    return services().settings.at(request.args.get(INSTANCE_FIELD, HOME_INSTANCE), creating=creating)
 
 
 # --- reading and saving the settings -------------------------------------------------------------
@@ -47,8 +49,8 @@ def get_settings() -> Response:
 @bp.post("")
 def save_settings() -> Response:
     """Validate everything, then write the configuration file and the token; nothing is written on error."""
-    request = SaveRequest.from_json(json_object())
-    return jsonify(_settings().save(request).to_json())
+    save = SaveRequest.from_json(json_object())
+    return jsonify(_settings(creating=True).save(save).to_json())
 
 
 # --- the picker's proxy ---------------------------------------------------------------------------
