@@ -185,6 +185,8 @@ function setUpSave(page) {
     const body = {};
     for (const field of page.fields) {
       const input = form.elements.namedItem(field.name);
+      // A setting this form has no field for (an instance's name is given by its own form) is left as saved.
+      if (!input && (field.type === "boolean" || field.type === "string")) continue;
       if (field.type === "boolean") body[field.name] = input.checked;
       else if (field.type === "string") body[field.name] = input.value.trim();
       else body[field.name] = fromPicker[field.name] ?? field.default;
