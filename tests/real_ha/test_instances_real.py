@@ -84,6 +84,10 @@ class TwoHomes:
             self.read(capability, arguments)
         return caught.value
 
+    def bytes_sent(self) -> int:
+        """How many bytes the Console has sent to either Home Assistant so far."""
+        return len(self.house.wire.sent_bytes()) + len(self.cabin.wire.sent_bytes())
+
 
 def save_both(data_dir: DataDir, house: Site, cabin: Site) -> None:
     """Save both instances as the household would: each URL (its proxy's), token, name and allowlist."""
@@ -97,7 +101,7 @@ def save_both(data_dir: DataDir, house: Site, cabin: Site) -> None:
 
 @pytest.fixture
 def house_and_cabin(data_dir: DataDir, real_ha: RealHomeAssistant, cabin_ha: RealHomeAssistant,
-              recording_proxy: Callable[[str], RecordingProxy], hidden_secrets: list[str]) -> TwoHomes:
+                    recording_proxy: Callable[[str], RecordingProxy], hidden_secrets: list[str]) -> TwoHomes:
     """The Console over both cores; the cabin's token joins the secrets no response or log line may hold."""
     hidden_secrets.append(cabin_ha.token)
     house = Site(real_ha, recording_proxy(real_ha.base_url))
@@ -208,13 +212,13 @@ def test_each_token_reaches_only_its_own_core_over_rest_and_websocket(house_and_
 ])
 def test_an_entity_allowlisted_only_on_the_other_instance_is_not_allowlisted_here(
         house_and_cabin: TwoHomes, entity_id: str, asked: dict[str, str]) -> None:
-    asked_before = len(house_and_cabin.house.wire.sent_bytes()) + len(house_and_cabin.cabin.wire.sent_bytes())
+    sent_before = house_and_cabin.bytes_sent()
 
     error = house_and_cabin.refusal(GET_STATE, {"entity_id": entity_id, **asked})
 
     assert error.code == "ENTITY_NOT_ALLOWLISTED"
     # Refused at stage 3, before any card: neither Home Assistant was asked anything.
-    assert len(house_and_cabin.house.wire.sent_bytes()) + len(house_and_cabin.cabin.wire.sent_bytes()) == asked_before
+    assert house_and_cabin.bytes_sent() == sent_before
 
 
 def test_an_instance_that_is_not_configured_is_invalid_arguments_naming_the_ids(house_and_cabin: TwoHomes) -> None:
@@ -236,8 +240,9 @@ def test_each_card_names_its_instance_and_each_audit_line_records_its_id(house_a
     with pytest.raises(CapabilityError):
         executor.answer(cabin_card.token, approve=False, conversation_id=CONVERSATION)
 
-    assert HOUSE_NAME in house_card.card.title and CABIN_NAME not in house_card.card.title + house_card.card.body
-    assert CABIN_NAME in cabin_card.card.title and HOUSE_NAME not in cabin_card.card.title + cabin_card.card.body
+    house_words, cabin_words = (f"{shown.card.title} {shown.card.body}" for shown in (house_card, cabin_card))
+    assert HOUSE_NAME in house_words and CABIN_NAME not in house_words
+    assert CABIN_NAME in cabin_words and HOUSE_NAME not in cabin_words
     events = [(line["event"], line.get("instance")) for line in house_and_cabin.console.audit.events()]
     assert events == [
         ("proposed", "home"), ("confirmation_requested", "home"),
@@ -325,7 +330,7 @@ def test_an_mcp_program_reads_the_instance_it_names_after_a_card_naming_it(
         served: ServedConsole, house_and_cabin: TwoHomes, asked: dict[str, str], instance: str, name: str) -> None:
     cards, result = mcp_read(served, {"entity_id": SHARED_ENTITY, **asked})
 
-    assert [name in card["card"]["title"] for card in cards] == [True]
+    assert [name in f"{card['card']['title']} {card['card']['body']}" for card in cards] == [True]
     assert result.isError is False, result.structuredContent
     assert result.structuredContent is not None
     assert result.structuredContent["instance"] == instance
