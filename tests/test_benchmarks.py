@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.stub_ha import StubHomeAssistant
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -42,3 +44,24 @@ def test_the_language_benchmark_prints_each_page_in_each_language_against_englis
     for page in ("/login", "/settings/home-assistant", "/activity"):
         for language in ("fr", "zh-Hans"):
             assert any(line.split()[:3] == [page, language, "/"] for line in lines), lines
+
+
+def test_the_instances_benchmark_prints_each_read_with_one_and_two_instances(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, stub_ha: StubHomeAssistant) -> None:
+    """Issue 29: one short pass against a stub in place of the real core prints each read's ratio against its
+    target, and the card's own (the figures are not judged here)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("bench_instances", BENCHMARKS / "bench_instances.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_instances", module)
+    spec.loader.exec_module(module)
+    entities = tuple(state["entity_id"] for state in stub_ha.states)
+    module.main(["--rounds", "2"], core=module.Core(stub_ha.base_url, stub_ha.token, entities))
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    for read in ("get_state:", "list_entities:"):
+        assert any(line[:4] == [read, "two", "against", "one"] and line[-2:-1] == ["1.05x"] for line in lines), lines
+    assert any(line[:2] == ["(info)", "get_state's"] for line in lines), lines
+    # Both reads reached the core standing in for home (the second instance's address is never read).
+    paths = {request.path for request in stub_ha.requests}
+    assert {"/api/states", "/api/states/sensor.living_room_temperature"} <= paths
