@@ -13,15 +13,13 @@ from console_ha.capabilities.get_statistics import NAME as GET_STATISTICS
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.language import ENGLISH, LANGUAGES, Language, Words
-from console_ha.settings.saving import save_settings
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import DataDir
-from console_ha.store.ha_token import check_token
 from console_ha.store.instances import Instances
 from tests.executors import configured, executor_over
 from tests.stub_ha import StubHomeAssistant
+from tests.two_instances import CABIN, seed_instance
 
-CABIN = "cabin"
 CONFIG = HomeAssistantConfig(enabled=True, base_url="http://cabin.local:8123", name="Cabin",
                              allowlisted_entities=("sensor.living_room_temperature", "calendar.family",
                                                    "todo.shopping", "weather.home", "sensor.energy_consumption"),
@@ -41,14 +39,6 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
 }
 LEAVES = "This request leaves this device for Home Assistant at cabin.local:8123."
 NAMED = "This request leaves this device for your Home Assistant “Cabin” at cabin.local:8123."
-
-
-def seed_instance(data_dir: DataDir, instance: str, stub: StubHomeAssistant, allowlist: list[str],
-                  name: str) -> None:
-    """Create `instance` for `stub` through the settings save, as the settings page does (with a name)."""
-    stores = Instances(data_dir).get(instance)
-    save_settings(stores.config, stores.token, {"enabled": True, "base_url": stub.base_url, "name": name,
-                                                "allowlisted_entities": allowlist}, token=check_token(stub.token))
 
 
 def test_every_read_is_in_the_table() -> None:
@@ -90,7 +80,7 @@ def test_with_two_home_assistants_each_card_names_its_own_by_name_and_address(
         data_dir: DataDir, two_homes: tuple[StubHomeAssistant, StubHomeAssistant]) -> None:
     house, cabin = two_homes
     executor = configured(data_dir, house, ["sensor.living_room_temperature"])
-    seed_instance(data_dir, CABIN, cabin, ["sensor.living_room_temperature"], "Cabin")
+    seed_instance(data_dir, cabin, ["sensor.living_room_temperature"])
     at_cabin = executor.propose(GET_STATE, {**ARGUMENTS[GET_STATE], "instance": CABIN}, conversation_id="c")
     at_home = executor.propose(GET_STATE, ARGUMENTS[GET_STATE], conversation_id="d")
     cabin_host, house_host = (stub.base_url.removeprefix("http://") for stub in (cabin, house))
@@ -107,7 +97,7 @@ def test_cards_of_both_home_assistants_keep_what_their_reads_taught_them(
     house, cabin = two_homes
     allowed = ["sensor.energy_consumption"]
     configured(data_dir, house, allowed)
-    seed_instance(data_dir, CABIN, cabin, allowed, "Cabin")
+    seed_instance(data_dir, cabin, allowed)
     executor = executor_over(data_dir)
 
     def read(arguments: dict[str, Any]) -> None:

@@ -47,7 +47,7 @@ RESERVED_ARGUMENTS = frozenset({INSTANCE})
 # Every result says which Home Assistant answered: the executor adds it after the read, before stage 6.
 INSTANCE_RESULT_SCHEMA: dict[str, Any] = {"type": "string", "pattern": INSTANCE_ID_PATTERN}
 # What a caller reads of the `instance` argument, while there is a choice (`arguments_schema_for`).
-INSTANCE_ARGUMENT_DESCRIPTION = "Which of the household's Home Assistants to read; `home` when left out."
+INSTANCE_ARGUMENT_DESCRIPTION = "Which Home Assistant to read (default: home)."
 
 
 @dataclass(frozen=True)
