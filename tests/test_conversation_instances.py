@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from console_ha.capabilities.get_state import NAME as GET_STATE
+from console_ha.capabilities.spec import INSTANCE_ARGUMENT_DESCRIPTION
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.conversation.model_service import ModelSaveRequest, ModelSettingsService, ModelTryRequest
 from console_ha.errors import InvalidSettingsChange, ModelNotConfigured
@@ -53,7 +54,9 @@ def test_with_two_home_assistants_the_model_sees_them_and_a_read_of_the_cabin_re
     assert ("The household has two Home Assistants, by id and name; a read's `instance` chooses one, `home` when "
             "left out:\n- home: Home\n- cabin: Cabin\n") in prompt
     assert all(argument is not None and argument["enum"] == ["home", CABIN] for argument in instance_arguments(first))
-    result = json.loads(model.requests[1].last("tool")["content"])
+    told = model.requests[1].last("tool")
+    assert told is not None
+    result = json.loads(told["content"])
     assert result["instance"] == CABIN and result["entity_id"] == ENTITY
     assert [r.path for r in cabin.requests if r.path.startswith("/api/states")] == [f"/api/states/{ENTITY}"]
     assert len(house.requests) == before  # nothing of this read went to the house
@@ -79,7 +82,8 @@ def test_an_instance_added_between_two_turns_is_offered_from_the_next_turn_on(
     seed_instance(data_dir, cabin, [ENTITY], instance="workshop", name="Workshop")
     service.send(conversation, "Hello again")
     assert instance_arguments(model.requests[0])[0] is None
-    assert instance_arguments(model.requests[1])[0]["enum"] == ["home", "workshop"]
+    assert instance_arguments(model.requests[1])[0] == {
+        "type": "string", "enum": ["home", "workshop"], "description": INSTANCE_ARGUMENT_DESCRIPTION}
     assert "- workshop: Workshop\n" in model.requests[1].messages[0]["content"]
 
 
