@@ -65,8 +65,8 @@ def names_listed(names: list[str]) -> str:
 # Translators: two whole sentences one after the other (Chinese writes them with no space between).
 _SENTENCES = Words("{sentence} {next_sentence}", sentence="", next_sentence="").msgid
 _LEAVES_DEVICE = Words("This request leaves this device for Home Assistant at {host}.", host="").msgid
-# Translators: a card's last sentence when the household has several Home Assistants; {instance} is its name
-# for one of them ("Cabin"), in your language's quotation marks.
+# Translators: Its last sentence when the household has several Home Assistants; {instance} is the household's
+# name for one of them ("Cabin"), in your language's quotation marks.
 _LEAVES_FOR_INSTANCE = Words("This request leaves this device for your Home Assistant “{instance}” at {host}.",
                              instance="", host="").msgid
 
