@@ -129,7 +129,7 @@ class Console:
         audit = AuditLog(data_dir)
         model_store = ModelStore(data_dir)
         model_environment = options.model_environment
-        model_settings = ModelSettingsService(model_store, config_store=config_store, environment=model_environment)
+        model_settings = ModelSettingsService(model_store, instances=instances, environment=model_environment)
         card_memory = CardMemory()
         home_assistants = HomeAssistants(reads=CONSOLE_READS, caps=options.call_caps, keep=card_memory.keep_areas,
                                          make=make_client)
@@ -159,7 +159,7 @@ class Console:
             model_settings=model_settings,
             home_assistants=home_assistants,
             executor=executor,
-            conversation=ConversationService(executor, model, config_store=config_store, household=household,
+            conversation=ConversationService(executor, model, household=household,
                                              store=conversations),
             household=household,
             model_environment=model_environment,

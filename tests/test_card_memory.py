@@ -9,6 +9,7 @@ from console_ha.capabilities.get_statistics import NAME as GET_STATISTICS
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.console import Console
 from console_ha.ha.areas import build_area_index
+from console_ha.ha.per_home_assistant import MAX_HOME_ASSISTANTS
 from console_ha.store.datadir import DataDir
 from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
@@ -60,8 +61,9 @@ def test_the_memory_keeps_at_most_max_seen_devices_however_many_reads() -> None:
     assert kept[allowed[-1]] == Traits("energy", "total")  # the latest read stays
 
 
-def test_another_home_assistant_or_token_starts_the_memory_afresh() -> None:
-    """Facts of one Home Assistant are never said of another: a new key forgets the areas and the traits."""
+def test_another_home_assistant_or_token_knows_nothing_of_the_first_which_keeps_its_own() -> None:
+    """Facts of one Home Assistant are never said of another (a new key starts with nothing), and a read of
+    another leaves the first one's areas and traits as they were (issue 29: a house and a cabin)."""
     memory = CardMemory()
     memory.keep_areas(KEY, build_area_index([{"area_id": "k", "name": "Kitchen"}],
                                             [{"entity_id": "light.a", "area_id": "k"}], []))
@@ -69,7 +71,18 @@ def test_another_home_assistant_or_token_starts_the_memory_afresh() -> None:
     other = ("http://homeassistant.local:8123", "another token", "")
     assert memory.facts(other) == NOTHING_KNOWN
     memory.remember(other, [], ["light.a"])
-    assert memory.facts(KEY) == NOTHING_KNOWN and memory.facts(other).areas is None
+    assert memory.facts(other).areas is None and memory.facts(other).traits == {}
+    assert memory.facts(KEY).traits == {"light.a": Traits("x")} and memory.facts(KEY).areas is not None
+
+
+def test_the_memory_keeps_at_most_eight_home_assistants_the_one_used_longest_ago_goes() -> None:
+    """A household trying token after token in the picker does not grow the Console without bound."""
+    memory = CardMemory()
+    keys = [(f"http://ha{i}.local:8123", "digest", "") for i in range(MAX_HOME_ASSISTANTS + 1)]
+    for key in keys:
+        memory.remember(key, [{"entity_id": "light.a", "attributes": {"device_class": "x"}}], ["light.a"])
+    assert memory.facts(keys[0]) == NOTHING_KNOWN
+    assert all(memory.facts(key).traits == {"light.a": Traits("x")} for key in keys[1:])
 
 
 def test_only_allowed_devices_are_remembered() -> None:

@@ -11,7 +11,6 @@ from console_ha.conversation import ConversationService, ModelSettings, OpenAICo
 from console_ha.conversation.activity import WITHDRAWN_BY_A_NEW_MESSAGE, summarise
 from console_ha.conversation.conversations import ConversationStore
 from console_ha.store.audit import AuditLog
-from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_WORDS
 from tests.conftest import CONVERSATION_ALLOWED
 from tests.fake_model import answer_from_tool_result, status, text, tool_call, tool_calls
@@ -25,8 +24,7 @@ TITLE = "Read your Home Assistant devices?"
 
 @pytest.fixture
 def service(data_dir, executor, model) -> ConversationService:
-    return ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model", timeout=5)),
-                               config_store=ConfigStore(data_dir))
+    return ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model", timeout=5)))
 
 
 def audit(data_dir) -> list[str]:

@@ -31,7 +31,6 @@ from console_ha.conversation import (
 from console_ha.conversation.model import parse_reply
 from console_ha.conversation.turn_loop import MAX_TOOL_CALLS_PER_MESSAGE, STOPPED_REPLY
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_EXPIRED
 from tests.conftest import CONVERSATION_ALLOWED
 from tests.executors import refusal
@@ -62,7 +61,7 @@ BOTH = [pytest.param(LIST, {}, id="list_entities"), pytest.param(HISTORY, HISTOR
 
 def make_service(data_dir, executor: Executor, fake: FakeModel | None, **kwargs) -> ConversationService:
     settings = ModelSettings((fake.url,), "fake-model", timeout=5) if fake else None
-    return ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir),
+    return ConversationService(executor, OpenAICompatibleModel(settings),
                                **kwargs)
 
 
@@ -137,7 +136,7 @@ def test_the_api_key_is_sent_as_a_bearer_token_and_never_logged(data_dir, execut
     settings = ModelSettings.from_mapping({"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m",
                                            "CONSOLE_HA_LLM_API_KEY": key})
     assert key not in repr(settings)
-    service = ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(settings))
     model.script(status(500), status(500))
     with pytest.raises(ModelUnavailable) as caught:
         service.send(None, "hi")
@@ -444,15 +443,13 @@ def test_a_failing_or_malformed_model_is_model_unavailable_and_the_message_can_b
 
 
 def test_a_model_that_is_down_is_model_unavailable(data_dir, executor):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((unused_loopback_url(),), "m")),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((unused_loopback_url(),), "m")))
     with pytest.raises(ModelUnavailable):
         service.send(None, "hello")
 
 
 def test_a_model_that_hangs_is_model_unavailable_within_its_timeout(data_dir, executor, model):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=0.5)),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=0.5)))
     model.script(Hang())
     with pytest.raises(ModelUnavailable):
         service.send(None, "hello")
@@ -462,7 +459,7 @@ def test_a_model_that_hangs_is_model_unavailable_within_its_timeout(data_dir, ex
 def test_the_next_endpoint_is_tried_when_one_is_down_or_failing(data_dir, executor, model):
     settings = ModelSettings.from_mapping({"CONSOLE_HA_LLM_URL": f"{unused_loopback_url()}, {model.url}",
                                            "CONSOLE_HA_LLM_MODEL": "m"})
-    service = ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(settings))
     model.script(text("From the second."))
     assert service.send(None, "hi").reply == "From the second."
 
@@ -470,7 +467,7 @@ def test_the_next_endpoint_is_tried_when_one_is_down_or_failing(data_dir, execut
 def test_a_client_error_is_not_retried_on_the_next_endpoint(data_dir, executor, model):
     with FakeModel() as second:
         settings = ModelSettings((model.url, second.url), "m")
-        service = ConversationService(executor, OpenAICompatibleModel(settings), config_store=ConfigStore(data_dir))
+        service = ConversationService(executor, OpenAICompatibleModel(settings))
         model.script(status(400))
         with pytest.raises(ModelUnavailable):
             service.send(None, "hi")
@@ -497,7 +494,7 @@ def test_a_model_failure_on_a_message_leaves_no_trace_in_the_conversation(servic
 
 
 def test_no_model_configured_is_model_not_configured(data_dir, executor):
-    service = ConversationService(executor, OpenAICompatibleModel.from_mapping({}), config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel.from_mapping({}))
     err = refusal_of(ModelNotConfigured, lambda: service.send(None, "hello"))
     assert err.code == "MODEL_NOT_CONFIGURED"
 
@@ -509,15 +506,13 @@ def test_no_model_configured_is_model_not_configured(data_dir, executor):
     {"CONSOLE_HA_LLM_URL": "http://127.0.0.1/v1", "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": "soon"},
 ])
 def test_invalid_model_settings_are_model_not_configured_and_say_why(data_dir, executor, values):
-    service = ConversationService(executor, OpenAICompatibleModel.from_mapping(values),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel.from_mapping(values))
     err = refusal_of(ModelNotConfigured, lambda: service.send(None, "hello"))
     assert "CONSOLE_HA_LLM" in err.message and "pw" not in err.message
 
 
 def test_a_model_url_on_home_assistant_s_origin_is_refused(data_dir, executor, configured):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((f"{configured.base_url}/v1",), "m")),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((f"{configured.base_url}/v1",), "m")))
     err = refusal_of(ModelNotConfigured, lambda: service.send(None, "hello"))
     assert "Home Assistant" in err.message
     assert configured.requests == []
@@ -649,8 +644,7 @@ def test_secret_settings_never_show_themselves():
 
 
 def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(data_dir, executor, model):
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)))
     # The whole answer (valid, some 20 s of bytes) would come if waited for: a failure is the deadline's.
     model.script(Trickle(json.dumps(text("This answer arrives one byte at a time.")).encode(), interval=0.1))
     with pytest.raises(ModelUnavailable):
@@ -660,8 +654,7 @@ def test_a_model_that_trickles_its_answer_is_cut_off_at_the_whole_call_deadline(
 def test_a_model_that_trickles_a_chunk_size_line_is_cut_off_at_the_whole_call_deadline(data_dir, executor, model):
     # http.client reads a chunk-size line whole, each byte within the socket timeout: only shutting the
     # socket at the deadline ends the read (without it this thread waited about an hour).
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=1)))
     model.script(TrickleChunkSize(interval=0.05))
     outcome: list[BaseException] = []
     worker = threading.Thread(target=lambda: outcome.append(pytest.raises(ModelUnavailable, service.send,
@@ -704,8 +697,7 @@ def test_a_card_in_the_last_round_still_lets_the_model_use_the_approved_read(dat
 def test_reading_the_transcript_does_not_wait_for_a_model_that_is_still_thinking(data_dir, executor, model):
     import threading
 
-    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=3)),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=3)))
     model.script(text("Hi."), Hang())
     first = service.send(None, "one")
     worker = threading.Thread(target=lambda: pytest.raises(ModelUnavailable, service.send, first.conversation_id,
@@ -816,7 +808,7 @@ def test_the_adapter_reads_its_settings_for_every_request(data_dir, executor, mo
     with FakeModel() as other:
         current = {"url": unused_loopback_url()}
         adapter = OpenAICompatibleModel.from_source(lambda: ModelSettings((current["url"],), "m", timeout=5))
-        service = ConversationService(executor, adapter, config_store=ConfigStore(data_dir))
+        service = ConversationService(executor, adapter)
         with pytest.raises(ModelUnavailable):
             service.send(None, "hello")
         current["url"] = model.url
@@ -828,8 +820,7 @@ def test_the_adapter_reads_its_settings_for_every_request(data_dir, executor, mo
 
 
 def test_a_source_with_nothing_set_up_says_where_to_set_it(data_dir, executor):
-    service = ConversationService(executor, OpenAICompatibleModel.from_source(lambda: None),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor, OpenAICompatibleModel.from_source(lambda: None))
     with pytest.raises(ModelNotConfigured) as caught:
         service.send(None, "hello")
     assert "/settings/model" in caught.value.message

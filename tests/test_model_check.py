@@ -121,7 +121,7 @@ def test_a_test_of_typed_values_uses_the_saved_key_only_for_its_origin(model_sto
     assert settings_to_test(model_store, "http://elsewhere:8080/v1", "m", "").api_key is None
     assert settings_to_test(model_store, "http://elsewhere:8080/v1", "m", "sk-typed").api_key == Secret("sk-typed")
     with pytest.raises(InvalidConfig):
-        settings_to_test(model_store, "http://ha.local:8123/v1", "m", "", home_assistant_url="http://ha.local:8123")
+        settings_to_test(model_store, "http://ha.local:8123/v1", "m", "", home_assistant_origins=frozenset({"http://ha.local:8123"}))
 
 
 def test_the_offered_models_are_bounded_in_number_and_length_and_printable(model):

@@ -128,7 +128,7 @@ def test_a_key_without_a_url_is_refused(model_store):
 
 def test_home_assistant_s_own_address_is_refused_as_the_model_server(model_store):
     with pytest.raises(InvalidConfig) as caught:
-        model_store.save("http://homeassistant.local:8123/v1", "m", home_assistant_url="http://HomeAssistant.local:8123")
+        model_store.save("http://homeassistant.local:8123/v1", "m", home_assistant_origins=frozenset({"http://homeassistant.local:8123"}))
     assert caught.value.detail["field"] == "base_url" and "Home Assistant" in caught.value.message
 
 

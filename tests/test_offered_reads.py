@@ -17,7 +17,6 @@ from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.capabilities.spec import offered
 from console_ha.conversation.model import ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.conversation.turn_loop import ConversationService
-from console_ha.store.config import ConfigStore
 from console_ha.store.datadir import DataDir
 from tests.executors import console_client, executor_over
 from tests.fake_model import FakeModel, text, tool_call
@@ -55,8 +54,7 @@ def service(data_dir: DataDir, stub_ha: StubHomeAssistant, model: FakeModel) -> 
                              "allowlisted_entities": ["sensor.living_room_temperature", "calendar.family"]},
                   token=stub_ha.token)
     return ConversationService(executor_over(data_dir, clients=console_client),
-                               OpenAICompatibleModel(ModelSettings((model.url,), "fake-model", timeout=5)),
-                               config_store=ConfigStore(data_dir))
+                               OpenAICompatibleModel(ModelSettings((model.url,), "fake-model", timeout=5)))
 
 
 def tool_names(request: Any) -> list[str]:

@@ -3,7 +3,8 @@
 A card is built before approval, so it may not read Home Assistant: it names what the Console already
 holds. That is the saved settings (ids and the names the picker saw), the areas the last registry round
 read, and each device's kind of reading (device class, state class) as the last read of its state found
-it: both held by the Console's `CardMemory`. Anything not held is `None`, and the card says so.
+it: both held by the Console's `CardMemory`, for each Home Assistant apart. Anything not held is `None`, and
+the card says so.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console_ha.ha.areas import AreaIndex
+from console_ha.ha.per_home_assistant import MAX_HOME_ASSISTANTS, PerHomeAssistant
 
 Key = tuple[str, str, str]  # a client's `cache_key`: URL, token hash, CA bundle
 
 # State classes and device classes whose statistics are "how much" (Home Assistant's meters: `change`).
 METER_STATE_CLASSES = frozenset({"total", "total_increasing"})
 METER_DEVICE_CLASSES = frozenset({"energy", "gas", "water"})
-# How many devices' traits are kept, at most: beyond this, those seen longest ago go (a house has a few hundred).
+# How many devices' traits are kept per Home Assistant, at most: beyond this, those seen longest ago go (a house
+# has a few hundred).
 MAX_SEEN = 5000
 
 
@@ -68,23 +71,34 @@ class CardFacts:
 NOTHING_KNOWN = CardFacts()
 
 
-class CardMemory:
-    """What one Console holds for its cards, of the Home Assistant it reads (one at a time): the areas last read
-    and each allowed device's traits as its state last said. `Console.open` builds one and hands it to its
-    executors and its settings service, so a second Console in the same process never sees the first one's."""
+@dataclass
+class _Held:
+    """What is held of one Home Assistant: its areas as last read, and its devices' traits in order of last sight."""
 
-    def __init__(self, max_seen: int = MAX_SEEN) -> None:
+    areas: AreaIndex | None = None
+    traits: dict[str, Traits] = field(default_factory=dict)
+
+
+class CardMemory:
+    """What one Console holds for its cards, per Home Assistant it reads (a house and a cabin alike): the areas
+    last read and each allowed device's traits as its state last said. `Console.open` builds one and hands it to
+    its executors and its settings service, so a second Console in the same process never sees the first one's.
+
+    Kept by `cache_key` (address, token, CA) in a bounded table (`PerHomeAssistant`): a read of the cabin leaves
+    what is held of the house as it was, and another token or CA for the same address starts afresh.
+    """
+
+    def __init__(self, max_seen: int = MAX_SEEN, most: int = MAX_HOME_ASSISTANTS) -> None:
         self._max_seen = max_seen
+        # One lock over the table and what each entry holds: a read's `remember` and a card's `facts` never
+        # see an entry half updated.
         self._lock = threading.Lock()
-        self._key: Key | None = None
-        self._areas: AreaIndex | None = None
-        self._traits: dict[str, Traits] = {}
+        self._held: PerHomeAssistant[Key, _Held] = PerHomeAssistant(most)
 
     def keep_areas(self, key: Key, index: AreaIndex) -> None:
         """Hold `index` as the last areas read for `key` (a read's or the picker's round), for cards only."""
         with self._lock:
-            self._switch_to(key)
-            self._areas = index
+            self._held.get_or_make(key, _Held).areas = index
 
     def remember(self, key: Key, states: Iterable[Mapping[str, Any]], allowed: Iterable[str]) -> None:
         """Keep the traits of the allowed entities among `states` (those a read has just fetched)."""
@@ -92,27 +106,23 @@ class CardMemory:
         # The client hands over states already checked (objects with an entity_id); one pass over them.
         seen = {state["entity_id"]: traits_of(state) for state in states if state["entity_id"] in wanted}
         with self._lock:
-            self._switch_to(key)
+            held = self._held.get_or_make(key, _Held)
             # Seen again is seen last: the dict's order is the order of last sight, so what goes first is what
             # no read has seen for longest (a device still allowed is seen by every read of the states).
             for entity_id in seen:
-                self._traits.pop(entity_id, None)
-            self._traits.update(seen)
-            if len(self._traits) > self._max_seen:
+                held.traits.pop(entity_id, None)
+            held.traits.update(seen)
+            if len(held.traits) > self._max_seen:
                 # In one pass: deleting from the front one at a time rescans the dict's emptied slots each time.
-                self._traits = dict(list(self._traits.items())[-self._max_seen:])
+                held.traits = dict(list(held.traits.items())[-self._max_seen:])
 
     def facts(self, key: Key) -> CardFacts:
         """What is held for the Home Assistant of `key` (copies), without a request to it; nothing for another."""
         with self._lock:
-            if self._key != key:
+            held = self._held.get(key)
+            if held is None:
                 return NOTHING_KNOWN
-            return CardFacts(self._areas, dict(self._traits))
-
-    def _switch_to(self, key: Key) -> None:
-        # Another Home Assistant, or another token or CA for it: what was held is not of this one.
-        if self._key != key:
-            self._key, self._areas, self._traits = key, None, {}
+            return CardFacts(held.areas, dict(held.traits))
 
 
 @dataclass(frozen=True)

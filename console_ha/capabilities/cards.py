@@ -59,12 +59,23 @@ def names_listed(names: list[str]) -> str:
     return Words("{name}, {more_names}", name=names[0], more_names=names_listed(names[1:]))
 
 
+# Each message once, as Words (so the catalogs find it), for the functions below to fill in and `at_instance` to
+# recognise: two whole sentences one after the other, how a card's body is made (`sentences`); the sentence every
+# card ends with (`leaves_device`); and that sentence naming the instance, when there are several.
+# Translators: two whole sentences one after the other (Chinese writes them with no space between).
+_SENTENCES = Words("{sentence} {next_sentence}", sentence="", next_sentence="").msgid
+_LEAVES_DEVICE = Words("This request leaves this device for Home Assistant at {host}.", host="").msgid
+# Translators: Its last sentence when the household has several Home Assistants; {instance} is the household's
+# name for one of them ("Cabin"), in your language's quotation marks.
+_LEAVES_FOR_INSTANCE = Words("This request leaves this device for your Home Assistant “{instance}” at {host}.",
+                             instance="", host="").msgid
+
+
 def sentences(first: str, *more: str) -> str:
     """Whole sentences one after the other, as one card body or chat line (each language spaces them its way)."""
     if not more:
         return first
-    # Translators: two whole sentences one after the other (Chinese writes them with no space between).
-    return Words("{sentence} {next_sentence}", sentence=first, next_sentence=sentences(*more))
+    return Words(_SENTENCES, sentence=first, next_sentence=sentences(*more))
 
 
 def host_of(base_url: str) -> str:
@@ -74,14 +85,32 @@ def host_of(base_url: str) -> str:
 
 
 def at_instance(card: Card, name: str) -> Card:
-    """`card` naming the Home Assistant it reads (its name), for a Console that reads more than one."""
+    """`card` naming the Home Assistant it reads by its name, for a Console that reads more than one: the title
+    starts with the name, and the body's last sentence (`leaves_device`) says which Home Assistant it goes to.
+
+    One place for every capability: each card ends with `leaves_device`, whose words this swaps for the naming
+    ones (tests/test_cards_instances.py holds every capability's card to that).
+    """
     # Translators: the household's name for one of its Home Assistants ("Cabin"), then a card's title.
-    return replace(card, title=Words("{instance}: {title}", instance=name, title=card.title))
+    return replace(card, title=Words("{instance}: {title}", instance=name, title=card.title),
+                   body=_naming(card.body, name))
+
+
+def _naming(body: str, name: str) -> str:
+    """`body` with its `leaves_device` sentence, at its end, naming the instance `name`."""
+    if not isinstance(body, Words):
+        return body
+    if body.msgid == _LEAVES_DEVICE:
+        return Words(_LEAVES_FOR_INSTANCE, instance=name, host=body.params["host"])
+    rest = body.params.get("next_sentence")
+    if body.msgid == _SENTENCES and isinstance(rest, str):
+        return Words(_SENTENCES, sentence=body.params["sentence"], next_sentence=_naming(rest, name))
+    return body
 
 
 def leaves_device(config: HomeAssistantConfig) -> Words:
     """The sentence every card ends with: the read leaves this device, for that Home Assistant."""
-    return Words("This request leaves this device for Home Assistant at {host}.", host=host_of(config.base_url))
+    return Words(_LEAVES_DEVICE, host=host_of(config.base_url))
 
 
 # What the program that asked sees of its own waiting card (GET /api/v1/confirmations with its API

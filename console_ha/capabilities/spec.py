@@ -9,7 +9,7 @@ entity mark), the Home Assistant reads it makes (`reads`), and the result it ret
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -46,6 +46,8 @@ INSTANCE = "instance"
 RESERVED_ARGUMENTS = frozenset({INSTANCE})
 # Every result says which Home Assistant answered: the executor adds it after the read, before stage 6.
 INSTANCE_RESULT_SCHEMA: dict[str, Any] = {"type": "string", "pattern": INSTANCE_ID_PATTERN}
+# What a caller reads of the `instance` argument, while there is a choice (`arguments_schema_for`).
+INSTANCE_ARGUMENT_DESCRIPTION = "Which Home Assistant to read (default: home)."
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,19 @@ def with_instance(result_schema: Mapping[str, Any]) -> dict[str, Any]:
     answers is checked against this same schema in its tests.
     """
     return {**result_schema, "properties": {**result_schema.get("properties", {}), INSTANCE: INSTANCE_RESULT_SCHEMA}}
+
+
+def arguments_schema_for(capability: Capability, instances: Sequence[str]) -> dict[str, Any]:
+    """The arguments schema a caller (the model, an MCP client) gets while `instances` are the ids there are.
+
+    With one Home Assistant it is `published_arguments_schema` itself, as it always was; with several, the
+    optional `instance` too, an enum of the ids, so a caller can only name one there is (stage 2 checks again).
+    """
+    schema = capability.published_arguments_schema
+    if len(instances) <= 1:
+        return schema
+    instance = {"type": "string", "enum": list(instances), "description": INSTANCE_ARGUMENT_DESCRIPTION}
+    return {**schema, "properties": {**schema.get("properties", {}), INSTANCE: instance}}
 
 
 def offered(capabilities: Iterable[Capability], allowlisted: Iterable[str]) -> tuple[Capability, ...]:

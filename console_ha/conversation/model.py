@@ -18,13 +18,14 @@ import requests
 import urllib3
 
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.capabilities.spec import Capability
+from console_ha.capabilities.spec import Capability, arguments_schema_for
 from console_ha.deadline import BodyBroken, BodyTooLarge, Deadline
 from console_ha.errors import ModelNotConfigured as ModelNotConfigured
 from console_ha.errors import ModelUnavailable as ModelUnavailable
 from console_ha.ha.addresses import origin_of
 from console_ha.language import Words
 from console_ha.secret import Secret
+from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.store.model_config import EndpointWords, check_endpoint
 
 log = logging.getLogger(__name__)
@@ -74,15 +75,17 @@ def capability_name(function: str) -> str:
     return function
 
 
-def tool_definitions(registry: Mapping[str, Capability] = REGISTRY) -> list[dict[str, Any]]:
-    """The `tools` array: one function per registered capability, parameters = its arguments schema."""
+def tool_definitions(registry: Mapping[str, Capability] = REGISTRY,
+                     instances: Sequence[str] = (HOME_INSTANCE,)) -> list[dict[str, Any]]:
+    """The `tools` array: one function per registered capability, parameters = its arguments schema as a caller
+    gets it while `instances` are the Home Assistants there are (`arguments_schema_for`)."""
     return [
         {
             "type": "function",
             "function": {
                 "name": function_name(capability.name),
                 "description": capability.description,
-                "parameters": capability.published_arguments_schema,
+                "parameters": arguments_schema_for(capability, instances),
             },
         }
         for capability in registry.values()

@@ -159,7 +159,8 @@ def _classify(err: ModelUnavailable, url: str, model: str, models: tuple[str, ..
 
 
 def settings_to_test(store: ModelStore, base_url: object, model: object, api_key: object, *,
-                     home_assistant_url: str = "", timeout: float = TEST_TIMEOUT_SECONDS) -> ModelSettings:
+                     home_assistant_origins: frozenset[str] = frozenset(),
+                     timeout: float = TEST_TIMEOUT_SECONDS) -> ModelSettings:
     """Settings for a test of typed values; InvalidSettingsChange when the URL or name cannot be used.
 
     A key left empty means the saved one, and only if it was saved for this URL's origin: like a turn,
@@ -167,7 +168,7 @@ def settings_to_test(store: ModelStore, base_url: object, model: object, api_key
     """
     url = check_base_url(base_url)
     name = check_model_name(model) if model else ""
-    if home_assistant_url and origin_of(url) == origin_of(home_assistant_url):
+    if origin_of(url) in home_assistant_origins:
         raise InvalidSettingsChange(HOME_ASSISTANT_URL, field="base_url")
     key = typed_api_key(api_key) or store.api_key(url)
     return ModelSettings((url,), name, key, min(timeout, DEFAULT_TIMEOUT_SECONDS))

@@ -18,8 +18,10 @@ from console_ha.conversation.model import ModelSettings
 from console_ha.conversation.model_check import ModelCheck, check_model, settings_to_test
 from console_ha.conversation.model_setup import ModelSetup, resolve, settings_in_force
 from console_ha.errors import InvalidSettingsChange, RateLimited, SettingsFileDamaged
+from console_ha.ha.addresses import origin_of
 from console_ha.secret import Secret
-from console_ha.store.config import ConfigStore, refuse_unknown
+from console_ha.store.config import refuse_unknown
+from console_ha.store.instances import Instances
 from console_ha.store.model_config import ModelStore, SavedModel, typed_api_key
 from console_ha.unknown_keys import first_unknown
 
@@ -28,6 +30,19 @@ SAVE_FIELDS = ("base_url", "model", "api_key", "remove_api_key", "reset")
 TEST_FIELDS = ("base_url", "model", "api_key")
 
 ModelEnvironment = Callable[[], Mapping[str, Any]]
+
+
+def home_assistant_origins(instances: Instances) -> frozenset[str]:
+    """The origin of every instance's Home Assistant: none may be the model's, which the Console POSTs to."""
+    origins = set()
+    for instance in instances.ids():
+        try:
+            base_url = instances.get(instance).config.load().base_url
+        except SettingsFileDamaged:
+            continue  # a damaged file is its settings page's business; here it names no address to refuse
+        if base_url:
+            origins.add(origin_of(base_url))
+    return frozenset(origins)
 
 
 class ModelTestBusy(RateLimited):
@@ -81,11 +96,11 @@ class ModelTryRequest:
 
 
 class ModelSettingsService:
-    """The model settings page's core, over the saved settings, the environment and Home Assistant's address."""
+    """The model settings page's core, over the saved settings, the environment and the Home Assistants' addresses."""
 
-    def __init__(self, store: ModelStore, *, config_store: ConfigStore, environment: ModelEnvironment) -> None:
+    def __init__(self, store: ModelStore, *, instances: Instances, environment: ModelEnvironment) -> None:
         self._store = store
-        self._config_store = config_store
+        self._instances = instances
         self._environment = environment
         # One model test at a time: each may wait a minute on a slow server, and the Console has few threads.
         self._test_lock = threading.Lock()
@@ -108,7 +123,8 @@ class ModelSettingsService:
         # The store moves a damaged file aside only once every check has passed: a refused reset moves nothing.
         return self._store.save(request.base_url, request.model, api_key=request.api_key,
                                 remove_api_key=request.remove_api_key,
-                                home_assistant_url=self._home_assistant_url(), reset=request.reset)
+                                home_assistant_origins=home_assistant_origins(self._instances),
+                                reset=request.reset)
 
     def reset(self) -> SavedModel:
         """Move a damaged file aside (kept, never deleted) and start again from empty settings."""
@@ -120,14 +136,8 @@ class ModelSettingsService:
             raise ModelTestBusy("A model test is already running. Wait for its result, then try again.")
         try:
             settings = settings_to_test(self._store, request.base_url, request.model, request.api_key,
-                                        home_assistant_url=self._home_assistant_url(), timeout=timeout)
+                                        home_assistant_origins=home_assistant_origins(self._instances),
+                                        timeout=timeout)
             return check_model(settings)
         finally:
             self._test_lock.release()
-
-    def _home_assistant_url(self) -> str:
-        # A damaged HA file is the HA page's business; here it only means there is no address to refuse.
-        try:
-            return self._config_store.load().base_url
-        except SettingsFileDamaged:
-            return ""

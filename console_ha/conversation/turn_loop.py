@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,7 @@ from console_ha.conversation.conversations import (
     owner_of,
 )
 from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, function_name, tool_definitions
+from console_ha.conversation.model_service import home_assistant_origins
 from console_ha.errors import (
     CapabilityError,
     ConfirmationInvalid,
@@ -34,15 +35,14 @@ from console_ha.errors import (
     InvalidRequest,
     ModelNotConfigured,
     RateLimited,
-    SettingsFileDamaged,
     TokenRevoked,
     error_body,
 )
-from console_ha.ha.addresses import origin_of
 from console_ha.language import Words
 from console_ha.secret import same_token
 from console_ha.store.audit import AuditEvent
-from console_ha.store.config import ConfigStore
+from console_ha.store.config import MAX_INSTANCE_NAME_LENGTH, shown_name
+from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.words import (
     CHAT_ALLOWED,
     CHAT_ALLOWED_FAILED,
@@ -86,10 +86,27 @@ def today_line(local_now: datetime | None) -> str:
                         zone=getattr(local_now.tzinfo, "key", ""))
 
 
-def system_prompt(capabilities: Sequence[Capability] = CAPABILITIES, local_now: datetime | None = None) -> str:
-    """What the model is told first: its tools, each in a line, the rules of a read, what results mean, and today."""
-    count = _COUNTS[len(capabilities)] if len(capabilities) < len(_COUNTS) else str(len(capabilities))
+def _in_words(count: int) -> str:
+    return _COUNTS[count] if count < len(_COUNTS) else str(count)
+
+
+def instances_lines(names: Mapping[str, str]) -> str:
+    """The prompt's lines naming the Home Assistants by id and name, when there are several; nothing for one."""
+    if len(names) <= 1:
+        return ""
+    # A name is the household's text: one line, bounded, whatever a settings file holds.
+    lines = "".join(f"- {instance}: {shown_name(name, MAX_INSTANCE_NAME_LENGTH)}\n" for instance, name in names.items())
+    return (f"The household has {_in_words(len(names))} Home Assistants, by id and name; a read's `instance` "
+            f"chooses one, `{HOME_INSTANCE}` when left out:\n{lines}")
+
+
+def system_prompt(capabilities: Sequence[Capability] = CAPABILITIES, local_now: datetime | None = None,
+                  instances: Mapping[str, str] | None = None) -> str:
+    """What the model is told first: its tools, each in a line, the Home Assistants when there are several (id:
+    name, in `Instances.ids()` order), the rules of a read, what results mean, and today."""
+    count = _in_words(len(capabilities))
     tools = "".join(f"- {function_name(c.name)}: {c.prompt_summary}\n" for c in capabilities)
+    tools += instances_lines(instances or {})
     meanings = "".join(
         f"\nIn a {function_name(c.name)} result:" + "".join(f"\n- {field}: {meaning}"
                                                             for field, meaning in c.result_meanings.items())
@@ -141,7 +158,7 @@ class ConversationBusy(RateLimited):
 class ConversationService:
     """Runs conversation turns against a model and the capability executor; needs no web server."""
 
-    def __init__(self, executor: Executor, model: ChatModel, *, config_store: ConfigStore,
+    def __init__(self, executor: Executor, model: ChatModel, *,
                  household: HouseholdQueue | None = None, store: ConversationStore | None = None,
                  max_rounds: int = MAX_ROUNDS_PER_TURN, max_history_chars: int = MAX_HISTORY_CHARS,
                  system_prompt: str | None = None, max_program_messages: int = MAX_PROGRAM_MESSAGES) -> None:
@@ -150,8 +167,6 @@ class ConversationService:
         self._household = household
         self._program_messages = threading.BoundedSemaphore(max_program_messages)
         self.model = model
-        # Read only for Home Assistant's address, which a model URL must never share (see below).
-        self._config_store = config_store
         self.store = store if store is not None else ConversationStore()
         self._max_rounds = max_rounds
         self._max_history_chars = max_history_chars
@@ -417,13 +432,17 @@ class ConversationService:
         conversation.queue = []
 
     def _offer(self) -> tuple[str, list[dict[str, Any]]]:
-        """This turn's system prompt and tools: the reads an allowlisted entity can answer, and today's date."""
+        """This turn's system prompt and tools: the reads an allowlisted entity of any instance can answer, the
+        instances there are now (a new one is offered from the next turn on), and today's date."""
         capabilities = self.executor.offered()
+        names = self.executor.instances.names()
+        tools = tool_definitions({c.name: c for c in capabilities}, tuple(names))
         if self._system_prompt is not None:
-            return self._system_prompt, tool_definitions({c.name: c for c in capabilities})
+            return self._system_prompt, tools
+        # With several Home Assistants, today is `home`'s (docs/conversation.md, "Several Home Assistants").
         zone = self.executor.household_zone()
         local_now = datetime.now(zone) if zone is not None else datetime.now().astimezone()
-        return system_prompt(capabilities, local_now), tool_definitions({c.name: c for c in capabilities})
+        return system_prompt(capabilities, local_now, names), tools
 
     def _model_messages(self, conversation: Conversation, prompt: str) -> list[dict[str, Any]]:
         """What the model sees: the system prompt, then the conversation (tool results, never tokens)."""
@@ -444,12 +463,8 @@ class ConversationService:
             del messages[:cut], sizes[:cut]
 
     def _check_model_is_not_home_assistant(self) -> None:
-        """Refuse a model URL on Home Assistant's origin: the model's POST must never reach it."""
-        try:
-            base_url = self._config_store.load().base_url
-        except SettingsFileDamaged:
-            return
-        if base_url and origin_of(base_url) in self.model.origins():
+        """Refuse a model URL on any Home Assistant's origin: the model's POST must never reach one."""
+        if not home_assistant_origins(self.executor.instances).isdisjoint(self.model.origins()):
             raise ModelNotConfigured("CONSOLE_HA_LLM_URL points at Home Assistant; set it to the language model.")
 
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -22,8 +22,9 @@ from console_ha import __version__
 from console_ha.answers.household_queue import Asker, Call, HouseholdQueue, StillWaiting, WaitingRead
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.capabilities.spec import Capability
+from console_ha.capabilities.spec import Capability, arguments_schema_for
 from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, error_body
+from console_ha.store.datadir import HOME_INSTANCE
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +105,15 @@ def output_schema(capability: Capability) -> dict[str, Any]:
     return schema
 
 
-def tools(capabilities: Iterable[Capability] | None = None) -> list[types.Tool]:
-    """One tool per capability (every registered one by default): its description and schemas, read-only."""
+def tools(capabilities: Iterable[Capability] | None = None,
+          instances: Sequence[str] = (HOME_INSTANCE,)) -> list[types.Tool]:
+    """One tool per capability (every registered one by default): its description and schemas, read-only; the
+    input schema as a caller gets it while `instances` are the Home Assistants there are (`arguments_schema_for`)."""
     return [
         types.Tool(
             name=tool_name(capability),
             description=capability.description,
-            inputSchema=capability.published_arguments_schema,
+            inputSchema=arguments_schema_for(capability, instances),
             outputSchema=output_schema(capability),
             annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True, destructiveHint=False),
         )
@@ -139,15 +142,20 @@ def waiting_of(waiting: WaitingRead, answer_url: str) -> types.CallToolResult:
     return result_of(body)
 
 
-def build_server(queue: HouseholdQueue, *, progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> Server:
-    """The MCP server for the Console's `/mcp`; every call goes through `queue` (and so the executor)."""
+def build_server(queue: HouseholdQueue, instance_ids: Callable[[], Sequence[str]], *,
+                 progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> Server:
+    """The MCP server for the Console's `/mcp`; every call goes through `queue` (and so the executor).
+
+    `instance_ids` says which Home Assistants there are (`Instances.ids`): asked at every `tools/list`, so an
+    instance added or removed shows in the next listing.
+    """
     server: Server = Server("console-ha", version=__version__, instructions=INSTRUCTIONS)
 
     # The SDK's decorator factories carry no annotations; the handlers below are fully typed.
     @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
     async def list_tools() -> list[types.Tool]:
         # Only the reads an allowlisted entity can answer, as the model is offered (issue 28).
-        return tools(queue.offered())
+        return tools(queue.offered(), instance_ids())
 
     # The SDK's own input check is off: the executor's stage 2 validates, audits and answers with the
     # contract's INVALID_ARGUMENTS, as it does for the conversation page.

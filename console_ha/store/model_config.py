@@ -189,7 +189,7 @@ class ModelStore:
         return secret if base_url and origin == origin_of(base_url) else None
 
     def save(self, base_url: object, model: object, *, api_key: Secret | None = None,
-             remove_api_key: bool = False, home_assistant_url: str = "",
+             remove_api_key: bool = False, home_assistant_origins: frozenset[str] = frozenset(),
              reset: bool = False) -> tuple[SavedModel, bool]:
         """Validate and save; returns the settings and whether a key for another server was dropped.
 
@@ -201,8 +201,8 @@ class ModelStore:
         url, name = saved.base_url, saved.model
         if not url and api_key is not None:
             raise InvalidSettingsChange(Words("An API key needs the model server URL it is for."), field="api_key")
-        if url and home_assistant_url and origin_of(url) == origin_of(home_assistant_url):
-            # The adapter POSTs; Home Assistant must only ever be read.
+        if url and origin_of(url) in home_assistant_origins:
+            # The adapter POSTs; no Home Assistant (`home_assistant_origins`: every instance's) may get one.
             raise InvalidSettingsChange(HOME_ASSISTANT_URL, field="base_url")
         dropped = False
         with path_lock(self.path):

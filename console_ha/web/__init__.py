@@ -144,7 +144,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
 
     app.extensions["console_ha"] = console
     app.extensions["console_ha_web"] = WebServices(csrf=CSRFProtect(app), login_throttle=LoginThrottle())
-    mcp_endpoint.init_app(app, console.household)
+    mcp_endpoint.init_app(app, console.household, console.instances.ids)
 
     household_language.init_app(app)
     clock.init_app(app)

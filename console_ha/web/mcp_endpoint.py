@@ -16,7 +16,7 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,10 +81,11 @@ async def _cancel_the_rest() -> None:
 class McpEndpoint:
     """The household queue, the MCP server over it, and the bridge that serves it from WSGI."""
 
-    def __init__(self, queue: HouseholdQueue, *, progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> None:
+    def __init__(self, queue: HouseholdQueue, instance_ids: Callable[[], Sequence[str]], *,
+                 progress_interval: float = PROGRESS_INTERVAL_SECONDS) -> None:
         self.queue = queue
         self._manager = StreamableHTTPSessionManager(
-            app=build_server(queue, progress_interval=progress_interval),
+            app=build_server(queue, instance_ids, progress_interval=progress_interval),
             # Host checks are the Flask app's (they ran before the view); the SDK's own would need the
             # same list a second time.
             security_settings=None,
@@ -378,10 +379,12 @@ async def _send_json(send: _Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": raw})
 
 
-def init_app(app: Flask, queue: HouseholdQueue) -> None:
-    """Serve the Console's household queue at /mcp; the event loop starts at the first MCP request."""
+def init_app(app: Flask, queue: HouseholdQueue, instance_ids: Callable[[], Sequence[str]]) -> None:
+    """Serve the Console's household queue at /mcp, its tools for the Home Assistants `instance_ids` names (asked
+    at each listing); the event loop starts at the first MCP request."""
     app.extensions[EXTENSION] = McpEndpoint(
-        queue, progress_interval=app.config.get("CONSOLE_HA_MCP_PROGRESS_INTERVAL", PROGRESS_INTERVAL_SECONDS))
+        queue, instance_ids,
+        progress_interval=app.config.get("CONSOLE_HA_MCP_PROGRESS_INTERVAL", PROGRESS_INTERVAL_SECONDS))
 
 
 def mcp_endpoint() -> McpEndpoint:

@@ -1,15 +1,19 @@
-"""Issue 25 in Chromium: a filtered list card on /conversation names only the room's devices, at 1280 and 390 px."""
+"""Cards in Chromium, at 1280 and 390 px: issue 25's filtered list card on /conversation names only the room's
+devices; issue 29's card names the Home Assistant it reads when there are several."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, ViewportSize, expect
 
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
-from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
+from tests.fake_model import FakeModel, answer_from_tool_result, text, tool_call
 from tests.stub_ha import StubHomeAssistant
+from tests.two_instances import CABIN, seed_instance
 
 pytestmark = pytest.mark.browser
 
@@ -81,3 +85,44 @@ def test_a_filtered_list_card_names_only_that_room_s_lights_in_household_words(
     fits(page, viewport)
     assert serious_violations(page) == []
     screenshot(page, f"filtered-list-card-{viewport['width']}", phone=False)
+
+
+GET_STATE = "home_assistant__get_state"
+CABIN_TITLE = "Cabin: Read Living room temperature now?"
+
+
+def said_where_it_was_read(request: dict[str, Any]) -> dict[str, Any]:
+    """The model's answer: which Home Assistant the read's result says answered, and its state."""
+    result = json.loads(next(m for m in reversed(request["messages"]) if m["role"] == "tool")["content"])
+    return text(f"Read at the {result['instance']}: {result['state']}.")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
+def test_with_two_home_assistants_the_card_names_the_cabin_by_its_name_and_the_read_is_the_cabin_s(
+        page: Page, console: LiveConsole, household_password: str, model: FakeModel,
+        two_homes: tuple[StubHomeAssistant, StubHomeAssistant], viewport: ViewportSize) -> None:
+    """Issue 29: the title starts with the instance's name and the last sentence says where the request goes."""
+    house, cabin = two_homes
+    console.configure(house.base_url, house.token, enabled=True,
+                      allowlisted_entities=["sensor.living_room_temperature"],
+                      entity_names={"sensor.living_room_temperature": "Living room temperature"})
+    seed_instance(console.data_dir, cabin, ["sensor.living_room_temperature"])
+    page.set_viewport_size(viewport)
+    log_in(page, console, household_password, path="/conversation")
+    model.script(tool_call(GET_STATE, {"entity_id": "sensor.living_room_temperature", "instance": CABIN}),
+                 said_where_it_was_read)
+
+    ask(page, "how warm is it at the cabin?")
+    card = page.get_by_role("region", name=CABIN_TITLE)
+    expect(card).to_contain_text(f"This request leaves this device for your Home Assistant “Cabin” at "
+                                 f"{cabin.base_url.removeprefix('http://')}.")
+    box = card.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    assert serious_violations(page) == []
+    screenshot(page, f"card-naming-the-cabin-{viewport['width']}", phone=False)
+    house_asked = len(house.requests)
+    page.get_by_role("button", name="Allow this once").click()
+    expect(page.get_by_role("log", name="Conversation")).to_contain_text("Read at the cabin: ")
+    assert cabin.requests_to("/api/states/sensor.living_room_temperature")
+    assert len(house.requests) == house_asked

@@ -12,7 +12,6 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.conversation.activity import EVENT_TABLE, EVENT_WORDS
 from console_ha.store.audit import AuditEvent, AuditLog
-from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_EXPIRED
 from tests.conftest import CONVERSATION_ALLOWED
 from tests.e2e.conftest import LiveConsole, Received, screenshot, send, serious_violations, transcript
@@ -92,8 +91,7 @@ def test_an_expired_card_says_so_and_asking_again_gives_a_new_card(chat: Page, c
     clock = _Clock()
     executor = executor_over(console.data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     console.app.extensions["console_ha"].conversation = ConversationService(
-        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")),
-        config_store=ConfigStore(console.data_dir))
+        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")))
     model.script(tool_call(LIST, {}), tool_call(LIST, {}), answer_from_tool_result)
     send(chat, QUESTION)
     card = chat.get_by_role("region", name="Read your Home Assistant devices?")
@@ -120,8 +118,7 @@ def test_a_card_that_expires_with_the_page_open_gets_the_console_s_line_in_the_c
     ttl = 4.0  # a card that stays open four seconds, on the real clock the page and the server share
     executor = executor_over(console.data_dir, confirmations=ConfirmationStore(ttl=ttl))
     console.app.extensions["console_ha"].conversation = ConversationService(
-        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")),
-        config_store=ConfigStore(console.data_dir))
+        executor, OpenAICompatibleModel(ModelSettings((model.url,), "fake-model")))
     model.script(tool_call(LIST, {}))
     send(chat, QUESTION)
     card = chat.get_by_role("region", name="Read your Home Assistant devices?")

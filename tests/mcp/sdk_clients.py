@@ -90,6 +90,15 @@ def start_program(sdk: str, mcp_url: str, token: str, tool: str, arguments: dict
     return Program(process)
 
 
+def ts_list_tools(mcp_url: str, token: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """The tools the TypeScript SDK's `listTools` gives a program, as it parsed them."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CONSOLE_HA_API_TOKEN": token}
+    listed = subprocess.run(["node", "list_tools.mjs", mcp_url], cwd=ts_sdk_installed(), env=env, capture_output=True,
+                            text=True, timeout=timeout, check=True)
+    tools: list[dict[str, Any]] = json.loads(listed.stdout)
+    return tools
+
+
 _REQUEST_LINE = re.compile(rb"(GET|POST|PUT|PATCH|DELETE|HEAD) (\S+) HTTP/1\.[01]\r\n")
 
 

@@ -13,7 +13,6 @@ from console_ha.conversation import ConversationService, ModelSettings, OpenAICo
 from console_ha.conversation.model import function_name
 from console_ha.conversation.model_check import check_model
 from console_ha.conversation.turn_loop import SYSTEM_PROMPT
-from console_ha.store.config import ConfigStore
 from tests.executors import executor_over
 from tests.real_model.conftest import LlamaServer
 
@@ -47,8 +46,7 @@ def test_a_tool_call_from_the_real_server_becomes_a_capability_call_and_its_repl
 
 
 def test_a_whole_turn_through_the_conversation_service_gets_a_text_reply(settings, data_dir):
-    service = ConversationService(executor_over(data_dir), OpenAICompatibleModel(settings),
-                                  config_store=ConfigStore(data_dir))
+    service = ConversationService(executor_over(data_dir), OpenAICompatibleModel(settings))
     result = service.send(None, "hello")
     assert isinstance(result.reply, str) and result.pending_confirmation is None
 

@@ -16,7 +16,6 @@ from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel
 from console_ha.conversation.activity import EVENT_WORDS
 from console_ha.store.audit import AuditEvent
-from console_ha.store.config import ConfigStore
 from console_ha.words import CHAT_WORDS
 from tests.conftest import CONVERSATION_ALLOWED
 from tests.executors import executor_over
@@ -193,7 +192,7 @@ def with_clock(app: Flask, data_dir, model: FakeModel) -> _Clock:
     clock = _Clock()
     executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
     app.extensions["console_ha"].conversation = ConversationService(
-        executor, OpenAICompatibleModel(ModelSettings((model.url,), "m")), config_store=ConfigStore(data_dir))
+        executor, OpenAICompatibleModel(ModelSettings((model.url,), "m")))
     return clock
 
 
