@@ -226,7 +226,6 @@ class Activity:
 
 # Read once: the log may hold many thousand lines, and an enum member is looked up on its class each time.
 _APPROVED = AuditEvent.APPROVED
-_HOME = HOME_INSTANCE
 
 
 def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] = HOME_ONLY,
@@ -243,7 +242,7 @@ def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] =
     for event in events:
         place = event.get("instance")
         if place is None:
-            place = _HOME
+            place = HOME_INSTANCE
         elif type(place) is not str or place not in named:  # an id met before is one; anything else is checked
             place = _instance_named(place, named)
         if instance is not None and place != instance:
@@ -272,7 +271,7 @@ def _instance_named(value: object, named: set[str]) -> str:
     """The instance a line's `instance` names, added to `named`: an id's shape, else `home` (a damaged line; the
     executor writes only ids there are, never what a caller sent)."""
     if not isinstance(value, str) or not is_instance_id(value):
-        return _HOME
+        return HOME_INSTANCE
     named.add(value)
     return value
 
