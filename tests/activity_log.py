@@ -5,9 +5,11 @@ from __future__ import annotations
 import secrets
 
 from console_ha.capabilities.registry import REGISTRY
+from console_ha.settings.saving import save_settings
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.console_secrets import MAX_TOKEN_NAME_LENGTH
 from console_ha.store.datadir import DataDir
+from console_ha.store.instances import Instances
 
 # What a stage-1-to-3 refusal (and a refusal after approval) can carry, and what a failed read can.
 REFUSAL_CODES = ("UNKNOWN_CAPABILITY", "INVALID_ARGUMENTS", "CAPABILITY_DISABLED", "CAPABILITY_NOT_CONFIGURED",
@@ -24,11 +26,18 @@ STAGES = {AuditEvent.PROPOSED: 1, AuditEvent.REJECTED: 3, AuditEvent.EXECUTED: 6
 
 
 def record(log: AuditLog, event: AuditEvent, capability: str, code: str | None = None,
-           client: str | None = None) -> None:
-    """One audit line as the executor writes it (each of its own invocation, as no two lines here are one read's)."""
+           client: str | None = None, instance: str | None = None) -> None:
+    """One audit line as the executor writes it (each of its own invocation, as no two lines here are one read's);
+    `instance` None writes a line as a Console of one Home Assistant did, with no `instance`."""
     log.record(event, capability=capability, classification="read/external", stage=STAGES.get(event, 4),
                invocation=secrets.token_hex(8), code=code or EVENT_CODES.get(event), client=client,
-               duration_ms=1234 if event in (AuditEvent.EXECUTED, AuditEvent.FAILED) else None)
+               duration_ms=1234 if event in (AuditEvent.EXECUTED, AuditEvent.FAILED) else None, instance=instance)
+
+
+def add_instance(data_dir: DataDir, instance: str, name: str) -> None:
+    """Another Home Assistant, named by the household, saved through the settings save as a household makes one."""
+    stores = Instances(data_dir).get(instance)
+    save_settings(stores.config, stores.token, {"name": name})
 
 
 def fill(data_dir: DataDir) -> AuditLog:

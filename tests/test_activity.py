@@ -16,7 +16,9 @@ from console_ha.conversation.activity import (
     UNKNOWN_CAPABILITY_WORDS,
     UNKNOWN_EVENT_WORDS,
     WITHDRAWN_BY_A_NEW_MESSAGE,
+    InstanceChoice,
     reason,
+    removed_instance,
     summarise,
 )
 from console_ha.store.audit import AuditEvent
@@ -26,6 +28,7 @@ from tests.activity_log import FAILURE_CODES, REFUSAL_CODES
 CODE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
 STATE = "home_assistant.get_state"
 HISTORY = "home_assistant.get_history"
+HOUSE_AND_CABIN = {"home": "House", "cabin": "Cabin"}
 
 
 def line(event: str, capability: str = STATE, **extra: Any) -> dict[str, Any]:
@@ -146,3 +149,66 @@ def test_a_refusal_after_the_household_allowed_does_not_say_it_came_before_askin
     assert after.words == REFUSED_AFTER_YOU_ALLOWED and after.why == CHAT_WORDS["CONFIRMATION_INVALID"]
     assert before.words == EVENT_WORDS[AuditEvent.REJECTED]
     assert "before" not in EVENT_TABLE[AuditEvent.REJECTED].counter  # the counter holds both kinds of refusal
+
+
+# --- several Home Assistants (issue 29) --------------------------------------------------------------------
+
+
+def test_each_event_names_its_instance_and_a_line_naming_none_is_home_s() -> None:
+    """A line of a Console that knew one Home Assistant has no `instance`: it was about `home`."""
+    activity = summarise([line("proposed"), line("proposed", instance="home"), line("proposed", instance="cabin")],
+                         names=HOUSE_AND_CABIN)
+    assert [(e.instance, e.instance_name) for e in activity.latest] == [
+        ("cabin", "Cabin"), ("home", "House"), ("home", "House")]
+    assert activity.by_instance and activity.instance is None and activity.chosen is None
+    assert activity.instances == (InstanceChoice("home", "House"), InstanceChoice("cabin", "Cabin"))
+
+
+def test_an_instance_no_longer_there_is_named_by_its_id_marked_removed_and_can_still_be_chosen() -> None:
+    """The cabin was removed: its events stay in the log, and in Activity, under its id."""
+    activity = summarise([line("executed", instance="cabin"), line("executed", instance="shed"), line("denied")],
+                         names={"home": "Home"}, instance="shed")
+    assert activity.by_instance  # one instance configured, but the log holds another's events
+    assert [(c.id, c.removed) for c in activity.instances] == [("home", False), ("cabin", True), ("shed", True)]
+    assert activity.instances[1].name == removed_instance("cabin") == "cabin (removed)"
+    assert [(e.instance, e.instance_name) for e in activity.latest] == [("shed", "shed (removed)")]
+    assert activity.chosen == InstanceChoice("shed", removed_instance("shed"), removed=True)
+
+
+def test_with_one_instance_and_only_home_s_events_nothing_names_an_instance() -> None:
+    """The page of a single Home Assistant reads as it did before instances."""
+    activity = summarise([line("proposed"), line("executed", instance="home")])
+    assert not activity.by_instance
+    assert activity.instances == (InstanceChoice("home", "Home"),)
+
+
+def test_the_filter_keeps_one_instance_s_events_and_counts_old_lines_as_home_s() -> None:
+    lines = [line("proposed"), line("rejected", code="ENTITY_NOT_ALLOWLISTED"),
+             line("proposed", instance="cabin"), line("failed", HISTORY, code="HA_UNREACHABLE", instance="cabin"),
+             line("executed", instance="home")]
+    home = summarise(lines, names=HOUSE_AND_CABIN, instance="home")
+    assert [e.event for e in home.latest] == ["executed", "rejected", "proposed"] and home.total_events == 3
+    assert [item.capability for item in home.asked_for] == [STATE]
+    assert [r.code for item in home.asked_for for r in item.reasons] == ["ENTITY_NOT_ALLOWLISTED"]
+    cabin = summarise(lines, names=HOUSE_AND_CABIN, instance="cabin")
+    assert [(e.event, e.instance) for e in cabin.latest] == [("failed", "cabin"), ("proposed", "cabin")]
+    assert cabin.total_events == 2 and cabin.chosen == InstanceChoice("cabin", "Cabin")
+    assert [r.code for item in cabin.asked_for for r in item.reasons] == ["HA_UNREACHABLE"]
+    # Every instance the log names is offered, whichever is shown.
+    assert [c.id for c in cabin.instances] == ["home", "cabin"]
+    assert summarise(lines, names=HOUSE_AND_CABIN).total_events == 5
+
+
+def test_an_instance_neither_configured_nor_in_the_log_is_no_choice() -> None:
+    activity = summarise([line("proposed", instance="cabin")], names=HOUSE_AND_CABIN, instance="attic")
+    assert activity.chosen is None and activity.latest == [] and activity.total_events == 0
+
+
+@pytest.mark.parametrize("damaged", [["cabin"], {"id": "cabin"}, 7, True, "", "Cabin", "<b>x</b>", "x" * 33,
+                                     "cabin\n"])
+def test_an_instance_value_no_id_has_is_read_as_home_s_and_never_offered(damaged: object) -> None:
+    """The executor writes only ids there are; a hand-edited or damaged line neither breaks nor adds a choice."""
+    activity = summarise([line("proposed", instance=damaged), line("proposed", instance="cabin")],
+                         names=HOUSE_AND_CABIN, instance="home")
+    assert [(e.instance, e.instance_name) for e in activity.latest] == [("home", "House")]
+    assert [c.id for c in activity.instances] == ["home", "cabin"]

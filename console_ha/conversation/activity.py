@@ -1,4 +1,5 @@
-"""What the household's activity page shows: the latest audit events in words, then how often each read ended how."""
+"""What the household's activity page shows: the latest audit events in words, then how often each read ended how,
+of every Home Assistant or of one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.language import Words
 from console_ha.store.audit import AuditEvent
+from console_ha.store.datadir import HOME_INSTANCE, is_instance_id
+from console_ha.store.instances import HOME_NAME
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
 
 LATEST_EVENTS = 50
@@ -69,6 +72,9 @@ CONVERSATION_PAGE = Words("Conversation page")
 REFUSED_AFTER_YOU_ALLOWED = Words("You allowed it, but the Console then refused it, so nothing was read.")
 # A card of the conversation page withdrawn because the household sent another message instead.
 WITHDRAWN_BY_A_NEW_MESSAGE = Words("Withdrawn: you asked something else.")
+
+# The names of a Console that reads one Home Assistant (`Instances.names()` of a fresh data dir).
+HOME_ONLY: Mapping[str, str] = MappingProxyType({HOME_INSTANCE: HOME_NAME})
 
 # The events whose code says why, in the household's words (`reason`).
 EXPLAINED = (AuditEvent.REJECTED, AuditEvent.FAILED)
@@ -130,7 +136,10 @@ class CapabilityActivity:
             return
         self.counts[kind] += 1
         if kind in EXPLAINED:
-            self.codes.setdefault(kind, Counter())[str(event.get("code") or "UNKNOWN")] += 1
+            codes = self.codes.get(kind)
+            if codes is None:  # not setdefault: that would build a Counter for every line of a long log
+                codes = self.codes[kind] = Counter()
+            codes[str(event.get("code") or "UNKNOWN")] += 1
 
     @property
     def tally(self) -> list[Tally]:
@@ -162,6 +171,9 @@ class ActivityEvent:
     # The API token's name of the program (an MCP client) that asked, or the conversation page.
     asked_by: str = CONVERSATION_PAGE
     why: str | None = None
+    # The Home Assistant it was about (`home` for a line that names none), and what the page calls it.
+    instance: str = HOME_INSTANCE
+    instance_name: str = HOME_NAME
 
     @property
     def capability_words(self) -> str:
@@ -170,12 +182,35 @@ class ActivityEvent:
 
 
 @dataclass(frozen=True)
+class InstanceChoice:
+    """A Home Assistant whose events Activity can show alone: its id and what the page calls it."""
+
+    id: str
+    name: str
+    removed: bool = False
+
+
+@dataclass(frozen=True)
 class Activity:
-    """The activity page's content."""
+    """The activity page's content: of every Home Assistant, or of the one `instance` names."""
 
     capabilities: list[CapabilityActivity]
     latest: list[ActivityEvent]
     total_events: int
+    # The Console's instances, then those the log names that it no longer has: what the page can narrow to.
+    instances: tuple[InstanceChoice, ...] = (InstanceChoice(HOME_INSTANCE, HOME_NAME),)
+    instance: str | None = None
+
+    @property
+    def by_instance(self) -> bool:
+        """Whether each event names its Home Assistant and the page offers to show one: never while the Console
+        has one and the log holds no other's events, so such a page reads as it did before instances."""
+        return len(self.instances) > 1
+
+    @property
+    def chosen(self) -> InstanceChoice | None:
+        """The instance the page shows alone, if it is one there is or the log names; None for all of them."""
+        return next((choice for choice in self.instances if choice.id == self.instance), None)
 
     @property
     def asked_for(self) -> list[CapabilityActivity]:
@@ -193,14 +228,25 @@ class Activity:
 _APPROVED = AuditEvent.APPROVED
 
 
-def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENTS) -> Activity:
-    """Counts per capability (registered ones always listed, in registry order) and the newest events first."""
+def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] = HOME_ONLY,
+              instance: str | None = None, latest: int = LATEST_EVENTS) -> Activity:
+    """Counts per capability (registered ones always listed, in registry order) and the newest events first, of
+    the instance `instance` names (a line naming none is `home`'s) or of all; `names` are the Console's instances."""
     per_capability = {name: CapabilityActivity(name) for name in REGISTRY}
     # Only the latest are shown: each line is kept as read, and put in words once it is known to be shown.
-    recent: deque[tuple[str, AuditEvent | None, Mapping[str, Any], bool]] = deque(maxlen=latest)
+    recent: deque[tuple[str, AuditEvent | None, Mapping[str, Any], bool, str]] = deque(maxlen=latest)
     total = 0
     approved: set[str] = set()  # invocations the household allowed: a later refusal came after its answer
+    # Every id the log names, checked once each: many thousand lines name the same few.
+    named: set[str] = set()
     for event in events:
+        place = event.get("instance")
+        if place is None:
+            place = HOME_INSTANCE
+        elif type(place) is not str or place not in named:  # an id met before is one; anything else is checked
+            place = _instance_named(place, named)
+        if instance is not None and place != instance:
+            continue
         total += 1
         invocation = str(event.get("invocation") or "")
         kind = AuditEvent.of(event.get("event"))
@@ -209,14 +255,42 @@ def summarise(events: Iterable[Mapping[str, Any]], *, latest: int = LATEST_EVENT
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
-        per_capability.setdefault(counted, CapabilityActivity(counted)).add(kind, event)
-        recent.append((name, kind, event, invocation in approved))
-    shown = [_shown(name, kind, event, after_approval=after) for name, kind, event, after in reversed(recent)]
-    return Activity(list(per_capability.values()), shown, total)
+        tally = per_capability.get(counted)
+        if tally is None:  # only `unknown`'s, once: a setdefault would build a CapabilityActivity for every line
+            tally = per_capability[counted] = CapabilityActivity(counted)
+        tally.add(kind, event)
+        recent.append((name, kind, event, invocation in approved, place))
+    choices = _choices(names, named)
+    called = {choice.id: choice.name for choice in choices}
+    shown = [_shown(name, kind, event, after_approval=after, instance=place, instance_name=called.get(place, place))
+             for name, kind, event, after, place in reversed(recent)]
+    return Activity(list(per_capability.values()), shown, total, choices, instance)
 
 
-def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *,
-           after_approval: bool) -> ActivityEvent:
+def _instance_named(value: object, named: set[str]) -> str:
+    """The instance a line's `instance` names, added to `named`: an id's shape, else `home` (a damaged line; the
+    executor writes only ids there are, never what a caller sent)."""
+    if not isinstance(value, str) or not is_instance_id(value):
+        return HOME_INSTANCE
+    named.add(value)
+    return value
+
+
+def _choices(names: Mapping[str, str], named: set[str]) -> tuple[InstanceChoice, ...]:
+    """The Console's instances in their order, then the ids the log names that it no longer has, marked."""
+    gone = sorted(named - names.keys())
+    return (*(InstanceChoice(id, name) for id, name in names.items()),
+            *(InstanceChoice(id, removed_instance(id), removed=True) for id in gone))
+
+
+def removed_instance(instance: str) -> Words:
+    """What Activity calls an instance the log names that the Console no longer has: its id, marked removed."""
+    # Translators: the id of a Home Assistant the household has removed from the Console ("cabin"), marked so.
+    return Words("{instance} (removed)", instance=instance)
+
+
+def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *, after_approval: bool,
+           instance: str, instance_name: str) -> ActivityEvent:
     code = str(event["code"]) if event.get("code") else None
     client = str(event["client"]) if event.get("client") else None
     if kind is AuditEvent.CANCELLED and client is None:
@@ -236,6 +310,8 @@ def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *
         duration_ms=_int_or_none(event.get("duration_ms")),
         asked_by=client or CONVERSATION_PAGE,
         why=None if kind is None else reason(kind, code),
+        instance=instance,
+        instance_name=instance_name,
     )
 
 

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from console_ha.store.atomic import ensure_dir
-from console_ha.store.datadir import DataDir
+from console_ha.store.datadir import DataDir, is_instance_id
 from console_ha.timestamps import utc_z_now
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,9 @@ class AuditLog:
                instance: str | None = None) -> AuditLine:
         """Append an event; a failure to write is logged, never raised into the invocation."""
         # AuditEvent(...) refuses (ValueError) a string naming no event, from a caller mypy did not check.
+        if instance is not None and not is_instance_id(instance):
+            # The executor names an id there is, or none; text a caller sent in its place never reaches the log.
+            raise ValueError("not an instance id")
         entry = AuditLine(utc_z_now(), AuditEvent(event), capability, classification, stage, invocation, code,
                           duration_ms, client, instance)
         line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))

@@ -9,12 +9,14 @@ from flask import Blueprint, Response, jsonify, redirect, render_template, reque
 from flask.typing import ResponseReturnValue
 
 from console_ha.capabilities.executor import Proposal
+from console_ha.capabilities.spec import INSTANCE
 from console_ha.conversation import ConversationService, TurnResult
 from console_ha.conversation.activity import summarise
 from console_ha.conversation.conversations import MAX_CONVERSATIONS, MAX_IDLE_SECONDS
 from console_ha.conversation.turn_loop import MAX_HISTORY_CHARS, MAX_MESSAGE_CHARS
 from console_ha.errors import ConfirmationInvalid, ConfirmationReason, ConsoleHaError, InvalidRequest, NotFound
 from console_ha.language import Words
+from console_ha.store.datadir import is_instance_id
 from console_ha.web import services
 from console_ha.web.access import ANSWERING_A_CARD, household_only
 from console_ha.web.auth import asker_for, current_principal, is_household
@@ -191,10 +193,18 @@ def _expired(proposal: Proposal) -> bool:
 
 
 @bp.get("/activity")
-def activity() -> str:
-    """The audit log for the household: counts per capability and the latest events, never values."""
+def activity() -> ResponseReturnValue:
+    """The audit log for the household: counts per capability and the latest events, never values; of every
+    Home Assistant, or of the one `?instance=` names."""
     # Cards whose time ran out are audited (expired, or abandoned by their program) when the queue is next
     # looked at: looked at here first, so this page says what happened and not what was true before.
     services().household.pending()
-    return render_template("activity.html", activity=summarise(services().audit.events()))
+    asked = request.args.get(INSTANCE)
+    if asked is not None and not is_instance_id(asked):
+        return redirect(url_for(".activity"))
+    shown = summarise(services().audit.events(), names=services().instances.names(), instance=asked)
+    if asked is not None and shown.chosen is None:
+        # Neither an instance there is nor one the log names (a stale or mistyped link): every event instead.
+        return redirect(url_for(".activity"))
+    return render_template("activity.html", activity=shown)
 

@@ -1,6 +1,7 @@
 """Activity in Chromium (issue 25): words, not codes; nothing cut off at 1280 or 390 px; the latest events first.
 
-With JavaScript and without, on a log that holds every event, every reason code and a long program name.
+With JavaScript and without, on a log that holds every event, every reason code and a long program name; and
+(issue 29) with two Home Assistants, each event naming its own, and the events of one chosen in the browser.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from console_ha.conversation.activity import EVENT_WORDS, reason
-from console_ha.store.audit import AuditEvent
-from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, fill
+from console_ha.store.audit import AuditEvent, AuditLog
+from console_ha.store.config import MAX_INSTANCE_NAME_LENGTH
+from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, add_instance, fill, record
 from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 
 pytestmark = pytest.mark.browser
@@ -104,5 +106,58 @@ def test_activity_says_what_happened_in_words_fits_the_screen_and_shows_the_late
         assert found == []
         if javascript:
             screenshot(page, f"activity-{viewport['width']}", phone=False)
+    finally:
+        page.context.close()
+
+
+# A household's name for a Home Assistant as long as one may be, in one word: it wraps in the choice and the events.
+LONG_NAME = ("TheCabinByTheLakeBeyondTheForestRoad" * 2)[:MAX_INSTANCE_NAME_LENGTH]
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_activity_of_two_home_assistants_names_each_event_s_and_shows_one_when_chosen(
+        browser: Browser, console: LiveConsole, household_password: str, javascript: bool) -> None:
+    """Issue 29: House and a cabin; the household picks the cabin, then every one again, with JavaScript and
+    without, on a phone's width (the choice's links and a long name wrap)."""
+    add_instance(console.data_dir, "home", "House")
+    add_instance(console.data_dir, "cabin", LONG_NAME)
+    log = AuditLog(console.data_dir)
+    record(log, AuditEvent.EXECUTED, "home_assistant.get_state")  # a line of the release before: the house's
+    record(log, AuditEvent.FAILED, "home_assistant.get_history", "HA_UNREACHABLE", instance="cabin")
+    record(log, AuditEvent.DENIED, "home_assistant.get_state", instance="home")
+    page = open_activity(browser, console, household_password, javascript=javascript, viewport=PHONE)
+    try:
+        choice = page.get_by_role("navigation", name="Show the events of")
+        events = page.get_by_role("list", name=re.compile("most recent event")).get_by_role("listitem")
+        expect(events).to_have_count(3)
+        # Newest first: the house's denial, the cabin's failure, the house's read of the release before.
+        expect(events.first.get_by_role("term")).to_have_text(["When", "Read", "Home Assistant", "Asked by"])
+        for event, name in zip(events.all(), ("House", LONG_NAME, "House"), strict=True):
+            expect(event.get_by_role("definition").nth(2)).to_have_text(name)
+        expect(choice.get_by_role("link", name="All")).to_have_attribute("aria-current", "page")
+        assert page.evaluate(OVERFLOWING) == []
+
+        choice.get_by_role("link", name=LONG_NAME).click()
+        expect(page).to_have_url(re.compile(r"/activity\?instance=cabin$"))
+        expect(events).to_have_count(1)
+        expect(events.first).to_contain_text(EVENT_WORDS[AuditEvent.FAILED])
+        expect(events.first).to_contain_text(reason(AuditEvent.FAILED, "HA_UNREACHABLE") or "")
+        expect(page.get_by_role("main")).to_contain_text(f"One event of {LONG_NAME} in the log.")
+        expect(choice.get_by_role("link", name=LONG_NAME)).to_have_attribute("aria-current", "page")
+        counts = page.get_by_role("region", name="How often")
+        expect(counts.locator(".tally")).to_have_count(1)  # the cabin's one read, not the house's
+        assert page.evaluate(OVERFLOWING) == []
+        if javascript:
+            assert serious_violations(page) == []
+            screenshot(page, "activity-two-instances", phone=False)
+        else:
+            assert violations_without_script(browser, console, page) == []
+
+        choice.get_by_role("link", name="House").click()
+        expect(page).to_have_url(re.compile(r"/activity\?instance=home$"))
+        expect(events).to_have_count(2)  # the line that names none is the house's
+        choice.get_by_role("link", name="All").click()
+        expect(page).to_have_url(re.compile(r"/activity$"))
+        expect(events).to_have_count(3)
     finally:
         page.context.close()

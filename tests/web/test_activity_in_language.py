@@ -17,7 +17,7 @@ from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.console_settings import ConsoleSettingsStore
 from console_ha.store.datadir import DataDir
 from console_ha.words import CHAT_WORDS
-from tests.activity_log import fill, record
+from tests.activity_log import add_instance, fill, record
 from tests.web.live import served
 
 FRENCH = {"Accept-Language": "fr-FR,fr;q=0.9"}
@@ -82,6 +82,50 @@ def test_activity_counts_past_a_thousand_in_each_languages_form(household: Flask
     assert "日志中共有 1,001 条事件。" in chinese
     _, english = _activity(household, {})
     assert "1,001 events in the log in all." in english
+
+
+def _house_cabin_and_a_removed_shed(data_dir: DataDir) -> None:
+    """Home (unnamed), the cabin (named "Chalet") and a shed since removed, with 1,001 of the cabin's events."""
+    add_instance(data_dir, "cabin", "Chalet")
+    log = AuditLog(data_dir)
+    for _ in range(1001):
+        record(log, AuditEvent.PROPOSED, STATE, instance="cabin")
+    record(log, AuditEvent.EXECUTED, STATE)
+    record(log, AuditEvent.EXECUTED, STATE, instance="shed")
+
+
+def test_activity_of_several_home_assistants_in_french(household: FlaskClient, data_dir: DataDir) -> None:
+    """Issue 29: the choice of Home Assistant, each event's, a removed one's mark and the counts of one, in French."""
+    _house_cabin_and_a_removed_shed(data_dir)
+    html, text = _activity(household, FRENCH)
+    assert "Afficher les événements de Tous Maison Chalet shed (supprimé)" in text
+    assert re.search(r"<dt>Home Assistant</dt><dd>shed \(supprimé\)</dd>", html)
+    assert re.search(r"<dt>Home Assistant</dt><dd>Maison</dd>", html)
+    _, cabin = _activity_of(household, "cabin", FRENCH)
+    assert f"1{NNBSP}001 événements de Chalet dans le journal." in cabin
+    _, shed = _activity_of(household, "shed", FRENCH)
+    assert "Un seul événement de shed (supprimé) dans le journal." in shed
+    add_instance(data_dir, "attic", "Grenier")
+    _, attic = _activity_of(household, "attic", FRENCH)
+    assert "Aucun événement de Grenier pour l’instant. Quand l’assistant demande à le lire, ils apparaissent ici." \
+        in attic
+    for english in ("Show the events of", " All ", "(removed)", "events of", "No events"):
+        assert english not in text + cabin + shed + attic, english
+
+
+def test_activity_of_several_home_assistants_in_chinese(household: FlaskClient, data_dir: DataDir) -> None:
+    _house_cabin_and_a_removed_shed(data_dir)
+    _, text = _activity(household, CHINESE)
+    assert "按 Home Assistant 筛选事件 全部 家 Chalet shed（已移除）" in text
+    _, cabin = _activity_of(household, "cabin", CHINESE)
+    assert "日志中有 1,001 条关于 Chalet 的事件。" in cabin
+    _, home = _activity_of(household, "home", CHINESE)
+    assert "日志中有一条关于 家 的事件。" in home
+
+
+def _activity_of(household: FlaskClient, instance: str, headers: dict[str, str]) -> tuple[str, str]:
+    html = household.get("/activity", query_string={"instance": instance}, headers=headers).get_data(as_text=True)
+    return html, _text(html)
 
 
 def test_activity_is_english_without_an_accept_language_and_in_the_saved_choice_over_it(

@@ -6,13 +6,14 @@ import json
 import re
 from html.parser import HTMLParser
 
+import pytest
 from flask.testing import FlaskClient
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation.activity import EVENT_TABLE, reason
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.datadir import DataDir
-from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, fill, record
+from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, add_instance, fill, record
 
 CODE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
 
@@ -133,3 +134,100 @@ def test_one_event_is_counted_in_the_singular(household: FlaskClient, data_dir: 
     record(AuditLog(data_dir), AuditEvent.PROPOSED, next(iter(REGISTRY)))
     html, text, _ = read(household)
     assert "2 events in the log in all." in text and 'aria-label="The 2 most recent events, newest first"' in html
+
+
+# --- several Home Assistants (issue 29) --------------------------------------------------------------------
+
+STATE = "home_assistant.get_state"
+
+
+def _filter_links(html: str) -> list[tuple[str, str, bool]]:
+    """The instance filter's links: (href, text, whether it is the page shown)."""
+    nav = re.search(r'<nav class="instance-filter".*?</nav>', html, re.S)
+    assert nav is not None, "no instance filter"
+    return [(href.replace("&amp;", "&"), " ".join(text.split()), bool(current))
+            for href, current, text in re.findall(r'<a href="([^"]+)"[^>]*?( aria-current="page")?>(.*?)</a>',
+                                                  nav.group(0), re.S)]
+
+
+def _events(html: str) -> list[tuple[str, str]]:
+    """Each latest event's instance id (data) and the name it shows."""
+    return re.findall(r'<li class="event-card"[^>]*data-instance="(\w+)">.*?<dt>Home Assistant</dt><dd>([^<]*)</dd>',
+                      html, re.S)
+
+
+def _house_and_cabin(data_dir: DataDir) -> AuditLog:
+    add_instance(data_dir, "home", "House")
+    add_instance(data_dir, "cabin", "Cabin")
+    log = AuditLog(data_dir)
+    record(log, AuditEvent.PROPOSED, STATE)  # a line of the release before instances: home's
+    record(log, AuditEvent.EXECUTED, STATE, instance="home")
+    record(log, AuditEvent.FAILED, STATE, "HA_UNREACHABLE", instance="cabin")
+    return log
+
+
+def test_with_two_instances_each_event_names_its_own_and_a_link_shows_one(household: FlaskClient, data_dir: DataDir):
+    _house_and_cabin(data_dir)
+    html, text, _ = read(household)
+    assert _events(html) == [("cabin", "Cabin"), ("home", "House"), ("home", "House")]
+    assert _filter_links(html) == [("/activity", "All", True), ("/activity?instance=home", "House", False),
+                                   ("/activity?instance=cabin", "Cabin", False)]
+    assert "Show the events of" in text and "3 events in the log in all." in text
+
+    cabin = household.get("/activity?instance=cabin").get_data(as_text=True)
+    assert _events(cabin) == [("cabin", "Cabin")]
+    assert [current for _, _, current in _filter_links(cabin)] == [False, False, True]
+    assert "One event of Cabin in the log." in cabin
+    counts = re.findall(r'<div data-event="(\w+)"><dt>', cabin[cabin.index('id="counts-title"'):])
+    assert counts == ["failed"]  # How often counts the cabin's events only
+
+    home = household.get("/activity?instance=home").get_data(as_text=True)
+    assert _events(home) == [("home", "House"), ("home", "House")]  # the line naming none is home's
+    assert "2 events of House in the log." in home
+
+
+def test_one_instance_with_only_home_s_events_reads_as_before(household: FlaskClient, data_dir: DataDir):
+    """No filter and no instance on the events: a household of one Home Assistant sees today's page."""
+    log = fill(data_dir)
+    record(log, AuditEvent.EXECUTED, STATE, instance="home")
+    html, text, _ = read(household)
+    assert 'class="instance-filter"' not in html and "<dt>Home Assistant</dt>" not in html
+    assert "Show the events of" not in text and "events in the log in all." in text
+
+
+def test_an_instance_removed_since_is_named_by_its_id_marked_and_can_be_shown(household: FlaskClient,
+                                                                             data_dir: DataDir):
+    """The Console has one Home Assistant again, but the log still holds the cabin's events."""
+    record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE, instance="cabin")
+    record(AuditLog(data_dir), AuditEvent.PROPOSED, STATE)
+    html, _, _ = read(household)
+    assert _events(html) == [("home", "Home"), ("cabin", "cabin (removed)")]
+    assert [text for _, text, _ in _filter_links(html)] == ["All", "Home", "cabin (removed)"]
+    cabin = household.get("/activity?instance=cabin").get_data(as_text=True)
+    assert _events(cabin) == [("cabin", "cabin (removed)")]
+
+
+def test_an_instance_with_no_events_yet_says_so(household: FlaskClient, data_dir: DataDir):
+    add_instance(data_dir, "cabin", "Cabin")
+    record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE, instance="home")
+    _, text, _ = read(household)
+    assert "Cabin" in text  # offered: it is the Console's
+    html = household.get("/activity?instance=cabin").get_data(as_text=True)
+    assert "No events of Cabin yet." in html and 'class="event-card"' not in html
+
+
+@pytest.mark.parametrize("asked", ["attic", "Cabin", "", "<b>x</b>", "cabin/../home"])
+def test_a_filter_naming_no_instance_there_is_or_was_shows_every_event(household: FlaskClient, data_dir: DataDir,
+                                                                       asked: str):
+    """A stale or mistyped link is sent to every event, never to a page about an instance that is not there."""
+    _house_and_cabin(data_dir)
+    response = household.get("/activity", query_string={"instance": asked})
+    assert response.status_code == 302 and response.headers["Location"] == "/activity"
+
+
+def test_the_household_s_name_for_an_instance_is_shown_as_text(household: FlaskClient, data_dir: DataDir):
+    add_instance(data_dir, "cabin", "<b>Cabin</b>")
+    record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE, instance="cabin")
+    for path in ("/activity", "/activity?instance=cabin"):
+        html = household.get(path).get_data(as_text=True)
+        assert "<b>Cabin</b>" not in html and "&lt;b&gt;Cabin&lt;/b&gt;" in html
