@@ -74,6 +74,8 @@ function start(form) {
     form,
     el,
     $,
+    // Each names the page's Home Assistant (`?instance=`, as the server rendered them; none for home), so
+    // every read, test, list and save here is about that one, and the scripts know nothing of instances.
     urls: {
       config: form.dataset.configUrl,
       entities: form.dataset.entitiesUrl,
@@ -185,6 +187,7 @@ function setUpSave(page) {
     const body = {};
     for (const field of page.fields) {
       const input = form.elements.namedItem(field.name);
+      if ((field.type === "boolean" || field.type === "string") && !input) continue; // its own form saves it
       if (field.type === "boolean") body[field.name] = input.checked;
       else if (field.type === "string") body[field.name] = input.value.trim();
       else body[field.name] = fromPicker[field.name] ?? field.default;
