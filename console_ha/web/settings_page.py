@@ -37,7 +37,13 @@ from console_ha.secret import Secret
 from console_ha.settings.browse import QUERY_PARAMS, BrowseQuery
 from console_ha.settings.saving import save_lock
 from console_ha.settings.set_up import is_set_up
-from console_ha.settings.settings_service import TRY_FIELDS, SaveRequest, SettingsUnreadable, TryRequest
+from console_ha.settings.settings_service import (
+    TRY_FIELDS,
+    SaveRequest,
+    SettingsService,
+    SettingsUnreadable,
+    TryRequest,
+)
 from console_ha.settings.tokens import optional_token, typed_origin
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import HOME_INSTANCE
@@ -82,8 +88,18 @@ def _no_such_instance() -> Response | None:
         settings()
     except InvalidSettingsChange as err:
         flash(_said(err.message), "error")
-        return redirect(url_for(PAGE), 303)
+        return _to_page(services().settings)
     return None
+
+
+def _to_page(service: SettingsService) -> Response:
+    """A redirect to a Home Assistant's page: to its whole list once its URL and token are saved.
+
+    As a Save without JavaScript does: the page without a query would refresh to that list (<noscript>),
+    and a message said on the way (flashed) would be lost to the refresh.
+    """
+    args: dict[str, Any] = {"q": ""} if service.read().can_list else {}
+    return redirect(url_for(PAGE, **instance_args(service.instance), **args), 303)
 
 
 def _said(words: str) -> str:
@@ -400,7 +416,7 @@ def _rename_instance(form: MultiDict[str, str]) -> Response | tuple[str, int]:
     except InvalidSettingsChange as err:
         return _name_refused("rename", err, name)
     flash(_said(Words("Renamed.")))
-    return redirect(url_for(PAGE, **instance_args()), 303)
+    return _to_page(settings())
 
 
 def _name_refused(where: str, err: InvalidSettingsChange, typed: str) -> tuple[str, int]:
@@ -428,7 +444,7 @@ def _remove_instance(form: MultiDict[str, str]) -> Response | tuple[str, int]:
         instances.remove(instance)
     log.info("Home Assistant %s removed from the settings page", instance)
     flash(_said(Words("Removed {name}, with its access token and CA certificate.", name=name)))
-    return redirect(url_for(PAGE), 303)
+    return _to_page(services().settings)
 
 
 HOME_STAYS = Words("The first Home Assistant stays: it can be renamed, or turned off, but not removed.")

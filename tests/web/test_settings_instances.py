@@ -132,6 +132,12 @@ def test_cabin_is_set_up_and_saved_without_javascript_leaving_home_as_it_was(
     assert cabin_stores.token.read_record().origin == cabin.base_url  # type: ignore[union-attr]
     assert Instances(data_dir).home.config.path.read_bytes() == home_before
     assert Instances(data_dir).home.config.load().allowlisted_entities == ("light.living_room",)
+    # What the page's script reads and lists through its URLs is the cabin's too.
+    urls = script_urls(household.get(CABIN_PAGE).get_data(as_text=True))
+    assert household.get(urls["config"]).get_json()["allowlisted_entities"] == [STOVE]
+    assert STOVE in household.get(urls["entities"]).get_data(as_text=True)
+    assert household.get(script_urls(household.get(PAGE).get_data(as_text=True))["config"]).get_json()[
+        "allowlisted_entities"] == ["light.living_room"]
 
 
 def test_renaming_changes_only_the_name(household: FlaskClient, data_dir: DataDir) -> None:
