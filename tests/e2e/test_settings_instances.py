@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from console_ha.store.instances import Instances
-from tests.e2e.conftest import DESKTOP, PASSWORD, SETTINGS, LiveConsole, entity, serious_violations
+from tests.e2e.conftest import DESKTOP, PASSWORD, SETTINGS, LiveConsole, entity, screenshot, serious_violations
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
@@ -76,6 +76,7 @@ def test_a_cabin_is_added_set_up_renamed_and_removed_with_javascript(
     assert stores.token.read_record().origin == cabin.base_url  # type: ignore[union-attr]
     assert console.config.load().allowlisted_entities == tuple(HOME_CHOSEN)
     assert serious_violations(page) == []
+    screenshot(page, "settings-instances-cabin")
 
     # Home, as it was: its own entities, its own choice.
     page.get_by_role("navigation", name="Home Assistants").get_by_role("link", name="Home").click()

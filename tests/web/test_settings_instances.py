@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 
 from console_ha.store.config import MAX_INSTANCE_NAME_LENGTH
 from console_ha.store.datadir import DataDir
-from console_ha.store.instances import Instances
+from console_ha.store.instances import MAX_INSTANCES, Instances
 from console_ha.web.settings_page import new_instance_id
 from tests.stub_ha import StubHomeAssistant
 
@@ -206,3 +206,14 @@ def test_a_save_for_a_home_assistant_removed_meanwhile_writes_nothing(household:
                                revision="")
     assert status == 303 and location == PAGE
     assert sorted(p for p in data_dir.root.rglob("*") if p.is_file() and "console" not in p.parts) == files
+
+
+def test_with_as_many_as_the_console_reads_the_page_offers_no_more(household: FlaskClient,
+                                                                   data_dir: DataDir) -> None:
+    for number in range(1, MAX_INSTANCES):
+        add(household, f"Cabin {number}")
+    assert len(Instances(data_dir).ids()) == MAX_INSTANCES
+    html = household.get(PAGE).get_data(as_text=True)
+    assert 'value="instance-add"' not in html
+    assert f"This Console already reads as many Home Assistants as it can ({MAX_INSTANCES})." in html
+    assert len(nav(html)) == MAX_INSTANCES
