@@ -10,6 +10,7 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
+from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
@@ -18,6 +19,8 @@ from console_ha.store.config import MAX_INSTANCE_NAME_LENGTH
 from console_ha.store.datadir import DataDir
 from console_ha.store.instances import MAX_INSTANCES, Instances
 from console_ha.web.settings_page import new_instance_id
+from console_ha.words import CA_ADDED
+from tests.certs import make_ca
 from tests.stub_ha import StubHomeAssistant
 
 from .conftest import page_csrf
@@ -217,3 +220,29 @@ def test_with_as_many_as_the_console_reads_the_page_offers_no_more(household: Fl
     assert 'value="instance-add"' not in html
     assert f"This Console already reads as many Home Assistants as it can ({MAX_INSTANCES})." in html
     assert len(nav(html)) == MAX_INSTANCES
+
+
+def test_the_ca_buttons_without_javascript_store_the_certificate_of_the_instance_shown(
+        household: FlaskClient, data_dir: DataDir, tmp_path: Path) -> None:
+    add(household, "Cabin")
+    pem = make_ca(tmp_path / "ca").ca_pem
+    status, html, _ = post(household, CABIN_PAGE, instance="cabin", action="ca-add", ca_pem=pem, revision="")
+    assert status == 200 and CA_ADDED in html
+    instances = Instances(data_dir)
+    assert instances.get("cabin").files.ca_bundle.exists() and not instances.home.files.ca_bundle.exists()
+    assert "CN=Test household CA" in html and "CN=Test household CA" not in household.get(PAGE).get_data(as_text=True)
+
+
+def test_a_damaged_cabin_file_is_said_and_reset_on_the_cabin_s_page_alone(household: FlaskClient,
+                                                                          data_dir: DataDir) -> None:
+    add(household, "Cabin")
+    instances = Instances(data_dir)
+    home_before = instances.home.config.path.read_bytes() if instances.home.config.path.exists() else None
+    instances.get("cabin").config.path.write_text("{not json")
+    html = household.get(CABIN_PAGE).get_data(as_text=True)
+    assert "The Home Assistant settings file is damaged" in html and "cabin.json" in html
+    assert "The Home Assistant settings file is damaged" not in household.get(PAGE).get_data(as_text=True)
+    status, _, location = post(household, CABIN_PAGE, instance="cabin", action="reset")
+    assert status == 303 and location == CABIN_PAGE
+    assert instances.get("cabin").config.load().base_url == ""  # readable again
+    assert (instances.home.config.path.read_bytes() if instances.home.config.path.exists() else None) == home_before
