@@ -106,6 +106,7 @@ def test_adding_cabin_shows_its_own_page_named_in_the_navigation(household: Flas
     assert all(url.endswith("?instance=cabin") for url in urls.values()), urls
     assert all('<input type="hidden" name="instance" value="cabin">' in form for form in page_forms(html))
     assert len(page_forms(html)) == 4  # rename, remove, the settings, add
+    assert '<input type="hidden" name="instance" value="cabin">' in html.split('class="card language-choice"')[1]
     # The script saves the settings form's fields; the name has its own form, so a Save never blanks it.
     fields = json.loads(html_lib.unescape(re.search(r"data-fields='([^']+)'", html).group(1)))  # type: ignore[union-attr]
     assert "name" not in {field["name"] for field in fields}
@@ -246,3 +247,12 @@ def test_a_damaged_cabin_file_is_said_and_reset_on_the_cabin_s_page_alone(househ
     assert status == 303 and location == CABIN_PAGE
     assert instances.get("cabin").config.load().base_url == ""  # readable again
     assert (instances.home.config.path.read_bytes() if instances.home.config.path.exists() else None) == home_before
+
+
+def test_the_language_form_comes_back_to_the_instance_shown(household: FlaskClient) -> None:
+    add(household, "Cabin")
+    status, _, location = post(household, "/settings/language", instance="cabin", language="fr")
+    assert status == 303 and location == CABIN_PAGE
+    assert "Réglages de Cabin" in household.get(CABIN_PAGE).get_data(as_text=True)
+    status, _, location = post(household, "/settings/language", instance="../x", language="automatic")
+    assert status == 303 and location == PAGE
