@@ -27,6 +27,7 @@ from console_ha.language import (
     localised,
     translations,
 )
+from console_ha.store.datadir import HOME_INSTANCE, is_instance_id
 from console_ha.web import services
 
 # An app whose config sets this offers the tests' pseudo-language (language.PSEUDO) as a choice.
@@ -114,7 +115,10 @@ def _vary(response: Response) -> Response:
 def save() -> Response:
     """Save the Language choice (the Settings page's own small form) and show the page again in it."""
     services().console_settings.set_language(request.form.get("language", AUTOMATIC))
-    return redirect(url_for("pages.home_assistant_settings"), code=303)
+    # Back to the Home Assistant the page showed (issue 29); the page itself says if it is gone since.
+    instance = request.form.get("instance", HOME_INSTANCE)
+    shown: dict[str, Any] = {"instance": instance} if is_instance_id(instance) and instance != HOME_INSTANCE else {}
+    return redirect(url_for("pages.home_assistant_settings", **shown), code=303)
 
 
 def init_app(app: Flask) -> None:

@@ -5,12 +5,17 @@ buttons and the picker's Search and page buttons POST the settings form (CSRF-ch
 ticked travels with each of them; the picker lists the entities of the saved URL and token (`settings.browse`),
 a page of at most 200 at a time. A pasted token and the sensitive question's confirmations are kept on the
 server for the session (`settings.held`). The page itself is drawn by `settings_render`.
+
+The page is about one Home Assistant at a time (`?instance=`, default `home`; every form carries it in a
+hidden field). Its small forms add another (the id made from the name, `new_instance_id`), rename the one
+shown, and remove it (asking first), each a POST that comes back to the page by a redirect.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,19 +31,33 @@ from console_ha.errors import (
     InvalidSettingsChange,
     SettingsChangedElsewhere,
 )
+from console_ha.folding import fold
 from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.settings.browse import QUERY_PARAMS, BrowseQuery
+from console_ha.settings.saving import save_lock
 from console_ha.settings.set_up import is_set_up
-from console_ha.settings.settings_service import TRY_FIELDS, SaveRequest, SettingsUnreadable, TryRequest
+from console_ha.settings.settings_service import (
+    TRY_FIELDS,
+    SaveRequest,
+    SettingsService,
+    SettingsUnreadable,
+    TryRequest,
+)
 from console_ha.settings.tokens import optional_token, typed_origin
-from console_ha.store.config import PAGE_SETTINGS, HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.datadir import HOME_INSTANCE
+from console_ha.web import services
 from console_ha.web.request_language import current_language
 from console_ha.web.settings_render import (
+    FORM_SETTINGS,
+    PAGE,
+    NameRefused,
     Outcome,
     Question,
     Shown,
     holds,
+    instance_args,
     render,
     render_broken,
     session_id,
@@ -63,9 +82,36 @@ def index() -> Response:
     return redirect(url_for("pages.home_assistant_settings"))
 
 
+def _no_such_instance() -> Response | None:
+    """Home's page, saying so, when the page names a Home Assistant there is not (removed in another tab)."""
+    try:
+        settings()
+    except InvalidSettingsChange as err:
+        flash(_said(err.message), "error")
+        return _to_page(services().settings)
+    return None
+
+
+def _to_page(service: SettingsService) -> Response:
+    """A redirect to a Home Assistant's page: to its whole list once its URL and token are saved.
+
+    As a Save without JavaScript does: the page without a query would refresh to that list (<noscript>),
+    and a message said on the way (flashed) would be lost to the refresh.
+    """
+    args: dict[str, Any] = {"q": ""} if service.read().can_list else {}
+    return redirect(url_for(PAGE, **instance_args(service.instance), **args), 303)
+
+
+def _said(words: str) -> str:
+    return words.in_language(current_language()) if isinstance(words, Words) else words
+
+
 @bp.get("/settings/home-assistant")
-def home_assistant_settings() -> str | tuple[str, int]:
-    """The settings page with the current values rendered in; a damaged file shows what to do."""
+def home_assistant_settings() -> Response | str | tuple[str, int]:
+    """The settings page of one Home Assistant with its values rendered in; a damaged file shows what to do."""
+    elsewhere = _no_such_instance()
+    if elsewhere is not None:
+        return elsewhere
     view = settings().read()
     if view.config_error is not None:
         return render_broken(view.config_error)
@@ -79,13 +125,18 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     With JavaScript the page posts JSON to the API instead. The session's CSRF token was checked before this
     ran (auth.authenticate).
     """
+    elsewhere = _no_such_instance()
+    if elsewhere is not None:
+        return elsewhere  # nothing is saved for a Home Assistant that is gone
     form = request.form
     action = form.get("action", "save")
     if action == "reset":
         settings().save(SaveRequest({}, reset=True))
         flash(Words("Started again with empty settings. The damaged file was kept beside the new one.")
               .in_language(current_language()))
-        return redirect(url_for("pages.home_assistant_settings"), 303)
+        return redirect(url_for(PAGE, **instance_args()), 303)
+    if action in _INSTANCE_BUTTONS:
+        return _INSTANCE_BUTTONS[action](form)
     if action in _BUTTONS:
         return _BUTTONS[action](form)
     if action.startswith(PAGE_ACTION):
@@ -127,7 +178,7 @@ def _save(form: MultiDict[str, str]) -> Response | tuple[str, int]:
         # The URL and token are saved: show their entities at once, to choose from (an empty search lists
         # them all).
         args = {"q": ""}
-    return redirect(url_for("pages.home_assistant_settings", **args), 303)
+    return redirect(url_for(PAGE, **instance_args(), **args), 303)
 
 
 def _confirmed(form: MultiDict[str, str]) -> frozenset[str] | None:
@@ -300,8 +351,8 @@ _FORM_READERS: dict[str, Callable[[MultiDict[str, str], str], Any]] = {
 
 
 def _from_form(form: MultiDict[str, str]) -> dict[str, Any]:
-    """The changes the form posts, one per declared setting it has a field for."""
-    return {s.name: _FORM_READERS[s.type](form, s.name) for s in PAGE_SETTINGS if s.type in _FORM_READERS}
+    """The changes the form posts, one per declared setting it has a field for (the name has its own form)."""
+    return {s.name: _FORM_READERS[s.type](form, s.name) for s in FORM_SETTINGS if s.type in _FORM_READERS}
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -316,3 +367,91 @@ def _names(chosen: list[str], listed: Mapping[str, Any], config: HomeAssistantCo
     """Each chosen entity's name, as the script's picker sends it: as Home Assistant's list had it, else as stored."""
     names = {entity_id: listed.get(entity_id) or config.entity_names.get(entity_id) for entity_id in chosen}
     return {entity_id: name for entity_id, name in names.items() if name}
+
+
+# --- the Home Assistants: add another, rename the one shown, remove it -----------------------------------
+
+# An id made from a name: what is left of it in lower-case ASCII letters and digits, joined by underscores.
+_NOT_IN_AN_ID = re.compile(r"[^a-z0-9]+")
+MAX_ID_LENGTH = 32
+# The id of a Home Assistant whose name has no ASCII letter or digit at all ("小屋").
+UNNAMED_ID = "home_assistant"
+
+
+def new_instance_id(name: str, taken: Collection[str]) -> str:
+    """An id for a new Home Assistant named `name`: from its name, unique among `taken`, at most 32 characters.
+
+    Made rather than asked for: the household names its Home Assistants and never needs to see an id, while
+    the id (in a read's `instance` argument, and in file names) must stay plain ASCII. "Cabin" is `cabin`,
+    "Chalet d'été" `chalet_d_ete`; a second "Cabin" `cabin_2`.
+    """
+    base = _NOT_IN_AN_ID.sub("_", fold(name)).strip("_")[:MAX_ID_LENGTH].rstrip("_") or UNNAMED_ID
+    candidate, number = base, 1
+    while candidate in taken:
+        number += 1
+        suffix = f"_{number}"
+        candidate = base[:MAX_ID_LENGTH - len(suffix)].rstrip("_") + suffix
+    return candidate
+
+
+def _add_instance(form: MultiDict[str, str]) -> Response | tuple[str, int]:
+    """Add a Home Assistant by its name (the save's rules: a name, unique, at most 8), then show its settings."""
+    name = form.get("name", "")
+    instance = new_instance_id(name, services().instances.ids()) if name.strip() else UNNAMED_ID
+    try:
+        added = services().settings.at(instance, creating=True).save(SaveRequest({"name": name}))
+    except InvalidSettingsChange as err:
+        return _name_refused("add", err, name)
+    log.info("Home Assistant %s added from the settings page", instance)
+    flash(_said(Words("Added {name}. Enter its URL and access token below, then choose what the assistant may "
+                      "read.", name=added.config.name or name)))
+    return redirect(url_for(PAGE, instance=instance), 303)
+
+
+def _rename_instance(form: MultiDict[str, str]) -> Response | tuple[str, int]:
+    """Give the Home Assistant shown another name (`home`'s may be emptied: it is then "Home")."""
+    name = form.get("name", "")
+    try:
+        settings().save(SaveRequest({"name": name}))
+    except InvalidSettingsChange as err:
+        return _name_refused("rename", err, name)
+    flash(_said(Words("Renamed.")))
+    return _to_page(settings())
+
+
+def _name_refused(where: str, err: InvalidSettingsChange, typed: str) -> tuple[str, int]:
+    """The page again, as saved, with why the name (or another Home Assistant) was refused beside its form."""
+    if isinstance(err, SettingsUnreadable):
+        return render_broken(err)
+    return render(settings().read(), Shown(refused=NameRefused(where, err, typed)), status=400)
+
+
+def _ask_before_removing_instance(form: MultiDict[str, str]) -> tuple[str, int]:
+    """Remove asks first: the page again, with the question and its two answers."""
+    return render(settings().read(), Shown(instance_question=True))
+
+
+def _remove_instance(form: MultiDict[str, str]) -> Response | tuple[str, int]:
+    """Remove the Home Assistant shown, its token and CA certificate with it (`Instances.remove`); never home."""
+    instance = settings().instance
+    if instance == HOME_INSTANCE:
+        err = InvalidSettingsChange(HOME_STAYS, field="instance")
+        return render(settings().read(), Shown(refused=NameRefused("remove", err, "")), status=400)
+    instances = services().instances
+    name = instances.names().get(instance, instance)
+    # The saves' lock: a save of this Home Assistant under way finishes first, and none starts meanwhile.
+    with save_lock(instances.data_dir):
+        instances.remove(instance)
+    log.info("Home Assistant %s removed from the settings page", instance)
+    flash(_said(Words("Removed {name}, with its access token and CA certificate.", name=name)))
+    return _to_page(services().settings)
+
+
+HOME_STAYS = Words("The first Home Assistant stays: it can be renamed, or turned off, but not removed.")
+
+_INSTANCE_BUTTONS: dict[str, Callable[[MultiDict[str, str]], Response | tuple[str, int]]] = {
+    "instance-add": _add_instance,
+    "instance-rename": _rename_instance,
+    "instance-remove": _ask_before_removing_instance,
+    "instance-remove-confirmed": _remove_instance,
+}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
-from flask import render_template, request, session, url_for
+from flask import g, render_template, request, session, url_for
 
 from console_ha.capabilities.entity_budget import BUDGET_BYTES, entity_cost
 from console_ha.errors import CapabilityNotConfigured, ConsoleHaError, InvalidSettingsChange, Unauthenticated
@@ -21,11 +21,19 @@ from console_ha.ha.addresses import ENTITY_ID_RE
 from console_ha.language import Language, Words
 from console_ha.settings.browse import PAGE_SIZE, BrowsePage, BrowseQuery, browse
 from console_ha.settings.held import SessionHolds
-from console_ha.settings.settings_service import SensitiveItem, SettingsService, SettingsUnreadable, SettingsView
+from console_ha.settings.settings_service import (
+    INSTANCE_FIELD,
+    SensitiveItem,
+    SettingsService,
+    SettingsUnreadable,
+    SettingsView,
+)
 from console_ha.settings.tokens import TokenStatus, typed_origin
 from console_ha.store.ca_certificate import MAX_PEM_BYTES
-from console_ha.store.config import MAX_ALLOWLIST, PAGE_SETTINGS, HomeAssistantConfig
+from console_ha.store.config import MAX_ALLOWLIST, MAX_INSTANCE_NAME_LENGTH, NAME, PAGE_SETTINGS, HomeAssistantConfig
+from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.store.ha_token import TOKEN_FOR_ANOTHER_ORIGIN, TOKEN_WITHOUT_ORIGIN
+from console_ha.store.instances import MAX_INSTANCES
 from console_ha.store.review import MAX_SENT_BY_PAGE
 from console_ha.web import services
 from console_ha.web.auth import SESSION_ID
@@ -50,14 +58,35 @@ from console_ha.words import (
 log = logging.getLogger(__name__)
 
 
+PAGE = "pages.home_assistant_settings"
+
+# The settings the settings form carries and its script saves: every one a page may send but the name,
+# which has its own small form (rename), so a Save never blanks it.
+FORM_SETTINGS = tuple(setting for setting in PAGE_SETTINGS if setting is not NAME)
+
+
+def page_instance() -> str:
+    """The instance the page is about: its forms' hidden field, else the URL's `?instance=`, else `home`."""
+    return request.form.get(INSTANCE_FIELD) or request.args.get(INSTANCE_FIELD) or HOME_INSTANCE
+
+
 def settings() -> SettingsService:
-    """The current app's settings service."""
-    return services().settings
+    """The settings service of the page's instance; 400 INVALID_CONFIG on `instance` when there is none such."""
+    if "page_settings" not in g:
+        g.page_settings = services().settings.at(page_instance())
+    bound: SettingsService = g.page_settings
+    return bound
+
+
+def instance_args(instance: str | None = None) -> dict[str, Any]:
+    """An instance (the page's) as a URL names it: nothing for `home` (the default), so home's URLs stay as ever."""
+    instance = settings().instance if instance is None else instance
+    return {} if instance == HOME_INSTANCE else {INSTANCE_FIELD: instance}
 
 
 def holds() -> SessionHolds:
-    """What the page without JavaScript keeps per browser session (`settings.held`)."""
-    return settings().holds
+    """What the page without JavaScript keeps per browser session (`settings.held`), for every instance alike."""
+    return services().settings.holds
 
 
 def session_id() -> str:
@@ -112,6 +141,17 @@ class Shown:
     ca_question: bool = False
     question: Question | None = None
     token_lost: bool = False  # a token was typed that could not be kept: the page asks for it again
+    instance_question: bool = False  # Remove (this Home Assistant) asks first
+    refused: NameRefused | None = None  # an add, a rename or a remove that was refused, and why
+
+
+@dataclass(frozen=True)
+class NameRefused:
+    """Why the Home Assistants' own forms were refused: which form (`add`, `rename`, `remove`), what was typed."""
+
+    where: str
+    error: InvalidSettingsChange
+    typed: str
 
 
 def render(view: SettingsView, shown: Shown = Shown(), *, status: int = 200) -> tuple[str, int]:
@@ -126,6 +166,7 @@ def render(view: SettingsView, shown: Shown = Shown(), *, status: int = 200) -> 
     html = render_template(
         "settings.html",
         config_error=None,
+        **instances_context(shown),
         revision=view.revision if shown.revision is None else shown.revision,
         values=values,
         **_token_context(view.token, str(values.get("base_url") or "")),
@@ -152,7 +193,7 @@ def render(view: SettingsView, shown: Shown = Shown(), *, status: int = 200) -> 
         # For static/budget.js: what the chosen entities may cost in all; each box carries its own cost.
         budget={"budget_bytes": BUDGET_BYTES},
         # For static/settings/main.js: the settings a save sends, as declared (`store.config.SETTINGS`).
-        fields=[setting.to_json() for setting in PAGE_SETTINGS],
+        fields=[setting.to_json() for setting in FORM_SETTINGS],
         # For static/settings/ and budget.js: the rules a save checks, so the scripts hold no copies.
         limits={"allowlist": MAX_ALLOWLIST, "entity_id_pattern": ENTITY_ID_RE.pattern,
                 "reviewed": MAX_SENT_BY_PAGE, "ca_pem_bytes": MAX_PEM_BYTES},
@@ -165,7 +206,7 @@ def _picker_context(view: SettingsView, chosen: list[str], query: BrowseQuery | 
     """The picker without JavaScript: the query, its page of entities (or why there is none), what goes along."""
     listing, words = _listing(view, chosen, query) if query is not None else (None, "")
     shown = {row.entity_id for row in listing.rows} if listing is not None else set()
-    page = "pages.home_assistant_settings"
+    page, here = PAGE, instance_args()
     return {
         "query": query,
         "listing": listing,
@@ -175,11 +216,12 @@ def _picker_context(view: SettingsView, chosen: list[str], query: BrowseQuery | 
         # Home Assistant's names of the entities listed and chosen, for the save to store (one field).
         "entity_names": listing.names if listing else {},
         # The form posts back to the list shown, so a Save comes back to it.
-        "action_url": url_for(page, **_as_any(query.args())) if query is not None else url_for(page),
+        "action_url": url_for(page, **here, **_as_any(query.args())) if query is not None else url_for(page, **here),
         # Without JavaScript the list is there at once: a page without a query refreshes to the whole list
         # (inside <noscript>, so the script's page never loads the entities twice). A GET only: a refresh
         # after a post would lose what was typed.
-        "list_url": url_for(page, q="") if query is None and view.can_list and request.method == "GET" else None,
+        "list_url": (url_for(page, **here, q="") if query is None and view.can_list and request.method == "GET"
+                     else None),
     }
 
 
@@ -244,7 +286,8 @@ def render_broken(err: SettingsUnreadable) -> tuple[str, int]:
     """What is wrong with the settings file and what to do (the page says how to start again), never a trace."""
     # The API answers 409 CONFIG_INVALID meanwhile.
     log.warning("the Home Assistant settings file is damaged: %s", err.cause.message)
-    html = render_template("settings.html", config_error=err.cause, config_path=settings().config_file, **urls())
+    html = render_template("settings.html", config_error=err.cause, config_path=settings().config_file,
+                           **instances_context(Shown()), **urls())
     return html, 200
 
 
@@ -264,19 +307,53 @@ def _cost(entity_id: str) -> int:
 
 
 def urls() -> dict[str, object]:
-    """The page's own URL, the login page's, and the settings API's routes the scripts call."""
+    """The page's own URL, the login page's, and the settings API's routes the scripts call, for its instance.
+
+    Every API route names the page's instance (`?instance=`, left out for `home`), so the scripts read, test,
+    list and save that one Home Assistant without knowing of instances at all.
+    """
+    here = instance_args()
+    page_url = url_for(PAGE, **here)
     return {
-        "page_url": url_for("pages.home_assistant_settings"),
-        "login_url": url_for("auth.login", next=url_for("pages.home_assistant_settings")),
+        "page_url": page_url,
+        "login_url": url_for("auth.login", next=page_url),
         "api": {
             # The settings API's own routes: its prefix is written once, on its blueprint.
-            "config": url_for("settings_api.get_settings"),
-            "entities": url_for("settings_api.entities"),
-            "discover": url_for("settings_api.discover"),
-            "test": url_for("settings_api.test_connection"),
-            "preview": url_for("settings_api.entities_preview"),
-            "ca": url_for("settings_api.ca_certificate"),
+            "config": url_for("settings_api.get_settings", **here),
+            "entities": url_for("settings_api.entities", **here),
+            "discover": url_for("settings_api.discover", **here),
+            "test": url_for("settings_api.test_connection", **here),
+            "preview": url_for("settings_api.entities_preview", **here),
+            "ca": url_for("settings_api.ca_certificate", **here),
         },
+    }
+
+
+@dataclass(frozen=True)
+class InstanceLink:
+    """One Home Assistant as the page's navigation offers it: its name, where its settings are, whether shown."""
+
+    id: str
+    name: str
+    url: str
+    current: bool
+
+
+def instances_context(shown: Shown) -> dict[str, Any]:
+    """The page's instances: the navigation (with several), the current one's name, and room for another."""
+    current = settings().instance
+    names = services().instances.names()
+    links = [InstanceLink(instance, name, url_for(PAGE, **instance_args(instance)), instance == current)
+             for instance, name in names.items()]
+    return {
+        "instance": current,
+        "instance_links": links if len(links) > 1 else [],
+        "instance_name": names.get(current, current),
+        "can_add_instance": len(links) < MAX_INSTANCES,
+        "max_instances": MAX_INSTANCES,
+        "name_max": MAX_INSTANCE_NAME_LENGTH,
+        "instance_question": shown.instance_question,
+        "refused": shown.refused,
     }
 
 

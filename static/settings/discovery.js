@@ -40,7 +40,9 @@ export function setUpDiscovery(page) {
       setStatus(el.discoveryStatus, words("discovery-failed"));
       return;
     }
-    const instances = result.data.instances || [];
+    // Only the Home Assistants not added yet (issue 29): the server leaves the others out, or marks them
+    // `added`; either way no button offers one this Console already reads.
+    const instances = (result.data.instances || []).filter((found) => !found.added);
     el.discoveryList.append(...instances.map(item));
     $("discovery-title").hidden = instances.length === 0;
     if (instances.length === 0) {

@@ -74,6 +74,8 @@ function start(form) {
     form,
     el,
     $,
+    // Each names the page's Home Assistant (`?instance=`, as the server rendered them; none for home), so
+    // every read, test, list and save here is about that one, and the scripts know nothing of instances.
     urls: {
       config: form.dataset.configUrl,
       entities: form.dataset.entitiesUrl,
