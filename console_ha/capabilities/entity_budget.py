@@ -13,12 +13,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console_ha.capabilities.spec import DEFAULT_MAX_RESULT_BYTES
+from console_ha.capabilities.spec import DEFAULT_MAX_RESULT_BYTES, INSTANCE
 from console_ha.errors import InvalidSettingsChange
+from console_ha.store.datadir import MAX_INSTANCE_ID_LENGTH
 from console_ha.timestamps import utc_z
 
 # list_entities' bound (list_entities.py declares it from here): the budget below is what it leaves.
 MAX_RESULT_BYTES = DEFAULT_MAX_RESULT_BYTES
+# The executor adds the instance's id to every result after the read (`"instance": id`, the id at its longest,
+# and its comma): list_entities fits its entries into what that leaves.
+INSTANCE_BYTES = len(f',"{INSTANCE}":"{"x" * MAX_INSTANCE_ID_LENGTH}"'.encode())
+FIT_BYTES = MAX_RESULT_BYTES - INSTANCE_BYTES
 # Marks text that was cut to fit; one character (3 bytes), counted inside the cap.
 CUT_MARK = "…"
 
@@ -151,9 +156,10 @@ def _envelope() -> int:
                       "areas_known": False})
 
 
-# What the entities may take between them: the bound less the result's own keys and time. An entity
-# Home Assistant lacks is listed in missing_entities by id alone, which costs less than its entry.
-BUDGET_BYTES = MAX_RESULT_BYTES - _envelope()
+# What the entities may take between them: the bound less the result's own keys and time, and the instance's
+# id the executor adds. An entity Home Assistant lacks is listed in missing_entities by id alone, which costs
+# less than its entry.
+BUDGET_BYTES = FIT_BYTES - _envelope()
 
 
 def allowlist_cost(entity_ids: Iterable[str]) -> int:
