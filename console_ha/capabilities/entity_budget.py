@@ -1,7 +1,8 @@
 """list_entities' 64 KiB: how each entry's text is bounded, and what each allowlisted entity costs of it.
 
 A save is refused when the allowlist's worst case does not fit (config_store), the picker shows each
-entity's cost (web/settings_api.py), and list_entities cuts names and states no further than it must.
+entity's cost (web/settings_api.py), and list_entities cuts names and states no further than it must. Every
+result also carries its instance's id, added by the executor after the read: the budget counts it at its longest.
 """
 
 from __future__ import annotations

@@ -141,6 +141,17 @@ def test_delete_removes_an_instance_with_its_token_and_ca(household: FlaskClient
     error_of(household.get(f"{API}?instance=cabin"), 400, "INVALID_CONFIG")
 
 
+def test_a_page_left_open_on_a_removed_instance_does_not_make_it_again(household: FlaskClient,
+                                                                       data_dir: DataDir) -> None:
+    """Its save carries the revision it loaded, which the absent file no longer has: 409 CONFIG_STALE."""
+    loaded = household.post(f"{API}?instance=cabin", json={"name": "Cabin"}).get_json()
+    assert household.delete(f"{API}?instance=cabin").status_code == 200
+    response = household.post(f"{API}?instance=cabin", json={"name": "Cabin", "enabled": True,
+                                                              "revision": loaded["revision"]})
+    error_of(response, 409, "CONFIG_STALE")
+    assert Instances(data_dir).ids() == ("home",)
+
+
 @pytest.mark.parametrize("query", ["", "?instance=home", "?instance=cabin", "?instance=Not-An-Id",
                                    "?instance=" + "x" * 33])
 def test_home_a_bad_id_or_an_unknown_one_cannot_be_removed(household: FlaskClient, data_dir: DataDir,
