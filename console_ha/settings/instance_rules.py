@@ -49,10 +49,13 @@ def check_instance_change(instances: Instances, instance: str, current: HomeAssi
     if renamed and instance != HOME_INSTANCE and not new.name:
         raise NAME.refuse(Words("Give this Home Assistant a name, such as Cabin: its cards and the Settings page "
                                 "show it."))
+    moved = bool(new.base_url) and (creating or _origin(new.base_url) != _origin(current.base_url))
+    if not (renamed or moved):
+        return  # most saves (the allowlist, the switch): no other instance's file is read
     others = _others(instances, instance)
     if renamed:
         _refuse_a_taken_name(instance, new, others)
-    if new.base_url and (creating or _origin(new.base_url) != _origin(current.base_url)):
+    if moved:
         _refuse_a_taken_origin(new.base_url, others)
 
 

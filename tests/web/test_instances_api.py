@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from zeroconf import ServiceInfo
 
-from console_ha.ha.discovery import Instance
+from console_ha.ha.discovery import SERVICE_TYPE, Instance, instance_from_info
+from console_ha.settings.instance_rules import not_added
 from console_ha.store.datadir import DataDir
 from console_ha.store.instances import MAX_INSTANCES, Instances
 from tests.seed import seed_settings
@@ -190,6 +193,18 @@ def test_discovery_offers_only_the_home_assistants_not_added_yet(app: Flask, hou
     assert household.delete(f"{API}?instance=cabin").status_code == 200
     found = household.get(f"{API}/discover").get_json()["instances"]
     assert [i["name"] for i in found] == ["Cabin", "Workshop"]
+
+
+def test_a_home_assistant_added_by_its_address_is_known_by_its_advertisement(data_dir: DataDir) -> None:
+    """An advertisement choosing its `.local` URL, added by its address: every URL it names is matched."""
+    info = ServiceInfo(SERVICE_TYPE, f"House.{SERVICE_TYPE}", addresses=[socket.inet_aton("192.168.1.20")],
+                       port=8123, properties={"location_name": "House", "version": "2025.4.4",
+                                              "internal_url": "http://homeassistant.local:8123"})
+    found = instance_from_info(info)
+    assert found is not None and found.base_url == "http://homeassistant.local:8123"
+    assert not_added([found], Instances(data_dir)) == [found]
+    seed_settings(data_dir, {"base_url": "http://192.168.1.20:8123"})
+    assert not_added([found], Instances(data_dir)) == []
 
 
 # --- a token never goes to another instance's origin ------------------------------------------------------
