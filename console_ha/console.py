@@ -26,7 +26,7 @@ from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.settings.catalogue import PICKER_READS
 from console_ha.settings.connection import CONNECTION_TEST_READS
-from console_ha.settings.saving import recover
+from console_ha.settings.saving import recover, recover_leftovers
 from console_ha.settings.settings_service import SettingsService, Timeouts
 from console_ha.store.audit import AuditLog
 from console_ha.store.config import ConfigStore
@@ -54,10 +54,12 @@ def open_credentials(data_dir: DataDir) -> ConsoleSecrets:
 
 
 def recover_instances(instances: Instances) -> None:
-    """`settings.saving.recover` for every instance: temp files a killed write left, a legacy token's origin."""
+    """`settings.saving.recover` for every instance: temp files a killed write left, a legacy token's origin; and
+    the secrets an unfinished create or remove of an instance left (`recover_leftovers`)."""
     for instance in instances.ids():
         stores = instances.get(instance)
         recover(instances.data_dir, stores.config, stores.token)
+    recover_leftovers(instances)
 
 
 @dataclass(frozen=True)

@@ -133,11 +133,18 @@ def _secrets_never_shown(
 
 
 def _stored_token(data_dir: DataDir) -> list[str]:
-    try:
-        first = data_dir.ha_token.read_text(encoding="ascii").split("\n", 1)[0].strip()
-    except (OSError, UnicodeDecodeError):
-        return []
-    return [first] if len(first) >= MIN_STORED_SECRET else []
+    """The token each Home Assistant instance has stored (`home`'s and every other's, issue 29)."""
+    others = data_dir.instance("_").secrets.parent  # where every instance but home keeps its own
+    paths = [data_dir.ha_token, *(others.glob("*/access-token") if others.is_dir() else [])]
+    tokens = []
+    for path in paths:
+        try:
+            first = path.read_text(encoding="ascii").split("\n", 1)[0].strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if len(first) >= MIN_STORED_SECRET:
+            tokens.append(first)
+    return tokens
 
 
 class Clock:

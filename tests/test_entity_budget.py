@@ -20,6 +20,7 @@ from console_ha.capabilities.entity_budget import (
     BUDGET_BYTES,
     CAP_LEVELS,
     CUT_MARK,
+    FIT_BYTES,
     GUARANTEED,
     check_fits,
     cut,
@@ -37,6 +38,7 @@ from console_ha.deadline import Deadline
 from console_ha.errors import InvalidConfig
 from console_ha.settings.saving import save_settings
 from console_ha.store.config import MAX_ALLOWLIST, ConfigStore, HomeAssistantConfig
+from console_ha.store.datadir import MAX_INSTANCE_ID_LENGTH, DataDir
 from console_ha.store.ha_token import TokenStore
 from tests.executors import executor_over
 from tests.result_schemas import assert_matches_result_schema
@@ -44,6 +46,8 @@ from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
 
 BOUND = LIST_ENTITIES_CAPABILITY.bounds.max_result_bytes
+# The longest instance id there can be (`^[a-z0-9_]{1,32}$`): every result carries its instance's.
+LONGEST_ID = "x" * MAX_INSTANCE_ID_LENGTH
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 ID_CHARS = string.ascii_lowercase + string.digits + "_"
 
@@ -213,7 +217,7 @@ def test_every_allowlist_a_save_accepts_fits_whatever_the_states(start: list[str
     # Every entity in an area, each area's name as long and costly as a name can be.
     result = run_list_entities(allowlist, states, {e: f"{text}{i}" for i, e in enumerate(allowlist)})
     assert all(e["area"] is not None for e in result["entities"])
-    assert json_size(result) <= BOUND
+    assert json_size({**result, "instance": LONGEST_ID}) <= BOUND  # as the executor hands it on
     assert_matches_result_schema(LIST_ENTITIES, result)
 
 
@@ -255,6 +259,67 @@ def test_over_real_http_the_executor_answers_the_maximum_allowlist_within_the_bo
     assert [e["entity_id"] for e in result["entities"]] == allowlist
     assert json_size(result) <= BOUND
     assert_matches_result_schema(LIST_ENTITIES, result)
+
+
+def test_the_longest_instance_id_fits_beside_the_roomiest_result_that_would_fit_without_it(
+        data_dir: DataDir, clock, stub_ha: StubHomeAssistant) -> None:
+    """States whose roomiest result ends a few bytes under 64 KiB: the longest id would push it over, so
+    list_entities cuts one level further, and the executor's result (id included) is within the bound."""
+    states = _states_whose_roomiest_result_is(BOUND - 4)
+    allowlist = [state["entity_id"] for state in states]
+    check_fits(allowlist)  # a save accepts it
+    areas = {e: "a" * CAP_LEVELS[0].area for e in allowlist}
+    assert json_size({**run_list_entities(allowlist, states, areas), "instance": LONGEST_ID}) <= BOUND
+    # Through the six stages over real HTTP, the instance named by the longest id there can be.
+    stub_ha.states[:] = states
+    stub_ha.serve_registries(areas)
+    seed_settings(data_dir, {"name": "Far away", "enabled": True, "base_url": stub_ha.base_url,
+                             "allowlisted_entities": allowlist}, token=stub_ha.token, instance=LONGEST_ID)
+    executor = executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+    proposal = executor.propose(LIST_ENTITIES, {"instance": LONGEST_ID}, conversation_id="c")
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    assert result["instance"] == LONGEST_ID and len(result["entities"]) == len(allowlist)
+    assert json_size(result) <= BOUND
+
+
+def test_an_allowlist_filled_to_the_last_byte_fits_with_the_longest_instance_id() -> None:
+    """The budget counts the id every result carries: the worst result of an allowlist costing exactly the budget,
+    with `instance` at its longest, is within 64 KiB."""
+    allowlist = filled_allowlist([])
+    slack = BUDGET_BYTES - sum(entity_cost(e) for e in allowlist)
+    allowlist[-1] += "x" * slack  # each character of an id costs one byte more
+    assert sum(entity_cost(e) for e in allowlist) == BUDGET_BYTES
+    check_fits(allowlist)
+    # One byte a character, so every text is cut to exactly its cap (a 4-byte character may leave bytes over).
+    worst = run_list_entities(allowlist, [worst_state(e, "x" * 300) for e in allowlist],
+                              {e: "x" * 300 for e in allowlist})
+    assert BOUND - 100 < json_size({**worst, "instance": LONGEST_ID}) <= BOUND
+
+
+def _states_whose_roomiest_result_is(size: int) -> list[dict[str, Any]]:
+    """ASCII states, each text within the roomiest caps (kept whole), whose roomiest result is `size` bytes."""
+    roomy = CAP_LEVELS[0]
+
+    def state(i: int, name_length: int) -> dict[str, Any]:
+        return {"entity_id": f"sensor.e{i:03d}", "state": "s" * roomy.state,
+                "attributes": {"friendly_name": "n" * name_length, "unit_of_measurement": "u" * roomy.unit},
+                "last_changed": "2026-11-30T10:00:00+00:00"}
+
+    def roomiest(states: list[dict[str, Any]]) -> int:
+        entries = [listed(narrow_state(s, roomy), "a" * roomy.area, roomy) for s in states]
+        return json_size({"entities": entries, "missing_entities": [], "total": len(entries),
+                          "retrieved_at": "2026-12-01T12:00:00Z"})
+
+    states = [state(0, roomy.name)]
+    while roomiest(states) < size:
+        states.append(state(len(states), roomy.name))
+    over = roomiest(states) - size
+    for i, one in enumerate(states):  # shorten names (one byte a character) until the size is exact
+        cut_by = min(over, roomy.name - 1)
+        states[i] = state(int(one["entity_id"][-3:]), roomy.name - cut_by)
+        over -= cut_by
+    assert roomiest(states) == size and FIT_BYTES < size <= BOUND
+    return states
 
 
 # --- the save check (the settings save's, not the file's: settings.saving.checked_changes) ----------

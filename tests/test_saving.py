@@ -12,8 +12,16 @@ from console_ha.store.ha_token import StoredToken, TokenStore, check_token
 from tests.seed import seed_settings
 
 
-def test_a_token_that_cannot_be_written_leaves_the_settings_as_they_were(data_dir, monkeypatch):
-    configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+@pytest.fixture(params=["home", "cabin"])
+def stores(request, data_dir):
+    """The settings and token stores of `home`, or of another instance (made first, by a save with its name)."""
+    if request.param != "home":
+        seed_settings(data_dir, {"name": "Cabin"}, instance=request.param)
+    return ConfigStore(data_dir, request.param), TokenStore(data_dir, request.param)
+
+
+def test_a_token_that_cannot_be_written_leaves_the_settings_as_they_were(stores, monkeypatch):
+    configs, tokens = stores
     save_settings(configs, tokens, {"base_url": "http://old.local:8123"}, token=check_token("old-token"))
 
     def full_disk(self, token, origin):
@@ -26,8 +34,8 @@ def test_a_token_that_cannot_be_written_leaves_the_settings_as_they_were(data_di
     assert tokens.read_record() == StoredToken(check_token("old-token"), "http://old.local:8123")
 
 
-def test_settings_and_token_are_saved_together(data_dir):
-    configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+def test_settings_and_token_are_saved_together(stores):
+    configs, tokens = stores
     stored = save_settings(configs, tokens, {"enabled": True, "base_url": "http://ha.local:8123"},
                            token=check_token("a-token"))
     assert stored.config.enabled and configs.load().base_url == "http://ha.local:8123"
@@ -66,9 +74,9 @@ def test_every_cli_command_sweeps_leftovers(data_dir, capsys):
     assert not leftover.exists()
 
 
-def test_a_file_that_cannot_be_written_puts_the_token_back(data_dir, monkeypatch):
+def test_a_file_that_cannot_be_written_puts_the_token_back(stores, monkeypatch):
     """The token is written first; if the settings file then fails, the previous token record returns."""
-    configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+    configs, tokens = stores
     save_settings(configs, tokens, {"base_url": "http://old.local:8123"}, token=check_token("old-token"))
 
     def full_disk(self, config):
@@ -81,14 +89,28 @@ def test_a_file_that_cannot_be_written_puts_the_token_back(data_dir, monkeypatch
     assert configs.load().base_url == "http://old.local:8123"
 
 
-def test_a_save_refused_for_the_tokens_origin_writes_nothing(data_dir):
-    configs, tokens = ConfigStore(data_dir), TokenStore(data_dir)
+def test_a_save_refused_for_the_tokens_origin_writes_nothing(stores):
+    configs, tokens = stores
     save_settings(configs, tokens, {"base_url": "http://ha.local:8123"}, token=check_token("a-token-123"))
     before = (configs.path.read_bytes(), tokens.path.read_bytes())
     with pytest.raises(InvalidConfig) as refused:
         save_settings(configs, tokens, {"base_url": "http://other.local:8123", "enabled": True})
     assert refused.value.detail["field"] == "access_token"
     assert (configs.path.read_bytes(), tokens.path.read_bytes()) == before
+
+
+def test_a_create_whose_settings_file_cannot_be_written_leaves_no_instance_and_no_token(data_dir, monkeypatch):
+    """A new instance's token is written first; when its file then fails, the token goes and no instance is made."""
+    configs, tokens = ConfigStore(data_dir, "cabin"), TokenStore(data_dir, "cabin")
+
+    def full_disk(self, config):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ConfigStore, "write", full_disk)
+    with pytest.raises(OSError):
+        save_settings(configs, tokens, {"name": "Cabin", "base_url": "http://cabin.local:8123"},
+                      token=check_token("cabin-token"))
+    assert tokens.read_record() is None and not configs.path.exists()
 
 
 def test_a_start_on_a_data_dir_it_cannot_write_still_starts(data_dir, monkeypatch, caplog):

@@ -79,7 +79,8 @@ def test_read_before_anything_is_saved_is_the_defaults(service: SettingsService)
     view = service.read()
     assert view.to_json() == {
         "enabled": False, "base_url": "", "has_access_token": False, "access_token_origin": None,
-        "allowlisted_entities": [], "entity_names": {}, "name": "", "revision": "absent", "config_error": None,
+        "allowlisted_entities": [], "entity_names": {}, "instance": "home", "name": "Home", "revision": "absent",
+        "config_error": None,
     }
 
 

@@ -136,8 +136,9 @@ def test_opening_and_looking_rewrites_none_of_the_release_s_files(data_dir: Data
     """A start, a login and every page read leave each file as the release wrote it (the login's session aside)."""
     before = files_of(data_dir)
     client = household(open_console(data_dir, recorded_responses))
-    for path in (API, API + "/ca-certificate", "/api/v1/conversation/model", "/settings/home-assistant",
-                 "/settings/api-tokens", "/settings/model", "/activity", "/conversation", "/confirmations"):
+    for path in (API, API + "/instances", API + "/ca-certificate", "/api/v1/conversation/model",
+                 "/settings/home-assistant", "/settings/api-tokens", "/settings/model", "/activity", "/conversation",
+                 "/confirmations"):
         assert client.get(path).status_code == 200, path
     after = files_of(data_dir)
     assert sorted(set(before) - set(after)) == [], "opening lost files of the release"
@@ -157,6 +158,16 @@ def test_the_settings_api_answers_what_the_release_saved(data_dir: DataDir, reco
     assert settings["allowlisted_entities"] == list(KNOWN["allowlist"])
     assert settings["entity_names"] == KNOWN["allowlist"]
     assert settings["config_error"] is None
+
+
+def test_the_instances_list_is_the_release_s_home_assistant_alone(data_dir: DataDir,
+                                                                   recorded_responses: list[bytes]):
+    """`GET .../instances`: exactly `home`, called "Home", with the release's URL, switch, token and allowlist."""
+    listed = household(open_console(data_dir, recorded_responses)).get(API + "/instances").get_json()
+    assert listed == {"instances": [{
+        "id": "home", "name": "Home", "base_url": KNOWN["base_url"], "enabled": True, "has_access_token": True,
+        "allowlisted_entities": list(KNOWN["allowlist"]), "config_error": None,
+    }]}
 
 
 def test_the_settings_page_shows_the_allowlist_and_the_ca(data_dir: DataDir, recorded_responses: list[bytes]):

@@ -1,7 +1,8 @@
 """list_entities' 64 KiB: how each entry's text is bounded, and what each allowlisted entity costs of it.
 
 A save is refused when the allowlist's worst case does not fit (config_store), the picker shows each
-entity's cost (web/settings_api.py), and list_entities cuts names and states no further than it must.
+entity's cost (web/settings_api.py), and list_entities cuts names and states no further than it must. Every
+result also carries its instance's id, added by the executor after the read: the budget counts it at its longest.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console_ha.capabilities.spec import DEFAULT_MAX_RESULT_BYTES
+from console_ha.capabilities.spec import DEFAULT_MAX_RESULT_BYTES, INSTANCE
 from console_ha.errors import InvalidSettingsChange
+from console_ha.store.datadir import MAX_INSTANCE_ID_LENGTH
 from console_ha.timestamps import utc_z
 
 # list_entities' bound (list_entities.py declares it from here): the budget below is what it leaves.
 MAX_RESULT_BYTES = DEFAULT_MAX_RESULT_BYTES
+# The executor adds the instance's id to every result after the read (`"instance": id`, the id at its longest,
+# and its comma): list_entities fits its entries into what that leaves.
+INSTANCE_BYTES = len(f',"{INSTANCE}":"{"x" * MAX_INSTANCE_ID_LENGTH}"'.encode())
+FIT_BYTES = MAX_RESULT_BYTES - INSTANCE_BYTES
 # Marks text that was cut to fit; one character (3 bytes), counted inside the cap.
 CUT_MARK = "…"
 
@@ -151,9 +157,10 @@ def _envelope() -> int:
                       "areas_known": False})
 
 
-# What the entities may take between them: the bound less the result's own keys and time. An entity
-# Home Assistant lacks is listed in missing_entities by id alone, which costs less than its entry.
-BUDGET_BYTES = MAX_RESULT_BYTES - _envelope()
+# What the entities may take between them: the bound less the result's own keys and time, and the instance's
+# id the executor adds. An entity Home Assistant lacks is listed in missing_entities by id alone, which costs
+# less than its entry.
+BUDGET_BYTES = FIT_BYTES - _envelope()
 
 
 def allowlist_cost(entity_ids: Iterable[str]) -> int:

@@ -16,7 +16,15 @@ from console_ha.capabilities.area_lookup import (
 )
 from console_ha.capabilities.card_facts import NOTHING_KNOWN, CardFacts, ReadNotes
 from console_ha.capabilities.cards import Card, leaves_device, names_listed, quoted, sentences, unended
-from console_ha.capabilities.entity_budget import CAP_LEVELS, MAX_RESULT_BYTES, SCAN_CHARS, cut, json_size, listed
+from console_ha.capabilities.entity_budget import (
+    CAP_LEVELS,
+    FIT_BYTES,
+    MAX_RESULT_BYTES,
+    SCAN_CHARS,
+    cut,
+    json_size,
+    listed,
+)
 from console_ha.capabilities.narrow import ENTITY_SCHEMA, narrow_state
 from console_ha.capabilities.spec import ENTITY_ID_SCHEMA, TIMESTAMP_SCHEMA, Bounds, Capability
 from console_ha.deadline import Deadline
@@ -126,7 +134,7 @@ def _fitted(found: Mapping[str, Mapping[str, Any]], shown: list[str], missing: l
             "retrieved_at": utc_z(now),
         }
         say_if_areas_unknown(result, areas)
-        if json_size(result) <= MAX_RESULT_BYTES:
+        if json_size(result) <= FIT_BYTES:  # with room for the instance's id the executor adds
             break
     # Still too large only for an allowlist saved before saves were checked; stage 6 refuses it.
     return result

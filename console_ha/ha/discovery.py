@@ -8,14 +8,14 @@ import os
 import queue
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from zeroconf import InterfaceChoice, IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
 from console_ha.errors import InvalidSettingsChange
-from console_ha.ha.addresses import normalise_base_url
+from console_ha.ha.addresses import normalise_base_url, origin_of
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +34,23 @@ class Instance:
     name: str
     base_url: str
     version: str | None
+    # Every other URL the advertisement names (its TXT URLs, its address): the same Home Assistant, added
+    # perhaps under one of them.
+    also_at: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The contract's `{"name", "base_url", "version"}`."""
         return {"name": self.name, "base_url": self.base_url, "version": self.version}
+
+    def origins(self) -> frozenset[str]:
+        """The origins (`scheme://host:port`) it can be reached at, as far as its advertisement says."""
+        origins = set()
+        for url in (self.base_url, *self.also_at):
+            try:
+                origins.add(origin_of(url))
+            except ValueError:
+                continue  # an address no URL can name (a link-local one with its zone, say): no origin to match
+        return frozenset(origins)
 
 
 def configured_interfaces(value: str | None = None) -> list[str] | None:
@@ -120,11 +133,25 @@ def instance_from_info(info: ServiceInfo) -> Instance | None:
     if not base_url:
         log.info("ignoring the advertisement %r: no usable URL or address", info.name)
         return None
-    return Instance(name=name or instance_name, base_url=base_url, version=props.get("version") or None)
+    also_at = tuple(url for url in (*_text_urls(props), *_address_urls(addresses, info.port)) if url != base_url)
+    return Instance(name=name or instance_name, base_url=base_url, version=props.get("version") or None,
+                    also_at=also_at)
 
 
 def choose_base_url(props: dict[str, str], addresses: list[str], port: int | None) -> str:
     """A local TXT URL, else the advertised address and port, else any valid TXT URL; "" if none."""
+    urls = _text_urls(props)
+    for url in urls:
+        if _is_local(url):
+            return url
+    at_addresses = _address_urls(addresses, port)
+    if at_addresses:
+        return at_addresses[0]
+    return urls[0] if urls else ""
+
+
+def _text_urls(props: dict[str, str]) -> list[str]:
+    """The valid URLs of the TXT record, in URL_KEYS' order."""
     urls = []
     for key in URL_KEYS:
         try:
@@ -133,13 +160,14 @@ def choose_base_url(props: dict[str, str], addresses: list[str], port: int | Non
             continue
         if url:
             urls.append(url)
-    for url in urls:
-        if _is_local(url):
-            return url
-    if addresses and port:
-        host = addresses[0]
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-    return urls[0] if urls else ""
+    return urls
+
+
+def _address_urls(addresses: list[str], port: int | None) -> list[str]:
+    """The advertised addresses at the advertised port, as http URLs."""
+    if not port:
+        return []
+    return [f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}" for host in addresses]
 
 
 def _is_local(url: str) -> bool:

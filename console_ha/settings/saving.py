@@ -6,6 +6,12 @@ origin it belongs to in one atomic record, and is only ever handed out for that 
 was saved for another origin, which it treats as "no token". The token is written first all the same,
 so a legacy record (a token without its origin, bound to the configured URL) is never paired with a
 URL saved after it.
+
+The same holds for every instance (contract, "Several Home Assistants"): each has its own token record, bound
+to its own origin, and no two instances share an origin (`instance_rules`). Creating one writes its token, then
+its settings file, which is what makes it exist; removing one deletes its token first and its settings last. A
+crash between leaves secrets of an id that is no instance: never read, swept at the next start
+(`recover_leftovers`) or by the next create of that id, which starts from nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from console_ha.capabilities.entity_budget import check_fits
-from console_ha.errors import SettingsFileDamaged
+from console_ha.errors import InvalidSettingsChange, SettingsFileDamaged
 from console_ha.ha.addresses import origin_of
+from console_ha.language import Words
 from console_ha.secret import Secret
+from console_ha.settings.instance_rules import INSTANCE_FIELD, check_instance_change, no_such_instance
 from console_ha.settings.tokens import refuse_moving_the_token
 from console_ha.store.atomic import path_lock, sweep_temp_files
 from console_ha.store.config import (
@@ -32,8 +40,9 @@ from console_ha.store.config import (
     refuse_unknown,
     with_changes,
 )
-from console_ha.store.datadir import DataDir
+from console_ha.store.datadir import HOME_INSTANCE, DataDir
 from console_ha.store.ha_token import StoredToken, TokenStore
+from console_ha.store.instances import Instances
 from console_ha.store.review import ReviewStore
 
 log = logging.getLogger(__name__)
@@ -86,15 +95,21 @@ def save_settings(config_store: ConfigStore, token_store: TokenStore, changes: M
     # Before anything is read, as every front end's first refusal: no front end may set `ca_bundle`.
     refuse_unknown(changes, PAGE_FIELDS)
     with save_lock(config_store.data_dir):
+        instances = Instances(config_store.data_dir)
+        creating = not instances.exists(config_store.instance)
         if reset:
             current = StoredConfig(HomeAssistantConfig(), ABSENT_REVISION)
         else:
             current = config_store.read()
             check_revision(current, expected_revision)
         new = checked_changes(current.config, changes)
-        record = token_store.read_record()
+        check_instance_change(instances, config_store.instance, current.config, new, creating=creating)
+        # A new instance starts from nothing: a token an unfinished create or remove left is not its own.
+        record = None if creating else token_store.read_record()
         refuse_moving_the_token(record, new.base_url, configured_url=current.config.base_url,
                                 token=token, remove_token=remove_token)
+        if creating:
+            instances.forget_leftovers(config_store.instance)
         token_now = _write_token(token_store, record, new.base_url, current.config.base_url,
                                  token=token, remove_token=remove_token)
         try:
@@ -135,6 +150,33 @@ def _remember(reviews: ReviewStore, config: HomeAssistantConfig, reviewed: list[
                     type(err).__name__)
         return False
     return True
+
+
+def remove_instance(instances: Instances, instance: str) -> None:
+    """Remove an instance other than `home`, with its token and CA certificate (`Instances.remove`), under the
+    saves' lock; 400 INVALID_CONFIG on `instance` for `home` or an id that is no instance (checked under it)."""
+    if instance == HOME_INSTANCE:
+        raise InvalidSettingsChange(Words("The first Home Assistant cannot be removed. To stop reading it, untick "
+                                          "Let the assistant read Home Assistant, or remove its token."),
+                                    field=INSTANCE_FIELD)
+    with save_lock(instances.data_dir):
+        if not instances.exists(instance):
+            raise no_such_instance(instance)
+        instances.remove(instance)
+
+
+def recover_leftovers(instances: Instances) -> None:
+    """At start: remove the token and CA certificate of ids that are no instance (an unfinished create or remove)."""
+    leftovers = instances.leftovers()
+    if not leftovers:
+        return
+    try:
+        with save_lock(instances.data_dir):
+            for instance in leftovers:
+                instances.forget_leftovers(instance)
+    except OSError as err:
+        # Not fatal: they are never read (no instance has them), and a create of that id removes them first.
+        log.warning("could not remove what an unfinished change of an instance left (%s)", err.strerror)
 
 
 def recover(data_dir: DataDir, config_store: ConfigStore, token_store: TokenStore) -> None:

@@ -31,9 +31,13 @@ from console_ha.settings import saving
 from console_ha.settings.catalogue import catalogue_json, holds_token, is_sensitive
 from console_ha.settings.connection import HomeAssistantFound, check_home_assistant, not_home_assistant
 from console_ha.settings.held import SessionHolds
+from console_ha.settings.instance_rules import INSTANCE_FIELD as INSTANCE_FIELD
+from console_ha.settings.instance_rules import INSTANCE_ID_SHAPE, no_such_instance, not_added
+from console_ha.settings.settings_view import SettingsUnreadable as SettingsUnreadable
+from console_ha.settings.settings_view import SettingsView as SettingsView
 from console_ha.settings.tokens import TokenStatus, not_configured, not_entered, optional_token, stored_token_for
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
-from console_ha.store.config import PAGE_SETTINGS, HomeAssistantConfig, StoredConfig, refuse_unknown
+from console_ha.store.config import HomeAssistantConfig, StoredConfig, refuse_unknown
 from console_ha.store.datadir import is_instance_id
 from console_ha.store.instances import Instances
 from console_ha.store.review import FIELD as REVIEWED_FIELD
@@ -69,54 +73,6 @@ class Timeouts:
     states: float = 8.0
     areas: float = 4.0
     test: float = 8.0
-
-
-class SettingsUnreadable(SettingsFileDamaged):
-    """409 CONFIG_INVALID: the saved settings cannot be read; what is wrong, and the way out (reset)."""
-
-    def __init__(self, cause: SettingsFileDamaged, config_file: str) -> None:
-        detail = {k: v for k, v in cause.detail.items() if v is not None}
-        super().__init__(
-            f"The saved Home Assistant settings cannot be read. {cause.message} To fix this, start again from "
-            f"empty settings (reset): the damaged file is kept beside the new one as "
-            f"{config_file}.broken-<time>, and the access token is kept.",
-            action="reset",
-            **detail,
-        )
-        # What is wrong, alone: a page that explains the way out itself shows only this.
-        self.cause = cause
-
-
-@dataclass(frozen=True)
-class SettingsView:
-    """The settings as a page shows them: never the token, only whether there is one and its origin."""
-
-    config: HomeAssistantConfig
-    revision: str | None
-    token: TokenStatus
-    config_error: SettingsUnreadable | None = None
-
-    @property
-    def can_list(self) -> bool:
-        """Whether the saved settings have a URL and a token for it, so the picker can list their entities."""
-        url = self.config.base_url
-        return bool(url) and self.token.stored and not self.token.asked_again_for(url)
-
-    def to_json(self) -> dict[str, Any]:
-        """The settings API's answer (GET, and POST after a save)."""
-        # Every setting a page may send, as the file holds it (`HomeAssistantConfig.to_json`: the names of
-        # allowlisted entities only), else its declared default.
-        saved = self.config.to_json()
-        fields = {s.name: saved[s.name] if s.name in saved else s.to_json()["default"] for s in PAGE_SETTINGS}
-        return {
-            **fields,
-            "has_access_token": self.token.stored,
-            # The origin the stored token belongs to (never the token): the page asks for a new token when
-            # the URL typed has another.
-            "access_token_origin": self.token.origin,
-            "revision": self.revision,
-            "config_error": self.config_error.to_dict()["error"] if self.config_error else None,
-        }
 
 
 @dataclass(frozen=True)
@@ -168,11 +124,6 @@ class TryRequest:
         """The body of a test or a preview: only `base_url` and `access_token`, each checked."""
         refuse_unknown(body, TRY_FIELDS)
         return cls(normalise_base_url(body.get("base_url") or ""), optional_token(body.get("access_token")))
-
-
-# The query parameter (and the no-JavaScript form's field) that chooses the instance a request is about.
-INSTANCE_FIELD = "instance"
-INSTANCE_ID_SHAPE = Words("A Home Assistant's id is 1 to 32 lower-case letters, digits and underscores.")
 
 
 class SettingsService:
@@ -230,8 +181,7 @@ class SettingsService:
             raise InvalidSettingsChange(INSTANCE_ID_SHAPE, field=INSTANCE_FIELD)
         assert isinstance(instance, str)  # what is_instance_id said
         if not creating and not self.instances.exists(instance):
-            raise InvalidSettingsChange(Words("This Console has no Home Assistant with the id {instance}.",
-                                              instance=instance), field=INSTANCE_FIELD)
+            raise no_such_instance(instance)
         bound = copy.copy(self)
         bound._instance = self.instances.get(instance)
         bound._config, bound._tokens, bound._ca = bound._instance.config, bound._instance.token, bound._instance.ca
@@ -259,7 +209,8 @@ class SettingsService:
             stored = self._config.read()
         except SettingsFileDamaged as err:
             config = HomeAssistantConfig()
-            return SettingsView(config, None, TokenStatus.of(self._tokens, config.base_url), self._unreadable(err))
+            return SettingsView(config, None, TokenStatus.of(self._tokens, config.base_url), self._unreadable(err),
+                                self.instance)
         return self._view(stored)
 
     def save(self, request: SaveRequest) -> SettingsView:
@@ -278,12 +229,25 @@ class SettingsService:
             raise self._unreadable(err) from err
         changed = sorted(changes) + (["access_token"] if token is not None or remove_token else [])
         changed += ["reset"] if request.reset else []
-        log.info("Home Assistant settings saved: %s", ", ".join(changed) or "nothing changed")
+        log.info("Home Assistant settings of %s saved: %s", self.instance, ", ".join(changed) or "nothing changed")
         # The token record the save left, not read again.
-        return SettingsView(saved.config, saved.revision, TokenStatus.of_record(saved.token, saved.config.base_url))
+        return SettingsView(saved.config, saved.revision, TokenStatus.of_record(saved.token, saved.config.base_url),
+                            instance=self.instance)
 
     def _view(self, stored: StoredConfig) -> SettingsView:
-        return SettingsView(stored.config, stored.revision, TokenStatus.of(self._tokens, stored.config.base_url))
+        return SettingsView(stored.config, stored.revision, TokenStatus.of(self._tokens, stored.config.base_url),
+                            instance=self.instance)
+
+    # --- the instances ----------------------------------------------------------------------------
+
+    def instance_list(self) -> list[dict[str, Any]]:
+        """Every instance as the instances list shows it (`SettingsView.listed`), in `Instances.ids()` order."""
+        return [self.at(instance).read().listed() for instance in self.instances.ids()]
+
+    def remove_instance(self) -> list[dict[str, Any]]:
+        """Remove this instance (never `home`) with its token and CA certificate; the instances left."""
+        saving.remove_instance(self.instances, self.instance)
+        return self.instance_list()
 
     def _unreadable(self, err: SettingsFileDamaged) -> SettingsUnreadable:
         return SettingsUnreadable(err, self._config.path.name)
@@ -426,7 +390,11 @@ class SettingsService:
                                     timeout=self._timeouts.test)
 
     def discover_instances(self) -> list[Instance]:
-        """Home Assistant instances a bounded zeroconf browse finds; 503 HA_BUSY when two are under way."""
+        """The Home Assistants a bounded zeroconf browse finds that are not added yet (`not_added`)."""
+        return not_added(self._browse(), self.instances)
+
+    def _browse(self) -> list[Instance]:
+        """Every Home Assistant a bounded zeroconf browse finds; 503 HA_BUSY when two are under way."""
         # At most DISCOVERY_REQUESTS hold a server thread (one browsing, one waiting for it, as after a
         # reload); more are refused at once, not queued: queued, each would hold a thread for a whole
         # browse after the other, and /health and the pages would wait behind them (HA_BUSY's reason).

@@ -21,8 +21,9 @@ SECRETS_DIR_MODE = 0o700
 # A Home Assistant the Console reads is an instance (contract, "Several Home Assistants"): `home` is the first,
 # and the only one a data dir of a single Home Assistant has; its files are where that release kept them.
 HOME_INSTANCE = "home"
-INSTANCE_ID_PATTERN = r"^[a-z0-9_]{1,32}$"
-_INSTANCE_ID = re.compile(r"[a-z0-9_]{1,32}")
+MAX_INSTANCE_ID_LENGTH = 32  # every read's result carries its instance's id: list_entities' budget counts it
+INSTANCE_ID_PATTERN = rf"^[a-z0-9_]{{1,{MAX_INSTANCE_ID_LENGTH}}}$"
+_INSTANCE_ID = re.compile(INSTANCE_ID_PATTERN[1:-1])
 
 
 def is_instance_id(value: object) -> bool:

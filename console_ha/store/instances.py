@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 # (`ha.per_home_assistant.MAX_HOME_ASSISTANTS`), so reading every one never pushes another's out.
 MAX_INSTANCES = 8
 
+# Any id but `home`'s, to ask the data dir where the others' files go.
+_ANY_OTHER = "_"
+
 # What a card or a page calls `home` until the household names it.
 HOME_NAME = Words("Home")
 
@@ -117,14 +120,36 @@ class Instances:
         """
         if instance == HOME_INSTANCE:
             raise ValueError("home is never removed")  # the settings API refuses it first, in words
+        self._forget(self.get(instance))
+        log.info("removed the Home Assistant instance %s", instance)
+
+    def leftovers(self) -> tuple[str, ...]:
+        """Ids with a token or CA certificate but no settings file: what a create or remove killed mid-way left."""
+        try:
+            # Where every instance but `home` keeps its own directory of secrets (`DataDir.instance` says).
+            names = os.listdir(self.data_dir.instance(_ANY_OTHER).secrets.parent)
+        except (FileNotFoundError, NotADirectoryError):
+            return ()
+        return tuple(sorted(name for name in names if is_instance_id(name) and name != HOME_INSTANCE
+                            and not self.get(name).config.path.exists()))
+
+    def forget_leftovers(self, instance: str) -> bool:
+        """Remove the token and CA certificate of an id that is no instance (its settings file is gone, or never
+        came); whether there was anything. Under the saves' lock, like `remove`."""
         stores = self.get(instance)
+        if instance == HOME_INSTANCE or stores.config.path.exists() or not stores.files.secrets.exists():
+            return False
+        self._forget(stores)
+        log.warning("removed the token and CA certificate left by an unfinished change of the instance %s", instance)
+        return True
+
+    @staticmethod
+    def _forget(stores: Instance) -> None:
         stores.token.remove()
-        secrets = stores.files.secrets
         with path_lock(stores.files.ca_bundle):
-            shutil.rmtree(secrets, ignore_errors=True)
+            shutil.rmtree(stores.files.secrets, ignore_errors=True)
         with path_lock(stores.config.path):
             try:
                 os.unlink(stores.config.path)
             except FileNotFoundError:
                 pass
-        log.info("removed the Home Assistant instance %s", instance)

@@ -54,6 +54,8 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "pages.save_home_assistant_settings": Access.HOUSEHOLD,
     "settings_api.get_settings": Access.HOUSEHOLD,
     "settings_api.save_settings": Access.HOUSEHOLD,
+    "settings_api.instances": Access.HOUSEHOLD,
+    "settings_api.remove_instance": Access.HOUSEHOLD,
     "settings_api.entities": Access.HOUSEHOLD,
     "settings_api.entities_preview": Access.HOUSEHOLD,
     "settings_api.discover": Access.HOUSEHOLD,

@@ -53,6 +53,18 @@ def save_settings() -> Response:
     return jsonify(_settings(creating=True).save(save).to_json())
 
 
+@bp.get("/instances")
+def instances() -> Response:
+    """Every Home Assistant this Console reads: id, name, URL, switch, whether it has a token, allowlist."""
+    return jsonify(instances=services().settings.instance_list())
+
+
+@bp.delete("")
+def remove_instance() -> Response:
+    """Remove the instance `?instance=` names (never `home`), its token and CA certificate with it; those left."""
+    return jsonify(instances=_settings().remove_instance())
+
+
 # --- the picker's proxy ---------------------------------------------------------------------------
 
 

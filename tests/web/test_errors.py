@@ -183,7 +183,7 @@ def test_an_unknown_page_is_an_html_not_found(logged_in: FlaskClient) -> None:
 
 def test_a_wrong_method_is_method_not_allowed_with_allow(bearer: FlaskClient) -> None:
     """405 METHOD_NOT_ALLOWED keeps the Allow header."""
-    response = bearer.delete(API)
+    response = bearer.put(API)
     assert response.status_code == 405
     _assert_shape(response.get_json(), "METHOD_NOT_ALLOWED")
     assert "POST" in response.headers["Allow"]

@@ -41,7 +41,8 @@ def test_get_answers_the_defaults_before_anything_is_saved(household: FlaskClien
         "access_token_origin": None,
         "allowlisted_entities": [],
         "entity_names": {},
-        "name": "",
+        "instance": "home",
+        "name": "Home",  # what its cards call it until the household names it
         "revision": "absent",
         "config_error": None,
     }
