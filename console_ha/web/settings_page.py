@@ -35,7 +35,7 @@ from console_ha.folding import fold
 from console_ha.language import Words
 from console_ha.secret import Secret
 from console_ha.settings.browse import QUERY_PARAMS, BrowseQuery
-from console_ha.settings.saving import save_lock
+from console_ha.settings.saving import remove_instance
 from console_ha.settings.set_up import is_set_up
 from console_ha.settings.settings_service import (
     TRY_FIELDS,
@@ -46,7 +46,6 @@ from console_ha.settings.settings_service import (
 )
 from console_ha.settings.tokens import optional_token, typed_origin
 from console_ha.store.config import HomeAssistantConfig
-from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.web import services
 from console_ha.web.request_language import current_language
 from console_ha.web.settings_render import (
@@ -432,22 +431,18 @@ def _ask_before_removing_instance(form: MultiDict[str, str]) -> tuple[str, int]:
 
 
 def _remove_instance(form: MultiDict[str, str]) -> Response | tuple[str, int]:
-    """Remove the Home Assistant shown, its token and CA certificate with it (`Instances.remove`); never home."""
+    """Remove the Home Assistant shown, its token and CA certificate with it (`saving.remove_instance`); never home."""
     instance = settings().instance
-    if instance == HOME_INSTANCE:
-        err = InvalidSettingsChange(HOME_STAYS, field="instance")
-        return render(settings().read(), Shown(refused=NameRefused("remove", err, "")), status=400)
     instances = services().instances
     name = instances.names().get(instance, instance)
-    # The saves' lock: a save of this Home Assistant under way finishes first, and none starts meanwhile.
-    with save_lock(instances.data_dir):
-        instances.remove(instance)
+    try:
+        remove_instance(instances, instance)
+    except InvalidSettingsChange as err:
+        return render(settings().read(), Shown(refused=NameRefused("remove", err, "")), status=400)
     log.info("Home Assistant %s removed from the settings page", instance)
     flash(_said(Words("Removed {name}, with its access token and CA certificate.", name=name)))
     return _to_page(services().settings)
 
-
-HOME_STAYS = Words("The first Home Assistant stays: it can be renamed, or turned off, but not removed.")
 
 _INSTANCE_BUTTONS: dict[str, Callable[[MultiDict[str, str]], Response | tuple[str, int]]] = {
     "instance-add": _add_instance,

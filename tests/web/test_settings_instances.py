@@ -185,7 +185,7 @@ def test_home_is_never_removed(household: FlaskClient, data_dir: DataDir) -> Non
     add(household, "Cabin")
     assert "instance-remove" not in household.get(PAGE).get_data(as_text=True)
     status, html, _ = post(household, instance="home", action="instance-remove-confirmed")
-    assert status == 400 and "The first Home Assistant stays" in html
+    assert status == 400 and "The first Home Assistant cannot be removed" in html
     assert Instances(data_dir).ids() == ("home", "cabin")
 
 
