@@ -45,7 +45,8 @@ from console_ha.settings.settings_service import (
     TryRequest,
 )
 from console_ha.settings.tokens import optional_token, typed_origin
-from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.config import ABSENT_REVISION, HomeAssistantConfig
+from console_ha.store.instances import MAX_INSTANCES
 from console_ha.web import services
 from console_ha.web.request_language import current_language
 from console_ha.web.settings_render import (
@@ -396,11 +397,20 @@ def new_instance_id(name: str, taken: Collection[str]) -> str:
 def _add_instance(form: MultiDict[str, str]) -> Response | tuple[str, int]:
     """Add a Home Assistant by its name (the save's rules: a name, unique, at most 8), then show its settings."""
     name = form.get("name", "")
-    instance = new_instance_id(name, services().instances.ids()) if name.strip() else UNNAMED_ID
-    try:
-        added = services().settings.at(instance, creating=True).save(SaveRequest({"name": name}))
-    except InvalidSettingsChange as err:
-        return _name_refused("add", err, name)
+    for _ in range(MAX_INSTANCES):
+        instance = new_instance_id(name, services().instances.ids())
+        try:
+            # Saved only while no file has the id: another tab's add may have taken it since `ids()` was read,
+            # and this save would then rename that Home Assistant. The id is made here, so make another.
+            added = services().settings.at(instance, creating=True).save(
+                SaveRequest({"name": name}, expected_revision=ABSENT_REVISION))
+            break
+        except SettingsChangedElsewhere as err:
+            taken = err
+        except InvalidSettingsChange as err:
+            return _name_refused("add", err, name)
+    else:
+        return _name_refused("add", taken, name)
     log.info("Home Assistant %s added from the settings page", instance)
     flash(_said(Words("Added {name}. Enter its URL and access token below, then choose what the assistant may "
                       "read.", name=added.config.name or name)))

@@ -256,3 +256,18 @@ def test_the_language_form_comes_back_to_the_instance_shown(household: FlaskClie
     assert "Réglages de Cabin" in household.get(CABIN_PAGE).get_data(as_text=True)
     status, _, location = post(household, "/settings/language", instance="../x", language="automatic")
     assert status == 303 and location == PAGE
+
+
+def test_an_add_whose_id_another_add_took_meanwhile_makes_its_own(household: FlaskClient, data_dir: DataDir,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tabs add at once and both make the id `cabin`: the second adds its own, never renames the first's."""
+    add(household, "Cabin")
+    made = iter(["cabin"])  # the id the second tab made before the first one's add was saved
+
+    def racing(name: str, taken: set[str]) -> str:
+        return next(made, None) or new_instance_id(name, taken)
+
+    monkeypatch.setattr("console_ha.web.settings_page.new_instance_id", racing)
+    location = add(household, "Lake house")
+    assert Instances(data_dir).names() == {"home": "Home", "cabin": "Cabin", "lake_house": "Lake house"}
+    assert location == PAGE + "?instance=lake_house"
