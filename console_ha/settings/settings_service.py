@@ -185,6 +185,7 @@ class SettingsService:
         bound = copy.copy(self)
         bound._instance = self.instances.get(instance)
         bound._config, bound._tokens, bound._ca = bound._instance.config, bound._instance.token, bound._instance.ca
+        bound._reviews = bound._instance.review
         return bound
 
     @property

@@ -39,6 +39,7 @@ class InstanceFiles:
     config: Path
     secrets: Path  # the directory of its token and CA certificate (0700)
     secrets_parents: tuple[Path, ...]  # the directories above `secrets` the Console makes 0700, outermost first
+    review: Path  # what its picker showed at the last save (`store.review`), beside its settings file
 
     @property
     def token(self) -> Path:
@@ -113,10 +114,12 @@ class DataDir:
             raise ValueError("not an instance id")  # a caller's bug: ids are checked where they arrive
         secrets = self.root / "secrets"
         if instance == HOME_INSTANCE:
-            return InstanceFiles(instance, self.ha_config, self.ha_secrets, (secrets,))
+            return InstanceFiles(instance, self.ha_config, self.ha_secrets, (secrets,),
+                                 self.capabilities / "picker-reviewed.json")
         others = secrets / "home-assistant-instances"
+        # `-` is in no id, so the review's name is never taken for an instance's settings file (`Instances.ids`).
         return InstanceFiles(instance, self.instance_configs / f"{instance}.json", others / instance,
-                             (secrets, others))
+                             (secrets, others), self.instance_configs / f"{instance}-picker-reviewed.json")
 
     @property
     def audit_log(self) -> Path:

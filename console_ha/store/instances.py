@@ -24,6 +24,7 @@ from console_ha.store.ca_certificate import CACertificateStore, ca_bundle_path
 from console_ha.store.config import ConfigStore, HomeAssistantConfig
 from console_ha.store.datadir import HOME_INSTANCE, DataDir, InstanceFiles, is_instance_id
 from console_ha.store.ha_token import TokenStore
+from console_ha.store.review import ReviewStore
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +41,14 @@ HOME_NAME = Words("Home")
 
 @dataclass(frozen=True)
 class Instance:
-    """One Home Assistant's stores: its settings file, its token and its CA certificate."""
+    """One Home Assistant's stores: its settings file, its token, its CA certificate and its picker's review."""
 
     id: str
     files: InstanceFiles
     config: ConfigStore
     token: TokenStore
     ca: CACertificateStore
+    review: ReviewStore
 
     def ca_bundle(self, config: HomeAssistantConfig) -> str | None:
         """The CA bundle its connections trust, as `config` (its settings, read by the caller) says."""
@@ -93,7 +95,7 @@ class Instances:
                 config = ConfigStore(self.data_dir, instance)
                 ca = CACertificateStore(self.data_dir, config, clock=self._clock)
                 built = Instance(instance, self.data_dir.instance(instance), config,
-                                 TokenStore(self.data_dir, instance), ca)
+                                 TokenStore(self.data_dir, instance), ca, ReviewStore(self.data_dir, instance))
                 self._built[instance] = built
             return built
 
@@ -113,7 +115,7 @@ class Instances:
         return names
 
     def remove(self, instance: str) -> None:
-        """Forget an instance other than `home`: its token first, then its CA certificate, then its settings.
+        """Forget an instance other than `home`: its token first, then its CA certificate and review, then its settings.
 
         In that order, so a crash at any moment leaves either the instance without a token (never a token
         without the settings that say where it may go) or an instance that is gone.
@@ -148,6 +150,11 @@ class Instances:
         stores.token.remove()
         with path_lock(stores.files.ca_bundle):
             shutil.rmtree(stores.files.secrets, ignore_errors=True)
+        with path_lock(stores.review.path):
+            try:
+                os.unlink(stores.review.path)
+            except FileNotFoundError:
+                pass
         with path_lock(stores.config.path):
             try:
                 os.unlink(stores.config.path)

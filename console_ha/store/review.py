@@ -13,13 +13,12 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from console_ha.errors import InvalidSettingsChange
 from console_ha.ha.addresses import ENTITY_ID_RE, origin_of
 from console_ha.language import Words
 from console_ha.store.atomic import atomic_write, ensure_dir, path_lock
-from console_ha.store.datadir import DataDir
+from console_ha.store.datadir import HOME_INSTANCE, DataDir
 from console_ha.timestamps import utc_z
 
 log = logging.getLogger(__name__)
@@ -69,14 +68,14 @@ def _origin(url: str) -> str | None:
 
 
 class ReviewStore:
-    """Reads and writes `D/capabilities/picker-reviewed.json`, atomically."""
+    """Reads and writes one Home Assistant's review, atomically (`home`'s: `D/capabilities/picker-reviewed.json`).
 
-    def __init__(self, data_dir: DataDir) -> None:
+    Each instance has its own (`InstanceFiles.review`): a save of one must not replace what another's picker showed.
+    """
+
+    def __init__(self, data_dir: DataDir, instance: str = HOME_INSTANCE) -> None:
         self._dd = data_dir
-
-    @property
-    def path(self) -> Path:
-        return self._dd.capabilities / "picker-reviewed.json"
+        self.path = data_dir.instance(instance).review
 
     def write(self, base_url: str, entity_ids: list[str], *, now: datetime | None = None) -> Review:
         """Remember `entity_ids` (checked by `check_reviewed`) as reviewed for `base_url`'s Home Assistant."""
@@ -86,6 +85,7 @@ class ReviewStore:
         moment = utc_z(now or datetime.now(UTC))
         record = {"version": 1, "origin": origin, "reviewed_at": moment, "entity_ids": entity_ids}
         ensure_dir(self._dd.capabilities, 0o700)
+        ensure_dir(self.path.parent, 0o700)  # another instance's: beside its settings file, inside capabilities
         with path_lock(self.path):
             atomic_write(self.path, (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8"),
                          mode=0o600)

@@ -123,3 +123,24 @@ def test_a_review_that_cannot_be_written_does_not_undo_the_save(
     assert response.status_code == 200 and response.get_json()["enabled"] is True
     assert ConfigStore(data_dir).load().enabled is True
     assert path.read_bytes() == before
+
+
+def test_each_home_assistant_keeps_its_own_review(
+    household: FlaskClient, two_homes: tuple[StubHomeAssistant, StubHomeAssistant], data_dir: DataDir
+) -> None:
+    """A save of the cabin with its picker's list leaves the house's review as it was: its new entity stays new."""
+    house, cabin = two_homes
+    configure(household, house.base_url, house.token, reviewed_entities=_ids(house))
+    house.set_state("input_boolean.guest_mode", "off", {"friendly_name": "Guest mode"})
+    response = household.post(f"{API}?instance=cabin", json={"name": "Cabin", "base_url": cabin.base_url,
+                                                             "access_token": cabin.token,
+                                                             "reviewed_entities": _ids(cabin)})
+    assert response.status_code == 200, response.get_json()
+    assert _entities(household)["new_entities"] == ["input_boolean.guest_mode"]
+    cabin.set_state("sensor.stove", "61", {"friendly_name": "Stove"})
+    response = household.get(f"{API}/entities?instance=cabin")
+    assert response.get_json()["new_entities"] == ["sensor.stove"]
+    review = data_dir.instance("cabin").review
+    assert review.exists() and review != data_dir.instance("home").review
+    assert household.delete(f"{API}?instance=cabin").status_code == 200
+    assert not review.exists() and data_dir.instance("home").review.exists()  # removed with its Home Assistant
