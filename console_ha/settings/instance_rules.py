@@ -35,17 +35,19 @@ def no_such_instance(instance: str) -> InvalidSettingsChange:
 
 
 def check_instance_change(instances: Instances, instance: str, current: HomeAssistantConfig,
-                          new: HomeAssistantConfig, *, creating: bool) -> None:
+                          new: HomeAssistantConfig, *, creating: bool, reset: bool = False) -> None:
     """400 INVALID_CONFIG when a save of `instance` (`current` -> `new`) breaks a rule across instances.
 
     `creating`: the instance does not exist yet (this save makes it). Each rule is checked only when what it is
     about changes, so a data dir edited by hand into breaking one still lets the household save the rest.
+    `reset`: the damaged file's name is lost with it, so the name `new` gives (or `home`'s "Home") is checked
+    as a new one.
     """
     if creating and len(instances.ids()) >= MAX_INSTANCES:
         raise InvalidSettingsChange(
             Words("This Console reads at most {count} Home Assistants. Remove one before adding another.",
                   count=MAX_INSTANCES), field=INSTANCE_FIELD, most=MAX_INSTANCES)
-    renamed = creating or new.name != current.name
+    renamed = creating or reset or new.name != current.name
     if renamed and instance != HOME_INSTANCE and not new.name:
         raise NAME.refuse(Words("Give this Home Assistant a name, such as Cabin: its cards and the Settings page "
                                 "show it."))

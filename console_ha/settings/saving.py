@@ -103,7 +103,7 @@ def save_settings(config_store: ConfigStore, token_store: TokenStore, changes: M
             current = config_store.read()
             check_revision(current, expected_revision)
         new = checked_changes(current.config, changes)
-        check_instance_change(instances, config_store.instance, current.config, new, creating=creating)
+        check_instance_change(instances, config_store.instance, current.config, new, creating=creating, reset=reset)
         # A new instance starts from nothing: a token an unfinished create or remove left is not its own.
         record = None if creating else token_store.read_record()
         refuse_moving_the_token(record, new.base_url, configured_url=current.config.base_url,

@@ -131,7 +131,15 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     form = request.form
     action = form.get("action", "save")
     if action == "reset":
-        settings().save(SaveRequest({}, reset=True))
+        # Another Home Assistant's name went with its damaged file: the form asks for it again (`home` needs none).
+        changes = {"name": form["name"]} if "name" in form else {}
+        try:
+            settings().save(SaveRequest(changes, reset=True))
+        except SettingsUnreadable as err:
+            return render_broken(err)
+        except InvalidSettingsChange as err:
+            flash(_said(err.message), "error")
+            return redirect(url_for(PAGE, **instance_args()), 303)
         flash(Words("Started again with empty settings. The damaged file was kept beside the new one.")
               .in_language(current_language()))
         return redirect(url_for(PAGE, **instance_args()), 303)

@@ -243,9 +243,11 @@ def test_a_damaged_cabin_file_is_said_and_reset_on_the_cabin_s_page_alone(househ
     html = household.get(CABIN_PAGE).get_data(as_text=True)
     assert "The Home Assistant settings file is damaged" in html and "cabin.json" in html
     assert "The Home Assistant settings file is damaged" not in household.get(PAGE).get_data(as_text=True)
-    status, _, location = post(household, CABIN_PAGE, instance="cabin", action="reset")
+    assert 'id="reset-name" name="name"' in html  # its name went with the file: the reset asks for it
+    status, _, location = post(household, CABIN_PAGE, instance="cabin", action="reset", name="Cabin")
     assert status == 303 and location == CABIN_PAGE
     assert instances.get("cabin").config.load().base_url == ""  # readable again
+    assert instances.names()["cabin"] == "Cabin"
     assert (instances.home.config.path.read_bytes() if instances.home.config.path.exists() else None) == home_before
 
 
@@ -271,3 +273,31 @@ def test_an_add_whose_id_another_add_took_meanwhile_makes_its_own(household: Fla
     location = add(household, "Lake house")
     assert Instances(data_dir).names() == {"home": "Home", "cabin": "Cabin", "lake_house": "Lake house"}
     assert location == PAGE + "?instance=lake_house"
+
+
+API = "/api/v1/conversation/home-assistant"
+
+
+def test_a_reset_keeps_the_name_rules(household: FlaskClient, data_dir: DataDir) -> None:
+    """A damaged file's name is lost with it: a reset is named again, and never two Home Assistants alike."""
+    assert household.post(API, json={"name": "House"}).status_code == 200
+    assert household.post(API + "?instance=cabin", json={"name": "Home"}).status_code == 200
+    instances = Instances(data_dir)
+    instances.home.config.path.write_text("{not json")
+    # Unnamed again, the house would read "Home", as the cabin does: refused, the damaged file kept as it is.
+    response = household.post(API, json={"reset": True})
+    assert response.status_code == 400 and response.get_json()["error"]["field"] == "name"
+    assert instances.home.config.path.read_text() == "{not json"
+    assert household.post(API, json={"reset": True, "name": "House"}).status_code == 200
+    assert instances.names() == {"home": "House", "cabin": "Home"}
+
+    instances.get("cabin").config.path.write_text("{not json")
+    status, html, location = post(household, CABIN_PAGE, instance="cabin", action="reset")
+    assert (status, location) == (303, CABIN_PAGE)
+    assert "Give this Home Assistant a name" in household.get(CABIN_PAGE).get_data(as_text=True)
+    assert instances.get("cabin").config.path.read_text() == "{not json"
+    status, html, location = post(household, CABIN_PAGE, instance="cabin", action="reset", name="house")
+    assert (status, location) == (303, CABIN_PAGE)
+    assert "already called House" in household.get(CABIN_PAGE).get_data(as_text=True)
+    assert post(household, CABIN_PAGE, instance="cabin", action="reset", name="Cabin")[0] == 303
+    assert instances.names() == {"home": "House", "cabin": "Cabin"}
