@@ -131,7 +131,7 @@ def save_home_assistant_settings() -> Response | str | tuple[str, int]:
     form = request.form
     action = form.get("action", "save")
     if action == "reset":
-        # Another Home Assistant's name went with its damaged file: the form asks for it again (`home` needs none).
+        # The name went with the damaged file: the form asks for it again (`home`'s may be left empty).
         changes = {"name": form["name"]} if "name" in form else {}
         try:
             settings().save(SaveRequest(changes, reset=True))

@@ -243,7 +243,7 @@ def test_a_damaged_cabin_file_is_said_and_reset_on_the_cabin_s_page_alone(househ
     html = household.get(CABIN_PAGE).get_data(as_text=True)
     assert "The Home Assistant settings file is damaged" in html and "cabin.json" in html
     assert "The Home Assistant settings file is damaged" not in household.get(PAGE).get_data(as_text=True)
-    assert 'id="reset-name" name="name"' in html  # its name went with the file: the reset asks for it
+    assert 'id="reset-name" name="name" maxlength="40" required>' in html  # its name went with the file
     status, _, location = post(household, CABIN_PAGE, instance="cabin", action="reset", name="Cabin")
     assert status == 303 and location == CABIN_PAGE
     assert instances.get("cabin").config.load().base_url == ""  # readable again
@@ -288,7 +288,8 @@ def test_a_reset_keeps_the_name_rules(household: FlaskClient, data_dir: DataDir)
     response = household.post(API, json={"reset": True})
     assert response.status_code == 400 and response.get_json()["error"]["field"] == "name"
     assert instances.home.config.path.read_text() == "{not json"
-    assert household.post(API, json={"reset": True, "name": "House"}).status_code == 200
+    assert 'id="reset-name" name="name" maxlength="40">' in household.get(PAGE).get_data(as_text=True)
+    assert post(household, action="reset", name="House")[0] == 303
     assert instances.names() == {"home": "House", "cabin": "Home"}
 
     instances.get("cabin").config.path.write_text("{not json")
