@@ -37,8 +37,8 @@ from console_ha.settings.settings_view import SettingsUnreadable as SettingsUnre
 from console_ha.settings.settings_view import SettingsView as SettingsView
 from console_ha.settings.tokens import TokenStatus, not_configured, not_entered, optional_token, stored_token_for
 from console_ha.store.ca_certificate import FIELD as CA_FIELD
-from console_ha.store.config import HomeAssistantConfig, StoredConfig, refuse_unknown
-from console_ha.store.datadir import is_instance_id
+from console_ha.store.config import ABSENT_REVISION, HomeAssistantConfig, StoredConfig, refuse_unknown
+from console_ha.store.datadir import HOME_INSTANCE, is_instance_id
 from console_ha.store.instances import Instances
 from console_ha.store.review import FIELD as REVIEWED_FIELD
 from console_ha.store.review import ReviewStore, check_reviewed
@@ -242,8 +242,20 @@ class SettingsService:
     # --- the instances ----------------------------------------------------------------------------
 
     def instance_list(self) -> list[dict[str, Any]]:
-        """Every instance as the instances list shows it (`SettingsView.listed`), in `Instances.ids()` order."""
-        return [self.at(instance).read().listed() for instance in self.instances.ids()]
+        """Every instance as the instances list shows it (`SettingsView.listed`), in `Instances.ids()` order.
+
+        One removed (in another tab) after `ids()` was read is left out, not answered with a 400 for it.
+        """
+        listed = []
+        for instance in self.instances.ids():
+            try:
+                view = self.at(instance).read()
+            except InvalidSettingsChange:
+                continue  # gone before its settings were read
+            if view.revision == ABSENT_REVISION and instance != HOME_INSTANCE:
+                continue  # gone while they were read
+            listed.append(view.listed())
+        return listed
 
     def remove_instance(self) -> list[dict[str, Any]]:
         """Remove this instance (never `home`) with its token and CA certificate; the instances left."""

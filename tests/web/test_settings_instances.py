@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
 from console_ha.store.config import MAX_INSTANCE_NAME_LENGTH
@@ -302,3 +303,17 @@ def test_a_reset_keeps_the_name_rules(household: FlaskClient, data_dir: DataDir)
     assert "already called House" in household.get(CABIN_PAGE).get_data(as_text=True)
     assert post(household, CABIN_PAGE, instance="cabin", action="reset", name="Cabin")[0] == 303
     assert instances.names() == {"home": "House", "cabin": "Cabin"}
+
+
+def test_the_list_leaves_out_a_home_assistant_removed_while_it_is_made(
+        app: Flask, household: FlaskClient, data_dir: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A remove in another tab between the list's ids and their settings: listed without it, never a 400."""
+    assert household.post(API + "?instance=cabin", json={"name": "Cabin"}).status_code == 200
+    instances = app.extensions["console_ha"].instances
+    real_ids = Instances.ids
+    stale = iter([("home", "barn", "cabin")])  # what `ids()` said just before another tab removed `barn`
+    monkeypatch.setattr(instances, "ids", lambda: next(stale, None) or real_ids(instances))
+    response = household.get(API + "/instances")
+    assert response.status_code == 200, response.get_json()
+    assert [listed["id"] for listed in response.get_json()["instances"]] == ["home", "cabin"]
+    assert not (data_dir.instance_configs / "barn.json").exists()
