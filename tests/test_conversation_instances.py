@@ -51,8 +51,8 @@ def test_with_two_home_assistants_the_model_sees_them_and_a_read_of_the_cabin_re
 
     first = model.requests[0]
     prompt = first.messages[0]["content"]
-    assert ("The household has two Home Assistants, by id and name; a read's `instance` chooses one, `home` when "
-            "left out:\n- home: Home\n- cabin: Cabin\n") in prompt
+    assert ("The household has two Home Assistants (id: name); `instance` picks one (`home` if left out), a tool "
+            "once per question for each:\n- home: Home\n- cabin: Cabin\n") in prompt
     assert all(argument is not None and argument["enum"] == ["home", CABIN] for argument in instance_arguments(first))
     told = model.requests[1].last("tool")
     assert told is not None

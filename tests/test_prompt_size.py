@@ -88,8 +88,8 @@ def test_with_one_home_assistant_the_prompt_and_the_tools_are_as_they_were() -> 
 
 def test_the_prompt_names_each_home_assistant_in_a_line_by_id_and_name_in_order() -> None:
     prompt = system_prompt(CAPABILITIES, None, {"home": "House", "cabin": "Cabin", "workshop": "Workshop"})
-    assert ("The household has three Home Assistants, by id and name; a read's `instance` chooses one, `home` "
-            "when left out:\n- home: House\n- cabin: Cabin\n- workshop: Workshop\n") in prompt
+    assert ("The household has three Home Assistants (id: name); `instance` picks one (`home` if left out), a tool "
+            "once per question for each:\n- home: House\n- cabin: Cabin\n- workshop: Workshop\n") in prompt
 
 
 def test_a_name_in_the_prompt_is_one_line_of_at_most_forty_visible_characters_whatever_the_file_holds() -> None:

@@ -159,7 +159,7 @@ class Executor:
             config = self._load_config(instance)
             token = self._token_for(instance, config)
             check_policy(capability, canonical, config, token)
-            check_turn_limit(capability, turn or Turn(), room)
+            check_turn_limit(capability, turn or Turn(), room, instance.id)
         except CapabilityError as err:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
             self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client,

@@ -99,8 +99,9 @@ def instances_lines(names: Mapping[str, str]) -> str:
     # the prompt's budget is: forty Chinese characters are 120 (tests/test_prompt_size.py).
     lines = "".join(f"- {instance}: {cut(shown_name(name, MAX_INSTANCE_NAME_LENGTH), MAX_INSTANCE_NAME_LENGTH)}\n"
                     for instance, name in names.items())
-    return (f"The household has {_in_words(len(names))} Home Assistants, by id and name; a read's `instance` "
-            f"chooses one, `{HOME_INSTANCE}` when left out:\n{lines}")
+    # Each tool once per question for each of them (`stages.check_turn_limit`): one read of each compares two.
+    return (f"The household has {_in_words(len(names))} Home Assistants (id: name); `instance` picks one "
+            f"(`{HOME_INSTANCE}` if left out), a tool once per question for each:\n{lines}")
 
 
 def system_prompt(capabilities: Sequence[Capability] = CAPABILITIES, local_now: datetime | None = None,
