@@ -51,8 +51,8 @@ def test_with_two_home_assistants_the_model_sees_them_and_a_read_of_the_cabin_re
 
     first = model.requests[0]
     prompt = first.messages[0]["content"]
-    assert ("The household has two Home Assistants, by id and name; a read's `instance` chooses one, `home` when "
-            "left out:\n- home: Home\n- cabin: Cabin\n") in prompt
+    assert ("The household has two Home Assistants (id: name); `instance` picks one (`home` if left out), a tool "
+            "once per question for each:\n- home: Home\n- cabin: Cabin\n") in prompt
     assert all(argument is not None and argument["enum"] == ["home", CABIN] for argument in instance_arguments(first))
     told = model.requests[1].last("tool")
     assert told is not None
@@ -113,3 +113,17 @@ def test_the_model_settings_refuse_the_cabin_s_address(
             settings.test(ModelTryRequest(url, "m"), timeout=1)
     assert refused.value.detail.get("field") == "base_url" and "Home Assistant" in refused.value.message
     assert not cabin.requests
+
+
+def test_a_hand_edited_name_holding_a_lone_surrogate_leaves_every_turn_whole(
+        data_dir: DataDir, two_homes: tuple[StubHomeAssistant, StubHomeAssistant], model: FakeModel) -> None:
+    """JSON can spell half of a UTF-16 pair (`\\ud800`), which no UTF-8 request can carry: the name shows it as
+    U+FFFD and the turn is sent (it crashed encoding the prompt, whatever was asked)."""
+    house, cabin = two_homes
+    configured(data_dir, house, [ENTITY])
+    seed_instance(data_dir, cabin, [ENTITY])
+    path = Instances(data_dir).get(CABIN).config.path
+    path.write_text(path.read_text().replace('"Cabin"', '"\\ud800Cabin"'))
+    model.script(text("Hello."))
+    assert service_for(data_dir, model.url).send(None, "Hello").reply == "Hello."
+    assert "- cabin: \ufffdCabin\n" in model.requests[0].messages[0]["content"]

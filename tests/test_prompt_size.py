@@ -8,6 +8,8 @@ import json
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, available_timezones
 
+import pytest
+
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.conversation.model import function_name, tool_definitions
 from console_ha.conversation.turn_loop import system_prompt, today_line
@@ -86,8 +88,8 @@ def test_with_one_home_assistant_the_prompt_and_the_tools_are_as_they_were() -> 
 
 def test_the_prompt_names_each_home_assistant_in_a_line_by_id_and_name_in_order() -> None:
     prompt = system_prompt(CAPABILITIES, None, {"home": "House", "cabin": "Cabin", "workshop": "Workshop"})
-    assert ("The household has three Home Assistants, by id and name; a read's `instance` chooses one, `home` "
-            "when left out:\n- home: House\n- cabin: Cabin\n- workshop: Workshop\n") in prompt
+    assert ("The household has three Home Assistants (id: name); `instance` picks one (`home` if left out), a tool "
+            "once per question for each:\n- home: House\n- cabin: Cabin\n- workshop: Workshop\n") in prompt
 
 
 def test_a_name_in_the_prompt_is_one_line_of_at_most_forty_visible_characters_whatever_the_file_holds() -> None:
@@ -112,3 +114,24 @@ def test_with_eight_home_assistants_the_prompt_and_every_tool_stay_within_16_kib
                for tool in tools)
     size = len(prompt.encode("utf-8")) + len(json.dumps(tools).encode("utf-8"))
     assert size <= MAX_PROMPT_AND_TOOLS_BYTES_WITH_INSTANCES, f"{size} bytes"
+
+
+# A name's 40 characters may each take up to four bytes (Chinese three, an emoji four): the budgets are bytes.
+WIDE_NAMES = {"Chinese": "山", "emoji": "\U0001f3e0", "accented": "e\u0301"}
+
+
+@pytest.mark.parametrize("character", WIDE_NAMES.values(), ids=WIDE_NAMES.keys())
+def test_with_eight_home_assistants_named_in_wide_characters_the_budgets_hold(character: str) -> None:
+    names = {instance: character * MAX_INSTANCE_NAME_LENGTH for instance in MOST_INSTANCES}
+    prompt = system_prompt(CAPABILITIES, datetime.now(LONGEST_ZONE), names)
+    tools = tool_definitions(REGISTRY, tuple(names))
+    assert len(prompt.encode("utf-8")) <= MAX_PROMPT_BYTES_WITH_INSTANCES, f"{len(prompt.encode('utf-8'))} bytes"
+    size = len(prompt.encode("utf-8")) + len(json.dumps(tools).encode("utf-8"))
+    assert size <= MAX_PROMPT_AND_TOOLS_BYTES_WITH_INSTANCES, f"{size} bytes"
+
+
+def test_a_name_too_wide_for_the_prompt_is_cut_at_a_character_and_says_so() -> None:
+    """Whole while it fits in 40 bytes (thirteen Chinese characters); past that, cut before a character, marked."""
+    prompt = system_prompt(CAPABILITIES, None, {"home": "House", "cabin": "山" * 13, "workshop": "山" * 14})
+    assert "- cabin: " + "山" * 13 + "\n" in prompt
+    assert "- workshop: " + "山" * 12 + "…\n" in prompt

@@ -159,7 +159,7 @@ class Executor:
             config = self._load_config(instance)
             token = self._token_for(instance, config)
             check_policy(capability, canonical, config, token)
-            check_turn_limit(capability, turn or Turn(), room)
+            check_turn_limit(capability, turn or Turn(), room, instance.id)
         except CapabilityError as err:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
             self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client,
@@ -248,6 +248,8 @@ class Executor:
         """Whether what `pending`'s card showed (the address, what its capability binds) is still so: its read
         refuses when not (`_run`). Reads the settings only; a settings file found damaged is the read's to say."""
         instance = self.instances.get(instance_of(pending.arguments))
+        if not self.instances.exists(instance.id):
+            return False
         try:
             config = self._load_config(instance)
         except CapabilityError:
@@ -270,16 +272,16 @@ class Executor:
         started = time.monotonic()
         stage = Stage.POLICY
         try:
+            if not self.instances.exists(instance.id):
+                # Removed while its card was open: its settings are gone, not "switched off" (the file's default).
+                raise _changed_since_shown()
             # The household may have changed the settings while the card was open: check again.
             config = self._load_config(instance)
             token = self._token_for(instance, config)
             check_policy(capability, arguments, config, token)
             if what_the_card_shows(capability, config, instance.id) != pending.shown:
                 # Approved was a read of that Home Assistant (and whatever else the capability binds).
-                changed = ConfirmationInvalid(ConfirmationReason.SETTINGS_CHANGED, "The Home Assistant settings "
-                                              "changed after this card was shown; nothing was read. Ask again.")
-                changed.stage = Stage.CONFIRM
-                raise changed
+                raise _changed_since_shown()
             stage = Stage.EXECUTE
             deadline = Deadline(capability.bounds.timeout_seconds)
             now = datetime.fromtimestamp(self._clock(), UTC)
@@ -348,6 +350,14 @@ class Executor:
             client=client,
             instance=instance,
         )
+
+
+def _changed_since_shown() -> ConfirmationInvalid:
+    """What a read allowed from a card whose Home Assistant settings are no longer what it showed is refused with."""
+    changed = ConfirmationInvalid(ConfirmationReason.SETTINGS_CHANGED, "The Home Assistant settings changed after "
+                                  "this card was shown; nothing was read. Ask again.")
+    changed.stage = Stage.CONFIRM
+    return changed
 
 
 def _asked_instance(arguments: object, ids: tuple[str, ...]) -> str | None:

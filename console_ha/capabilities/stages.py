@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 class Turn:
     """How many times each capability has been proposed past policy in one conversation turn."""
 
-    counts: Counter[str] = field(default_factory=Counter)
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)  # by capability and instance
 
 
 def always_room(capability: Capability) -> None:
@@ -169,14 +169,16 @@ def check_policy(capability: Capability, arguments: Mapping[str, Any], config: H
 
 
 @at_stage(Stage.POLICY)
-def check_turn_limit(capability: Capability, turn: Turn, room: Room = always_room) -> None:
-    """Stage 3: room for one more card (`room`), and at most `max_invocations_per_turn` proposals in one turn."""
+def check_turn_limit(capability: Capability, turn: Turn, room: Room = always_room,
+                     instance: str = HOME_INSTANCE) -> None:
+    """Stage 3: room for one more card (`room`), and at most `max_invocations_per_turn` proposals of the capability
+    for each Home Assistant in one turn (so "is the cabin warmer than the house?" takes one read of each)."""
     refusal = room(capability)
     if refusal is not None:
         raise InvocationLimitExceeded(refusal)
-    if turn.counts[capability.name] >= capability.bounds.max_invocations_per_turn:
+    if turn.counts[capability.name, instance] >= capability.bounds.max_invocations_per_turn:
         raise InvocationLimitExceeded("This capability was already used in this turn.")
-    turn.counts[capability.name] += 1
+    turn.counts[capability.name, instance] += 1
 
 
 def instance_of(arguments: Mapping[str, Any]) -> str:

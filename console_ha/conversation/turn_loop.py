@@ -12,6 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from console_ha.answers.household_queue import Asker, HouseholdQueue
+from console_ha.capabilities.entity_budget import cut
 from console_ha.capabilities.executor import Executor, Proposal
 from console_ha.capabilities.registry import CAPABILITIES
 from console_ha.capabilities.spec import Capability
@@ -94,10 +95,13 @@ def instances_lines(names: Mapping[str, str]) -> str:
     """The prompt's lines naming the Home Assistants by id and name, when there are several; nothing for one."""
     if len(names) <= 1:
         return ""
-    # A name is the household's text: one line, bounded, whatever a settings file holds.
-    lines = "".join(f"- {instance}: {shown_name(name, MAX_INSTANCE_NAME_LENGTH)}\n" for instance, name in names.items())
-    return (f"The household has {_in_words(len(names))} Home Assistants, by id and name; a read's `instance` "
-            f"chooses one, `{HOME_INSTANCE}` when left out:\n{lines}")
+    # A name is the household's text: one line, bounded, whatever a settings file holds. Bounded in bytes too, as
+    # the prompt's budget is: forty Chinese characters are 120 (tests/test_prompt_size.py).
+    lines = "".join(f"- {instance}: {cut(shown_name(name, MAX_INSTANCE_NAME_LENGTH), MAX_INSTANCE_NAME_LENGTH)}\n"
+                    for instance, name in names.items())
+    # Each tool once per question for each of them (`stages.check_turn_limit`): one read of each compares two.
+    return (f"The household has {_in_words(len(names))} Home Assistants (id: name); `instance` picks one "
+            f"(`{HOME_INSTANCE}` if left out), a tool once per question for each:\n{lines}")
 
 
 def system_prompt(capabilities: Sequence[Capability] = CAPABILITIES, local_now: datetime | None = None,

@@ -147,8 +147,11 @@ def _check_entity_names(value: object) -> Mapping[str, str]:
 def shown_name(name: str, limit: int) -> str:
     """A name someone typed, as a card may show it: at most `limit` characters, nothing invisible."""
     # Control and format characters (bidi overrides among them) could make a card say one thing
-    # and mean another; whitespace runs fold to one space.
-    visible = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf"))
+    # and mean another; whitespace runs fold to one space. Half a UTF-16 pair (a file's JSON may spell one,
+    # `\ud800`) is no UTF-8 at all: no page, prompt or response holding it could be sent. It shows as U+FFFD,
+    # as `entity_budget.cut` shows it.
+    visible = "".join("\ufffd" if unicodedata.category(c) == "Cs" else c for c in name
+                      if unicodedata.category(c) not in ("Cc", "Cf"))
     return " ".join(visible.split())[:limit]
 
 

@@ -13,6 +13,7 @@ from console_ha.capabilities.registry import REGISTRY
 from console_ha.conversation.activity import EVENT_TABLE, reason
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.datadir import DataDir
+from console_ha.store.instances import Instances
 from tests.activity_log import FAILURE_CODES, LONG_PROGRAM, REFUSAL_CODES, add_instance, fill, record
 
 CODE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
@@ -231,3 +232,14 @@ def test_the_household_s_name_for_an_instance_is_shown_as_text(household: FlaskC
     for path in ("/activity", "/activity?instance=cabin"):
         html = household.get(path).get_data(as_text=True)
         assert "<b>Cabin</b>" not in html and "&lt;b&gt;Cabin&lt;/b&gt;" in html
+
+
+def test_a_hand_edited_name_holding_a_lone_surrogate_shows_it_as_a_replacement_character(household: FlaskClient,
+                                                                                           data_dir: DataDir):
+    """Half of a UTF-16 pair (JSON's `\\ud800`) cannot be sent as UTF-8: the page crashed; it shows as U+FFFD."""
+    add_instance(data_dir, "cabin", "Cabin")
+    path = Instances(data_dir).get("cabin").config.path
+    path.write_text(path.read_text().replace('"Cabin"', '"\\ud800Cabin"'))
+    record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE, instance="cabin")
+    response = household.get("/activity")
+    assert response.status_code == 200 and "\ufffdCabin" in response.get_data(as_text=True)
