@@ -9,6 +9,7 @@ Console sends. The cores are the session's (`real_ha`, `cabin_ha`): a test that 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -345,3 +346,25 @@ def test_an_mcp_program_naming_an_instance_there_is_not_gets_invalid_arguments_a
     assert cards == []
     error = error_of(result)
     assert error["code"] == "INVALID_ARGUMENTS" and "home, cabin" in error["message"]
+
+
+def test_activity_names_the_instance_of_each_real_read_and_shows_one_instance_on_asking(
+        served: ServedConsole, house_and_cabin: TwoHomes) -> None:
+    """After a program read each Home Assistant, Activity's events say which by name, and its filter shows one."""
+    for asked in ({}, {"instance": "cabin"}):
+        mcp_read(served, {"entity_id": SHARED_ENTITY, **asked})
+    household = log_in(served)
+    try:
+        every = household.get(served.url + "/activity", timeout=10).text
+        cabin = household.get(served.url + "/activity?instance=cabin", timeout=10).text
+    finally:
+        household.close()
+
+    assert events_by_instance(every) >= {("home", HOUSE_NAME), ("cabin", CABIN_NAME)}
+    assert events_by_instance(cabin) == {("cabin", CABIN_NAME)}
+
+
+def events_by_instance(html: str) -> set[tuple[str, str]]:
+    """Each event's instance id (its data) and the name it shows, as Activity renders them."""
+    return set(re.findall(
+        r'<li class="event-card"[^>]*data-instance="(\w+)">.*?<dt>Home Assistant</dt><dd>([^<]*)</dd>', html, re.S))
