@@ -34,7 +34,8 @@ NEVER: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "es": (
         (r"\b(usted|ustedes)\b", "usted, not tú"),
-        (r"\b(Pulse|Elija|Introduzca|Compruebe|Seleccione|Pegue|Inténtelo)\b", "an imperative of usted, not tú"),
+        (r"\b(Pulse|Elija|Introduzca|Compruebe|Seleccione|Pegue|Inténtelo|Dé|[Dd]esmarque|[Qq]uite)\b",
+         "an imperative of usted, not tú"),
         (r"[“”\"]", "English quotes, not «…»"),
     ),
     "nl": (
@@ -75,3 +76,17 @@ def test_the_check_can_fail() -> None:
                "nl": "Kies uw apparaat", "zh_Hans": "请选择,然后保存"}
     for language, sample in samples.items():
         assert any(re.search(pattern, sample) for pattern, _ in NEVER[language]), language
+
+
+# What each language calls the Console everywhere else (issue 29's new sentences said "Console" in German,
+# Spanish and Chinese beside 39, 48 and 79 sentences saying Konsole, Consola and 控制台).
+CONSOLE_WORD = {"de": "Konsole", "es": "Consola", "fr": "Console", "nl": "Console", "zh_Hans": "控制台"}
+
+
+@pytest.mark.parametrize("language", sorted(CONSOLE_WORD))
+def test_each_catalog_calls_the_console_by_one_word(language: str) -> None:
+    """No sentence names the Console with a word its catalog does not use elsewhere."""
+    others = {word for word in CONSOLE_WORD.values() if word != CONSOLE_WORD[language]}
+    found = [f"{msgid[:60]!r} -> {text!r}" for msgid, text in _translations(language)
+             if "Console" in msgid and any(word in text for word in others)]
+    assert not found, "\n".join(found)
