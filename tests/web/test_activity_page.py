@@ -187,11 +187,13 @@ def test_with_two_instances_each_event_names_its_own_and_a_link_shows_one(househ
 
 
 def test_one_instance_with_only_home_s_events_reads_as_before(household: FlaskClient, data_dir: DataDir):
-    """No filter and no instance on the events: a household of one Home Assistant sees today's page."""
+    """No filter and no instance on the events: a household of one Home Assistant sees today's page, its HTML
+    naming no instance anywhere (not even in an event's data, as the release before did not)."""
     log = fill(data_dir)
     record(log, AuditEvent.EXECUTED, STATE, instance="home")
     html, text, _ = read(household)
     assert 'class="instance-filter"' not in html and "<dt>Home Assistant</dt>" not in html
+    assert "instance" not in html
     assert "Show the events of" not in text and "events in the log in all." in text
 
 
