@@ -227,6 +227,14 @@ def test_a_filter_naming_no_instance_there_is_or_was_shows_every_event(household
     assert response.status_code == 302 and response.headers["Location"] == "/activity"
 
 
+def test_with_one_instance_a_link_to_home_s_events_shows_the_page_as_before(household: FlaskClient,
+                                                                            data_dir: DataDir):
+    """`?instance=home` on a Console of one Home Assistant: every event is home's, so the page without a choice."""
+    record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE, instance="home")
+    response = household.get("/activity", query_string={"instance": "home"})
+    assert response.status_code == 302 and response.headers["Location"] == "/activity"
+
+
 def test_the_household_s_name_for_an_instance_is_shown_as_text(household: FlaskClient, data_dir: DataDir):
     add_instance(data_dir, "cabin", "<b>Cabin</b>")
     record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE, instance="cabin")
