@@ -203,8 +203,10 @@ def activity() -> ResponseReturnValue:
     if asked is not None and not is_instance_id(asked):
         return redirect(url_for(".activity"))
     shown = summarise(services().audit.events(), names=services().instances.names(), instance=asked)
-    if asked is not None and shown.chosen is None:
+    if asked is not None and (shown.chosen is None or not shown.by_instance):
         # Neither an instance there is nor one the log names (a stale or mistyped link): every event instead.
+        # Nor while the page names no instance (one Home Assistant, only its events): all of them are home's,
+        # and that page reads as it did before instances.
         return redirect(url_for(".activity"))
     return render_template("activity.html", activity=shown)
 

@@ -25,11 +25,14 @@ from console_ha.conversation.activity import EVENT_TABLE
 from console_ha.language import Language, by_code
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.console_secrets import ConsoleSecrets
+from tests.activity_log import add_instance, record
 from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, PHONE, SETTINGS, LiveConsole, serious_violations
+from tests.e2e.test_activity_page import OVERFLOWING
 from tests.e2e.test_confirmations_page import BackgroundCall
 from tests.fake_model import FakeModel, answer_from_tool_result, tool_call
 from tests.moving_clock import wait_for
 from tests.stub_ha import StubHomeAssistant
+from tests.two_instances import CABIN, seed_instance
 
 # The fake model, named in the environment before the app starts (conftest.py).
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("model_in_the_environment")]
@@ -39,6 +42,8 @@ ENTITY = "sensor.living_room_temperature"
 ALLOWED = [ENTITY, "binary_sensor.front_door"]
 LIST = "home_assistant__list_entities"
 HISTORY = "home_assistant__get_history"
+HISTORY_CAPABILITY = "home_assistant.get_history"
+STATE = "home_assistant__get_state"
 # The browser's locale (its Accept-Language), the Console's language code for it, and what the household types.
 LOCALES = {
     "fr-FR": ("fr", "quelle est la température du salon ?"),
@@ -276,3 +281,82 @@ def test_the_walks_check_finds_an_english_sentence(browser: Browser, console: Li
             assert_in_language(page, "en")
     finally:
         context.close()
+
+
+# --- issue 29: two Home Assistants, in the language --------------------------------------------------------
+
+# The cabin's name as this household writes it: in Chinese, forty characters (the most a name may have).
+CABIN_NAMES = {"fr": "Chalet d’été", "zh-Hans": "湖边的度假小屋" * 5 + "工作室小房"}
+
+
+@pytest.mark.parametrize("walker", WALKS, ids=WALK_IDS, indirect=True)
+def test_two_home_assistants_in_the_language_activity_s_choice_and_the_settings_navigation(
+        walker: Walker, console: LiveConsole) -> None:
+    """Activity names each event's Home Assistant and shows one when chosen, and Settings goes from one to the
+    other by name: every word in the language, nothing wider than the screen, a forty-character name included."""
+    page, code = walker.page, walker.code
+    cabin = CABIN_NAMES[code]
+    add_instance(console.data_dir, "cabin", cabin)
+    log = AuditLog(console.data_dir)
+    record(log, AuditEvent.EXECUTED, HISTORY_CAPABILITY)  # a line of the release before: home's
+    record(log, AuditEvent.FAILED, HISTORY_CAPABILITY, "HA_UNREACHABLE", instance="cabin")
+    home = word(code, "Home")
+    log_in(page, console, code, "/activity")
+    choice = page.get_by_role("navigation", name=word(code, "Show the events of"))
+    expect(choice.get_by_role("link")).to_have_text([word(code, "All"), home, cabin])
+    events = page.locator(".event-card")
+    expect(events).to_have_count(2)
+    assert page.evaluate(OVERFLOWING) == []
+
+    choice.get_by_role("link", name=cabin, exact=True).click()
+    expect(page).to_have_url(re.compile(r"/activity\?instance=cabin$"))
+    expect(events).to_have_count(1)
+    expect(choice.get_by_role("link", name=cabin, exact=True)).to_have_attribute("aria-current", "page")
+    one = word(code, "One event of %(name)s in the log.").replace("%(name)s", cabin)
+    expect(page.get_by_role("main")).to_contain_text(one)
+    assert_in_language(page, code)
+    assert page.evaluate(OVERFLOWING) == []
+
+    page.goto(console.at(SETTINGS))
+    places = page.get_by_role("navigation", name=word(code, "Home Assistants"))
+    expect(places.get_by_role("link")).to_have_text([home, cabin])
+    places.get_by_role("link", name=cabin, exact=True).click()
+    heading = word(code, "Settings of %(name)s").replace("%(name)s", cabin)
+    expect(page.get_by_role("heading", name=heading)).to_be_visible()
+    # Not OVERFLOWING here: the settings form is a few pixels wider inside than it is on main too, with one
+    # Home Assistant, in French and in Chinese alike (its own issue, not this walk's).
+    assert_in_language(page, code)
+
+
+@pytest.mark.parametrize("walker", WALKS, ids=WALK_IDS, indirect=True)
+def test_two_home_assistants_in_the_language_a_card_names_the_cabin_and_activity_too(
+        walker: Walker, console: LiveConsole, model: FakeModel,
+        two_homes: tuple[StubHomeAssistant, StubHomeAssistant]) -> None:
+    """A read of the cabin: its card, in the language, names the cabin by the household's name in its title and
+    its last sentence; allowed, the cabin answers and Activity names the cabin's event."""
+    house, cabin_ha = two_homes
+    page, code, question = walker.page, walker.code, walker.question
+    cabin = CABIN_NAMES[code]
+    console.configure(house.base_url, house.token, enabled=True, allowlisted_entities=ALLOWED)
+    seed_instance(console.data_dir, cabin_ha, ALLOWED, name=cabin)
+    log_in(page, console, code, "/conversation")
+    model.script(tool_call(STATE, {"entity_id": ENTITY, "instance": CABIN}), answer_from_tool_result)
+    page.get_by_label(word(code, "Message"), exact=True).fill(question)
+    page.get_by_role("button", name=word(code, "Send"), exact=True).click()
+    allow = page.get_by_role("button", name=word(code, "Allow this once"), exact=True)
+    expect(allow).to_be_visible(timeout=10_000)
+    going = word(code, "This request leaves this device for your Home Assistant “{instance}” at {host}.")
+    card = page.locator(".card", has=allow)
+    expect(card).to_contain_text(going.format(instance=cabin, host=cabin_ha.base_url.removeprefix("http://")))
+    expect(card).to_contain_text(word(code, "{instance}: {title}").split("{title}")[0].format(instance=cabin))
+    assert_in_language(page, code)
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]  # type: ignore[index]
+    house_asked = len(house.requests)
+    allow.click()
+    expect(allow).to_have_count(0)
+    assert cabin_ha.requests_to(f"/api/states/{ENTITY}") and len(house.requests) == house_asked
+
+    page.get_by_role("link", name=word(code, "Activity"), exact=True).click()
+    first = page.locator(".event-card").first
+    expect(first.get_by_role("definition").nth(2)).to_have_text(cabin)
+    assert_in_language(page, code)

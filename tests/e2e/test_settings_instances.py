@@ -119,7 +119,7 @@ def test_a_french_household_without_javascript_adds_a_chalet_and_removes_it(
         expect(page.locator(".notice--ok")).to_contain_text("Chalet d’été a été ajouté.")
         # The navigation in French: home is "Maison" until the household names it.
         assert navigation(page, "Home Assistant") == [("Maison", False), ("Chalet d’été", True)]
-        expect(page.get_by_role("heading", name="Réglages de Chalet d’été")).to_be_visible()
+        expect(page.get_by_role("heading", name="Paramètres de Chalet d’été")).to_be_visible()
 
         page.get_by_label("URL de Home Assistant").fill(cabin.base_url)
         page.get_by_label("Jeton d’accès").fill(cabin.token)

@@ -98,13 +98,13 @@ def test_activity_of_several_home_assistants_in_french(household: FlaskClient, d
     """Issue 29: the choice of Home Assistant, each event's, a removed one's mark and the counts of one, in French."""
     _house_cabin_and_a_removed_shed(data_dir)
     html, text = _activity(household, FRENCH)
-    assert "Afficher les événements de Tous Maison Chalet shed (supprimé)" in text
-    assert re.search(r"<dt>Home Assistant</dt><dd>shed \(supprimé\)</dd>", html)
+    assert "Afficher les événements de Tous Maison Chalet shed (retiré)" in text
+    assert re.search(r"<dt>Home Assistant</dt><dd>shed \(retiré\)</dd>", html)
     assert re.search(r"<dt>Home Assistant</dt><dd>Maison</dd>", html)
     _, cabin = _activity_of(household, "cabin", FRENCH)
     assert f"1{NNBSP}001 événements de Chalet dans le journal." in cabin
     _, shed = _activity_of(household, "shed", FRENCH)
-    assert "Un seul événement de shed (supprimé) dans le journal." in shed
+    assert "Un seul événement de shed (retiré) dans le journal." in shed
     add_instance(data_dir, "attic", "Grenier")
     _, attic = _activity_of(household, "attic", FRENCH)
     assert "Aucun événement de Grenier pour l’instant. Quand l’assistant demande à le lire, ils apparaissent ici." \

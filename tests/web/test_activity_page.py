@@ -188,11 +188,13 @@ def test_with_two_instances_each_event_names_its_own_and_a_link_shows_one(househ
 
 
 def test_one_instance_with_only_home_s_events_reads_as_before(household: FlaskClient, data_dir: DataDir):
-    """No filter and no instance on the events: a household of one Home Assistant sees today's page."""
+    """No filter and no instance on the events: a household of one Home Assistant sees today's page, its HTML
+    naming no instance anywhere (not even in an event's data, as the release before did not)."""
     log = fill(data_dir)
     record(log, AuditEvent.EXECUTED, STATE, instance="home")
     html, text, _ = read(household)
     assert 'class="instance-filter"' not in html and "<dt>Home Assistant</dt>" not in html
+    assert "instance" not in html
     assert "Show the events of" not in text and "events in the log in all." in text
 
 
@@ -223,6 +225,14 @@ def test_a_filter_naming_no_instance_there_is_or_was_shows_every_event(household
     """A stale or mistyped link is sent to every event, never to a page about an instance that is not there."""
     _house_and_cabin(data_dir)
     response = household.get("/activity", query_string={"instance": asked})
+    assert response.status_code == 302 and response.headers["Location"] == "/activity"
+
+
+def test_with_one_instance_a_link_to_home_s_events_shows_the_page_as_before(household: FlaskClient,
+                                                                            data_dir: DataDir):
+    """`?instance=home` on a Console of one Home Assistant: every event is home's, so the page without a choice."""
+    record(AuditLog(data_dir), AuditEvent.EXECUTED, STATE, instance="home")
+    response = household.get("/activity", query_string={"instance": "home"})
     assert response.status_code == 302 and response.headers["Location"] == "/activity"
 
 

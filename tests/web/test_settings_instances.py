@@ -256,7 +256,7 @@ def test_the_language_form_comes_back_to_the_instance_shown(household: FlaskClie
     add(household, "Cabin")
     status, _, location = post(household, "/settings/language", instance="cabin", language="fr")
     assert status == 303 and location == CABIN_PAGE
-    assert "Réglages de Cabin" in household.get(CABIN_PAGE).get_data(as_text=True)
+    assert "Paramètres de Cabin" in household.get(CABIN_PAGE).get_data(as_text=True)
     status, _, location = post(household, "/settings/language", instance="../x", language="automatic")
     assert status == 303 and location == PAGE
 
