@@ -13,7 +13,7 @@ import pytest
 
 from console_ha.errors import ConfigInvalid, InvalidConfig
 from console_ha.ha.addresses import normalise_base_url
-from console_ha.store.config import ConfigStore, HomeAssistantConfig
+from console_ha.store.config import ConfigStore, HomeAssistantConfig, shown_name
 from tests.seed import seed_settings
 
 
@@ -235,3 +235,8 @@ def test_concurrent_updates_of_different_fields_are_all_kept(store):
     assert errors == []
     final = store.load()
     assert (final.base_url, final.allowlisted_entities) == (urls[-1], tuple(lists[-1]))
+
+
+def test_a_name_s_line_break_or_tab_reads_as_a_space_not_as_nothing() -> None:
+    """A name typed over two lines keeps its words apart; invisible characters still go."""
+    assert shown_name("Cabin\nby the\tlake\u202e\x00", 40) == "Cabin by the lake"

@@ -150,8 +150,9 @@ def shown_name(name: str, limit: int) -> str:
     # and mean another; whitespace runs fold to one space. Half a UTF-16 pair (a file's JSON may spell one,
     # `\ud800`) is no UTF-8 at all: no page, prompt or response holding it could be sent. It shows as U+FFFD,
     # as `entity_budget.cut` shows it.
+    # A line break or a tab is whitespace first: "Cabin\nHouse" reads "Cabin House", not "CabinHouse".
     visible = "".join("\ufffd" if unicodedata.category(c) == "Cs" else c for c in name
-                      if unicodedata.category(c) not in ("Cc", "Cf"))
+                      if c.isspace() or unicodedata.category(c) not in ("Cc", "Cf"))
     return " ".join(visible.split())[:limit]
 
 
