@@ -156,8 +156,10 @@ def remove_instance(instances: Instances, instance: str) -> None:
     """Remove an instance other than `home`, with its token and CA certificate (`Instances.remove`), under the
     saves' lock; 400 INVALID_CONFIG on `instance` for `home` or an id that is no instance (checked under it)."""
     if instance == HOME_INSTANCE:
+        # The page's own labels, so the household finds the controls it names.
         raise InvalidSettingsChange(Words("The first Home Assistant cannot be removed. To stop reading it, untick "
-                                          "Let the assistant read Home Assistant, or remove its token."),
+                                          "“Let the assistant read Home Assistant”, or tick “Forget the stored "
+                                          "token when I save” and save."),
                                     field=INSTANCE_FIELD)
     with save_lock(instances.data_dir):
         if not instances.exists(instance):
