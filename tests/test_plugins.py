@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from pathlib import Path
 
 import pluggy
@@ -14,6 +12,7 @@ from console_ha.hooks import HOOK_NAMES, StageHooks, hookimpl
 from console_ha.plugins.plugin_registry import PluginInfo, Plugins, UnknownPlugin
 from console_ha.store.datadir import DataDir
 from console_ha.store.plugin_switches import PluginSwitches
+from tests.tiny_plugin import install_plugin
 
 
 class QuietHours:
@@ -148,21 +147,13 @@ def test_a_plugin_installed_as_a_distribution_is_loaded_from_its_entry_point(
     data_dir: DataDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A real distribution on sys.path (its dist-info with an entry point): loaded, named, versioned."""
-    site = tmp_path / "site"
-    (site / "tiny_console_plugin-1.2.3.dist-info").mkdir(parents=True)
-    (site / "tiny_console_plugin-1.2.3.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: tiny-console-plugin\nVersion: 1.2.3\n")
-    (site / "tiny_console_plugin-1.2.3.dist-info" / "entry_points.txt").write_text(
-        "[console_ha]\ntiny = tiny_console_plugin\n")
-    (site / "tiny_console_plugin.py").write_text(textwrap.dedent("""
+    install_plugin(tmp_path / "site", monkeypatch, name="tiny", version="1.2.3", source="""
         from console_ha.hooks import hookimpl
 
         @hookimpl
         def on_card(event, card):
             return None
-    """))
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.delitem(sys.modules, "tiny_console_plugin", raising=False)
+    """)
 
     plugins = Plugins.installed(PluginSwitches(data_dir))
     assert PluginInfo("tiny", "1.2.3", ("on_card",), True) in plugins.describe()
