@@ -17,13 +17,16 @@ def narrows(original: object, candidate: object) -> bool:
     kept in their original order, each narrowing its original; any other value must be equal and of the same
     type (`1`, `True` and `1.0` differ). Exact types throughout: a subclass could answer `==` or `keys()` as
     it likes.
+
+    Linear in the two sizes, whatever the candidate: each original item is compared with at most one candidate
+    item, and the recursion goes no deeper than the original does (a hook's answer cannot make it slow).
     """
     if type(candidate) is not type(original):
         return False
-    if isinstance(original, dict):
-        return _dict_narrows(original, candidate)  # type: ignore[arg-type]  # same type, checked above
-    if isinstance(original, list):
-        return _list_narrows(original, candidate)  # type: ignore[arg-type]
+    if isinstance(original, dict) and isinstance(candidate, dict):
+        return _dict_narrows(original, candidate)
+    if isinstance(original, list) and isinstance(candidate, list):
+        return _list_narrows(original, candidate)
     return bool(candidate == original)
 
 

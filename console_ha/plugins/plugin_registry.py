@@ -6,6 +6,7 @@ tests) each keep their own plugins and switches.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from importlib.metadata import Distribution
 
@@ -37,6 +38,7 @@ class Plugins:
         self._manager = pluggy.PluginManager(PROJECT)
         self._manager.add_hookspecs(StageHooks)
         self._store = switches
+        self._switching = threading.Lock()  # two pages' switches at once: the one kept is the one saved last
         # Read once here and kept, written through by `set_on`: a hook call reads no file.
         self._switches: Switches = switches.read()
 
@@ -78,7 +80,8 @@ class Plugins:
         names = [plugin_name for plugin_name, _ in self._manager.list_name_plugin()]
         if name not in names:
             raise UnknownPlugin(name)
-        self._switches = self._store.set_on(name, on, names)
+        with self._switching:
+            self._switches = self._store.set_on(name, on, names)
 
     def _distributions(self) -> dict[str, Distribution]:
         # pluggy keeps (plugin, distribution) pairs; a plugin's name is what it was registered under.
