@@ -46,8 +46,8 @@ class Plugins:
     def installed(cls, switches: PluginSwitches) -> Plugins:
         """The plugins installed in this environment under the entry point group `console_ha`, loaded."""
         plugins = cls(switches)
-        # A plugin that fails to import or declares a hook wrongly stops the Console from starting, with
-        # pluggy's error naming it: installing a plugin is trusting it, and a half-loaded set would be a surprise.
+        # A plugin that fails to import (its own traceback) or declares a hook wrongly (pluggy's
+        # PluginValidationError, naming it) stops the Console from starting: a half-loaded set would be a surprise.
         plugins._manager.load_setuptools_entrypoints(PROJECT)
         return plugins
 
