@@ -1,4 +1,4 @@
-"""The `console-ha` command: serve the Console, set its password, manage API tokens, forward MCP on stdio."""
+"""The `console-ha` command: serve the Console, set its password, manage API tokens, list plugins, forward MCP."""
 
 from __future__ import annotations
 
@@ -181,6 +181,20 @@ def api_token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def plugins(args: argparse.Namespace) -> int:
+    """List the installed plugins: each one's version, its hooks, and whether the household turned it off."""
+    from console_ha.plugins.plugin_registry import Plugins
+    from console_ha.store.plugin_switches import PluginSwitches
+
+    installed = Plugins.installed(PluginSwitches(_data_dir(args))).describe()
+    if not installed:
+        print("No plugin is installed.")
+    for plugin in installed:
+        switch = "on" if plugin.on else "off (turned off by the household)"
+        print(f"{plugin.name}  {plugin.version or 'no version'}  {switch}  hooks: {', '.join(plugin.hooks) or 'none'}")
+    return 0
+
+
 def mcp(args: argparse.Namespace) -> int:
     """Forward MCP on stdio to a running Console's /mcp (token from CONSOLE_HA_API_TOKEN)."""
     # Imported here so the other commands start without loading the MCP SDK.
@@ -191,7 +205,7 @@ def mcp(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line: serve, set-password, api-token create|list|revoke."""
+    """The command line: serve, set-password, api-token create|list|revoke, plugins, mcp."""
     parser = argparse.ArgumentParser(prog="console-ha", description=__doc__)
     data_dir = argparse.ArgumentParser(add_help=False)
     data_dir.add_argument(
@@ -234,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = token_commands.add_parser("revoke", parents=[data_dir], help="remove the tokens with a name")
     revoke.add_argument("--name", required=True)
     revoke.set_defaults(handler=api_token_revoke)
+
+    listed = commands.add_parser(
+        "plugins", parents=[data_dir], help="list the installed plugins, their versions and hooks, and which are off"
+    )
+    listed.set_defaults(handler=plugins)
 
     forwarder = commands.add_parser(
         "mcp", help="an MCP server on stdio that forwards to a running Console (token: $CONSOLE_HA_API_TOKEN)"

@@ -333,3 +333,45 @@ def test_every_command_sweeps_what_a_killed_write_left(
     stale.write_text("a copy of what a killed write was writing")
     assert cli.main(["api-token", "list", "--data-dir", str(data_dir.root)]) == 0
     assert not stale.exists()
+
+
+def test_plugins_lists_each_installed_plugin_with_its_version_hooks_and_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two real distributions under the entry point group; the one the household turned off says so."""
+    from console_ha.store.plugin_switches import PluginSwitches
+    from tests.tiny_plugin import install_plugin
+
+    data_dir = DataDir(tmp_path / "data")
+    site = tmp_path / "site"
+    install_plugin(site, monkeypatch, name="quiet_hours_test", version="0.3.0", source="""
+        from console_ha.hooks import hookimpl
+
+        @hookimpl
+        def before_toolcall(capability):
+            return None
+    """)
+    install_plugin(site, monkeypatch, name="notify_test", version="2.0.1", source="""
+        from console_ha.hooks import hookimpl
+
+        @hookimpl
+        def on_card(event):
+            return None
+
+        @hookimpl
+        def on_input(message):
+            return None
+    """)
+    PluginSwitches(data_dir).set_on("notify_test", False, ["notify_test", "quiet_hours_test"])
+
+    assert cli.main(["plugins", "--data-dir", str(data_dir.root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "notify_test  2.0.1  off (turned off by the household)  hooks: on_input, on_card" in lines
+    assert "quiet_hours_test  0.3.0  on  hooks: before_toolcall" in lines
+
+
+def test_plugins_says_when_none_is_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a plugin: one line that says so, and no data dir made."""
+    assert cli.main(["plugins", "--data-dir", str(tmp_path / "data")]) == 0
+    assert capsys.readouterr().out == "No plugin is installed.\n"
+    assert not (tmp_path / "data").exists()

@@ -2,7 +2,8 @@
 
     entry points (cli, __main__, wsgi.py)
     -> web -> console (the composition root) -> (conversation, mcp) -> answers -> settings -> capabilities
-    -> (store, ha) -> the base (errors, secret, deadline, unknown_keys, timestamps, words, the package itself)
+    -> plugins -> (store, ha) -> the base (errors, secret, deadline, unknown_keys, timestamps, words, hooks,
+    the package itself)
 
 A module imports only from lower layers, or from its own package; the base modules may use each other.
 Besides: `store` takes only `ha.addresses` from `ha`, and nothing outside `web` imports Flask, Flask-WTF,
@@ -38,10 +39,14 @@ LAYERS: tuple[frozenset[str], ...] = (
     # capability never reads the settings service.
     frozenset({"settings"}),
     frozenset({"capabilities"}),
+    # The household's plugins (issue 30): the executor and the conversation call their hooks; they keep
+    # their switches in a store file and call through the deadline's threads.
+    frozenset({"plugins"}),
     frozenset({"store", "ha"}),
     frozenset({"", "errors", "secret", "deadline", "unknown_keys", "timestamps", "words",
                "folding",  # issue 18: how household words are compared, for ha (areas) and capabilities
-               "language"}),  # issue 26: the languages, their catalogs and Words, for every layer
+               "language",  # issue 26: the languages, their catalogs and Words, for every layer
+               "hooks"}),  # issue 30: the stage hooks' specifications, which plugins import
 )
 BASE = LAYERS[-1]
 

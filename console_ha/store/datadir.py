@@ -151,5 +151,10 @@ class DataDir:
         return self.root / "console" / "settings.json"
 
     @property
+    def plugin_switches(self) -> Path:
+        # Which installed plugins the household turned off, issue 30.
+        return self.root / "console" / "plugins.json"
+
+    @property
     def model_api_key(self) -> Path:
         return self.console_secrets / "model-api-key.json"

@@ -1,0 +1,90 @@
+"""One Console's plugins: those installed under the entry point group `console_ha`, and the household's switches.
+
+Built once per Console by the composition root, never a module global: two Consoles in one process (the
+tests) each keep their own plugins and switches.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from importlib.metadata import Distribution
+
+import pluggy
+from pluggy import HookImpl
+
+from console_ha.hooks import HOOK_NAMES, PROJECT, StageHooks
+from console_ha.store.plugin_switches import PluginSwitches, Switches
+
+
+class UnknownPlugin(LookupError):
+    """A switch was asked for a plugin that is not installed."""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """What the household sees of one installed plugin."""
+
+    name: str
+    version: str | None  # its distribution's version; None for one registered in code (the tests')
+    hooks: tuple[str, ...]  # the hooks it implements, in `HOOK_NAMES` order
+    on: bool  # False: the household turned it off; it stays installed and its hooks are not called
+
+
+class Plugins:
+    """The plugin manager with the stage hooks, and which plugins the household turned off."""
+
+    def __init__(self, switches: PluginSwitches) -> None:
+        self._manager = pluggy.PluginManager(PROJECT)
+        self._manager.add_hookspecs(StageHooks)
+        self._store = switches
+        self._switching = threading.Lock()  # two pages' switches at once: the one kept is the one saved last
+        # Read once here and kept, written through by `set_on`: a hook call reads no file.
+        self._switches: Switches = switches.read()
+
+    @classmethod
+    def installed(cls, switches: PluginSwitches) -> Plugins:
+        """The plugins installed in this environment under the entry point group `console_ha`, loaded."""
+        plugins = cls(switches)
+        # A plugin that fails to import (its own traceback) or declares a hook wrongly (pluggy's
+        # PluginValidationError, naming it) stops the Console from starting: a half-loaded set would be a surprise.
+        plugins._manager.load_setuptools_entrypoints(PROJECT)
+        return plugins
+
+    def register(self, plugin: object, name: str) -> None:
+        """Register a plugin given in code (a test's, or one the Console ships), checked against the specs."""
+        self._manager.register(plugin, name=name)
+
+    def describe(self) -> list[PluginInfo]:
+        """Every installed plugin with its version, its hooks and its switch, by name."""
+        versions = {name: dist.version for name, dist in self._distributions().items()}
+        found = []
+        for name, plugin in self._manager.list_name_plugin():
+            implemented = {caller.name for caller in self._manager.get_hookcallers(plugin) or []}
+            hooks = tuple(hook for hook in HOOK_NAMES if hook in implemented)
+            found.append(PluginInfo(name, versions.get(name), hooks, self._switches.is_on(name)))
+        return sorted(found, key=lambda info: info.name)
+
+    def implementations(self, hook: str) -> list[HookImpl]:
+        """The implementations of `hook` whose plugin is on, in pluggy's call order (tryfirst first).
+
+        pluggy keeps them trylast first and calls them from the end; wrappers (`wrapper=True`,
+        `hookwrapper=True`) are left out: they would run around the others, outside any deadline.
+        """
+        caller = getattr(self._manager.hook, hook)
+        return [impl for impl in reversed(caller.get_hookimpls())
+                if not (impl.wrapper or impl.hookwrapper) and self._switches.is_on(impl.plugin_name)]
+
+    def set_on(self, name: str, on: bool) -> None:
+        """Turn an installed plugin on or off, without uninstalling it; saved for the next start too."""
+        names = [plugin_name for plugin_name, _ in self._manager.list_name_plugin()]
+        if name not in names:
+            raise UnknownPlugin(name)
+        with self._switching:
+            self._switches = self._store.set_on(name, on, names)
+
+    def _distributions(self) -> dict[str, Distribution]:
+        # pluggy keeps (plugin, distribution) pairs; a plugin's name is what it was registered under.
+        by_plugin = {id(plugin): dist for plugin, dist in self._manager.list_plugin_distributions()}
+        return {name: by_plugin[id(plugin)] for name, plugin in self._manager.list_name_plugin()
+                if id(plugin) in by_plugin}
