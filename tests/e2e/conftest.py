@@ -147,6 +147,17 @@ def log_in(page: Page, console: LiveConsole, password: str = PASSWORD, path: str
     page.wait_for_load_state()
 
 
+
+def log_in_in_any_language(page: Page, console: LiveConsole) -> None:
+    """Log in through the login page, whatever its language (found by its form, not its words), and arrive at the
+    settings page; without JavaScript, and the connection saved, it refreshes to its whole list (`?q=`)."""
+    page.goto(console.at(SETTINGS))
+    expect(page).to_have_url(re.compile(r"/login\?"))
+    page.locator("#password").fill(PASSWORD)
+    page.locator("button[type=submit].primary").click()
+    expect(page).to_have_url(re.compile(re.escape(console.at(SETTINGS)) + r"(\?q=)?$"))
+    page.wait_for_load_state()
+
 @pytest.fixture
 def settings_page(page: Page, console: LiveConsole, household_password: str) -> Page:
     """A logged-in browser tab on the settings page."""

@@ -11,23 +11,18 @@ import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
-from tests.e2e.conftest import DESKTOP, PASSWORD, PHONE, SETTINGS, LiveConsole, serious_violations
+from tests.e2e.conftest import (
+    DESKTOP,
+    PHONE,
+    LiveConsole,
+    log_in_in_any_language,
+    serious_violations,
+)
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
-
-
-def _log_in(page: Page, console: LiveConsole) -> None:
-    """Log in through the login page, whatever language it is in, and arrive at the settings page."""
-    page.goto(console.at(SETTINGS))
-    expect(page).to_have_url(re.compile(r"/login\?"))
-    page.locator("#password").fill(PASSWORD)
-    page.locator("button[type=submit].primary").click()
-    # Without JavaScript, and the connection saved, the page refreshes to its whole list (?q=).
-    expect(page).to_have_url(re.compile(re.escape(console.at(SETTINGS)) + r"(\?q=)?$"))
-    page.wait_for_load_state()
 
 
 @pytest.mark.parametrize("width", [DESKTOP, PHONE], ids=["1280", "390"])
@@ -37,7 +32,7 @@ def test_a_french_household_sets_up_with_the_scripts_speaking_french(
     context = browser.new_context(locale="fr-FR", viewport=width)
     page = context.new_page()
     try:
-        _log_in(page, console)
+        log_in_in_any_language(page, console)
         expect(page.locator("html")).to_have_attribute("lang", "fr")
         page.get_by_label("URL de Home Assistant").fill(stub_ha.base_url)
         page.get_by_label("Jeton d’accès").fill(stub_ha.token)
@@ -69,7 +64,7 @@ def test_a_chinese_household_without_javascript_reads_the_picker_and_the_test_in
     context = browser.new_context(locale="zh-CN", java_script_enabled=False, viewport=width)
     page = context.new_page()
     try:
-        _log_in(page, console)
+        log_in_in_any_language(page, console)
         # Without JavaScript the whole list is there at once (the page refreshes to it).
         expect(page.locator("#nojs-count")).to_contain_text("显示第 1–")
         kinds = page.locator("#nojs-kind")

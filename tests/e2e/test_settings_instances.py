@@ -7,13 +7,19 @@ JavaScript, in French: the same through the plain forms, the navigation naming h
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from console_ha.store.instances import Instances
-from tests.e2e.conftest import DESKTOP, PASSWORD, SETTINGS, LiveConsole, entity, screenshot, serious_violations
+from tests.e2e.conftest import (
+    DESKTOP,
+    SETTINGS,
+    LiveConsole,
+    entity,
+    log_in_in_any_language,
+    screenshot,
+    serious_violations,
+)
 from tests.stub_ha import StubHomeAssistant
 
 pytestmark = pytest.mark.browser
@@ -33,16 +39,6 @@ def homes(console: LiveConsole, two_homes: tuple[StubHomeAssistant, StubHomeAssi
     return house, cabin
 
 
-def log_in(page: Page, console: LiveConsole) -> None:
-    """Log in through the login page, whatever its language, and arrive at the settings page (or its list)."""
-    page.goto(console.at(SETTINGS))
-    expect(page).to_have_url(re.compile(r"/login\?"))
-    page.locator("#password").fill(PASSWORD)
-    page.locator("button[type=submit].primary").click()
-    expect(page).to_have_url(re.compile(re.escape(console.at(SETTINGS)) + r"(\?q=)?$"))
-    page.wait_for_load_state()
-
-
 def navigation(page: Page, label: str = "Home Assistants") -> list[tuple[str, bool]]:
     """The Home Assistants the page's navigation names, and which one it marks as shown."""
     links = page.get_by_role("navigation", name=label).get_by_role("link")
@@ -53,7 +49,7 @@ def test_a_cabin_is_added_set_up_renamed_and_removed_with_javascript(
         page: Page, console: LiveConsole, homes: tuple[StubHomeAssistant, StubHomeAssistant]) -> None:
     _, cabin = homes
     page.set_viewport_size(DESKTOP)
-    log_in(page, console)
+    log_in_in_any_language(page, console)
     expect(entity(page, "light.living_room")).to_be_checked()  # the house's picker, loaded
     page.get_by_text("Add another Home Assistant").click()
     page.get_by_label("Name of the new Home Assistant").fill("Cabin")
@@ -111,7 +107,7 @@ def test_a_french_household_without_javascript_adds_a_chalet_and_removes_it(
     context = browser.new_context(locale="fr-FR", java_script_enabled=False, viewport=DESKTOP)
     page = context.new_page()
     try:
-        log_in(page, console)
+        log_in_in_any_language(page, console)
         page.get_by_text("Ajouter un autre Home Assistant").click()
         page.get_by_label("Nom du nouveau Home Assistant").fill("Chalet d’été")
         page.get_by_role("button", name="Ajouter", exact=True).click()
