@@ -177,6 +177,9 @@ class CapabilityError(ConsoleHaError):
 
     stage: int | None = None
 
+    # The household's plugin whose answer ended the call (issue 30), for its audit line: a name, never a value.
+    plugin: str | None = None
+
     def __init__(self, message: str, *, stage: int | None = None, **detail: Any) -> None:
         super().__init__(message, **detail)
         if stage is not None:
@@ -211,6 +214,15 @@ class EntityNotAllowlisted(CapabilityError):
 @error_code("INVOCATION_LIMIT_EXCEEDED", 429)
 class InvocationLimitExceeded(CapabilityError):
     """The capability was used as often as its bounds allow (a turn's, or the waiting reads')."""
+
+
+@error_code("REFUSED_BY_PLUGIN", 403)
+class RefusedByPlugin(CapabilityError):
+    """A household's plugin refused the read in its `before_toolcall` hook (stage 3, before any card)."""
+
+    def __init__(self, message: str, *, plugin: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
 
 
 @error_code("CONFIRMATION_DENIED", 409)

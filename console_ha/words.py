@@ -52,6 +52,9 @@ MODEL_WORDS: MappingProxyType[str, str] = MappingProxyType({
                        "access tokens) and paste it on the Console's settings page.",
     "HA_NOT_FOUND": "Home Assistant has no such entity; it may have been renamed or removed.",
     "HA_BAD_RESPONSE": "Home Assistant's answer could not be used.",
+    # Issue 30: a household's plugin refused the read in `before_toolcall`; its own reason follows, so the model can
+    # tell the household why (`refused_by_plugin`).
+    "REFUSED_BY_PLUGIN": "A plugin the household installed ({plugin}) refused this read: {reason}",
     "HA_TLS_ERROR": "The secure connection to Home Assistant failed its certificate check.",
     "HA_BUSY": BUSY_MESSAGE,
     # issue 19, get_statistics
@@ -213,6 +216,10 @@ CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
     "ENTITY_NOT_ALLOWLISTED":
         Words("The assistant asked about a device that is not on your list, so the Console refused it. You can add "
               "devices in Settings."),
+    # Issue 30: Activity names the plugin (its own line); the chat line says where to look.
+    "REFUSED_BY_PLUGIN":
+        Words("One of the plugins installed on this Console refused the read, so nothing was read. Activity says "
+              "which one."),
     "INVOCATION_LIMIT_EXCEEDED":
         Words("The assistant asked for the same kind of read twice for one question; the Console allows one, so it "
               "refused the second."),

@@ -22,6 +22,10 @@ EVENT_CODES = {AuditEvent.DENIED: "CONFIRMATION_DENIED", AuditEvent.ASKED_AGAIN:
                AuditEvent.FAILED: "HA_TIMEOUT"}
 # An API token's name is the household's own text: one word as long as a name may be must wrap, not widen the page.
 LONG_PROGRAM = ("the-kitchen-tablet-in-the-hallway-" * 4)[:MAX_TOKEN_NAME_LENGTH]
+# Issue 30: the plugin and hook a plugin's line names (the executor's own: `capabilities/executor.py`).
+PLUGIN = "quiet_hours"
+HOOKS = {AuditEvent.PLUGIN_CHANGED: "before_toolcall", AuditEvent.PLUGIN_DROPPED: "after_toolcall",
+         AuditEvent.PLUGIN_SKIPPED: "before_toolcall"}
 STAGES = {AuditEvent.PROPOSED: 1, AuditEvent.REJECTED: 3, AuditEvent.EXECUTED: 6, AuditEvent.FAILED: 5}
 
 
@@ -31,7 +35,8 @@ def record(log: AuditLog, event: AuditEvent, capability: str, code: str | None =
     `instance` None writes a line as a Console of one Home Assistant did, with no `instance`."""
     log.record(event, capability=capability, classification="read/external", stage=STAGES.get(event, 4),
                invocation=secrets.token_hex(8), code=code or EVENT_CODES.get(event), client=client,
-               duration_ms=1234 if event in (AuditEvent.EXECUTED, AuditEvent.FAILED) else None, instance=instance)
+               duration_ms=1234 if event in (AuditEvent.EXECUTED, AuditEvent.FAILED) else None, instance=instance,
+               plugin=PLUGIN if event in HOOKS else None, hook=HOOKS.get(event))
 
 
 def add_instance(data_dir: DataDir, instance: str, name: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import secrets
 import time
@@ -17,6 +18,8 @@ from console_ha.capabilities.confirmations import ConfirmationStore, ExpiredConf
 from console_ha.capabilities.registry import CAPABILITIES, REGISTRY
 from console_ha.capabilities.spec import INSTANCE, Capability, offered
 from console_ha.capabilities.stages import (
+    AFTER_TOOLCALL,
+    BEFORE_TOOLCALL,
     INTERNAL_ERROR_MESSAGE,
     Room,
     Stage,
@@ -26,6 +29,8 @@ from console_ha.capabilities.stages import (
     check_policy,
     check_turn_limit,
     instance_of,
+    principal_of,
+    refused_by_plugin,
     resolve,
     shape,
     validate,
@@ -45,6 +50,9 @@ from console_ha.errors import (
 )
 from console_ha.ha.kept_clients import LendClient, one_client
 from console_ha.ha.rest_client import cache_key
+from console_ha.plugins.hook_calls import Skipped, call_one
+from console_ha.plugins.narrowing import is_arguments, narrows
+from console_ha.plugins.plugin_registry import Plugins
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.config import HomeAssistantConfig
@@ -85,7 +93,7 @@ class Executor:
 
     def __init__(self, instances: Instances, *, audit: AuditLog, confirmations: ConfirmationStore,
                  clients: LendClient = one_client, clock: Callable[[], float] = time.time,
-                 memory: CardMemory | None = None) -> None:
+                 memory: CardMemory | None = None, plugins: Plugins | None = None) -> None:
         # Every store is handed in (Console.open builds them once); the executor builds none of its own.
         self.instances = instances
         self.confirmations = confirmations
@@ -99,6 +107,9 @@ class Executor:
         # What its cards may say of the devices, kept by its reads: the Console's, shared by its executors and
         # its settings page; else this executor's own (plain Python).
         self._memory = memory or CardMemory()
+        # The household's plugins (the Console's, shared by its executors): their `before_toolcall` and
+        # `after_toolcall` hooks, checked so they narrow and never widen. None: no plugin (plain Python).
+        self._plugins = plugins
 
     def offered(self) -> tuple[Capability, ...]:
         """The capabilities an allowlisted entity of any instance can answer (`spec.offered`): what the model and
@@ -155,6 +166,8 @@ class Executor:
         try:
             capability = resolve(name)
             canonical = validate(capability, arguments, ids)
+            canonical = self._before_toolcall(capability, canonical, ids, invocation, client=client,
+                                              asked=_asked_instance(arguments, ids))
             instance = self.instances.get(instance_of(canonical))
             config = self._load_config(instance)
             token = self._token_for(instance, config)
@@ -163,7 +176,8 @@ class Executor:
         except CapabilityError as err:
             # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
             self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client,
-                        instance=_asked_instance(arguments, ids))
+                        instance=_asked_instance(arguments, ids), plugin=err.plugin,
+                        hook=BEFORE_TOOLCALL if err.plugin else None)
             raise
         # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home Assistant
         # before the household answers (docs/capabilities.md, "What a card knows").
@@ -291,6 +305,7 @@ class Executor:
             stage = Stage.SHAPE
             result = shape(capability, {**raw, INSTANCE: instance.id})
             self._learn_zone(config.base_url, result)
+            result = self._after_toolcall(capability, pending, result)
         except HomeAssistantError as err:
             self._audit(AuditEvent.FAILED, capability.name, Stage.EXECUTE, pending.invocation_id, err.code,
                         _elapsed_ms(started), client=pending.client,
@@ -317,6 +332,82 @@ class Executor:
                     instance=instance_of(pending.arguments))
         return result
 
+    def _before_toolcall(self, capability: Capability, canonical: dict[str, Any], ids: tuple[str, ...],
+                         invocation: str, *, client: str | None, asked: str | None) -> dict[str, Any]:
+        """Between stages 2 and 3: each plugin's `before_toolcall`, handed what the one before it left.
+
+        A str refuses the call (`REFUSED_BY_PLUGIN`, raised). Arguments (a dict with text keys) are validated
+        again from stage 2, as if the model had asked for them, and stage 3 then checks them as it checks any
+        (the allowlist of the instance they name): invalid ones refuse the call, naming the plugin, rather than
+        let the read go ahead with arguments the plugin wanted changed. Any other answer is dropped.
+        """
+        if self._plugins is None:
+            return canonical
+        principal = principal_of(client)
+        for impl in self._plugins.implementations(BEFORE_TOOLCALL):
+            plugin = impl.plugin_name
+            answered = call_one(impl, BEFORE_TOOLCALL, {"capability": capability.name, "arguments": canonical,
+                                                        "principal": principal})
+            if answered is None:
+                continue
+            if isinstance(answered, Skipped):
+                self._audit_plugin(AuditEvent.PLUGIN_SKIPPED, capability, Stage.POLICY, invocation, answered.plugin,
+                                   BEFORE_TOOLCALL, client=client, instance=asked)
+                continue
+            if type(answered) is str:
+                raise refused_by_plugin(plugin, answered)
+            answer = _own_copy(answered)  # the plugin may still hold (and change) what it returned
+            if not is_arguments(answer):
+                self._audit_plugin(AuditEvent.PLUGIN_DROPPED, capability, Stage.POLICY, invocation, plugin,
+                                   BEFORE_TOOLCALL, client=client, instance=asked)
+                continue
+            try:
+                narrowed = validate(capability, answer, ids)
+            except CapabilityError as err:
+                err.plugin = plugin
+                raise
+            if narrowed != canonical:
+                self._audit_plugin(AuditEvent.PLUGIN_CHANGED, capability, Stage.POLICY, invocation, plugin,
+                                   BEFORE_TOOLCALL, client=client, instance=asked)
+                canonical = narrowed
+        return canonical
+
+    def _after_toolcall(self, capability: Capability, pending: PendingConfirmation,
+                        result: dict[str, Any]) -> dict[str, Any]:
+        """After stage 6: each plugin's `after_toolcall`, handed what the one before it left.
+
+        An answer is kept only when it is a dict that narrows what that plugin was handed (`narrows`), still
+        names the same `instance` and validates against the capability's result schema; any other is dropped.
+        """
+        if self._plugins is None:
+            return result
+        principal = principal_of(pending.client)
+        instance = instance_of(pending.arguments)
+        for impl in self._plugins.implementations(AFTER_TOOLCALL):
+            plugin = impl.plugin_name
+            answered = call_one(impl, AFTER_TOOLCALL, {"capability": capability.name, "arguments": pending.arguments,
+                                                       "result": result, "principal": principal})
+            if answered is None:
+                continue
+            if isinstance(answered, Skipped):
+                self._audit_plugin(AuditEvent.PLUGIN_SKIPPED, capability, Stage.SHAPE, pending.invocation_id,
+                                   answered.plugin, AFTER_TOOLCALL, client=pending.client, instance=instance)
+                continue
+            kept = _narrower_result(capability, result, answered)
+            if kept is None:
+                self._audit_plugin(AuditEvent.PLUGIN_DROPPED, capability, Stage.SHAPE, pending.invocation_id,
+                                   plugin, AFTER_TOOLCALL, client=pending.client, instance=instance)
+            elif kept != result:
+                self._audit_plugin(AuditEvent.PLUGIN_CHANGED, capability, Stage.SHAPE, pending.invocation_id,
+                                   plugin, AFTER_TOOLCALL, client=pending.client, instance=instance)
+                result = kept
+        return result
+
+    def _audit_plugin(self, event: AuditEvent, capability: Capability, stage: Stage, invocation: str, plugin: str,
+                      hook: str, *, client: str | None, instance: str | None) -> None:
+        self._audit(event, capability.name, stage, invocation, client=client, instance=instance, plugin=plugin,
+                    hook=hook)
+
     def _token_for(self, instance: Instance, config: HomeAssistantConfig) -> TokenLookup:
         # The token is read after the configuration (see TokenStore.lookup) and only for its origin.
         return instance.token.lookup(config.base_url, configured_url=config.base_url)
@@ -337,7 +428,8 @@ class Executor:
                     instance=instance_of(pending.arguments))
 
     def _audit(self, event: AuditEvent, capability: str, stage: int, invocation: str, code: str | None = None,
-               duration_ms: int | None = None, *, client: str | None = None, instance: str | None = None) -> None:
+               duration_ms: int | None = None, *, client: str | None = None, instance: str | None = None,
+               plugin: str | None = None, hook: str | None = None) -> None:
         classification = REGISTRY[capability].classification if capability in REGISTRY else None
         self.audit.record(
             event,
@@ -349,6 +441,8 @@ class Executor:
             duration_ms=duration_ms,
             client=client,
             instance=instance,
+            plugin=plugin,
+            hook=hook,
         )
 
 
@@ -358,6 +452,27 @@ def _changed_since_shown() -> ConfirmationInvalid:
                                   "this card was shown; nothing was read. Ask again.")
     changed.stage = Stage.CONFIRM
     return changed
+
+
+def _own_copy(answer: object) -> object:
+    """A deep copy of what a plugin answered, checked and kept in its place: the plugin cannot change it after.
+    None when it cannot be copied (its own `__deepcopy__` raised): such an answer is no arguments nor result."""
+    try:
+        return copy.deepcopy(answer)
+    except Exception:  # what a plugin's object raises is its own; the answer is dropped
+        return None
+
+
+def _narrower_result(capability: Capability, original: dict[str, Any], answered: object) -> dict[str, Any] | None:
+    """`answered` (copied) when `after_toolcall` may give it: a dict that narrows `original`, names its `instance`
+    and validates against the result schema; else None."""
+    if type(answered) is not dict:
+        return None
+    answer = _own_copy(answered)
+    if (not isinstance(answer, dict) or answer.get(INSTANCE) != original.get(INSTANCE)
+            or not narrows(original, answer) or capability.result_problems(answer)):
+        return None
+    return answer
 
 
 def _asked_instance(arguments: object, ids: tuple[str, ...]) -> str | None:

@@ -27,6 +27,7 @@ from console_ha.errors import (
     EntityNotAllowlisted,
     InvalidArguments,
     InvocationLimitExceeded,
+    RefusedByPlugin,
     ResultTooLarge,
     UnknownCapability,
 )
@@ -34,6 +35,7 @@ from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.store.ha_token import TokenLookup
 from console_ha.unknown_keys import first_unknown
+from console_ha.words import MODEL_WORDS
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +196,31 @@ def what_the_card_shows(capability: Capability, config: HomeAssistantConfig,
     if instance != HOME_INSTANCE:
         shown[INSTANCE] = instance  # `home`'s approval binds what it always bound
     return json.dumps(shown, sort_keys=True)
+
+
+# --- the household's plugins (issue 30): after stage 2, and after stage 6 -------------------------
+
+BEFORE_TOOLCALL = "before_toolcall"
+AFTER_TOOLCALL = "after_toolcall"
+# How much of a plugin's refusal reason the model is told: a sentence, not a document.
+REASON_CHARACTERS = 200
+
+
+def principal_of(client: str | None) -> str:
+    """Who asked, as a hook is told (contract): "household" for its own page, "program:<token name>" for a program."""
+    return "household" if client is None else f"program:{client}"
+
+
+def refused_by_plugin(plugin: str, reason: str) -> RefusedByPlugin:
+    """The refusal `before_toolcall` answered with, at stage 3: the model is told which plugin and its reason
+    (on one line, at most `REASON_CHARACTERS`), so it can tell the household why; the audit keeps the name only."""
+    said = " ".join(reason.split())
+    if len(said) > REASON_CHARACTERS:
+        said = said[:REASON_CHARACTERS - 1] + "…"
+    told = MODEL_WORDS["REFUSED_BY_PLUGIN"].format(plugin=plugin, reason=said or "(no reason given)")
+    refused = RefusedByPlugin(told, plugin=plugin)
+    refused.stage = Stage.POLICY
+    return refused
 
 
 # --- stage 6 ---------------------------------------------------------------------------------

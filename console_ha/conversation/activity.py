@@ -59,6 +59,18 @@ EVENT_TABLE: Mapping[AuditEvent, EventWords] = MappingProxyType({
                                      Words("Withdrawn")),
     AuditEvent.ABANDONED: EventWords(Words("The program had already gone; nothing was read."),
                                      Words("The program had gone")),
+    # Issue 30: a line naming the plugin and its hook (`plugin_line` fills them in).
+    # Translators: {plugin} is an installed plugin's name, {hook} the stage it acts at ("before_toolcall").
+    AuditEvent.PLUGIN_CHANGED: EventWords(Words("The plugin {plugin} narrowed it at {hook}."),
+                                          Words("Narrowed by a plugin")),
+    # Translators: {plugin} is an installed plugin's name, {hook} the stage it acts at ("after_toolcall").
+    AuditEvent.PLUGIN_DROPPED: EventWords(Words("The plugin {plugin} answered at {hook} with something it may not "
+                                                "give, so the Console ignored it."),
+                                          Words("A plugin’s answer ignored")),
+    # Translators: {plugin} is an installed plugin's name, {hook} the stage it acts at ("before_toolcall").
+    AuditEvent.PLUGIN_SKIPPED: EventWords(Words("The plugin {plugin} failed or took longer than a second at {hook}, "
+                                                "so the Console went on without it."),
+                                          Words("A plugin skipped")),
 })
 # Each event's line, for callers that need only that (tests look a line up by its event).
 EVENT_WORDS: Mapping[AuditEvent, Words] = MappingProxyType({event: words.line for event, words in EVENT_TABLE.items()})
@@ -69,12 +81,19 @@ UNKNOWN_EVENT_WORDS = Words("Something happened that this Console has no words f
 CONVERSATION_PAGE = Words("Conversation page")
 # A read the household allowed that the Console then refused (the settings changed while the card was open):
 # the same `rejected` event, told apart by its invocation having been approved earlier in the log.
+# Translators: {plugin} is an installed plugin's name; it refused the read in its before_toolcall hook.
+REFUSED_BY_A_PLUGIN = Words("Refused by the plugin {plugin} before you were asked.")
+# The plugin a line names (or a plugin event's, damaged, that names none): what its words call it.
+UNNAMED_PLUGIN = "?"
 REFUSED_AFTER_YOU_ALLOWED = Words("You allowed it, but the Console then refused it, so nothing was read.")
 # A card of the conversation page withdrawn because the household sent another message instead.
 WITHDRAWN_BY_A_NEW_MESSAGE = Words("Withdrawn: you asked something else.")
 
 # The names of a Console that reads one Home Assistant (`Instances.names()` of a fresh data dir).
 HOME_ONLY: Mapping[str, str] = MappingProxyType({HOME_INSTANCE: HOME_NAME})
+
+# The events whose words name a plugin and its hook (issue 30).
+PLUGIN_EVENTS = frozenset({AuditEvent.PLUGIN_CHANGED, AuditEvent.PLUGIN_DROPPED, AuditEvent.PLUGIN_SKIPPED})
 
 # The events whose code says why, in the household's words (`reason`).
 EXPLAINED = (AuditEvent.REJECTED, AuditEvent.FAILED)
@@ -174,6 +193,9 @@ class ActivityEvent:
     # The Home Assistant it was about (`home` for a line that names none), and what the page calls it.
     instance: str = HOME_INSTANCE
     instance_name: str = HOME_NAME
+    # Issue 30: the plugin and its hook the line is about (also in `words`), when a plugin had a part in it.
+    plugin: str | None = None
+    hook: str | None = None
 
     @property
     def capability_words(self) -> str:
@@ -293,7 +315,13 @@ def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *
            instance: str, instance_name: str) -> ActivityEvent:
     code = str(event["code"]) if event.get("code") else None
     client = str(event["client"]) if event.get("client") else None
-    if kind is AuditEvent.CANCELLED and client is None:
+    plugin = str(event["plugin"]) if event.get("plugin") else None
+    hook = str(event["hook"]) if event.get("hook") else None
+    if kind in PLUGIN_EVENTS:
+        words = Words(EVENT_WORDS[kind].msgid, plugin=plugin or UNNAMED_PLUGIN, hook=hook or UNNAMED_PLUGIN)
+    elif kind is AuditEvent.REJECTED and plugin is not None:
+        words = Words(REFUSED_BY_A_PLUGIN.msgid, plugin=plugin)
+    elif kind is AuditEvent.CANCELLED and client is None:
         words = WITHDRAWN_BY_A_NEW_MESSAGE  # the conversation page's card: the household moved on
     elif kind is AuditEvent.REJECTED and after_approval:
         words = REFUSED_AFTER_YOU_ALLOWED
@@ -312,6 +340,8 @@ def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *
         why=None if kind is None else reason(kind, code),
         instance=instance,
         instance_name=instance_name,
+        plugin=plugin,
+        hook=hook,
     )
 
 

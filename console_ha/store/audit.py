@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from console_ha.hooks import HOOK_NAMES
 from console_ha.store.atomic import ensure_dir
 from console_ha.store.datadir import DataDir, is_instance_id
 from console_ha.timestamps import utc_z_now
@@ -39,6 +40,13 @@ class AuditEvent(StrEnum):
     HELD = "held"
     # Allowed, but the program never came back before the card expired: nothing was read.
     ABANDONED = "abandoned"
+    # Issue 30: a household's plugin at a stage hook (the line's `plugin` and `hook`). It changed what is read
+    # (`before_toolcall`'s narrower arguments) or what the asker gets (`after_toolcall`'s narrower result);
+    # its answer was dropped (not one it may give: a wrong type, or a result that widens or fails the schema);
+    # or it was skipped (it raised, or took longer than its second). Its refusal is `rejected`, naming it.
+    PLUGIN_CHANGED = "plugin_changed"
+    PLUGIN_DROPPED = "plugin_dropped"
+    PLUGIN_SKIPPED = "plugin_skipped"
 
     @classmethod
     def of(cls, value: object) -> AuditEvent | None:
@@ -68,6 +76,10 @@ class AuditLine:
     # the lines of a Console that knew one Home Assistant, which are `home`'s, and when a request named none
     # there is.
     instance: str | None = None
+    # Issue 30: the household's plugin (its registered name) and the hook (`hooks.HOOK_NAMES`) a line is about;
+    # absent on every line no plugin had a part in. Names only: never what a plugin was handed or answered.
+    plugin: str | None = None
+    hook: str | None = None
 
 
 class AuditLog:
@@ -83,14 +95,16 @@ class AuditLog:
 
     def record(self, event: AuditEvent, *, capability: str, classification: str, stage: int, invocation: str,
                code: str | None = None, duration_ms: int | None = None, client: str | None = None,
-               instance: str | None = None) -> AuditLine:
+               instance: str | None = None, plugin: str | None = None, hook: str | None = None) -> AuditLine:
         """Append an event; a failure to write is logged, never raised into the invocation."""
         # AuditEvent(...) refuses (ValueError) a string naming no event, from a caller mypy did not check.
         if instance is not None and not is_instance_id(instance):
             # The executor names an id there is, or none; text a caller sent in its place never reaches the log.
             raise ValueError("not an instance id")
+        if hook is not None and hook not in HOOK_NAMES:
+            raise ValueError("not a hook name")
         entry = AuditLine(utc_z_now(), AuditEvent(event), capability, classification, stage, invocation, code,
-                          duration_ms, client, instance)
+                          duration_ms, client, instance, plugin, hook)
         line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))
         data = (line + "\n").encode("utf-8")
         try:
