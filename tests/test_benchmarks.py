@@ -65,3 +65,18 @@ def test_the_instances_benchmark_prints_each_read_with_one_and_two_instances(
     # Both reads reached the core standing in for home (the second instance's address is never read).
     paths = {request.path for request in stub_ha.requests}
     assert {"/api/states", "/api/states/sensor.living_room_temperature"} <= paths
+
+
+def test_the_plugins_benchmark_prints_both_ratios(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: one short pass reads through both executors and prints the wall and CPU ratios (not judged)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("bench_plugins", BENCHMARKS / "bench_plugins.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_plugins", module)
+    spec.loader.exec_module(module)
+    module.main(["--reads", "3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(",")[0] for line in lines if line.startswith("a read's")] == [
+        "a read's wall time", "a read's CPU time"]
