@@ -42,7 +42,7 @@ def test_the_events_keep_the_values_the_log_has_always_held() -> None:
     """audit.jsonl files written before AuditEvent, and the Activity page reading them, rely on these strings."""
     assert [event.value for event in AuditEvent] == [
         "proposed", "rejected", "confirmation_requested", "approved", "denied", "asked_again", "expired",
-        "executed", "failed", "cancelled", "held", "abandoned"]
+        "executed", "failed", "cancelled", "held", "abandoned", "plugin_skipped"]
 
 
 def test_a_line_is_written_with_the_event_s_value_and_read_back_as_it(data_dir):

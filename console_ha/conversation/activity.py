@@ -59,6 +59,9 @@ EVENT_TABLE: Mapping[AuditEvent, EventWords] = MappingProxyType({
                                      Words("Withdrawn")),
     AuditEvent.ABANDONED: EventWords(Words("The program had already gone; nothing was read."),
                                      Words("The program had gone")),
+    # Issue 30: the line names the plugin and its hook (`plugin`, `hook`).
+    AuditEvent.PLUGIN_SKIPPED: EventWords(Words("A plugin failed or took longer than a second, so it was skipped."),
+                                          Words("Plugin skipped")),
 })
 # Each event's line, for callers that need only that (tests look a line up by its event).
 EVENT_WORDS: Mapping[AuditEvent, Words] = MappingProxyType({event: words.line for event, words in EVENT_TABLE.items()})
@@ -226,6 +229,7 @@ class Activity:
 
 # Read once: the log may hold many thousand lines, and an enum member is looked up on its class each time.
 _APPROVED = AuditEvent.APPROVED
+_PLUGIN_SKIPPED = AuditEvent.PLUGIN_SKIPPED
 
 
 def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] = HOME_ONLY,
@@ -253,6 +257,10 @@ def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] =
         if kind is _APPROVED and invocation:
             approved.add(invocation)
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
+        if kind is _PLUGIN_SKIPPED and not event.get("capability"):
+            # A conversation hook's (issue 30): no read to count it under; it is listed, not tallied as `unknown`.
+            recent.append((name, kind, event, False, place))
+            continue
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
         tally = per_capability.get(counted)

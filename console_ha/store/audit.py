@@ -39,6 +39,8 @@ class AuditEvent(StrEnum):
     HELD = "held"
     # Allowed, but the program never came back before the card expired: nothing was read.
     ABANDONED = "abandoned"
+    # Issue 30: a plugin's hook raised or took longer than 1 s, and was skipped (the line names the plugin and hook).
+    PLUGIN_SKIPPED = "plugin_skipped"
 
     @classmethod
     def of(cls, value: object) -> AuditEvent | None:
@@ -68,6 +70,9 @@ class AuditLine:
     # the lines of a Console that knew one Home Assistant, which are `home`'s, and when a request named none
     # there is.
     instance: str | None = None
+    # Issue 30: the plugin and the hook a `plugin_skipped` line is about.
+    plugin: str | None = None
+    hook: str | None = None
 
 
 class AuditLog:
@@ -83,14 +88,14 @@ class AuditLog:
 
     def record(self, event: AuditEvent, *, capability: str, classification: str, stage: int, invocation: str,
                code: str | None = None, duration_ms: int | None = None, client: str | None = None,
-               instance: str | None = None) -> AuditLine:
+               instance: str | None = None, plugin: str | None = None, hook: str | None = None) -> AuditLine:
         """Append an event; a failure to write is logged, never raised into the invocation."""
         # AuditEvent(...) refuses (ValueError) a string naming no event, from a caller mypy did not check.
         if instance is not None and not is_instance_id(instance):
             # The executor names an id there is, or none; text a caller sent in its place never reaches the log.
             raise ValueError("not an instance id")
         entry = AuditLine(utc_z_now(), AuditEvent(event), capability, classification, stage, invocation, code,
-                          duration_ms, client, instance)
+                          duration_ms, client, instance, plugin, hook)
         line = json.dumps({k: v for k, v in asdict(entry).items() if v is not None}, separators=(",", ":"))
         data = (line + "\n").encode("utf-8")
         try:
