@@ -15,6 +15,7 @@ from console_ha.answers.card_events import StageHookRunner
 from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.hooks import hookimpl
 from console_ha.plugins.plugin_registry import Plugins
@@ -164,3 +165,21 @@ def test_with_no_plugin_no_thread_is_made(data_dir, queue_executor):
     queue = HouseholdQueue(queue_executor, hooks=hooks)
     queue.answer(queue.ask("desk", GET_HISTORY, HISTORY_ARGS).token, False)
     assert threading.active_count() == before
+
+
+def test_console_open_hands_the_same_plugins_to_the_conversation_and_the_household_queue(data_dir, stub_ha, model):
+    """The composition root: a Console's own plugins are told of the household page's cards and a program's."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
+    watcher = Watcher()
+    plugins = Plugins(PluginSwitches(data_dir))
+    plugins.register(watcher, "watcher")
+    environment = {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": 5}
+    console = Console.open(data_dir, ConsoleOptions(plugins=plugins, model_environment=lambda: environment))
+    assert console.plugins is plugins
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    console.conversation.send(None, "how warm?")
+    console.household.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    console.stage_hooks.settled()
+    assert [(event, principal) for event, _, principal in watcher.told] == [
+        ("waiting", "household"), ("waiting", "program:desk")]
