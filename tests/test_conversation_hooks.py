@@ -21,6 +21,7 @@ from console_ha.conversation.stage_hooks import (
     MAX_PLUGIN_LINES_BYTES,
     PLUGIN_LINES_INTRO,
 )
+from console_ha.conversation.turn_loop import STOPPED_REPLY
 from console_ha.hooks import hookimpl
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditEvent, AuditLog
@@ -275,3 +276,20 @@ def test_activity_lists_a_conversation_hook_skipped_without_counting_it_under_an
     assert activity.latest[0].words == EVENT_WORDS[AuditEvent.PLUGIN_SKIPPED]
     assert all(not row.counts for row in activity.capabilities)
     assert UNKNOWN_CAPABILITY not in [row.capability for row in activity.capabilities]
+
+
+def test_the_console_s_own_reply_left_unchanged_by_before_output_stays_in_the_household_s_words(data_dir, executor,
+                                                                                               model):
+    seen: list[object] = []
+
+    class Same:
+        @hookimpl
+        def before_output(self, reply):
+            seen.append(type(reply))
+            return reply
+
+    model.script(tool_call(HISTORY, {"entity_id": "lock.front_door", "period": "day"}))  # refused: not allowlisted
+    service = service_with(data_dir, executor, model, runner(data_dir, same=Same()), max_rounds=1)
+    result = service.send(None, "is the door locked?")
+    assert result.reply is STOPPED_REPLY  # still a Words: the page shows it in the household's language
+    assert seen == [str]

@@ -85,14 +85,16 @@ class StageHookRunner:
         """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once."""
         if event not in CARD_EVENTS:
             raise ValueError(f"not a card event: {event}")
-        if not self.implemented("on_card"):
-            return
-        card = card_for_plugins(proposal, self._language())
-        self.later("on_card", {"event": event, "card": card, "principal": principal},
-                   capability=proposal.capability, client=client)
+        # The card is put in words on the worker: the caller may hold the queue's lock, and the Language is a file.
+        self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(proposal, self._language()),
+                                         "principal": principal}, capability=proposal.capability, client=client)
 
     def later(self, hook: str, arguments: dict[str, Any], *, capability: str = "", client: str | None = None) -> None:
         """Call an observe-only hook on the Console's one worker thread, after the events told before it."""
+        self._submit(hook, lambda: arguments, capability=capability, client=client)
+
+    def _submit(self, hook: str, arguments: Callable[[], dict[str, Any]], *, capability: str,
+                client: str | None) -> None:
         if not self.implemented(hook):
             return
         assert self.plugins is not None
@@ -100,7 +102,7 @@ class StageHookRunner:
 
         def tell() -> None:
             try:
-                self.record(call_each(plugins, hook, arguments).skipped, capability=capability, client=client)
+                self.record(call_each(plugins, hook, arguments()).skipped, capability=capability, client=client)
             except Exception:  # a worker's failure must not stop the events after it
                 log.exception("could not tell the plugins of %s", hook)
 

@@ -109,11 +109,14 @@ class ConversationHooks:
                               client=_client(asker))
 
     def _chained(self, hook: str, first: str, arguments: dict[str, Any], asker: Asker | None) -> str:
-        """Each plugin's str answer replaces the reply, and the next is handed what the last left."""
+        """Each plugin's str answer replaces the reply, and the next is handed what the last left.
+
+        Handed as plain text (the Console's own reply is a `Words`; the turn loop keeps it when the text is unchanged).
+        """
         assert self.runner is not None and self.runner.plugins is not None
         reply, skipped = first, []
         for impl in self.runner.plugins.implementations(hook):
-            answered = call_one(impl, hook, {**arguments, "reply": reply, "principal": principal(asker)})
+            answered = call_one(impl, hook, {**arguments, "reply": str(reply), "principal": principal(asker)})
             if isinstance(answered, Skipped):
                 skipped.append(answered)
             elif isinstance(answered, str):
