@@ -304,8 +304,10 @@ class ConversationService:
         prompt, tools = self._offer()
         while conversation.rounds < self._max_rounds:
             conversation.rounds += 1
-            extra = self._plugins.pre_action(self._model_messages(conversation, "")[1:], asker)
-            messages = self._model_messages(conversation, prompt + extra)
+            messages = self._model_messages(conversation, prompt)
+            extra = self._plugins.pre_action(messages[1:], asker)  # "" (and no work) with no plugin
+            if extra:
+                messages[0] = {"role": "system", "content": prompt + extra}
             reply = self._plugins.post_action(_bounded(self.model.complete(messages, tools=tools)), asker)
             conversation.messages.append(reply.message)
             if not reply.tool_calls:

@@ -78,3 +78,23 @@ def test_a_program_s_conversation_message_s_card_is_told_as_the_program_s(told, 
     household.post(f"/api/v1/confirmations/{card['token']}", json={"approve": True})
     assert asked.result(timeout=15).status_code == 200
     assert events(app, told) == [("waiting", "program:tests"), ("allowed", "program:tests")]
+
+
+def test_activity_shows_a_plugin_skipped_on_a_card(tmp_path, monkeypatch, make_app, password, configured, model):
+    install_plugin(tmp_path / "site", monkeypatch, name="broken_card", version="0.1", source="""
+from console_ha.hooks import hookimpl
+
+
+@hookimpl
+def on_card(event):
+    raise RuntimeError("broken plugin")
+""")
+    app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+    household = household_of(app, password)
+    model.script(tool_call(HISTORY, ARGUMENTS), answer_from_tool_result)
+    paused = ask(household).get_json()
+    answer(household, paused["conversation_id"], paused["pending_confirmation"]["token"], False)
+    app.extensions["console_ha"].stage_hooks.settled()
+    page = household.get("/activity")
+    assert page.status_code == 200
+    assert "A plugin failed or took longer than a second, so it was skipped." in page.get_data(as_text=True)
