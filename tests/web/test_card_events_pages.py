@@ -97,4 +97,5 @@ def on_card(event):
     app.extensions["console_ha"].stage_hooks.settled()
     page = household.get("/activity")
     assert page.status_code == 200
-    assert "A plugin failed or took longer than a second, so it was skipped." in page.get_data(as_text=True)
+    assert ("The plugin broken_card failed or took longer than a second in on_card, so it was skipped."
+            in page.get_data(as_text=True))
