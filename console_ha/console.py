@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from console_ha.answers.card_events import StageHookRunner
 from console_ha.answers.household_queue import MAX_WAITING, HouseholdQueue
 from console_ha.answers.page_watch import HouseholdWatch
 from console_ha.capabilities.card_facts import CardMemory
@@ -122,6 +123,7 @@ class Console:
     # The household's plugins (issue 30), loaded once: both executors call their hooks; the plugins page and
     # `console-ha plugins` list them and turn them off.
     plugins: Plugins
+    stage_hooks: StageHookRunner
 
     @classmethod
     def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
@@ -157,7 +159,9 @@ class Console:
             confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl), memory=card_memory,
             plugins=plugins,
         )
-        household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting)
+        console_settings = ConsoleSettingsStore(data_dir)
+        hooks = StageHookRunner(plugins, audit, language=console_settings.language)
+        household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting, hooks=hooks)
         # The household's conversations as the last run left them (a card that was open is closed, and said so).
         conversations = ConversationStore(files=ConversationFiles(data_dir))
         conversations.load()
@@ -173,7 +177,7 @@ class Console:
             home_assistants=home_assistants,
             executor=executor,
             conversation=ConversationService(executor, model, household=household,
-                                             store=conversations),
+                                             store=conversations, hooks=hooks),
             household=household,
             model_environment=model_environment,
             settings=SettingsService(instances, review_store=ReviewStore(data_dir), clients=clients,
@@ -181,7 +185,8 @@ class Console:
                                      areas=home_assistants.entity_areas,
                                      card_memory=card_memory),
             household_watch=HouseholdWatch(household.pending),
-            console_settings=ConsoleSettingsStore(data_dir),
+            console_settings=console_settings,
             card_memory=card_memory,
             plugins=plugins,
+            stage_hooks=hooks,
         )

@@ -24,6 +24,7 @@ from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
+from console_ha.answers.card_events import StageHookRunner, program_principal
 from console_ha.answers.card_state import (
     AUDITED,
     ENDED,
@@ -75,6 +76,11 @@ NOT_ALLOWED = Words("Not allowed: nothing was read.")
 # Allowed, but what the card showed (the address, the devices' names) changed while it waited: its read refuses.
 CHANGED_SINCE_SHOWN = Words("Allowed, but your Home Assistant settings or your devices' names changed after this "
                             "card was shown, so nothing will be read. The program is told to ask again.")
+
+
+# The `on_card` event of each state a card's move reaches; a held read is an allowed one (the household said yes).
+_CARD_EVENT = {CardState.WAITING: "waiting", CardState.ALLOWED: "allowed", CardState.HELD: "allowed",
+               CardState.DENIED: "denied", CardState.EXPIRED: "expired", CardState.WITHDRAWN: "withdrawn"}
 
 
 class StillWaiting(Exception):  # a verdict, not a failure (hence no -Error suffix)
@@ -133,8 +139,11 @@ def _revoked() -> TokenRevoked:
 class HouseholdQueue:
     """The reads waiting for the household, bounded overall and per capability per client."""
 
-    def __init__(self, executor: Executor, *, max_waiting: int = MAX_WAITING) -> None:
+    def __init__(self, executor: Executor, *, max_waiting: int = MAX_WAITING,
+                 hooks: StageHookRunner | None = None) -> None:
         self._executor = executor
+        # Tells the household's plugins of each card's life (`on_card`); None: a Console without plugins (tests).
+        self._hooks = hooks
         self._max_waiting = max_waiting
         # The one clock of every card's life: the confirmation store's, so the store and the queue cannot
         # disagree on an expiry (time.monotonic in the Console; a test's clock, handed to the store, drives both).
@@ -172,6 +181,7 @@ class HouseholdQueue:
                                   joins=joins, still_allowed=still_allowed, token_id=token_id)
             waiting.attach(Attachment(present))
             self._waiting[proposal.token] = waiting
+        self._tell(waiting, CardState.WAITING)
         return waiting
 
     def call(self, asker: Asker, capability: object, arguments: object) -> Call:
@@ -354,6 +364,7 @@ class HouseholdQueue:
         """The one place a card changes state (under the lock): checked against MOVES, then what the move writes;
         the state it reached."""
         card.check_move(to)  # before anything is written for it
+        was = card.state
         if card.state is CardState.WAITING and not self._take(card, to, now):
             # Not in the store any more (swept at the same expiry by another call's look): the card ends unanswered.
             to, error = CardState.EXPIRED, _expired()
@@ -365,6 +376,8 @@ class HouseholdQueue:
             card.held_noted = card.held_noted or to is CardState.HELD
         card.move(to)
         card.error = error or card.error
+        if was is CardState.WAITING or to is CardState.WITHDRAWN:  # a held read asked for again is no new answer
+            self._tell(card, to)
         if not card.settled.done():
             card.settled.set_result(to)
         for call in card.calls:  # each waiting call asks for its verdict now (an event, not its next look)
@@ -376,6 +389,12 @@ class HouseholdQueue:
             while len(self._expired) > EXPIRED_REMEMBERED:
                 self._expired.popitem(last=False)
         return to
+
+    def _tell(self, card: WaitingRead, state: CardState) -> None:
+        """Tell the plugins of a card's move (`on_card`); queued for them, never waited for."""
+        event = _CARD_EVENT.get(state)
+        if self._hooks is not None and event is not None:
+            self._hooks.card(event, card.proposal, program_principal(card.client), client=card.client)
 
     def _take(self, card: WaitingRead, to: CardState, now: float) -> bool:
         # The household's answer (or the card's end) uses the store's token up at the queue's own reading,

@@ -10,8 +10,10 @@ from types import MappingProxyType
 from typing import Any
 
 from console_ha.capabilities.registry import REGISTRY
-from console_ha.language import Words
+from console_ha.hooks import HOOK_NAMES
+from console_ha.language import N_, Words
 from console_ha.store.audit import AuditEvent
+from console_ha.store.config import shown_name
 from console_ha.store.datadir import HOME_INSTANCE, is_instance_id
 from console_ha.store.instances import HOME_NAME
 from console_ha.words import CHAT_FALLBACK, CHAT_WORDS
@@ -88,6 +90,11 @@ UNNAMED_PLUGIN = "?"
 REFUSED_AFTER_YOU_ALLOWED = Words("You allowed it, but the Console then refused it, so nothing was read.")
 # A card of the conversation page withdrawn because the household sent another message instead.
 WITHDRAWN_BY_A_NEW_MESSAGE = Words("Withdrawn: you asked something else.")
+# Issue 30: a `plugin_skipped` line that names its plugin and hook (the plugin's name is its entry point's).
+# Translators: {plugin} is an installed plugin's name, {hook} one of the stage hooks' names (on_card, on_input...).
+PLUGIN_SKIPPED_NAMED = N_("The plugin {plugin} failed or took longer than a second in {hook}, so it was skipped.")
+# A plugin's name as Activity shows it: one line, at most this many characters.
+MAX_PLUGIN_NAME_SHOWN = 64
 
 # The names of a Console that reads one Home Assistant (`Instances.names()` of a fresh data dir).
 HOME_ONLY: Mapping[str, str] = MappingProxyType({HOME_INSTANCE: HOME_NAME})
@@ -248,6 +255,7 @@ class Activity:
 
 # Read once: the log may hold many thousand lines, and an enum member is looked up on its class each time.
 _APPROVED = AuditEvent.APPROVED
+_PLUGIN_SKIPPED = AuditEvent.PLUGIN_SKIPPED
 
 
 def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] = HOME_ONLY,
@@ -275,6 +283,10 @@ def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] =
         if kind is _APPROVED and invocation:
             approved.add(invocation)
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
+        if kind is _PLUGIN_SKIPPED and not event.get("capability"):
+            # A conversation hook's (issue 30): no read to count it under; it is listed, not tallied as `unknown`.
+            recent.append((name, kind, event, False, place))
+            continue
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
         tally = per_capability.get(counted)
@@ -323,6 +335,9 @@ def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *
         words = Words(REFUSED_BY_A_PLUGIN.msgid, plugin=plugin)
     elif kind is AuditEvent.CANCELLED and client is None:
         words = WITHDRAWN_BY_A_NEW_MESSAGE  # the conversation page's card: the household moved on
+    elif kind is _PLUGIN_SKIPPED and event.get("hook") in HOOK_NAMES and isinstance(event.get("plugin"), str):
+        words = Words(PLUGIN_SKIPPED_NAMED, plugin=shown_name(event["plugin"], MAX_PLUGIN_NAME_SHOWN),
+                      hook=event["hook"])
     elif kind is AuditEvent.REJECTED and after_approval:
         words = REFUSED_AFTER_YOU_ALLOWED
     else:

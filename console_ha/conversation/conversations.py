@@ -68,6 +68,8 @@ class Conversation:
     touched: float = field(default_factory=time.time)
     # The token of the open card whose expiry the chat already says (`ConversationService._note_expiry`).
     expiry_noted: str | None = None
+    # The token of the card whose end (allowed, denied, expired, withdrawn) the plugins were told (`on_card`).
+    end_told: str | None = None
 
     def transcript(self) -> list[dict[str, str]]:
         """The household-visible exchange: user messages, the assistant's answers and the Console's own lines."""

@@ -1,0 +1,119 @@
+"""Telling the household's plugins of a card's life (`on_card`), off the request thread, and recording skipped hooks.
+
+A card is `waiting`, `allowed`, `denied`, `expired` or `withdrawn` (`CARD_EVENTS`); both front ends tell of
+theirs here: the conversation page's cards (turn_loop) and the household queue's (household_queue). A plugin
+is told what the household would see on a notification and no more: the card's title (in English and in the
+household's Language), the capability, the Home Assistant and the expiry; never the arguments' values beyond
+what the title says (contract, "Plugins and stage hooks").
+
+`on_card` observes only and never holds a card up: each event is handed to one worker thread per Console, which
+calls the implementations one after the other (each within its own 1 s, `hook_calls`), so a plugin learns a
+card's events in the order they happened. With no plugin implementing a hook, nothing is queued and no thread
+is made.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from console_ha.capabilities.executor import Proposal
+from console_ha.capabilities.stages import instance_of
+from console_ha.hooks import CARD_EVENTS
+from console_ha.language import Words, by_code
+from console_ha.plugins.hook_calls import Skipped, call_each
+from console_ha.plugins.plugin_registry import Plugins
+from console_ha.store.audit import AuditEvent, AuditLog
+
+log = logging.getLogger(__name__)
+
+# The principal of the household's own conversation page (a program's is "program:<token name>").
+HOUSEHOLD_PRINCIPAL = "household"
+
+
+def program_principal(token_name: str) -> str:
+    """The principal a hook is told for a program asking with the API token of that name."""
+    return f"program:{token_name}"
+
+
+def card_for_plugins(proposal: Proposal, language: str) -> dict[str, Any]:
+    """What `on_card` is handed of a card: its title in English and in `language`, its capability, instance, expiry.
+
+    The title is the card's own words: what a notification may say. The arguments are not handed, not even the
+    entity ids (a title names devices by their names as the card shows them).
+    """
+    title = proposal.card.title
+    shown = by_code(language)
+    return {
+        "title": str(title),
+        "title_in_language": title.in_language(shown) if isinstance(title, Words) and shown else str(title),
+        "language": shown.code if shown else "en",
+        "capability": proposal.capability,
+        "instance": instance_of(proposal.arguments),
+        "expires_at": proposal.expires_at,
+    }
+
+
+class StageHookRunner:
+    """One Console's way to call the household's plugins where nobody waits: on_card, after_output, and the audit
+    line of every implementation skipped (raised or late)."""
+
+    def __init__(self, plugins: Plugins | None, audit: AuditLog, *,
+                 language: Callable[[], str] = lambda: "en") -> None:
+        self.plugins = plugins
+        self._audit = audit
+        self._language = language  # the household's Language choice, read at each event (a save applies at once)
+        self._worker: ThreadPoolExecutor | None = None
+        self._last: Future[None] | None = None
+        self._lock = threading.Lock()
+
+    def implemented(self, hook: str) -> bool:
+        """Whether any plugin that is on implements `hook` (no plugin: every hook call is skipped at no cost)."""
+        return self.plugins is not None and bool(self.plugins.implementations(hook))
+
+    def record(self, skipped: list[Skipped], *, capability: str = "", client: str | None = None) -> None:
+        """An audit line `plugin_skipped` for each implementation that raised or was late, naming plugin and hook."""
+        for each in skipped:
+            self._audit.record(AuditEvent.PLUGIN_SKIPPED, capability=capability, classification="", stage=0,
+                               invocation=secrets.token_hex(8), client=client, plugin=each.plugin, hook=each.hook)
+
+    def card(self, event: str, proposal: Proposal, principal: str, *, client: str | None = None) -> None:
+        """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once."""
+        if event not in CARD_EVENTS:
+            raise ValueError(f"not a card event: {event}")
+        # The card is put in words on the worker: the caller may hold the queue's lock, and the Language is a file.
+        self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(proposal, self._language()),
+                                         "principal": principal}, capability=proposal.capability, client=client)
+
+    def later(self, hook: str, arguments: dict[str, Any], *, capability: str = "", client: str | None = None) -> None:
+        """Call an observe-only hook on the Console's one worker thread, after the events told before it."""
+        self._submit(hook, lambda: arguments, capability=capability, client=client)
+
+    def _submit(self, hook: str, arguments: Callable[[], dict[str, Any]], *, capability: str,
+                client: str | None) -> None:
+        if not self.implemented(hook):
+            return
+        assert self.plugins is not None
+        plugins = self.plugins
+
+        def tell() -> None:
+            try:
+                self.record(call_each(plugins, hook, arguments()).skipped, capability=capability, client=client)
+            except Exception:  # a worker's failure must not stop the events after it
+                log.exception("could not tell the plugins of %s", hook)
+
+        with self._lock:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-ha-plugins")
+            self._last = self._worker.submit(tell)
+
+    def settled(self, timeout: float = 10.0) -> None:
+        """Wait until every event told so far has been handed to the plugins (tests, and a Console closing)."""
+        with self._lock:
+            last = self._last
+        if last is not None:
+            last.result(timeout=timeout)

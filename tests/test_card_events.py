@@ -1,0 +1,185 @@
+"""on_card (issue 30): the household's plugins are told each card's life, waiting, allowed, denied, expired and
+withdrawn, in order, for the conversation page's cards and the household queue's (MCP programs); they get the
+card's title and where it reads, never the arguments, and never hold a card up."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from console_ha.answers.card_events import StageHookRunner
+from console_ha.answers.household_queue import Asker, HouseholdQueue
+from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.get_history import NAME as GET_HISTORY
+from console_ha.console import Console, ConsoleOptions
+from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
+from console_ha.hooks import hookimpl
+from console_ha.plugins.plugin_registry import Plugins
+from console_ha.store.audit import AuditLog
+from console_ha.store.plugin_switches import PluginSwitches
+from tests.executors import executor_over
+from tests.fake_model import text, tool_call
+from tests.household_cards import withdraw
+from tests.seed import seed_settings
+
+HISTORY = function_name(GET_HISTORY)
+ENTITY = "sensor.living_room_temperature"
+HISTORY_ARGS = {"entity_id": ENTITY, "period": "day"}
+DESK = Asker("desk", token_id="0123456789abcdef")
+CARD_KEYS = {"title", "title_in_language", "language", "capability", "instance", "expires_at"}
+
+
+class Watcher:
+    """Keeps every on_card it is told of, in order."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, dict[str, Any], str]] = []
+
+    @hookimpl
+    def on_card(self, event, card, principal):
+        self.told.append((event, card, principal))
+
+
+def runner(data_dir, language: str = "en", **given: object) -> StageHookRunner:
+    plugins = Plugins(PluginSwitches(data_dir))
+    for name, plugin in given.items():
+        plugins.register(plugin, name)
+    return StageHookRunner(plugins, AuditLog(data_dir), language=lambda: language)
+
+
+@pytest.fixture
+def queue_executor(data_dir, stub_ha, clock):
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
+    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+
+
+def test_the_conversation_page_s_cards_are_told_in_order_waiting_allowed_denied_withdrawn_expired(
+        configured, data_dir, executor, model, clock):
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=hooks)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), text("21 °C."), tool_call(HISTORY, HISTORY_ARGS), text("Denied."),
+                 tool_call(HISTORY, HISTORY_ARGS), tool_call(HISTORY, HISTORY_ARGS), tool_call(HISTORY, HISTORY_ARGS))
+    first = service.send(None, "how warm?")
+    assert first.pending_confirmation is not None
+    service.confirm(first.conversation_id, first.pending_confirmation.token, True)
+    second = service.send(None, "and now?")
+    assert second.pending_confirmation is not None
+    service.confirm(second.conversation_id, second.pending_confirmation.token, False)
+    third = service.send(None, "and now?")
+    service.send(third.conversation_id, "never mind, something else")  # withdraws the third card
+    clock.now += 301
+    service.transcript(third.conversation_id)  # the page looks after its expiry
+    service.transcript(third.conversation_id)  # and again: said once
+    hooks.settled()
+    assert [(event, principal) for event, _, principal in watcher.told] == [
+        ("waiting", "household"), ("allowed", "household"), ("waiting", "household"), ("denied", "household"),
+        ("waiting", "household"), ("withdrawn", "household"), ("waiting", "household"), ("expired", "household")]
+    card = watcher.told[0][1]
+    assert set(card) == CARD_KEYS
+    assert (card["capability"], card["instance"], card["language"]) == (GET_HISTORY, "home", "en")
+    assert card["title"] == card["title_in_language"] == first.pending_confirmation.card.title
+    assert card["expires_at"] == first.pending_confirmation.expires_at
+    assert ENTITY not in json.dumps([card for _, card, _ in watcher.told])
+
+
+def test_the_household_queue_s_cards_are_told_in_order_as_the_program_s(data_dir, queue_executor, clock):
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    queue = HouseholdQueue(queue_executor, hooks=hooks)
+    allowed = queue.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting
+    queue.answer(allowed.token, True)
+    queue.collect(allowed)
+    denied = queue.call(DESK, GET_HISTORY, {**HISTORY_ARGS, "period": "week"}).waiting
+    queue.answer(denied.token, False)
+    queue.call(DESK, GET_HISTORY, {**HISTORY_ARGS, "period": "hour"})
+    clock.now += 3600
+    queue.pending()  # a page's look ends it at its expiry
+    withdrawn = queue.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting
+    withdraw(queue, withdrawn)
+    hooks.settled()
+    assert [(event, principal) for event, _, principal in watcher.told] == [
+        ("waiting", "program:desk"), ("allowed", "program:desk"), ("waiting", "program:desk"),
+        ("denied", "program:desk"), ("waiting", "program:desk"), ("expired", "program:desk"),
+        ("waiting", "program:desk"), ("withdrawn", "program:desk")]
+    titles = [card["title"] for _, card, _ in watcher.told]
+    assert titles[:2] == [allowed.proposal.card.title] * 2 and titles[-1] == withdrawn.proposal.card.title
+    assert all(set(card) == CARD_KEYS and ENTITY not in json.dumps(card) for _, card, _ in watcher.told)
+
+
+def test_a_held_read_told_allowed_is_not_told_again_when_its_program_comes_back(data_dir, queue_executor):
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    queue = HouseholdQueue(queue_executor, hooks=hooks)
+    first = queue.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    queue.detach(first.waiting, first.attachment)  # its program returned early
+    queue.answer(first.waiting.token, True)  # held for its next call
+    queue.collect(queue.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting)
+    hooks.settled()
+    assert [event for event, _, _ in watcher.told] == ["waiting", "allowed"]
+
+
+def test_the_card_s_title_is_handed_in_the_household_s_language_too(data_dir, queue_executor):
+    watcher = Watcher()
+    hooks = runner(data_dir, "fr", watcher=watcher)
+    waiting = HouseholdQueue(queue_executor, hooks=hooks).ask("desk", GET_HISTORY, HISTORY_ARGS)
+    hooks.settled()
+    ((_, card, _),) = watcher.told
+    assert card["language"] == "fr" and card["title"] == waiting.proposal.card.title
+    assert card["title_in_language"] != card["title"]
+
+
+def test_a_slow_or_broken_on_card_never_holds_a_card_up_and_is_recorded(data_dir, queue_executor):
+    class Slow:
+        @hookimpl
+        def on_card(self):
+            time.sleep(1.2)  # past the hook's 1 s
+
+    class Broken:
+        @hookimpl
+        def on_card(self):
+            raise RuntimeError("broken plugin")
+
+    hooks = runner(data_dir, slow=Slow(), broken=Broken())
+    queue = HouseholdQueue(queue_executor, hooks=hooks)
+    started = time.monotonic()
+    waiting = queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
+    queue.answer(waiting.token, False)
+    assert time.monotonic() - started < 0.5
+    hooks.settled()
+    skipped = [(e["plugin"], e["hook"], e["capability"], e["client"]) for e in AuditLog(data_dir).events()
+               if e["event"] == "plugin_skipped"]
+    assert skipped == [(plugin, "on_card", GET_HISTORY, "desk") for _ in ("waiting", "denied")
+                       for plugin in ("broken", "slow")]
+
+
+def test_with_no_plugin_no_thread_is_made(data_dir, queue_executor):
+    hooks = runner(data_dir)
+    before = threading.active_count()
+    queue = HouseholdQueue(queue_executor, hooks=hooks)
+    queue.answer(queue.ask("desk", GET_HISTORY, HISTORY_ARGS).token, False)
+    assert threading.active_count() == before
+
+
+def test_console_open_hands_the_same_plugins_to_the_conversation_and_the_household_queue(data_dir, stub_ha, model):
+    """The composition root: a Console's own plugins are told of the household page's cards and a program's."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
+    watcher = Watcher()
+    plugins = Plugins(PluginSwitches(data_dir))
+    plugins.register(watcher, "watcher")
+    environment = {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": 5}
+    console = Console.open(data_dir, ConsoleOptions(plugins=plugins, model_environment=lambda: environment))
+    assert console.plugins is plugins
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    console.conversation.send(None, "how warm?")
+    console.household.call(DESK, GET_HISTORY, HISTORY_ARGS)
+    console.stage_hooks.settled()
+    assert [(event, principal) for event, _, principal in watcher.told] == [
+        ("waiting", "household"), ("waiting", "program:desk")]
