@@ -273,8 +273,8 @@ def test_activity_lists_a_conversation_hook_skipped_without_counting_it_under_an
     service.send(None, "hello")
     activity = summarise(AuditLog(data_dir).events())
     assert [event.event for event in activity.latest] == [AuditEvent.PLUGIN_SKIPPED]
-    assert activity.latest[0].words == ("The plugin breaks failed or took longer than a second in on_input, so it "
-                                        "was skipped.")
+    assert activity.latest[0].words == ("The plugin breaks failed or took longer than a second at on_input, so the "
+                                        "Console went on without it.")
     assert all(not row.counts for row in activity.capabilities)
     assert UNKNOWN_CAPABILITY not in [row.capability for row in activity.capabilities]
 
@@ -301,6 +301,6 @@ def test_activity_names_a_skipped_plugin_in_one_bounded_line_and_a_damaged_line_
     long_name = {**line, "plugin": "Quiet\nhours" + "x" * 100, "hook": "on_card"}
     damaged = {**line, "plugin": "quiet", "hook": "rm -rf"}
     named, general = summarise([long_name, damaged]).latest[::-1]
-    assert named.words == (f"The plugin {('Quiet hours' + 'x' * 100)[:64]} failed or took longer than a second in "
-                           "on_card, so it was skipped.")
+    assert named.words == (f"The plugin {('Quiet hours' + 'x' * 100)[:64]} failed or took longer than a second at "
+                           "on_card, so the Console went on without it.")
     assert general.words == EVENT_WORDS[AuditEvent.PLUGIN_SKIPPED]

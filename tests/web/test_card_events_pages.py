@@ -97,5 +97,5 @@ def on_card(event):
     app.extensions["console_ha"].stage_hooks.settled()
     page = household.get("/activity")
     assert page.status_code == 200
-    assert ("The plugin broken_card failed or took longer than a second in on_card, so it was skipped."
+    assert ("The plugin broken_card failed or took longer than a second at on_card, so the Console went on without it."
             in page.get_data(as_text=True))
