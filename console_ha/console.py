@@ -24,6 +24,8 @@ from console_ha.ha.discovery import discover
 from console_ha.ha.home_assistants import ClientMaker, HomeAssistants
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
+from console_ha.plugins.plugin_registry import Plugins
+from console_ha.plugins.plugin_settings import PluginSettings
 from console_ha.settings.catalogue import PICKER_READS
 from console_ha.settings.connection import CONNECTION_TEST_READS
 from console_ha.settings.saving import recover, recover_leftovers
@@ -37,6 +39,8 @@ from console_ha.store.datadir import DataDir
 from console_ha.store.ha_token import TokenStore
 from console_ha.store.instances import Instances
 from console_ha.store.model_config import ModelStore
+from console_ha.store.plugin_switches import PluginSwitches
+from console_ha.store.plugin_values import PluginValuesFile
 from console_ha.store.review import ReviewStore
 
 # Everything the Console reads from Home Assistant, as its parts declare it: the capabilities (the registry),
@@ -76,6 +80,9 @@ class ConsoleOptions:
     # How many calls to Home Assistant may be in flight, to one and to all (`console-ha serve` fits them to
     # its --threads: CallCaps.for_threads).
     call_caps: CallCaps = field(default_factory=CallCaps)
+    # The household's plugins (issue 30): a test's own, registered in code; None: those installed under the
+    # entry point group `console_ha`.
+    plugins: Plugins | None = None
 
 
 @dataclass
@@ -114,6 +121,8 @@ class Console:
     # What this Console's cards may say of the devices before a read (areas, kinds of reading), filled by its
     # reads and its picker; its own, so another Console in the process never sees it.
     card_memory: CardMemory
+    # The household's plugins (issue 30): which are installed and on, and the settings they declare.
+    plugins: Plugins
 
     @classmethod
     def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
@@ -146,6 +155,9 @@ class Console:
             instances, audit=audit, clients=clients.lend,
             confirmations=ConfirmationStore(ttl=options.household_confirmation_ttl), memory=card_memory,
         )
+        # The household's plugins (issue 30), loaded once; their switches and settings read once, written through.
+        plugins = options.plugins if options.plugins is not None else Plugins.installed(
+            PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
         household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting)
         # The household's conversations as the last run left them (a card that was open is closed, and said so).
         conversations = ConversationStore(files=ConversationFiles(data_dir))
@@ -172,4 +184,5 @@ class Console:
             household_watch=HouseholdWatch(household.pending),
             console_settings=ConsoleSettingsStore(data_dir),
             card_memory=card_memory,
+            plugins=plugins,
         )
