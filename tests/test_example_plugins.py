@@ -70,7 +70,7 @@ def test_quiet_hours_refuse_a_read_inside_the_times_the_household_set(
     data_dir: DataDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 23, 40))
-    plugins.settings.save("quiet_hours", {"start": "22:00", "end": "07:00"})
+    plugins.save_settings("quiet_hours", {"start": "22:00", "end": "07:00"})
     outcome = call_each(plugins, "before_toolcall", READ)
     assert [answer.plugin for answer in outcome.answers] == ["quiet_hours"]
     refusal = outcome.answers[0].value
@@ -80,7 +80,7 @@ def test_quiet_hours_refuse_a_read_inside_the_times_the_household_set(
 
 def test_quiet_hours_let_a_read_through_outside_them(data_dir: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
     plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 7, 0))
-    plugins.settings.save("quiet_hours", {"start": "22:00", "end": "07:00"})
+    plugins.save_settings("quiet_hours", {"start": "22:00", "end": "07:00"})
     assert call_each(plugins, "before_toolcall", READ).answers == []
 
 
@@ -89,15 +89,15 @@ def test_quiet_hours_refuse_nothing_until_both_times_are_set(
     data_dir: DataDir, monkeypatch: pytest.MonkeyPatch, saved: dict[str, str]
 ) -> None:
     plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 23, 40))
-    plugins.settings.save("quiet_hours", saved)
+    plugins.save_settings("quiet_hours", saved)
     assert call_each(plugins, "before_toolcall", READ).answers == []
 
 
 def test_a_new_time_saved_applies_from_the_next_call(data_dir: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
     plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 23, 40))
-    plugins.settings.save("quiet_hours", {"start": "22:00", "end": "07:00"})
+    plugins.save_settings("quiet_hours", {"start": "22:00", "end": "07:00"})
     assert call_each(plugins, "before_toolcall", READ).answers
-    plugins.settings.save("quiet_hours", {"start": "01:00", "end": "05:00"})
+    plugins.save_settings("quiet_hours", {"start": "01:00", "end": "05:00"})
     assert call_each(plugins, "before_toolcall", READ).answers == []
 
 
@@ -159,7 +159,7 @@ def recorder() -> Iterator[RecordingServer]:
 
 def test_notify_posts_the_waiting_cards_title_and_nothing_else(data_dir: DataDir, recorder: RecordingServer) -> None:
     plugins = plugins_with(data_dir, notify=load_example("notify"))
-    plugins.settings.save("notify", {"url": recorder.url + "/console-cards"})
+    plugins.save_settings("notify", {"url": recorder.url + "/console-cards"})
     outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
     assert outcome.answers == [] and outcome.skipped == []
     assert recorder.requests == [Recorded("POST", "/console-cards", "text/plain; charset=utf-8",
@@ -170,7 +170,7 @@ def test_notify_sends_a_home_assistant_webhook_the_title_as_json(
     data_dir: DataDir, recorder: RecordingServer
 ) -> None:
     plugins = plugins_with(data_dir, notify=load_example("notify"))
-    plugins.settings.save("notify", {"url": recorder.url + "/api/webhook/console-card-waiting"})
+    plugins.save_settings("notify", {"url": recorder.url + "/api/webhook/console-card-waiting"})
     call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "program:claude"})
     [sent] = recorder.requests
     assert (sent.path, sent.content_type) == ("/api/webhook/console-card-waiting", "application/json")
@@ -182,7 +182,7 @@ def test_notify_says_nothing_of_a_card_no_longer_waiting(
     data_dir: DataDir, recorder: RecordingServer, event: str
 ) -> None:
     plugins = plugins_with(data_dir, notify=load_example("notify"))
-    plugins.settings.save("notify", {"url": recorder.url})
+    plugins.save_settings("notify", {"url": recorder.url})
     call_each(plugins, "on_card", {"event": event, "card": CARD, "principal": "household"})
     assert recorder.requests == []
 
@@ -199,7 +199,7 @@ def test_a_slow_notification_server_is_given_up_on_within_the_hooks_second_and_l
     """The POST's own timeout ends it before the Console's 1 s: never raised, never skipped, a warning logged."""
     recorder.delay = 3.0
     plugins = plugins_with(data_dir, notify=load_example("notify"))
-    plugins.settings.save("notify", {"url": recorder.url + "/secret-topic-name"})
+    plugins.save_settings("notify", {"url": recorder.url + "/secret-topic-name"})
     started = time.monotonic()
     with caplog.at_level(logging.WARNING):
         outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
@@ -214,7 +214,7 @@ def test_a_notification_server_that_is_down_is_logged_never_raised(
     data_dir: DataDir, caplog: pytest.LogCaptureFixture
 ) -> None:
     plugins = plugins_with(data_dir, notify=load_example("notify"))
-    plugins.settings.save("notify", {"url": "http://127.0.0.1:9/down"})  # the discard port: nothing listens
+    plugins.save_settings("notify", {"url": "http://127.0.0.1:9/down"})  # the discard port: nothing listens
     with caplog.at_level(logging.WARNING):
         outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
     assert outcome.skipped == []
@@ -240,5 +240,5 @@ def test_the_examples_installed_by_pip_are_loaded_through_their_entry_points(
     plugins = Plugins.installed(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
     assert plugins.describe() == [PluginInfo("notify", "1.0.0", ("on_card",), True),
                                   PluginInfo("quiet_hours", "1.0.0", ("before_toolcall",), True)]
-    assert [field.name for field in plugins.settings.fields("quiet_hours")] == ["start", "end"]
-    assert [field.name for field in plugins.settings.fields("notify")] == ["url"]
+    assert [field.name for field in plugins.setting_fields("quiet_hours")] == ["start", "end"]
+    assert [field.name for field in plugins.setting_fields("notify")] == ["url"]

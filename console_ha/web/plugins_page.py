@@ -43,17 +43,13 @@ def _plugins() -> Plugins:
 
 def _rows() -> list[PluginRow]:
     plugins = _plugins()
-    return [PluginRow(info, plugins.settings.fields(info.name), plugins.settings.values(info.name))
+    return [PluginRow(info, plugins.setting_fields(info.name), plugins.setting_values(info.name))
             for info in plugins.describe()]
 
 
 def _tell(words: Words, category: str = "message") -> None:
     """Flash `words` in the request's language: the session keeps a flashed message as plain text."""
     flash(words.in_language(current_language()), category)
-
-
-def _installed(name: str) -> bool:
-    return any(info.name == name for info in _plugins().describe())
 
 
 @bp.get("/settings/plugins")
@@ -80,11 +76,11 @@ def switch(name: str) -> ResponseReturnValue:
 @bp.post("/settings/plugins/<name>/settings")
 def save_settings(name: str) -> ResponseReturnValue:
     """Check and save every setting the plugin declares; nothing is saved when one is refused."""
-    if not _installed(name) or not _plugins().settings.fields(name):
+    try:
+        _plugins().save_settings(name, request.form.to_dict())
+    except UnknownPlugin:
         _tell(NOT_INSTALLED, "error")
         return redirect(url_for(".page"), 303)
-    try:
-        _plugins().settings.save(name, request.form.to_dict())
     except InvalidSettingsChange as err:
         return _render(form_error=err, failed=name, typed=request.form.to_dict()), 400
     log.info("the household saved the settings of the plugin %s", name)

@@ -65,7 +65,7 @@ def test_setting_quiet_hours_keeps_them_for_the_plugin(plugins_page: Page, with_
     quiet.get_by_role("button", name="Save the settings of quiet_hours").click()
     expect(plugins_page.get_by_role("status")).to_contain_text("Saved the settings of “quiet_hours”")
     expect(plugins_page.get_by_label("Quiet from")).to_have_value("22:00")
-    assert dict(with_examples.services.plugins.settings.values("quiet_hours")) == {"start": "22:00", "end": "07:00"}
+    assert dict(with_examples.services.plugins.setting_values("quiet_hours")) == {"start": "22:00", "end": "07:00"}
 
 
 def test_a_url_that_is_not_http_is_refused_beside_its_field_without_javascript(

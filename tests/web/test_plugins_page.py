@@ -92,7 +92,7 @@ def test_saving_quiet_hours_keeps_the_times_for_the_plugins_hooks(
 ) -> None:
     answer = post_form(household, f"{PAGE}/quiet_hours/settings", start="22:00", end="07:00")
     assert answer.status_code == 303
-    assert dict(examples.plugins.settings.values("quiet_hours")) == {"start": "22:00", "end": "07:00"}
+    assert dict(examples.plugins.setting_values("quiet_hours")) == {"start": "22:00", "end": "07:00"}
     assert json.loads(data_dir.plugin_settings.read_text()) == {"quiet_hours": {"end": "07:00", "start": "22:00"}}
     assert oct(data_dir.plugin_settings.stat().st_mode & 0o777) == "0o600"
     html = household.get(PAGE).get_data(as_text=True)
@@ -138,3 +138,17 @@ def test_a_switch_without_the_csrf_token_is_refused(logged_in: FlaskClient, exam
     answer = logged_in.post(f"{PAGE}/quiet_hours/switch", data={"on": "off"})
     assert answer.status_code == 400 and "CSRF_INVALID" in answer.get_data(as_text=True)
     assert not data_dir.plugin_switches.exists()
+
+
+@pytest.mark.parametrize("name", ["front_door", "tablet_rules"])
+def test_settings_for_a_plugin_not_installed_or_without_settings_save_nothing(
+    household: FlaskClient, examples: Console, data_dir: DataDir, name: str
+) -> None:
+    class TabletRules:  # installed, declares no settings
+        pass
+
+    examples.plugins.register(TabletRules(), "tablet_rules")
+    answer = post_form(household, f"{PAGE}/{name}/settings", start="22:00")
+    assert answer.status_code == 303
+    assert not data_dir.plugin_settings.exists()
+    assert "That plugin is not installed" in household.get(PAGE).get_data(as_text=True)
