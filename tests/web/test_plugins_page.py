@@ -152,3 +152,16 @@ def test_settings_for_a_plugin_not_installed_or_without_settings_save_nothing(
     assert answer.status_code == 303
     assert not data_dir.plugin_settings.exists()
     assert "That plugin is not installed" in household.get(PAGE).get_data(as_text=True)
+
+
+@pytest.mark.parametrize("code", ["fr", "de", "es", "nl", "zh-Hans"])
+def test_no_english_is_left_on_the_page_in_any_other_language(
+    household: FlaskClient, examples: Console, code: str
+) -> None:
+    """The page's own words and the example plugins' labels, in each of the Console's other languages."""
+    html = household.get(PAGE, headers={"Accept-Language": code}).get_data(as_text=True)
+    assert f'<html lang="{code}"' in html
+    for english in (">Turn off<", "Its hooks:", ">Save settings<", "Leave a field empty", "A plugin adds",
+                    ">Quiet from<", ">Quiet until<", ">Send to (an ntfy", "Back to the settings",
+                    "Registered by the Console itself"):
+        assert english not in html, english
