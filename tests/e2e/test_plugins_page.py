@@ -8,7 +8,7 @@ import json
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, serious_violations
+from tests.e2e.conftest import DESKTOP, PHONE, LiveConsole, log_in, screenshot, serious_violations
 from tests.example_plugins import load_example
 
 pytestmark = pytest.mark.browser
@@ -65,6 +65,7 @@ def test_setting_quiet_hours_keeps_them_for_the_plugin(plugins_page: Page, with_
     quiet.get_by_role("button", name="Save the settings of quiet_hours").click()
     expect(plugins_page.get_by_role("status")).to_contain_text("Saved the settings of “quiet_hours”")
     expect(plugins_page.get_by_label("Quiet from")).to_have_value("22:00")
+    screenshot(plugins_page, "plugins-page")
     assert dict(with_examples.services.plugins.setting_values("quiet_hours")) == {"start": "22:00", "end": "07:00"}
 
 
