@@ -26,6 +26,7 @@ from console_ha.ha.home_assistants import ClientMaker, HomeAssistants
 from console_ha.ha.reads import Reads
 from console_ha.ha.rest_client import HomeAssistantClient
 from console_ha.plugins.plugin_registry import Plugins
+from console_ha.plugins.plugin_settings import PluginSettings
 from console_ha.settings.catalogue import PICKER_READS
 from console_ha.settings.connection import CONNECTION_TEST_READS
 from console_ha.settings.saving import recover, recover_leftovers
@@ -40,6 +41,7 @@ from console_ha.store.ha_token import TokenStore
 from console_ha.store.instances import Instances
 from console_ha.store.model_config import ModelStore
 from console_ha.store.plugin_switches import PluginSwitches
+from console_ha.store.plugin_values import PluginValuesFile
 from console_ha.store.review import ReviewStore
 
 # Everything the Console reads from Home Assistant, as its parts declare it: the capabilities (the registry),
@@ -144,7 +146,8 @@ class Console:
         model_settings = ModelSettingsService(model_store, instances=instances, environment=model_environment)
         card_memory = CardMemory()
         # The household's plugins (issue 30), loaded once, before the executors that call their hooks.
-        plugins = options.plugins if options.plugins is not None else Plugins.installed(PluginSwitches(data_dir))
+        plugins = options.plugins if options.plugins is not None else Plugins.installed(
+            PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
         home_assistants = HomeAssistants(reads=CONSOLE_READS, caps=options.call_caps, keep=card_memory.keep_areas,
                                          make=make_client)
         clients = home_assistants.clients

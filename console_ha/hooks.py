@@ -8,6 +8,9 @@ A plugin is a module registered under the entry point group `console_ha`; it mar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any
 
 import pluggy
@@ -24,6 +27,29 @@ HOOK_NAMES: tuple[str, ...] = (
 )
 # The moments of a card's life on_card is told of.
 CARD_EVENTS: tuple[str, ...] = ("waiting", "allowed", "denied", "expired", "withdrawn")
+
+# A plugin may declare settings for the household as a module attribute of this name: a list of
+# {"name", "type": "time" | "url" | "text", "label"} (console_ha/plugins/plugin_settings.py reads it).
+SETTINGS_ATTRIBUTE = "CONSOLE_HA_SETTINGS"
+
+_NO_SETTINGS: Mapping[str, str] = MappingProxyType({})
+# Set by the Console around each call of a plugin's implementation (`console_ha.plugins.plugin_registry`), on
+# the thread that runs it: a context, not a module global, so two Consoles in one process keep their own.
+_CURRENT_SETTINGS: ContextVar[Mapping[str, str]] = ContextVar("console_ha_plugin_settings", default=_NO_SETTINGS)
+
+
+def settings() -> Mapping[str, str]:
+    """The household's values of the calling plugin's declared settings, inside one of its hook calls.
+
+    Each declared setting the household has saved, by name, as text ("22:00", "https://..."); one never saved
+    is absent. Outside a hook call (at import, or on a thread the plugin started) it is empty.
+    """
+    return _CURRENT_SETTINGS.get()
+
+
+def settings_context() -> ContextVar[Mapping[str, str]]:
+    """The context the Console sets around a plugin's hook call: for the plugin registry, never for a plugin."""
+    return _CURRENT_SETTINGS
 
 
 class StageHooks:

@@ -28,7 +28,7 @@ fi
 bash scripts/install-ha.sh
 
 # Lint first: it takes a second and names the line.
-.venv/bin/ruff check --quiet console_ha tests benchmarks wsgi.py
+.venv/bin/ruff check --quiet console_ha tests benchmarks wsgi.py plugins
 # Then the type checker, strict for the package (its settings are in pyproject.toml's [tool.mypy]).
 .venv/bin/python -m mypy
 # And over the tests, the benchmarks and wsgi.py, not strictly (pyproject.toml's override for them): a test's

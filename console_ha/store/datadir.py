@@ -156,5 +156,10 @@ class DataDir:
         return self.root / "console" / "plugins.json"
 
     @property
+    def plugin_settings(self) -> Path:
+        # The values of the settings installed plugins declare (quiet hours' times, notify's URL), issue 30.
+        return self.root / "console" / "plugin-settings.json"
+
+    @property
     def model_api_key(self) -> Path:
         return self.console_secrets / "model-api-key.json"

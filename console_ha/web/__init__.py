@@ -107,6 +107,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
         conversation,
         mcp_endpoint,
         model_page,
+        plugins_page,
         settings_api,
     )
     from console_ha.web import request_language as household_language
@@ -151,7 +152,7 @@ def create_app(data_dir: DataDir | None = None, test_config: Mapping[str, Any] |
     register_error_handlers(app)
     init_security(app)
     for blueprint in (auth.bp, settings_api.bp, pages.bp, conversation.bp, api_tokens.bp, mcp_endpoint.bp,
-                      confirmation_routes.bp, model_page.bp):
+                      confirmation_routes.bp, model_page.bp, plugins_page.bp):
         app.register_blueprint(blueprint)
     auth.init_app(app)
     log.debug("console app created for data dir %s", console.data_dir.root)

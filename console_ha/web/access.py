@@ -81,6 +81,10 @@ ACCESS: MappingProxyType[str, Access] = MappingProxyType({
     "conversation.recent": Access.HOUSEHOLD,
     # issue 26: the Settings page's Language choice
     "language.save": Access.HOUSEHOLD,
+    # issue 30: the household's plugins, their switches and their settings
+    "plugins.page": Access.HOUSEHOLD,
+    "plugins.switch": Access.HOUSEHOLD,
+    "plugins.save_settings": Access.HOUSEHOLD,
 })
 
 ANSWERING_A_CARD = "answer a request"
@@ -96,6 +100,7 @@ _WHAT = MappingProxyType({
     "model_settings": "see or change the language model's settings",
     "api_tokens": "see, make or revoke API tokens",
     "language": "change the language of the Console's pages",
+    "plugins": "see, turn off or set up the household's plugins",
 })
 
 

@@ -24,7 +24,8 @@ from .conftest import log_in, page_csrf
 
 _CONVERTER = re.compile(r"<(?:[a-z_]+:)?([a-z_]+)>")
 # A value for each URL variable: shaped as the route expects, so the request reaches the guard and past it.
-_VALUES = {"token_id": "0123456789abcdef", "token": "no-such-card", "filename": "no-such-file.css"}
+_VALUES = {"token_id": "0123456789abcdef", "token": "no-such-card", "filename": "no-such-file.css",
+           "name": "no_such_plugin"}
 FOREIGN = "http://evil.example"
 
 

@@ -171,7 +171,7 @@ def test_the_pseudo_language_is_offered_only_by_an_app_that_tests_with_it(
 
 
 @pytest.mark.parametrize("path", ["/settings/home-assistant", "/settings/model", "/conversation", "/activity",
-                                  "/confirmations", "/settings/api-tokens", "/no-such-page"])
+                                  "/confirmations", "/settings/api-tokens", "/settings/plugins", "/no-such-page"])
 def test_html_lang_names_the_language_on_every_page(household: FlaskClient, path: str) -> None:
     html = household.get(path, headers={"Accept-Language": "nl-NL,nl;q=0.9"}).get_data(as_text=True)
     assert _html_lang(html) == "nl"

@@ -1,0 +1,244 @@
+"""The two example plugins, called through the Console's own hook machinery: quiet hours and notify.
+
+Notify is tested against a local recording HTTP server on loopback: no ntfy server can be installed here
+(Debian has no `ntfy` package, and PyPI's `ntfy` is another project, a notification *sender*).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from datetime import time as clock_time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from console_ha.plugins.hook_calls import call_each
+from console_ha.plugins.plugin_registry import PluginInfo, Plugins
+from console_ha.plugins.plugin_settings import PluginSettings
+from console_ha.store.datadir import DataDir
+from console_ha.store.plugin_switches import PluginSwitches
+from console_ha.store.plugin_values import PluginValuesFile
+from tests.example_plugins import EXAMPLES, load_example, pip_install_examples
+
+READ = {"capability": "get_state", "arguments": {"entity_id": "lock.front_door"}, "principal": "household"}
+CARD = {"title": "Read Front door now?", "title_in_language": "Lire Porte d’entrée maintenant ?", "language": "fr",
+        "capability": "get_state", "instance": "home", "expires_at": "2026-12-05T07:00:00Z"}
+
+
+def plugins_with(data_dir: DataDir, **given: ModuleType) -> Plugins:
+    plugins = Plugins(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    for name, module in given.items():
+        plugins.register(module, name)
+    return plugins
+
+
+# --- quiet hours -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("moment, start, end, quiet", [
+    ("23:00", "22:00", "07:00", True),  # over midnight: before it
+    ("03:15", "22:00", "07:00", True),  # over midnight: after it
+    ("22:00", "22:00", "07:00", True),  # the start is quiet
+    ("07:00", "22:00", "07:00", False),  # the end is not
+    ("12:00", "22:00", "07:00", False),
+    ("13:30", "13:00", "14:00", True),  # within one day
+    ("14:00", "13:00", "14:00", False),
+    ("12:59", "13:00", "14:00", False),
+    ("10:00", "10:00", "10:00", False),  # equal times: no quiet span at all
+])
+def test_quiet_hours_span_the_times_set_over_midnight_too(moment: str, start: str, end: str, quiet: bool) -> None:
+    at = clock_time.fromisoformat
+    assert load_example("quiet_hours").quiet_at(at(moment), at(start), at(end)) is quiet
+
+
+def _quiet_hours_at(monkeypatch: pytest.MonkeyPatch, hour: int, minute: int) -> ModuleType:
+    module = load_example("quiet_hours")
+    monkeypatch.setattr(module, "now", lambda: datetime(2026, 12, 5, hour, minute, 30).astimezone())
+    return module
+
+
+def test_quiet_hours_refuse_a_read_inside_the_times_the_household_set(
+    data_dir: DataDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 23, 40))
+    plugins.save_settings("quiet_hours", {"start": "22:00", "end": "07:00"})
+    outcome = call_each(plugins, "before_toolcall", READ)
+    assert [answer.plugin for answer in outcome.answers] == ["quiet_hours"]
+    refusal = outcome.answers[0].value
+    assert isinstance(refusal, str) and "22:00" in refusal and "07:00" in refusal
+    assert outcome.skipped == []
+
+
+def test_quiet_hours_let_a_read_through_outside_them(data_dir: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 7, 0))
+    plugins.save_settings("quiet_hours", {"start": "22:00", "end": "07:00"})
+    assert call_each(plugins, "before_toolcall", READ).answers == []
+
+
+@pytest.mark.parametrize("saved", [{}, {"start": "22:00"}, {"end": "07:00"}])
+def test_quiet_hours_refuse_nothing_until_both_times_are_set(
+    data_dir: DataDir, monkeypatch: pytest.MonkeyPatch, saved: dict[str, str]
+) -> None:
+    plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 23, 40))
+    plugins.save_settings("quiet_hours", saved)
+    assert call_each(plugins, "before_toolcall", READ).answers == []
+
+
+def test_a_new_time_saved_applies_from_the_next_call(data_dir: DataDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugins = plugins_with(data_dir, quiet_hours=_quiet_hours_at(monkeypatch, 23, 40))
+    plugins.save_settings("quiet_hours", {"start": "22:00", "end": "07:00"})
+    assert call_each(plugins, "before_toolcall", READ).answers
+    plugins.save_settings("quiet_hours", {"start": "01:00", "end": "05:00"})
+    assert call_each(plugins, "before_toolcall", READ).answers == []
+
+
+def test_quiet_hours_use_the_consoles_time_zone_when_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = load_example("quiet_hours")
+    monkeypatch.setenv("CONSOLE_HA_TIME_ZONE", "Pacific/Kiritimati")
+    assert module.now().utcoffset().total_seconds() == 14 * 3600
+    monkeypatch.delenv("CONSOLE_HA_TIME_ZONE")
+    assert module.now().utcoffset() == datetime.now().astimezone().utcoffset()
+
+
+# --- notify ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    content_type: str
+    body: bytes
+
+
+@dataclass
+class RecordingServer:
+    """An HTTP server on loopback that keeps every request it gets, and answers after `delay` seconds."""
+
+    url: str
+    requests: list[Recorded] = field(default_factory=list)
+    delay: float = 0.0
+    arrived: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def recorder() -> Iterator[RecordingServer]:
+    state: RecordingServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            state.requests.append(Recorded("POST", self.path, self.headers.get("Content-Type", ""), body))
+            state.arrived.set()
+            time.sleep(state.delay)
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state = RecordingServer(f"http://127.0.0.1:{server.server_address[1]}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def test_notify_posts_the_waiting_cards_title_and_nothing_else(data_dir: DataDir, recorder: RecordingServer) -> None:
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url + "/console-cards"})
+    outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.answers == [] and outcome.skipped == []
+    assert recorder.requests == [Recorded("POST", "/console-cards", "text/plain; charset=utf-8",
+                                          CARD["title_in_language"].encode("utf-8"))]
+
+
+def test_notify_sends_a_home_assistant_webhook_the_title_as_json(
+    data_dir: DataDir, recorder: RecordingServer
+) -> None:
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url + "/api/webhook/console-card-waiting"})
+    call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "program:claude"})
+    [sent] = recorder.requests
+    assert (sent.path, sent.content_type) == ("/api/webhook/console-card-waiting", "application/json")
+    assert json.loads(sent.body) == {"message": CARD["title_in_language"]}
+
+
+@pytest.mark.parametrize("event", ["allowed", "denied", "expired", "withdrawn"])
+def test_notify_says_nothing_of_a_card_no_longer_waiting(
+    data_dir: DataDir, recorder: RecordingServer, event: str
+) -> None:
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url})
+    call_each(plugins, "on_card", {"event": event, "card": CARD, "principal": "household"})
+    assert recorder.requests == []
+
+
+def test_notify_sends_nothing_until_a_url_is_set(data_dir: DataDir, recorder: RecordingServer) -> None:
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert recorder.requests == [] and outcome.skipped == []
+
+
+def test_a_slow_notification_server_is_given_up_on_within_the_hooks_second_and_logged(
+    data_dir: DataDir, recorder: RecordingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The POST's own timeout ends it before the Console's 1 s: never raised, never skipped, a warning logged."""
+    recorder.delay = 3.0
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url + "/secret-topic-name"})
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert time.monotonic() - started < 1.0
+    assert outcome.skipped == [] and recorder.arrived.is_set()
+    assert any("notify" in record.getMessage() and "TimeoutError" in record.getMessage()
+               for record in caplog.records)
+    assert "secret-topic-name" not in caplog.text
+
+
+def test_a_notification_server_that_is_down_is_logged_never_raised(
+    data_dir: DataDir, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": "http://127.0.0.1:9/down"})  # the discard port: nothing listens
+    with caplog.at_level(logging.WARNING):
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.skipped == []
+    assert any("could not be sent" in record.getMessage() for record in caplog.records)
+
+
+# --- installed as a household installs them ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("site-packages")
+    pip_install_examples(site)
+    return site
+
+
+def test_the_examples_installed_by_pip_are_loaded_through_their_entry_points(
+    example_site: Path, data_dir: DataDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(example_site))
+    for _, module in EXAMPLES.values():
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    plugins = Plugins.installed(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    assert plugins.describe() == [PluginInfo("notify", "1.0.0", ("on_card",), True),
+                                  PluginInfo("quiet_hours", "1.0.0", ("before_toolcall",), True)]
+    assert [field.name for field in plugins.setting_fields("quiet_hours")] == ["start", "end"]
+    assert [field.name for field in plugins.setting_fields("notify")] == ["url"]
