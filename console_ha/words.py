@@ -214,8 +214,9 @@ CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
         Words("The assistant asked about a device that is not on your list, so the Console refused it. You can add "
               "devices in Settings."),
     "INVOCATION_LIMIT_EXCEEDED":
-        Words("The assistant asked for the same kind of read twice for one question; the Console allows one, so it "
-              "refused the second."),
+        # One read of a kind per question for each Home Assistant (`stages.check_turn_limit`).
+        Words("The assistant asked for the same kind of read of the same Home Assistant twice for one question; "
+              "the Console allows one, so it refused the second."),
     "CONFIG_INVALID":
         Words("The Home Assistant settings file cannot be read, so the Console refused the read. Open Settings."),
     "HA_UNAUTHORIZED": SETTINGS_WORDS["HA_UNAUTHORIZED"],
