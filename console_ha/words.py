@@ -221,8 +221,9 @@ CHAT_WORDS: MappingProxyType[str, str] = MappingProxyType({
         Words("One of the plugins installed on this Console refused the read, so nothing was read. Activity says "
               "which one."),
     "INVOCATION_LIMIT_EXCEEDED":
-        Words("The assistant asked for the same kind of read twice for one question; the Console allows one, so it "
-              "refused the second."),
+        # One read of a kind per question for each Home Assistant (`stages.check_turn_limit`).
+        Words("The assistant asked for the same kind of read of the same Home Assistant twice for one question; "
+              "the Console allows one, so it refused the second."),
     "CONFIG_INVALID":
         Words("The Home Assistant settings file cannot be read, so the Console refused the read. Open Settings."),
     "HA_UNAUTHORIZED": SETTINGS_WORDS["HA_UNAUTHORIZED"],

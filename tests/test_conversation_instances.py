@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from console_ha.capabilities.get_state import NAME as GET_STATE
-from console_ha.capabilities.spec import INSTANCE_ARGUMENT_DESCRIPTION
+from console_ha.capabilities.spec import INSTANCE, INSTANCE_ARGUMENT_DESCRIPTION
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.conversation.model_service import ModelSaveRequest, ModelSettingsService, ModelTryRequest
 from console_ha.errors import InvalidSettingsChange, ModelNotConfigured
@@ -18,7 +18,7 @@ from console_ha.store.datadir import DataDir
 from console_ha.store.instances import Instances
 from console_ha.store.model_config import ModelStore
 from tests.executors import configured, executor_over
-from tests.fake_model import FakeModel, answer_from_tool_result, text, tool_call
+from tests.fake_model import FakeModel, answer_from_tool_result, text, tool_call, tool_calls
 from tests.stub_ha import StubHomeAssistant
 from tests.two_instances import CABIN, seed_instance
 
@@ -128,3 +128,31 @@ def test_a_hand_edited_name_holding_a_lone_surrogate_leaves_every_turn_whole(
     model.script(text("Hello."))
     assert service_for(data_dir, model.url).send(None, "Hello").reply == "Hello."
     assert "- cabin: \"\ufffdCabin\"\n" in model.requests[0].messages[0]["content"]
+
+
+def test_a_third_read_of_a_kind_in_a_turn_is_refused_in_words_that_count_one_for_each_home_assistant(
+        data_dir: DataDir, two_homes: tuple[StubHomeAssistant, StubHomeAssistant], model: FakeModel) -> None:
+    """After the house and the cabin were each read once, the same read of the house again is refused; neither
+    the household's line nor the model's refusal says "one" read of the kind, when two were just allowed."""
+    house, cabin = two_homes
+    configured(data_dir, house, [ENTITY])
+    seed_instance(data_dir, cabin, [ENTITY])
+    service = service_for(data_dir, model.url)
+    model.script(tool_calls((GET, {"entity_id": ENTITY}, "house"),
+                            (GET, {"entity_id": ENTITY, INSTANCE: CABIN}, "cabin"),
+                            (GET, {"entity_id": ENTITY, INSTANCE: "home"}, "again")), text("Both read."))
+    asked = service.send(None, "Is the cabin warmer than the house?")
+    for _ in range(2):
+        assert asked.pending_confirmation is not None
+        asked = service.confirm(asked.conversation_id, asked.pending_confirmation.token, approve=True)
+    found = service.transcript(asked.conversation_id)
+    assert found is not None
+    notes = [m["content"] for m in found[0] if m["role"] == "note"]
+
+    assert notes[-1] == ("The assistant asked for the same kind of read of the same Home Assistant twice for one "
+                         "question; the Console allows one, so it refused the second.")
+    refused = next(m for m in model.requests[-1].messages if m.get("tool_call_id") == "again")
+    assert json.loads(refused["content"])["error"] == {
+        "code": "INVOCATION_LIMIT_EXCEEDED",
+        "message": "This capability was already used in this turn for this Home Assistant."}
+    assert len(house.requests) > 0 and len(cabin.requests) > 0

@@ -145,7 +145,7 @@ def test_a_conversation_s_turn_keeps_its_own_words_below_the_bound(data_dir: Dat
     queue.ask("desk", LIST_ENTITIES, {}, turn=turn)
     with pytest.raises(InvocationLimitExceeded) as refused:
         queue.ask("desk", LIST_ENTITIES, {}, turn=turn)
-    assert refused.value.message == "This capability was already used in this turn."
+    assert refused.value.message == "This capability was already used in this turn for this Home Assistant."
 
 
 def test_a_program_s_cards_of_one_tool_are_bounded_in_the_queue_s_words(data_dir: DataDir, stub_ha: StubHomeAssistant,

@@ -167,10 +167,6 @@ def test_arguments_a_hook_returns_are_a_dict_with_text_keys(value: object, expec
 def test_a_hostile_answer_to_a_large_result_is_judged_at_once() -> None:
     """Each original item is compared with one candidate item at most: a reversed 5000-item list costs 5000
     comparisons (a search over every choice of kept items would not end)."""
-    import time
-
     original = [{"entity_id": f"sensor.s{i}", "state": str(i)} for i in range(5000)]
-    started = time.monotonic()
     assert not narrows(original, original[::-1])
     assert narrows(original, original[::2])
-    assert time.monotonic() - started < 1.0

@@ -179,7 +179,7 @@ def check_turn_limit(capability: Capability, turn: Turn, room: Room = always_roo
     if refusal is not None:
         raise InvocationLimitExceeded(refusal)
     if turn.counts[capability.name, instance] >= capability.bounds.max_invocations_per_turn:
-        raise InvocationLimitExceeded("This capability was already used in this turn.")
+        raise InvocationLimitExceeded("This capability was already used in this turn for this Home Assistant.")
     turn.counts[capability.name, instance] += 1
 
 
