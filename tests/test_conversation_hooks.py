@@ -14,7 +14,7 @@ from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
-from console_ha.conversation.activity import EVENT_WORDS, UNKNOWN_CAPABILITY, summarise
+from console_ha.conversation.activity import PLUGIN_EVENT_GENERAL, UNKNOWN_CAPABILITY, summarise
 from console_ha.conversation.stage_hooks import (
     MAX_PLUGIN_LINE_CHARS,
     MAX_PLUGIN_LINES,
@@ -303,4 +303,5 @@ def test_activity_names_a_skipped_plugin_in_one_bounded_line_and_a_damaged_line_
     named, general = summarise([long_name, damaged]).latest[::-1]
     assert named.words == (f"The plugin {('Quiet hours' + 'x' * 100)[:64]} failed or took longer than a second at "
                            "on_card, so the Console went on without it.")
-    assert general.words == EVENT_WORDS[AuditEvent.PLUGIN_SKIPPED]
+    assert general.words == PLUGIN_EVENT_GENERAL[AuditEvent.PLUGIN_SKIPPED]
+    assert "rm -rf" not in str(general.words) and "quiet" not in str(general.words)

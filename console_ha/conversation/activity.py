@@ -11,7 +11,7 @@ from typing import Any
 
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.hooks import HOOK_NAMES
-from console_ha.language import N_, Words
+from console_ha.language import Words
 from console_ha.store.audit import AuditEvent
 from console_ha.store.config import shown_name
 from console_ha.store.datadir import HOME_INSTANCE, is_instance_id
@@ -85,16 +85,20 @@ CONVERSATION_PAGE = Words("Conversation page")
 # the same `rejected` event, told apart by its invocation having been approved earlier in the log.
 # Translators: {plugin} is an installed plugin's name; it refused the read in its before_toolcall hook.
 REFUSED_BY_A_PLUGIN = Words("Refused by the plugin {plugin} before you were asked.")
-# The plugin a line names (or a plugin event's, damaged, that names none): what its words call it.
-UNNAMED_PLUGIN = "?"
 REFUSED_AFTER_YOU_ALLOWED = Words("You allowed it, but the Console then refused it, so nothing was read.")
 # A card of the conversation page withdrawn because the household sent another message instead.
 WITHDRAWN_BY_A_NEW_MESSAGE = Words("Withdrawn: you asked something else.")
-# Issue 30: a `plugin_skipped` line that names its plugin and hook (the plugin's name is its entry point's).
-# Translators: {plugin} is an installed plugin's name, {hook} one of the stage hooks' names (on_card, on_input...).
-PLUGIN_SKIPPED_NAMED = N_("The plugin {plugin} failed or took longer than a second in {hook}, so it was skipped.")
-# A plugin's name as Activity shows it: one line, at most this many characters.
+# A plugin's name as Activity shows it: one line, at most this many characters (a plugin names itself, and a
+# damaged line may hold anything).
 MAX_PLUGIN_NAME_SHOWN = 64
+# A plugin event whose line names no plugin, or a hook there is not (a damaged or hand-edited log): its words
+# without the names, never the line's own text.
+PLUGIN_EVENT_GENERAL: Mapping[AuditEvent, Words] = MappingProxyType({
+    AuditEvent.PLUGIN_CHANGED: Words("A plugin narrowed it."),
+    AuditEvent.PLUGIN_DROPPED: Words("A plugin answered with something it may not give, so the Console ignored it."),
+    AuditEvent.PLUGIN_SKIPPED: Words("A plugin failed or took longer than a second, so the Console went on "
+                                     "without it."),
+})
 
 # The names of a Console that reads one Home Assistant (`Instances.names()` of a fresh data dir).
 HOME_ONLY: Mapping[str, str] = MappingProxyType({HOME_INSTANCE: HOME_NAME})
@@ -327,17 +331,16 @@ def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *
            instance: str, instance_name: str) -> ActivityEvent:
     code = str(event["code"]) if event.get("code") else None
     client = str(event["client"]) if event.get("client") else None
-    plugin = str(event["plugin"]) if event.get("plugin") else None
-    hook = str(event["hook"]) if event.get("hook") else None
+    named_plugin = event.get("plugin")
+    plugin = (shown_name(named_plugin, MAX_PLUGIN_NAME_SHOWN) or None) if isinstance(named_plugin, str) else None
+    hook = event.get("hook") if event.get("hook") in HOOK_NAMES else None
     if kind in PLUGIN_EVENTS:
-        words = Words(EVENT_WORDS[kind].msgid, plugin=plugin or UNNAMED_PLUGIN, hook=hook or UNNAMED_PLUGIN)
+        words = (PLUGIN_EVENT_GENERAL[kind] if plugin is None or hook is None
+                 else Words(EVENT_WORDS[kind].msgid, plugin=plugin, hook=hook))
     elif kind is AuditEvent.REJECTED and plugin is not None:
         words = Words(REFUSED_BY_A_PLUGIN.msgid, plugin=plugin)
     elif kind is AuditEvent.CANCELLED and client is None:
         words = WITHDRAWN_BY_A_NEW_MESSAGE  # the conversation page's card: the household moved on
-    elif kind is _PLUGIN_SKIPPED and event.get("hook") in HOOK_NAMES and isinstance(event.get("plugin"), str):
-        words = Words(PLUGIN_SKIPPED_NAMED, plugin=shown_name(event["plugin"], MAX_PLUGIN_NAME_SHOWN),
-                      hook=event["hook"])
     elif kind is AuditEvent.REJECTED and after_approval:
         words = REFUSED_AFTER_YOU_ALLOWED
     else:
