@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import os
+import signal
 import ssl
 import sys
 import threading
@@ -375,14 +376,28 @@ async def host_stdio() -> AsyncIterator[tuple[HostMessages, MemoryObjectSendStre
 
 
 async def forward(url: str, token: str) -> None:
-    """Serve MCP on stdio until the host closes it, relaying to the Console at `url`."""
+    """Serve MCP on stdio until the host closes it or stops the command, relaying to the Console at `url`."""
     async with console_client(token) as http, anyio.create_task_group() as group:
         upstream = Upstream(endpoint_url(url), http)
         await group.start(upstream.run)
         server = build_forwarder(upstream, upstream.instructions)
-        async with host_stdio() as (stdin, stdout):
-            await server.run(stdin, stdout, server.create_initialization_options())
+        with anyio.CancelScope() as serving:
+            group.start_soon(_stop_on_sigterm, serving)
+            async with host_stdio() as (stdin, stdout):
+                await server.run(stdin, stdout, server.create_initialization_options())
         group.cancel_scope.cancel()
+
+
+async def _stop_on_sigterm(serving: anyio.CancelScope) -> None:
+    """SIGTERM ends the command as stdin's end does: each waiting call is cancelled and tells the Console.
+
+    Hosts stop a command so (the TypeScript SDK two seconds after closing stdin): Python's own SIGTERM ended
+    the process at once, and a household's card stayed open for a call whose notice had not gone yet.
+    """
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            serving.cancel()
+            return
 
 
 def run(url: str) -> int:

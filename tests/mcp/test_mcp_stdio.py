@@ -311,3 +311,33 @@ def test_closing_stdin_with_a_call_waiting_withdraws_its_card(console, api_token
     command.communicate()
     run(lambda: pending_cards(console, household, count=0))
     assert stub_ha.requests_to("/api/states") == []
+
+
+def test_a_host_ending_the_command_with_sigterm_withdraws_the_waiting_card(console, api_token, household, stub_ha):
+    """A host that stops the command with SIGTERM (the TypeScript SDK does, 2 s after closing its stdin): the
+    waiting call's card goes, as when stdin closes, and the command ends cleanly. Before, SIGTERM ended it at once,
+    so a cancel whose notice was still on its way left the household's card open for nobody (seen once in CI)."""
+    console.configure(stub_ha.base_url, stub_ha.token)
+    env = {**os.environ, "CONSOLE_HA_API_TOKEN": api_token, "CONSOLE_HA_MDNS_INTERFACES": "127.0.0.1"}
+    command = subprocess.Popen([sys.executable, "-m", "console_ha", "mcp", "--url", console.url], env=env, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert command.stdin is not None and command.stdout is not None
+    try:
+        for message in (
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": LIST, "arguments": {}}},
+        ):
+            command.stdin.write(json.dumps(message) + "\n")
+        command.stdin.flush()
+        assert json.loads(command.stdout.readline())["id"] == 0
+        run(lambda: pending_cards(console, household))
+        command.terminate()  # stdin stays open: only the signal ends it
+        assert command.wait(timeout=30) == 0
+        run(lambda: pending_cards(console, household, count=0))
+    finally:
+        if command.poll() is None:
+            command.kill()
+        command.communicate()
+    assert stub_ha.requests_to("/api/states") == []
