@@ -16,8 +16,9 @@ HA_CODES = {"HA_UNREACHABLE", "HA_TIMEOUT", "HA_UNAUTHORIZED", "HA_NOT_FOUND", "
 def test_every_home_assistant_code_has_words_for_the_page_and_for_the_model() -> None:
     """The contract's six HA_* codes each have a sentence for the household and one for the model."""
     assert HA_CODES <= set(SETTINGS_WORDS)
-    # HA_NO_STATISTICS (issue 19) comes from get_statistics only, never from the settings page's reads.
-    assert HA_CODES | {"HA_BUSY", "HA_NO_STATISTICS"} == set(MODEL_WORDS)
+    # HA_NO_STATISTICS (issue 19) comes from get_statistics only, never from the settings page's reads;
+    # REFUSED_BY_PLUGIN (issue 30) from a plugin's before_toolcall, naming the plugin and its reason.
+    assert HA_CODES | {"HA_BUSY", "HA_NO_STATISTICS", "REFUSED_BY_PLUGIN"} == set(MODEL_WORDS)
 
 
 def test_a_home_assistant_failure_keeps_its_code_and_detail_with_the_households_sentence() -> None:
