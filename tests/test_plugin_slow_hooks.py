@@ -7,7 +7,9 @@ the read would have gone to.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -171,3 +173,29 @@ def test_a_refusal_at_stage_2_of_a_plugin_s_arguments_names_the_instance_the_rea
     err = refusal(lambda: executor.propose(GET_HISTORY, HISTORY_ARGS, conversation_id="c"))
     assert (err.code, err.plugin) == ("INVALID_ARGUMENTS", "then")
     assert [(line["event"], line["instance"]) for line in lines(data_dir)][-1] == ("rejected", CABIN)
+
+
+def test_a_call_whose_task_is_cancelled_while_its_plugin_is_held_makes_no_card_and_is_audited_cancelled_once(
+        data_dir, stub_ha, clock, monkeypatch):
+    """As the web layer ends the task of a request whose program hung up (`asyncio.Task.cancel`)."""
+    hold_past_the_deadline(monkeypatch)
+    held = Held("program:desk")
+    queue = HouseholdQueue(executor_with(data_dir, stub_ha, clock, held=held))
+
+    async def scenario() -> None:
+        call = asyncio.create_task(_call(queue, DESK, LIST_ENTITIES, {}, _no_report, 15.0))
+        try:
+            assert await asyncio.to_thread(held.entered.wait, PATIENCE)
+            call.cancel()
+        finally:
+            held.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(call, PATIENCE)
+
+    run_to_end(scenario())
+    for _ in range(int(PATIENCE / 0.05)):  # the plugin's thread may end after the task did
+        if "cancelled" in [line["event"] for line in lines(data_dir)]:
+            break
+        time.sleep(0.05)
+    assert [(line["event"], line["stage"]) for line in lines(data_dir)] == [("proposed", 1), ("cancelled", 3)]
+    assert queue.pending() == []
