@@ -199,3 +199,22 @@ def test_a_call_whose_task_is_cancelled_while_its_plugin_is_held_makes_no_card_a
         time.sleep(0.05)
     assert [(line["event"], line["stage"]) for line in lines(data_dir)] == [("proposed", 1), ("cancelled", 3)]
     assert queue.pending() == []
+
+
+def test_two_identical_calls_of_a_program_at_once_share_one_card(data_dir, stub_ha, clock, monkeypatch):
+    """The second found no card to join (the first was still in its plugins) and made it; the first, its plugins
+    done, joins it under the lock: the household is asked once (docs/architecture.md, "A call that joins")."""
+    hold_past_the_deadline(monkeypatch)
+    held = Held("program:desk")  # holds the first call only
+    queue = HouseholdQueue(executor_with(data_dir, stub_ha, clock, held=held))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(queue.call, DESK, LIST_ENTITIES, {})
+        try:
+            assert held.entered.wait(PATIENCE)
+            second = queue.call(DESK, LIST_ENTITIES, {})
+        finally:
+            held.release.set()
+        joined = first.result(timeout=PATIENCE)
+    assert joined.waiting is second.waiting and queue.pending() == [second.waiting]
+    assert second.waiting.asked == 2
+    assert [line["event"] for line in lines(data_dir)].count("confirmation_requested") == 1
