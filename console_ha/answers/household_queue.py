@@ -40,7 +40,7 @@ from console_ha.answers.card_state import (
 from console_ha.answers.card_state import Asker as Asker
 from console_ha.answers.card_state import WaitingRead as WaitingRead
 from console_ha.capabilities.confirmations import canonical_arguments
-from console_ha.capabilities.executor import Executor
+from console_ha.capabilities.executor import Executor, Prepared
 from console_ha.capabilities.spec import Capability
 from console_ha.capabilities.stages import Room, Turn, always_room
 from console_ha.errors import (
@@ -163,47 +163,84 @@ class HouseholdQueue:
 
         `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
         rule holds: at most MAX_CARDS_PER_TOOL open cards per capability per client. The caller is the
-        card's one live call (`detach` when it goes).
+        card's one live call (`detach` when it goes). The plugins' `before_toolcall` runs first, outside the lock.
         """
+        prepared = self.prepare(client, capability, arguments)
         with self._lock:
-            # The card's one reading: the store issues it at this moment, so both expire at the same instant.
-            now = self._timer()
-            self._sweep(now)
-            # Each waiting read is its own "conversation" in the confirmation store: only its own wait
-            # can consume its token, never another client's.
-            conversation_id = "household-queue:" + secrets.token_hex(8)
-            # Held across propose, so two calls at once cannot both find the room free.
-            proposal = self._executor.propose(capability, arguments, conversation_id=conversation_id,
-                                              turn=turn or Turn(), client=client,
-                                              room=self._room(client, token_id, own_turn=turn is not None, now=now),
-                                              at=now)
-            waiting = WaitingRead(client, proposal, conversation_id, now + self._executor.confirmation_ttl,
-                                  joins=joins, still_allowed=still_allowed, token_id=token_id)
-            waiting.attach(Attachment(present))
-            self._waiting[proposal.token] = waiting
+            waiting = self._issue(prepared, client, turn=turn, joins=joins, present=present,
+                                  still_allowed=still_allowed, token_id=token_id)
         self._tell(waiting, CardState.WAITING)
         return waiting
 
-    def call(self, asker: Asker, capability: object, arguments: object) -> Call:
+    def prepare(self, client: str, capability: object, arguments: object) -> Prepared:
+        """The first step of a read (`Executor.prepare`: stages 1-2 and the plugins' `before_toolcall`), outside the
+        lock: a plugin's second holds up no other program's call, and no Allow or denial of the household's."""
+        return self._executor.prepare(capability, arguments, client=client)
+
+    def drop(self, prepared: Prepared) -> None:
+        """A prepared read whose call ended before its card was made: audited so (`Executor.drop`), nothing else."""
+        self._executor.drop(prepared)
+
+    def _issue(self, prepared: Prepared, client: str, *, turn: Turn | None, joins: tuple[str, str, str] | None,
+               present: Callable[[], bool], still_allowed: Callable[[], bool], token_id: str) -> WaitingRead:
+        # Under the lock, held across stages 3-4, so two calls at once cannot both find the room free.
+        # The card's one reading: the store issues it at this moment, so both expire at the same instant.
+        now = self._timer()
+        self._sweep(now)
+        # Each waiting read is its own "conversation" in the confirmation store: only its own wait
+        # can consume its token, never another client's.
+        conversation_id = "household-queue:" + secrets.token_hex(8)
+        proposal = self._executor.issue(prepared, conversation_id=conversation_id, turn=turn or Turn(),
+                                        room=self._room(client, token_id, own_turn=turn is not None, now=now), at=now)
+        waiting = WaitingRead(client, proposal, conversation_id, now + self._executor.confirmation_ttl, joins=joins,
+                              still_allowed=still_allowed, token_id=token_id)
+        waiting.attach(Attachment(present))
+        self._waiting[proposal.token] = waiting
+        return waiting
+
+    def join(self, asker: Asker, capability: object, arguments: object) -> Call | None:
+        """The call joined to its program's open card for the same tool and arguments, or None when there is none
+        (then it asks anew: `call`). A call that joins runs no plugin and writes no `proposed` line: it asks nothing
+        new. Quick, under the lock: the MCP server asks it on its event loop before preparing a read."""
+        key = join_key(asker.token_id, capability, arguments)
+        if key is None:
+            return None
+        with self._lock:
+            return self._joined(key, asker, self._timer())
+
+    def call(self, asker: Asker, capability: object, arguments: object, prepared: Prepared | None = None) -> Call:
         """An MCP call: it joins its program's open card for the same tool and arguments, else asks anew.
 
         A call that joins takes the card over from a call of the same program still attached to it (that
         one lets go and returns early): a program that gave up on its first call and asked again is waiting
-        on the second, and only one thread is held for the card.
+        on the second, and only one thread is held for the card. `prepared` is the read's first step, run by a
+        caller that cannot wait for the plugins where it calls this (the MCP server, in a worker thread, after
+        `join` found no card); without it, it runs here, outside the lock. A card of the same key made meanwhile
+        (the program's identical call at the same moment) is joined: the household sees one card.
         """
         key = join_key(asker.token_id, capability, arguments)
-        if key is not None:
-            with self._lock:
-                now = self._timer()
-                self._sweep(now)
-                # Not a card whose allowed read runs (or ran) for another call: given once, it is a new
-                # question now. A denial stays to be joined until its expiry.
-                joined = next((w for w in self._waiting.values() if w.joins == key and now < w.deadline), None)
-                if joined is not None:
-                    return self._join(joined, asker.present, now)
-        waiting = self.ask(asker.client, capability, arguments, joins=key, present=asker.present,
-                           still_allowed=asker.still_allowed, token_id=asker.token_id)
-        return Call(waiting, waiting.calls[0])
+        if prepared is None:
+            joined = self.join(asker, capability, arguments)
+            if joined is not None:
+                return joined
+            prepared = self.prepare(asker.client, capability, arguments)
+        with self._lock:
+            now = self._timer()
+            joined = self._joined(key, asker, now) if key is not None else None
+            if joined is not None:
+                return joined
+            waiting = self._issue(prepared, asker.client, turn=None, joins=key, present=asker.present,
+                                  still_allowed=asker.still_allowed, token_id=asker.token_id)
+            call = Call(waiting, waiting.calls[0])
+        self._tell(waiting, CardState.WAITING)
+        return call
+
+    def _joined(self, key: tuple[str, str, str], asker: Asker, now: float) -> Call | None:
+        # Under the lock. Not a card whose allowed read runs (or ran) for another call: given once, it is a new
+        # question now. A denial stays to be joined until its expiry.
+        self._sweep(now)
+        joined = next((w for w in self._waiting.values() if w.joins == key and now < w.deadline), None)
+        return self._join(joined, asker.present, now) if joined is not None else None
 
     def _join(self, card: WaitingRead, present: Callable[[], bool], now: float) -> Call:
         # Under the lock. Each call that joins is counted on the card the household sees.

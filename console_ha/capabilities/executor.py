@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import logging
 import secrets
 import time
@@ -25,10 +24,13 @@ from console_ha.capabilities.stages import (
     Stage,
     Turn,
     always_room,
+    asked_instance,
     at_stage,
     check_policy,
     check_turn_limit,
     instance_of,
+    narrower_result,
+    own_copy,
     principal_of,
     refused_by_plugin,
     resolve,
@@ -51,12 +53,11 @@ from console_ha.errors import (
 from console_ha.ha.kept_clients import LendClient, one_client
 from console_ha.ha.rest_client import cache_key
 from console_ha.plugins.hook_calls import Skipped, call_one
-from console_ha.plugins.narrowing import is_arguments, narrows
+from console_ha.plugins.narrowing import is_arguments
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.secret import Secret
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.config import HomeAssistantConfig
-from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.store.ha_token import TokenLookup
 from console_ha.store.instances import Instance, Instances, name_of
 from console_ha.timestamps import utc_z
@@ -86,6 +87,16 @@ class Proposal:
         }
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A read past the first step of a proposal (`Executor.prepare`): audited `proposed`, through stages 1-2 and the
+    plugins' `before_toolcall`; no card yet, so nothing is lost if its asker goes now (`Executor.drop`)."""
+
+    invocation: str
+    capability: Capability
+    arguments: dict[str, Any]  # canonical, as the plugins left them
+    client: str | None
+    instances: tuple[str, ...]  # the ids there were when it was asked (a card names its instance when several)
 
 
 class Executor:
@@ -150,51 +161,81 @@ class Executor:
     def propose(self, name: object, arguments: object, *, conversation_id: str,
                 turn: Turn | None = None, client: str | None = None, room: Room = always_room,
                 at: float | None = None) -> Proposal:
-        """Stages 1-4: refuse with a CapabilityError, or pause for the household's confirmation.
+        """Stages 1-4 in one call (`prepare`, then `issue`), for a caller that may wait out the plugins (the
+        household's page): refuse with a CapabilityError, or pause for the household's confirmation.
 
-        `client` names a front end other than the household's page (an MCP client's API token name);
-        it goes to the audit log and the card, never a value. `room` is the asking front end's own bound on
-        waiting cards, refused at stage 3 like the turn's; `at` its reading of the confirmation store's timer, from
-        which the card's expiry counts (default now).
+        `client` names a front end other than the household's page (an MCP client's API token name): to the audit
+        log and the card, never a value. `room` is the front end's own bound on waiting cards, refused at stage 3
+        like the turn's; `at` its reading of the confirmation store's timer, whence the card's expiry counts.
         """
-        self.sweep_expired()
+        self.sweep_expired()  # first, as always: the expiries found are audited before this call's lines
+        return self.issue(self.prepare(name, arguments, client=client), conversation_id=conversation_id,
+                          turn=turn, room=room, at=at)
+
+    def prepare(self, name: object, arguments: object, *, client: str | None = None) -> Prepared:
+        """The first step of a proposal: the `proposed` line, stages 1-2 and the plugins' `before_toolcall`.
+
+        It makes no card and touches no confirmation: a caller runs it outside its own lock or event loop (each
+        plugin may take its second), then `issue`s what it lets through. A refusal is raised and audited here.
+        """
         invocation = secrets.token_hex(8)
         label = name if isinstance(name, str) and name in REGISTRY else "unknown"
         ids = self.instances.ids()
-        self._audit(AuditEvent.PROPOSED, label, Stage.RESOLVE, invocation, client=client,
-                    instance=_asked_instance(arguments, ids))
+        asked = asked_instance(arguments, ids)
+        self._audit(AuditEvent.PROPOSED, label, Stage.RESOLVE, invocation, client=client, instance=asked)
         try:
             capability = resolve(name)
             canonical = validate(capability, arguments, ids)
-            canonical = self._before_toolcall(capability, canonical, ids, invocation, client=client,
-                                              asked=_asked_instance(arguments, ids))
-            instance = self.instances.get(instance_of(canonical))
+        except CapabilityError as err:
+            self._rejected(err, label, invocation, client=client, instance=asked)
+            raise
+        canonical = self._before_toolcall(capability, canonical, ids, invocation, client=client)
+        return Prepared(invocation, capability, canonical, client, ids)
+
+    def drop(self, prepared: Prepared) -> None:
+        """A read `prepare` let through whose asker went before it was issued: audited `cancelled` at stage 3."""
+        self._audit(AuditEvent.CANCELLED, prepared.capability.name, Stage.POLICY, prepared.invocation,
+                    client=prepared.client, instance=instance_of(prepared.arguments))
+
+    def issue(self, prepared: Prepared, *, conversation_id: str, turn: Turn | None = None,
+              room: Room = always_room, at: float | None = None) -> Proposal:
+        """The rest of a proposal `prepare` let through: stage 3 (policy, the turn's and `room`'s bounds) and stage 4
+        (the card), after expired cards are swept (and audited)."""
+        self.sweep_expired()
+        capability, canonical, client = prepared.capability, prepared.arguments, prepared.client
+        # Where the read would go: the arguments as the plugins left them name it (a refusal's line says so).
+        instance = self.instances.get(instance_of(canonical))
+        try:
             config = self._load_config(instance)
             token = self._token_for(instance, config)
             check_policy(capability, canonical, config, token)
             check_turn_limit(capability, turn or Turn(), room, instance.id)
         except CapabilityError as err:
-            # Stages 1-3 each record theirs (`at_stage`); a settings file found damaged is stage 3's.
-            self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client,
-                        instance=_asked_instance(arguments, ids), plugin=err.plugin,
-                        hook=BEFORE_TOOLCALL if err.plugin else None)
+            # Stage 3 records its own (`at_stage`); a settings file found damaged is stage 3's.
+            self._rejected(err, capability.name, prepared.invocation, client=client, instance=instance.id)
             raise
         # What the Console holds of the devices (areas, kinds of reading): nothing is asked of Home Assistant
         # before the household answers (docs/capabilities.md, "What a card knows").
         facts = self._memory.facts(cache_key(config.base_url, cast(Secret, token.token), instance.ca_bundle(config)))
-        pending = self.confirmations.issue(conversation_id, capability.name, canonical, invocation,
+        pending = self.confirmations.issue(conversation_id, capability.name, canonical, prepared.invocation,
                                            shown=what_the_card_shows(capability, config, instance.id), client=client,
                                            card_areas=facts.areas, at=at)
-        self._audit(AuditEvent.CONFIRMATION_REQUESTED, capability.name, Stage.CONFIRM, invocation, client=client,
-                    instance=instance.id)
+        self._audit(AuditEvent.CONFIRMATION_REQUESTED, capability.name, Stage.CONFIRM, prepared.invocation,
+                    client=client, instance=instance.id)
         card = capability.card(config, canonical, facts)
         return Proposal(
             token=pending.token,
             capability=capability.name,
             arguments=canonical,
-            card=card if len(ids) == 1 else at_instance(card, name_of(instance.id, config)),
+            card=card if len(prepared.instances) == 1 else at_instance(card, name_of(instance.id, config)),
             expires_at=utc_z(datetime.fromtimestamp(pending.expires_at, UTC)),
         )
+
+    def _rejected(self, err: CapabilityError, label: str, invocation: str, *, client: str | None,
+                  instance: str | None) -> None:
+        """The `rejected` line of a refusal at stages 1-3, naming the plugin (and its hook) when one refused."""
+        self._audit(AuditEvent.REJECTED, label, err.stage or Stage.POLICY, invocation, err.code, client=client,
+                    instance=instance, plugin=err.plugin, hook=BEFORE_TOOLCALL if err.plugin else None)
 
     def answer(self, token: object, *, approve: bool, conversation_id: str) -> dict[str, Any]:
         """Stages 4-6: take the household's answer; run and shape the read when approved."""
@@ -333,17 +374,19 @@ class Executor:
         return result
 
     def _before_toolcall(self, capability: Capability, canonical: dict[str, Any], ids: tuple[str, ...],
-                         invocation: str, *, client: str | None, asked: str | None) -> dict[str, Any]:
+                         invocation: str, *, client: str | None) -> dict[str, Any]:
         """Between stages 2 and 3: each plugin's `before_toolcall`, handed what the one before it left.
 
         A str refuses the call (`REFUSED_BY_PLUGIN`, raised). Arguments (a dict with text keys) are validated
         again from stage 2, as if the model had asked for them, and stage 3 then checks them as it checks any
         (the allowlist of the instance they name): invalid ones refuse the call, naming the plugin, rather than
-        let the read go ahead with arguments the plugin wanted changed. Any other answer is dropped.
+        let the read go ahead with arguments the plugin wanted changed. Any other answer is dropped. Each line
+        names the instance the read goes to as the plugins before it left it; a refusal is audited here.
         """
         if self._plugins is None:
             return canonical
         principal = principal_of(client)
+        instance = instance_of(canonical)
         for impl in self._plugins.implementations(BEFORE_TOOLCALL):
             plugin = impl.plugin_name
             answered = call_one(impl, BEFORE_TOOLCALL, {"capability": capability.name, "arguments": canonical,
@@ -351,25 +394,26 @@ class Executor:
             if answered is None:
                 continue
             if isinstance(answered, Skipped):
-                self._audit_plugin(AuditEvent.PLUGIN_SKIPPED, capability, Stage.POLICY, invocation, answered.plugin,
-                                   BEFORE_TOOLCALL, client=client, instance=asked)
+                self._audit(AuditEvent.PLUGIN_SKIPPED, capability.name, Stage.POLICY, invocation, client=client,
+                            instance=instance, plugin=answered.plugin, hook=BEFORE_TOOLCALL)
                 continue
-            if type(answered) is str:
-                raise refused_by_plugin(plugin, answered)
-            answer = _own_copy(answered)  # the plugin may still hold (and change) what it returned
-            if not is_arguments(answer):
-                self._audit_plugin(AuditEvent.PLUGIN_DROPPED, capability, Stage.POLICY, invocation, plugin,
-                                   BEFORE_TOOLCALL, client=client, instance=asked)
-                continue
+            answer = answered if type(answered) is str else own_copy(answered)  # the plugin may still change it
             try:
+                if type(answer) is str:
+                    raise refused_by_plugin(plugin, answer)
+                if not is_arguments(answer):
+                    self._audit(AuditEvent.PLUGIN_DROPPED, capability.name, Stage.POLICY, invocation, client=client,
+                            instance=instance, plugin=plugin, hook=BEFORE_TOOLCALL)
+                    continue
                 narrowed = validate(capability, answer, ids)
             except CapabilityError as err:
                 err.plugin = plugin
+                self._rejected(err, capability.name, invocation, client=client, instance=instance)
                 raise
             if narrowed != canonical:
-                self._audit_plugin(AuditEvent.PLUGIN_CHANGED, capability, Stage.POLICY, invocation, plugin,
-                                   BEFORE_TOOLCALL, client=client, instance=asked)
-                canonical = narrowed
+                self._audit(AuditEvent.PLUGIN_CHANGED, capability.name, Stage.POLICY, invocation, client=client,
+                            instance=instance, plugin=plugin, hook=BEFORE_TOOLCALL)
+                canonical, instance = narrowed, instance_of(narrowed)
         return canonical
 
     def _after_toolcall(self, capability: Capability, pending: PendingConfirmation,
@@ -381,7 +425,7 @@ class Executor:
         """
         if self._plugins is None:
             return result
-        principal = principal_of(pending.client)
+        principal, client, invocation = principal_of(pending.client), pending.client, pending.invocation_id
         instance = instance_of(pending.arguments)
         for impl in self._plugins.implementations(AFTER_TOOLCALL):
             plugin = impl.plugin_name
@@ -390,23 +434,18 @@ class Executor:
             if answered is None:
                 continue
             if isinstance(answered, Skipped):
-                self._audit_plugin(AuditEvent.PLUGIN_SKIPPED, capability, Stage.SHAPE, pending.invocation_id,
-                                   answered.plugin, AFTER_TOOLCALL, client=pending.client, instance=instance)
+                self._audit(AuditEvent.PLUGIN_SKIPPED, capability.name, Stage.SHAPE, invocation, client=client,
+                            instance=instance, plugin=answered.plugin, hook=AFTER_TOOLCALL)
                 continue
-            kept = _narrower_result(capability, result, answered)
+            kept = narrower_result(capability, result, answered)
             if kept is None:
-                self._audit_plugin(AuditEvent.PLUGIN_DROPPED, capability, Stage.SHAPE, pending.invocation_id,
-                                   plugin, AFTER_TOOLCALL, client=pending.client, instance=instance)
+                self._audit(AuditEvent.PLUGIN_DROPPED, capability.name, Stage.SHAPE, invocation, client=client,
+                            instance=instance, plugin=plugin, hook=AFTER_TOOLCALL)
             elif kept != result:
-                self._audit_plugin(AuditEvent.PLUGIN_CHANGED, capability, Stage.SHAPE, pending.invocation_id,
-                                   plugin, AFTER_TOOLCALL, client=pending.client, instance=instance)
+                self._audit(AuditEvent.PLUGIN_CHANGED, capability.name, Stage.SHAPE, invocation, client=client,
+                            instance=instance, plugin=plugin, hook=AFTER_TOOLCALL)
                 result = kept
         return result
-
-    def _audit_plugin(self, event: AuditEvent, capability: Capability, stage: Stage, invocation: str, plugin: str,
-                      hook: str, *, client: str | None, instance: str | None) -> None:
-        self._audit(event, capability.name, stage, invocation, client=client, instance=instance, plugin=plugin,
-                    hook=hook)
 
     def _token_for(self, instance: Instance, config: HomeAssistantConfig) -> TokenLookup:
         # The token is read after the configuration (see TokenStore.lookup) and only for its origin.
@@ -452,34 +491,6 @@ def _changed_since_shown() -> ConfirmationInvalid:
                                   "this card was shown; nothing was read. Ask again.")
     changed.stage = Stage.CONFIRM
     return changed
-
-
-def _own_copy(answer: object) -> object:
-    """A deep copy of what a plugin answered, checked and kept in its place: the plugin cannot change it after.
-    None when it cannot be copied (its own `__deepcopy__` raised): such an answer is no arguments nor result."""
-    try:
-        return copy.deepcopy(answer)
-    except Exception:  # what a plugin's object raises is its own; the answer is dropped
-        return None
-
-
-def _narrower_result(capability: Capability, original: dict[str, Any], answered: object) -> dict[str, Any] | None:
-    """`answered` (copied) when `after_toolcall` may give it: a dict that narrows `original`, names its `instance`
-    and validates against the result schema; else None."""
-    if type(answered) is not dict:
-        return None
-    answer = _own_copy(answered)
-    if (not isinstance(answer, dict) or answer.get(INSTANCE) != original.get(INSTANCE)
-            or not narrows(original, answer) or capability.result_problems(answer)):
-        return None
-    return answer
-
-
-def _asked_instance(arguments: object, ids: tuple[str, ...]) -> str | None:
-    """The instance a request names, for its audit line, when it is one there is; None when it is not (never
-    the text a caller sent in its place)."""
-    asked = arguments.get(INSTANCE, HOME_INSTANCE) if isinstance(arguments, Mapping) else HOME_INSTANCE
-    return asked if isinstance(asked, str) and asked in ids else None
 
 
 def _elapsed_ms(started: float) -> int:

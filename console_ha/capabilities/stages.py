@@ -6,6 +6,7 @@ asked, only what each is handed.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections import Counter
@@ -31,6 +32,7 @@ from console_ha.errors import (
     ResultTooLarge,
     UnknownCapability,
 )
+from console_ha.plugins.narrowing import narrows
 from console_ha.store.config import HomeAssistantConfig
 from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.store.ha_token import TokenLookup
@@ -105,6 +107,13 @@ def resolve(name: object) -> Capability:
     if capability is None:
         raise UnknownCapability("There is no such capability.")
     return capability
+
+
+def asked_instance(arguments: object, ids: tuple[str, ...]) -> str | None:
+    """The instance a request names, for its audit line, when it is one there is; None when it is not (never
+    the text a caller sent in its place)."""
+    asked = arguments.get(INSTANCE, HOME_INSTANCE) if isinstance(arguments, Mapping) else HOME_INSTANCE
+    return asked if isinstance(asked, str) and asked in ids else None
 
 
 # --- stage 2 ---------------------------------------------------------------------------------
@@ -221,6 +230,27 @@ def refused_by_plugin(plugin: str, reason: str) -> RefusedByPlugin:
     refused = RefusedByPlugin(told, plugin=plugin)
     refused.stage = Stage.POLICY
     return refused
+
+
+def own_copy(answer: object) -> object:
+    """A deep copy of what a plugin answered, checked and kept in its place: the plugin cannot change it after.
+    None when it cannot be copied (its own `__deepcopy__` raised): such an answer is no arguments nor result."""
+    try:
+        return copy.deepcopy(answer)
+    except Exception:  # what a plugin's object raises is its own; the answer is dropped
+        return None
+
+
+def narrower_result(capability: Capability, original: dict[str, Any], answered: object) -> dict[str, Any] | None:
+    """`answered` (copied) when `after_toolcall` may give it: a dict that narrows `original`, names its `instance`
+    and validates against the result schema; else None."""
+    if type(answered) is not dict:
+        return None
+    answer = own_copy(answered)
+    if (not isinstance(answer, dict) or answer.get(INSTANCE) != original.get(INSTANCE)
+            or not narrows(original, answer) or capability.result_problems(answer)):
+        return None
+    return answer
 
 
 # --- stage 6 ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from mcp.server.lowlevel import Server
 from console_ha import __version__
 from console_ha.answers.household_queue import Asker, Call, HouseholdQueue, StillWaiting, WaitingRead
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
+from console_ha.capabilities.executor import Prepared
 from console_ha.capabilities.registry import REGISTRY
 from console_ha.capabilities.spec import Capability, arguments_schema_for
 from console_ha.errors import CapabilityError, ConsoleHaError, Forbidden, InternalError, error_body
@@ -196,9 +198,7 @@ def build_server(queue: HouseholdQueue, instance_ids: Callable[[], Sequence[str]
 async def _call(queue: HouseholdQueue, caller: Asker, capability: str, arguments: dict[str, Any],
                 report: Any, progress_interval: float) -> types.CallToolResult:
     try:
-        # On the event loop itself (a settings read and an audit line, milliseconds): in a worker thread,
-        # a cancellation arriving meanwhile would lose the card it made, left open with nobody waiting.
-        call = queue.call(caller, capability, arguments)
+        call = queue.join(caller, capability, arguments) or await _asked_anew(queue, caller, capability, arguments)
     except CapabilityError as err:
         return error_of(err)
     waiting = call.waiting
@@ -224,6 +224,53 @@ async def _call(queue: HouseholdQueue, caller: Asker, capability: str, arguments
         return error_of(err)
     finally:
         queue.detach(waiting, call.attachment)
+
+
+async def _asked_anew(queue: HouseholdQueue, caller: Asker, capability: str, arguments: dict[str, Any]) -> Call:
+    """A call that joined no card: its read's first step (stages 1-2 and the plugins' `before_toolcall`, a second
+    each) in a worker thread, so no plugin holds up the event loop and every other session on it; then its card,
+    made on the loop itself (a settings read and an audit line, milliseconds): in a worker thread, a cancellation
+    arriving meanwhile would lose the card it made, left open with nobody waiting.
+
+    A cancellation (or a hang-up) during the first step ends the call before any card is made, so none is lost
+    and the household is never asked: the read the step let through is audited `cancelled` (`_FirstStep.leave`).
+    """
+    step = _FirstStep(queue, caller.client, capability, arguments)
+    try:
+        await anyio.to_thread.run_sync(step.run)
+        # The thread's wait is shielded (a plugin's thread cannot be stopped): a cancellation that came meanwhile
+        # is delivered here, before the card.
+        await anyio.lowlevel.checkpoint()
+    except BaseException:
+        step.leave()
+        raise
+    assert step.read is not None  # run() returned: it prepared one, or raised its refusal
+    return queue.call(caller, capability, arguments, step.read)
+
+
+class _FirstStep:
+    """One call's `HouseholdQueue.prepare` on a worker thread, and its end when the call leaves before its card:
+    the read it let through (now, or when the thread ends after a native cancellation stopped waiting for it) is
+    dropped, once."""
+
+    def __init__(self, queue: HouseholdQueue, client: str, capability: str, arguments: dict[str, Any]) -> None:
+        self._queue, self._asked = queue, (client, capability, arguments)
+        self._lock = threading.Lock()
+        self._left = False
+        self.read: Prepared | None = None
+
+    def run(self) -> None:
+        read = self._queue.prepare(*self._asked)
+        with self._lock:
+            left, self.read = self._left, read
+        if left:
+            self._queue.drop(read)
+
+    def leave(self) -> None:
+        with self._lock:
+            self._left, read = True, self.read
+        if read is not None:
+            self._queue.drop(read)
 
 
 async def _wait_for_household(queue: HouseholdQueue, call: Call, caller: Asker, report: Any,
