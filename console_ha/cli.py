@@ -126,6 +126,7 @@ def serve(args: argparse.Namespace) -> int:
         pass
     finally:
         server.close()
+        console.close()  # the plugins' worker ends with the server
     return 0
 
 
