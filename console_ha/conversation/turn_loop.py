@@ -341,10 +341,11 @@ class ConversationService:
                 conversation.note(chat_line(err))
                 continue
             conversation.pending = (call, proposal)
-            self._tell_card("waiting", proposal)
             issued = self.executor.confirmations.peek(proposal.token, conversation.id)
-            if self._hooks is not None and issued is not None:
+            if issued is not None and self._hooks is not None and self._hooks.implemented("on_card"):
+                # Before it is told: the worker telling `waiting` then finds its expiry to wake at.
                 self._open_cards.add(OpenCard(conversation.id, proposal, issued.deadline))
+            self._tell_card("waiting", proposal)
             return proposal
         return None
 
