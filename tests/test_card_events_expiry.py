@@ -18,6 +18,7 @@ from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
+from console_ha.conversation.conversations import ConversationStore
 from console_ha.errors import ConfirmationInvalid
 from console_ha.hooks import hookimpl
 from console_ha.plugins.plugin_registry import Plugins
@@ -194,6 +195,38 @@ def test_a_card_answered_in_time_on_the_page_is_not_told_expired_later(hooks, co
     looks.another_pass()
     runner_.settled()
     assert watcher.events() == ["waiting", "denied"]
+
+
+def test_a_page_s_card_whose_conversation_was_pushed_out_is_told_expired_all_the_same(
+        hooks, configured, data_dir, executor, model, clock):
+    watcher = Watcher()
+    runner_ = hooks(watcher=watcher)
+    store = ConversationStore(max_conversations=1)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=runner_, store=store)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), text("Hello."))
+    first = service.send(None, "how warm?")
+    second = service.send(None, "hello")  # a new conversation pushes the first out, its card open
+    assert store.peek(first.conversation_id) is None and second.reply == "Hello."
+    clock.now += 301
+    wait_for(lambda: watcher.events() == ["waiting", "expired"], "the pushed-out card told expired")
+    assert [e["event"] for e in AuditLog(data_dir).events()][-1] == "expired"  # Activity said it first
+
+
+def test_the_worker_s_look_does_not_count_as_the_household_using_a_conversation(
+        hooks, configured, executor, model, clock):
+    watcher = Watcher()
+    runner_ = hooks(watcher=watcher)
+    store = ConversationStore(max_conversations=2)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=runner_, store=store)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), text("Hello."), text("Hi again."))
+    older = service.send(None, "how warm?")  # its card expires while nobody looks
+    newer = service.send(None, "hello")
+    clock.now += 301
+    wait_for(lambda: watcher.events() == ["waiting", "expired"], "the expiry told")
+    service.send(None, "a third")  # pushes out the least recently used: the older, the worker's look not counted
+    assert store.peek(older.conversation_id) is None and store.peek(newer.conversation_id) is not None
 
 
 def test_on_the_real_clock_the_worker_wakes_by_itself_at_the_expiry(hooks, data_dir, stub_ha):

@@ -246,6 +246,11 @@ class ConversationStore:
                 self._items.move_to_end(conversation_id)
             return conversation
 
+    def peek(self, conversation_id: str) -> Conversation | None:
+        """The live conversation of that id as it is, not marked as used (the plugins' worker sweeping its card)."""
+        with self._lock:
+            return self._items.get(conversation_id)
+
     def create(self, owner: str = HOUSEHOLD) -> Conversation:
         """A new, empty conversation of `owner` with an unguessable id; it pushes out only its own side's."""
         with self._lock:

@@ -427,7 +427,7 @@ class ConversationService:
     def _expire_due(self) -> None:
         """The page's cards whose expiry came while nobody looked: said in the chat and told `expired`, once."""
         for card in self._open_cards.due(self.executor.confirmations.timer()):
-            token, conversation = card.proposal.token, self.store.get(card.conversation_id)
+            token, conversation = card.proposal.token, self.store.peek(card.conversation_id)
             if conversation is None:  # pushed out of memory with its card open: nobody else will tell its end
                 self.executor.sweep_expired()  # Activity first, as `_note_expiry` does
                 self._open_cards.told_ended(token)
