@@ -153,7 +153,7 @@ class HouseholdQueue:
         self._lock = threading.Lock()
         if hooks is not None:
             # A card nobody looks at is still told `expired` at its expiry: the plugins' worker sweeps then.
-            hooks.watch(Sweeper(self._timer, self._next_expiry, self.expire_due))
+            hooks.watch(Sweeper(self._timer, self._next_expiry, self._expire_due))
 
     def offered(self) -> tuple[Capability, ...]:
         """The capabilities an allowlisted entity can answer: what MCP clients are listed."""
@@ -428,7 +428,7 @@ class HouseholdQueue:
             return min((w.deadline for w in self._waiting.values()
                         if w.state in (CardState.WAITING, CardState.HELD)), default=None)
 
-    def expire_due(self) -> None:
+    def _expire_due(self) -> None:
         """End the cards whose expiry has come, as any call's look would: each told `expired` once (`_move`)."""
         with self._lock:
             self._sweep(self._timer())
