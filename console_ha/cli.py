@@ -126,6 +126,7 @@ def serve(args: argparse.Namespace) -> int:
         pass
     finally:
         server.close()
+        console.close()  # the plugins' worker ends with the server
     return 0
 
 
@@ -182,17 +183,46 @@ def api_token_revoke(args: argparse.Namespace) -> int:
 
 
 def plugins(args: argparse.Namespace) -> int:
-    """List the installed plugins: each one's version, its hooks, and whether the household turned it off."""
+    """List the installed plugins: each one's version, its hooks, whether the household turned it off, and the
+    settings it declares with the household's values (as the plugins page shows them, credentials in a URL hidden)."""
     from console_ha.plugins.plugin_registry import Plugins
+    from console_ha.plugins.plugin_settings import PluginSettings
     from console_ha.store.plugin_switches import PluginSwitches
+    from console_ha.store.plugin_values import PluginValuesFile
 
-    installed = Plugins.installed(PluginSwitches(_data_dir(args))).describe()
+    data_dir = _data_dir(args)
+    found = Plugins.installed(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    installed = found.describe()
     if not installed:
         print("No plugin is installed.")
     for plugin in installed:
         switch = "on" if plugin.on else "off (turned off by the household)"
         print(f"{plugin.name}  {plugin.version or 'no version'}  {switch}  hooks: {', '.join(plugin.hooks) or 'none'}")
+        values = found.setting_values(plugin.name)
+        for field in found.setting_fields(plugin.name):
+            value = values.get(field.name)
+            shown = ("not set" if value is None else
+                     shown_address(value) if field.type == "url" else value)
+            print(f"  {field.name} ({field.type}, \"{field.label('en')}\"): {shown}")
     return 0
+
+
+def shown_address(url: str) -> str:
+    """A URL setting as a terminal may show it: the user name, password and query, where a server's credentials go
+    (`https://user:pass@ntfy.example/topic?auth=...`), each replaced by `***`; the rest as saved."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a hand-edited file: nothing of it is shown
+        return "*** (not an address)"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = ("***@" if parts.username is not None or parts.password is not None else "") + host
+    netloc += f":{port}" if port is not None else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", "***" if parts.fragment else ""))
 
 
 def mcp(args: argparse.Namespace) -> int:
@@ -250,7 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.set_defaults(handler=api_token_revoke)
 
     listed = commands.add_parser(
-        "plugins", parents=[data_dir], help="list the installed plugins, their versions and hooks, and which are off"
+        "plugins", parents=[data_dir],
+        help="list the installed plugins, their versions, hooks and settings, and which are off"
     )
     listed.set_defaults(handler=plugins)
 

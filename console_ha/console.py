@@ -127,6 +127,11 @@ class Console:
     plugins: Plugins
     stage_hooks: StageHookRunner
 
+    def close(self) -> None:
+        """End what runs beside the front end: the plugins' worker (its waiting events dropped, the one being told
+        given its deadline, the thread joined). The front end stops serving first; a closed Console tells no plugin."""
+        self.stage_hooks.close()
+
     @classmethod
     def open(cls, data_dir: DataDir, options: ConsoleOptions | None = None, *,
              make_client: ClientMaker = HomeAssistantClient) -> Console:

@@ -121,9 +121,14 @@ def test_serve_warns_when_listening_beyond_this_device(
         seen.update(kwargs)
         return FakeServer()
 
+    from console_ha.console import Console
+
     monkeypatch.setattr(waitress, "create_server", create_server)
     monkeypatch.setattr("console_ha.cli.signal.signal", lambda *args: None)
+    opened_close = Console.close
+    monkeypatch.setattr(Console, "close", lambda self: (seen.update(console_closed=True), opened_close(self))[1])
     assert cli.main(["serve", "--host", "192.0.2.10", "--threads", "4", "--data-dir", str(data_dir.root)]) == 0
+    assert seen.pop("console_closed")  # the plugins' worker ends with the server
     output = capsys.readouterr()
     assert "warning: listening on 192.0.2.10" in output.err
     assert "http://192.0.2.10:8000/" in output.out
@@ -375,3 +380,49 @@ def test_plugins_says_when_none_is_installed(tmp_path: Path, capsys: pytest.Capt
     assert cli.main(["plugins", "--data-dir", str(tmp_path / "data")]) == 0
     assert capsys.readouterr().out == "No plugin is installed.\n"
     assert not (tmp_path / "data").exists()
+
+
+def test_plugins_shows_each_declared_setting_with_its_value_and_no_credentials_of_an_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the plugins page: each setting's name, type, label and value (or "not set"); a URL's user, password and
+    query, where a server's credentials go, never printed."""
+    from console_ha.store.plugin_values import PluginValuesFile
+    from tests.tiny_plugin import install_plugin
+
+    data_dir = DataDir(tmp_path / "data")
+    install_plugin(tmp_path / "site", monkeypatch, name="notify_cli", version="1.0.0", source="""
+        from console_ha.hooks import hookimpl
+
+        CONSOLE_HA_SETTINGS = [
+            {"name": "url", "type": "url", "label": {"en": "Send to", "fr": "Envoyer à"}},
+            {"name": "start", "type": "time", "label": "Quiet from"},
+            {"name": "topic", "type": "text", "label": "Topic"},
+        ]
+
+        @hookimpl
+        def on_card(event):
+            return None
+    """)
+    PluginValuesFile(data_dir).save("notify_cli", {
+        "url": "https://phone:hunter2-secret@ntfy.example:8443/console-topic?auth=tk_secret#frag", "start": "22:00"})
+
+    assert cli.main(["plugins", "--data-dir", str(data_dir.root)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        "notify_cli  1.0.0  on  hooks: on_card",
+        '  url (url, "Send to"): https://***@ntfy.example:8443/console-topic?***#***',
+        '  start (time, "Quiet from"): 22:00',
+        '  topic (text, "Topic"): not set',
+    ]
+    assert "hunter2" not in out and "tk_secret" not in out and "phone" not in out
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://ntfy.example/console", "https://ntfy.example/console"),
+    ("http://[::1]:8123/api/webhook/abc", "http://[::1]:8123/api/webhook/abc"),
+    ("https://user@host.example/t?x=1", "https://***@host.example/t?***"),
+    ("https://host.example:99999/t", "*** (not an address)"),
+])
+def test_an_address_is_shown_without_what_may_hold_credentials(url: str, shown: str) -> None:
+    assert cli.shown_address(url) == shown

@@ -10,6 +10,13 @@ what the title says (contract, "Plugins and stage hooks").
 calls the implementations one after the other (each within its own 1 s, `hook_calls`), so a plugin learns a
 card's events in the order they happened. With no plugin implementing a hook, nothing is queued and no thread
 is made.
+
+The same worker tells a card's expiry when it happens: each front end that makes cards registers a `Sweeper`
+(the moment its next card expires, on its own clock, and what ends the cards due), and the worker, between
+events, wakes at the earliest of those moments (or after LOOK_SECONDS, whichever comes first) and runs the
+sweeps; a card's end is then told like any other event, once, by the front end's own state. At most
+MAX_EVENTS_WAITING events wait for the worker: past that, an event is dropped, and each run of drops is an
+audit line `plugin_skipped` per plugin that missed it. `close` ends the worker with its Console.
 """
 
 from __future__ import annotations
@@ -17,19 +24,31 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from console_ha.capabilities.executor import Proposal
 from console_ha.capabilities.stages import instance_of
 from console_ha.hooks import CARD_EVENTS
 from console_ha.language import Words, by_code
-from console_ha.plugins.hook_calls import Skipped, call_each
+from console_ha.plugins.hook_calls import HOOK_SECONDS, Skipped, call_each
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditEvent, AuditLog
 
 log = logging.getLogger(__name__)
+
+# Events waiting for the plugins' worker at most: a plugin taking its full second on every event, under a program
+# opening and withdrawing cards in a loop, would otherwise grow the queue without end. Past it, events are dropped.
+MAX_EVENTS_WAITING = 256
+# The worker reads each sweeper's clock at least this often while a card waits: a card's expiry is told within
+# about this long of it even on a clock the Console does not own (a test's, moved by hand).
+LOOK_SECONDS = 1.0
+# A sweeper whose cards were due and stayed due (a turn held the conversation) is asked again after this long.
+RETRY_SECONDS = 0.1
+# How long `close` waits for the worker beyond the running implementation's own deadline (a sweep writing a file).
+CLOSE_SECONDS = 5.0
 
 # The principal of the household's own conversation page (a program's is "program:<token name>").
 HOUSEHOLD_PRINCIPAL = "household"
@@ -58,18 +77,39 @@ def card_for_plugins(proposal: Proposal, language: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Sweeper:
+    """A front end's cards as the worker watches their expiry: when the next one is due, and what ends those due.
+
+    `due` is the moment the front end's next open card expires, on `clock` (None: none is open); `sweep` ends
+    the cards whose moment has come (each told `expired` by the front end, exactly once, as any other end).
+    Both are called on the worker's thread, never under the worker's own lock.
+    """
+
+    clock: Callable[[], float]
+    due: Callable[[], float | None]
+    sweep: Callable[[], None]
+
+
 class StageHookRunner:
     """One Console's way to call the household's plugins where nobody waits: on_card, after_output, and the audit
     line of every implementation skipped (raised or late)."""
 
     def __init__(self, plugins: Plugins | None, audit: AuditLog, *,
-                 language: Callable[[], str] = lambda: "en") -> None:
+                 language: Callable[[], str] = lambda: "en", max_waiting: int = MAX_EVENTS_WAITING,
+                 hook_seconds: float = HOOK_SECONDS) -> None:
         self.plugins = plugins
         self._audit = audit
         self._language = language  # the household's Language choice, read at each event (a save applies at once)
-        self._worker: ThreadPoolExecutor | None = None
-        self._last: Future[None] | None = None
-        self._lock = threading.Lock()
+        self._max_waiting = max_waiting
+        self._hook_seconds = hook_seconds
+        self._events: deque[Callable[[], None]] = deque()
+        self._sweepers: list[Sweeper] = []
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._busy = False  # the worker is telling an event now
+        self._closed = False
+        self._dropped = 0  # events dropped in the current run of drops (the queue full)
 
     def implemented(self, hook: str) -> bool:
         """Whether any plugin that is on implements `hook` (no plugin: every hook call is skipped at no cost)."""
@@ -93,6 +133,12 @@ class StageHookRunner:
         """Call an observe-only hook on the Console's one worker thread, after the events told before it."""
         self._submit(hook, lambda: arguments, capability=capability, client=client)
 
+    def watch(self, sweeper: Sweeper) -> None:
+        """Have the worker end `sweeper`'s cards at their expiry (a front end registers once, when it is built)."""
+        with self._wake:
+            self._sweepers.append(sweeper)
+            self._wake.notify()
+
     def _submit(self, hook: str, arguments: Callable[[], dict[str, Any]], *, capability: str,
                 client: str | None) -> None:
         if not self.implemented(hook):
@@ -102,18 +148,92 @@ class StageHookRunner:
 
         def tell() -> None:
             try:
-                self.record(call_each(plugins, hook, arguments()).skipped, capability=capability, client=client)
+                self.record(call_each(plugins, hook, arguments(), seconds=self._hook_seconds,
+                                      go_on=self._open).skipped, capability=capability, client=client)
             except Exception:  # a worker's failure must not stop the events after it
                 log.exception("could not tell the plugins of %s", hook)
 
-        with self._lock:
-            if self._worker is None:
-                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-ha-plugins")
-            self._last = self._worker.submit(tell)
+        with self._wake:
+            if self._closed:
+                return
+            if len(self._events) >= self._max_waiting:
+                first = self._dropped == 0
+                self._dropped += 1
+            else:
+                first, ended, self._dropped = False, self._dropped, 0
+                if ended:
+                    log.warning("the plugins' worker was behind: %d events were dropped, not told", ended)
+                self._events.append(tell)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._serve, name="console-ha-plugins", daemon=True)
+                    self._thread.start()
+                self._wake.notify()
+        if first:
+            # One audit line per run of drops, per plugin that misses the event (the audit appends under its own lock).
+            self.record([Skipped(impl.plugin_name, hook, "late") for impl in plugins.implementations(hook)],
+                        capability=capability, client=client)
+
+    def _open(self) -> bool:
+        return not self._closed
+
+    def _serve(self) -> None:
+        """The worker: the events in order, and between them each sweeper's cards at their expiry."""
+        while True:
+            wait = self._sweep()
+            with self._wake:
+                if not self._events and not self._closed:
+                    self._wake.wait(wait)
+                if self._closed:
+                    return
+                tell = self._events.popleft() if self._events else None
+                self._busy = tell is not None
+            if tell is not None:
+                tell()
+                with self._wake:
+                    self._busy = False
+                    self._wake.notify_all()
+
+    def _sweep(self) -> float | None:
+        """Run the sweeps that are due; how long the worker may wait for the next (None: no card is open)."""
+        with self._wake:
+            sweepers = list(self._sweepers)
+        wait: float | None = None
+        for sweeper in sweepers:
+            try:
+                due = sweeper.due()
+                if due is not None and due <= sweeper.clock():
+                    sweeper.sweep()
+                    due = sweeper.due()
+            except Exception:  # one front end's failure must not stop the events, nor the other's expiries
+                log.exception("could not end the cards that expired")
+                due = None
+                wait = LOOK_SECONDS if wait is None else min(wait, LOOK_SECONDS)
+            if due is None:
+                continue
+            left = due - sweeper.clock()
+            # Still due after its sweep: a turn holds that card and ends it itself; looked at again soon.
+            left = RETRY_SECONDS if left <= 0 else min(left, LOOK_SECONDS)
+            wait = left if wait is None else min(wait, left)
+        return wait
 
     def settled(self, timeout: float = 10.0) -> None:
-        """Wait until every event told so far has been handed to the plugins (tests, and a Console closing)."""
-        with self._lock:
-            last = self._last
-        if last is not None:
-            last.result(timeout=timeout)
+        """Wait until every event told so far has been handed to the plugins (tests)."""
+        with self._wake:
+            if not self._wake.wait_for(lambda: self._closed or not (self._events or self._busy), timeout):
+                raise TimeoutError("the plugins' worker did not tell its events in time")
+
+    def close(self) -> None:
+        """End the worker with its Console: the events waiting are dropped, the one being told ends at its
+        implementation's deadline (no other implementation is called after it), and the thread is joined."""
+        with self._wake:
+            self._closed = True
+            dropped = len(self._events)
+            self._events.clear()
+            self._wake.notify_all()
+            thread = self._thread
+        if dropped:
+            log.info("the Console closed with %d plugin events not told", dropped)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self._hook_seconds + CLOSE_SECONDS)
+            if thread.is_alive():
+                log.warning("the plugins' worker did not end with its Console")

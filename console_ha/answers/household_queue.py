@@ -24,7 +24,7 @@ from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
-from console_ha.answers.card_events import StageHookRunner, program_principal
+from console_ha.answers.card_events import StageHookRunner, Sweeper, program_principal
 from console_ha.answers.card_state import (
     AUDITED,
     ENDED,
@@ -151,6 +151,9 @@ class HouseholdQueue:
         self._waiting: dict[str, WaitingRead] = {}
         self._expired: OrderedDict[str, WaitingRead] = OrderedDict()
         self._lock = threading.Lock()
+        if hooks is not None:
+            # A card nobody looks at is still told `expired` at its expiry: the plugins' worker sweeps then.
+            hooks.watch(Sweeper(self._timer, self._next_expiry, self._expire_due))
 
     def offered(self) -> tuple[Capability, ...]:
         """The capabilities an allowlisted entity can answer: what MCP clients are listed."""
@@ -455,6 +458,17 @@ class HouseholdQueue:
                 self._move(card, CardState.ABANDONED, now, error=_abandoned())
             elif card.state is CardState.DENIED:
                 del self._waiting[card.token]
+
+    def _next_expiry(self) -> float | None:
+        """When the next card ends at its expiry (an open one expires, a held one is abandoned), on the timer."""
+        with self._lock:
+            return min((w.deadline for w in self._waiting.values()
+                        if w.state in (CardState.WAITING, CardState.HELD)), default=None)
+
+    def _expire_due(self) -> None:
+        """End the cards whose expiry has come, as any call's look would: each told `expired` once (`_move`)."""
+        with self._lock:
+            self._sweep(self._timer())
 
     def _room(self, client: str, token_id: str, *, own_turn: bool, now: float) -> Room:
         """The queue's bounds on waiting cards, for the executor's stage 3 (under the lock, across `propose`).

@@ -172,6 +172,47 @@ def owner_of(asker: Asker | None) -> str:
     return HOUSEHOLD if asker is None else f"program:{asker.token_id}"
 
 
+@dataclass(frozen=True)
+class OpenCard:
+    """A card of the household's page still open: its conversation, its proposal and its expiry (the store's timer)."""
+
+    conversation_id: str
+    proposal: Proposal
+    deadline: float
+
+
+class OpenCards:
+    """The household page's cards not yet told ended, by token: what the plugins' worker sweeps at their expiry.
+
+    One per conversation at most (a conversation has one open card); an entry goes when its end is told.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cards: dict[str, OpenCard] = {}
+
+    def add(self, card: OpenCard) -> None:
+        """`card` is open and told `waiting`."""
+        with self._lock:
+            self._cards[card.proposal.token] = card
+
+    def told_ended(self, token: str) -> None:
+        """The card of `token` was told its end: nothing more to sweep for it."""
+        with self._lock:
+            self._cards.pop(token, None)
+
+    def next_expiry(self) -> float | None:
+        """The earliest expiry of a card still open, on the store's timer; None when none is."""
+        with self._lock:
+            return min((card.deadline for card in self._cards.values()), default=None)
+
+    def due(self, now: float) -> list[OpenCard]:
+        """The cards whose expiry has come by `now`, oldest first."""
+        with self._lock:
+            return sorted((card for card in self._cards.values() if now >= card.deadline),
+                          key=lambda card: card.deadline)
+
+
 class ConversationStore:
     """Conversations held: the least recently used evicted beyond a count (each side its own) or an idle age.
 
@@ -204,6 +245,11 @@ class ConversationStore:
                 conversation.last_active = self._clock()
                 self._items.move_to_end(conversation_id)
             return conversation
+
+    def peek(self, conversation_id: str) -> Conversation | None:
+        """The live conversation of that id as it is, not marked as used (the plugins' worker sweeping its card)."""
+        with self._lock:
+            return self._items.get(conversation_id)
 
     def create(self, owner: str = HOUSEHOLD) -> Conversation:
         """A new, empty conversation of `owner` with an unguessable id; it pushes out only its own side's."""

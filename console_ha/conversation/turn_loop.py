@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner
+from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner, Sweeper
 from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.executor import Executor, Proposal
 from console_ha.capabilities.stages import Stage, Turn, at_stage
@@ -20,6 +20,8 @@ from console_ha.conversation.conversations import (
     Checkpoint,
     Conversation,
     ConversationStore,
+    OpenCard,
+    OpenCards,
     owner_of,
 )
 from console_ha.conversation.model import ChatModel, ModelReply, ToolCall, tool_definitions
@@ -107,6 +109,10 @@ class ConversationService:
         # The household's plugins at the conversation's stages, and on its cards; None: none (tests).
         self._hooks = hooks
         self._plugins = ConversationHooks(hooks)
+        # The page's cards not yet told ended: a card nobody looks at is told `expired` at its expiry all the same.
+        self._open_cards = OpenCards()
+        if hooks is not None:
+            hooks.watch(Sweeper(executor.confirmations.timer, self._open_cards.next_expiry, self._expire_due))
         # Where a program's reads wait for the household: the same queue and page as MCP's.
         self._household = household
         self._program_messages = threading.BoundedSemaphore(max_program_messages)
@@ -335,6 +341,10 @@ class ConversationService:
                 conversation.note(chat_line(err))
                 continue
             conversation.pending = (call, proposal)
+            issued = self.executor.confirmations.peek(proposal.token, conversation.id)
+            if issued is not None and self._hooks is not None and self._hooks.implemented("on_card"):
+                # Before it is told: the worker telling `waiting` then finds its expiry to wake at.
+                self._open_cards.add(OpenCard(conversation.id, proposal, issued.deadline))
             self._tell_card("waiting", proposal)
             return proposal
         return None
@@ -411,7 +421,20 @@ class ConversationService:
         if pending is None or conversation.end_told == pending[1].token:
             return
         conversation.end_told = pending[1].token
+        self._open_cards.told_ended(pending[1].token)
         self._tell_card(event, pending[1])
+
+    def _expire_due(self) -> None:
+        """The page's cards whose expiry came while nobody looked: said in the chat and told `expired`, once."""
+        for card in self._open_cards.due(self.executor.confirmations.timer()):
+            token, conversation = card.proposal.token, self.store.peek(card.conversation_id)
+            if conversation is None:  # pushed out of memory with its card open: nobody else will tell its end
+                self.executor.sweep_expired()  # Activity first, as `_note_expiry` does
+                self._open_cards.told_ended(token)
+                self._tell_card("expired", card.proposal)
+            elif not self._note_expiry(conversation) and (conversation.pending is None
+                                                           or conversation.pending[1].token != token):
+                self._open_cards.told_ended(token)  # it ended another way, told where it did
 
     def _offer(self) -> tuple[str, list[dict[str, Any]]]:
         """This turn's system prompt and tools: the reads an allowlisted entity of any instance can answer, the

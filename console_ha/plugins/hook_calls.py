@@ -4,13 +4,19 @@ Not `pm.hook.name(...)`: pluggy's own call runs every implementation on the call
 first one that raises (the others never run) and has no deadline, so one slow or broken plugin would hold
 or end a read. Here each implementation runs on a worker thread of `console_ha/deadline.py` with 1 s; one
 that raises or is late is skipped, and the caller gets a `Skipped` to record in Activity.
+
+Python cannot stop a thread: a late implementation keeps its worker thread until it returns. So that a plugin
+that never returns cannot take one thread per call without end, a plugin with MAX_LATE_CALLS calls still running
+past their deadline is skipped at once (late, audited as any), on no new thread, until one of them ends.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,6 +28,41 @@ from console_ha.plugins.plugin_registry import Plugins
 log = logging.getLogger(__name__)
 
 HOOK_SECONDS = 1.0  # the contract's: a hook that takes longer is skipped
+# A plugin with this many calls still running past their deadline gets no new thread until one ends: skipped.
+MAX_LATE_CALLS = 4
+
+
+class _LateCalls:
+    """The calls still running past their deadline, per plugin object (a module: one for every Console)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: Counter[int] = Counter()
+
+    def stuck(self, plugin: object) -> bool:
+        with self._lock:
+            return self._running[id(plugin)] >= MAX_LATE_CALLS
+
+    def count(self, plugin: object) -> int:
+        with self._lock:
+            return self._running[id(plugin)]
+
+    def begin(self, plugin: object) -> None:
+        with self._lock:
+            self._running[id(plugin)] += 1
+
+    def end(self, plugin: object) -> None:
+        with self._lock:
+            self._running[id(plugin)] -= 1
+            if self._running[id(plugin)] <= 0:
+                del self._running[id(plugin)]
+
+
+LATE = _LateCalls()
+
+
+def _always() -> bool:
+    return True
 
 
 @dataclass(frozen=True)
@@ -50,10 +91,15 @@ class HookCall:
 
 
 def call_each(plugins: Plugins, hook: str, arguments: Mapping[str, Any], *,
-              seconds: float = HOOK_SECONDS) -> HookCall:
-    """Call every enabled implementation of `hook` with the `arguments` it declares; nothing when there is none."""
+              seconds: float = HOOK_SECONDS, go_on: Callable[[], bool] = _always) -> HookCall:
+    """Call every enabled implementation of `hook` with the `arguments` it declares; nothing when there is none.
+
+    `go_on` is asked before each implementation: once it says no (its Console is closing), none is called more.
+    """
     outcome = HookCall()
     for impl in plugins.implementations(hook):
+        if not go_on():
+            break
         answered = call_one(impl, hook, arguments, seconds=seconds)
         if isinstance(answered, Skipped):
             outcome.skipped.append(answered)
@@ -71,15 +117,46 @@ def call_one(impl: HookImpl, hook: str, arguments: Mapping[str, Any], *,
     changing what it was handed in place, now or from a thread it left running, changes nothing of the
     Console's.
     """
+    if LATE.stuck(impl.plugin):
+        log.warning("the plugin %s still runs %d calls past their deadline; %s skipped at once",
+                    impl.plugin_name, MAX_LATE_CALLS, hook)
+        return Skipped(impl.plugin_name, hook, "late")
     given = {name: copy.deepcopy(arguments[name]) for name in impl.argnames}
+    call = _Call(impl.plugin)
     try:
-        return Deadline(seconds).call(lambda: impl.function(**given), abandon=_ignore)
+        return Deadline(seconds).call(lambda: call.run(lambda: impl.function(**given)), abandon=_ignore)
     except DeadlinePassed:
+        call.given_up()
         log.warning("the plugin %s took longer than %g s in %s; skipped", impl.plugin_name, seconds, hook)
         return Skipped(impl.plugin_name, hook, "late")
     except (Exception, SystemExit) as err:  # SystemExit too: a plugin's sys.exit() must not end a request
         log.warning("the plugin %s raised %s in %s; skipped", impl.plugin_name, type(err).__name__, hook)
         return Skipped(impl.plugin_name, hook, "raised")
+
+
+class _Call:
+    """One implementation's call: counted among its plugin's late calls from its deadline until it ends."""
+
+    def __init__(self, plugin: object) -> None:
+        self._plugin = plugin
+        self._lock = threading.Lock()
+        self._ended = False
+        self._late = False
+
+    def run(self, function: Callable[[], object]) -> object:
+        try:
+            return function()
+        finally:
+            with self._lock:
+                self._ended = True
+                if self._late:
+                    LATE.end(self._plugin)
+
+    def given_up(self) -> None:
+        with self._lock:
+            if not self._ended:
+                self._late = True
+                LATE.begin(self._plugin)
 
 
 def _ignore(_value: object) -> None:
