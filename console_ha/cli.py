@@ -186,11 +186,16 @@ def plugins(args: argparse.Namespace) -> int:
     from console_ha.plugins.plugin_registry import Plugins
     from console_ha.store.plugin_switches import PluginSwitches
 
-    installed = Plugins.installed(PluginSwitches(_data_dir(args))).describe()
+    switches = PluginSwitches(_data_dir(args))
+    loaded = Plugins.installed(switches)
+    installed = loaded.describe()
     if not installed:
         print("No plugin is installed.")
+    # A damaged file turns every plugin off (plugin_switches.py); the household turned none of them off.
+    off = (f"off ({switches.path} cannot be read: every plugin is off until turned on on the plugins page)"
+           if loaded.switches_unusable else "off (turned off by the household)")
     for plugin in installed:
-        switch = "on" if plugin.on else "off (turned off by the household)"
+        switch = "on" if plugin.on else off
         print(f"{plugin.name}  {plugin.version or 'no version'}  {switch}  hooks: {', '.join(plugin.hooks) or 'none'}")
     return 0
 

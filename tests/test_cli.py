@@ -370,6 +370,29 @@ def test_plugins_lists_each_installed_plugin_with_its_version_hooks_and_switch(
     assert "quiet_hours_test  0.3.0  on  hooks: before_toolcall" in lines
 
 
+def test_plugins_says_the_switches_file_is_damaged_not_that_the_household_turned_them_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A switches file damaged by hand turns every plugin off; the list says why, and names no false cause."""
+    from tests.tiny_plugin import install_plugin
+
+    data_dir = DataDir(tmp_path / "data")
+    install_plugin(tmp_path / "site", monkeypatch, name="notify_test", version="2.0.1", source="""
+        from console_ha.hooks import hookimpl
+
+        @hookimpl
+        def on_card(event):
+            return None
+    """)
+    data_dir.plugin_switches.parent.mkdir(parents=True)
+    data_dir.plugin_switches.write_text('{"turned_off": "notify_test"')
+
+    assert cli.main(["plugins", "--data-dir", str(data_dir.root)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("notify_test  2.0.1  off (") and "by the household" not in line
+    assert f"{data_dir.plugin_switches} cannot be read: every plugin is off" in line
+
+
 def test_plugins_says_when_none_is_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Without a plugin: one line that says so, and no data dir made."""
     assert cli.main(["plugins", "--data-dir", str(tmp_path / "data")]) == 0

@@ -115,6 +115,11 @@ class Plugins:
 
         return call
 
+    @property
+    def switches_unusable(self) -> bool:
+        """Whether the switches file could not be used, so every plugin is off until the household turns one on."""
+        return self._switches.all_off
+
     def set_on(self, name: str, on: bool) -> None:
         """Turn an installed plugin on or off, without uninstalling it; saved for the next start too."""
         names = [plugin_name for plugin_name, _ in self._manager.list_name_plugin()]
