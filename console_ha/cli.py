@@ -183,11 +183,22 @@ def api_token_revoke(args: argparse.Namespace) -> int:
 
 def plugins(args: argparse.Namespace) -> int:
     """List the installed plugins: each one's version, its hooks, and whether the household turned it off."""
-    from console_ha.plugins.plugin_registry import Plugins
+    from console_ha.plugins.plugin_registry import Plugins, broken_plugins
     from console_ha.store.plugin_switches import PluginSwitches
 
     switches = PluginSwitches(_data_dir(args))
-    loaded = Plugins.installed(switches)
+    try:
+        loaded = Plugins.installed(switches)
+    except Exception:  # a plugin's import error, its hooks or settings declared wrongly: which plugin?
+        broken = broken_plugins()
+        if not broken:
+            raise
+        for one in broken:
+            print(f"{one.name}  {one.version or 'no version'}  cannot be loaded: {one.error}")
+        names = ", ".join(one.distribution or one.name for one in broken)
+        print(f"The Console does not start while a plugin cannot be loaded: fix or uninstall {names}.",
+              file=sys.stderr)
+        return 1
     installed = loaded.describe()
     if not installed:
         print("No plugin is installed.")
