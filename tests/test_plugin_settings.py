@@ -118,3 +118,32 @@ def test_a_damaged_values_file_reads_as_nothing_set(data_dir: DataDir, damaged: 
     values = PluginSettings(PluginValuesFile(data_dir))
     Plugins(PluginSwitches(data_dir), values).register(Reader(), "reader")
     assert dict(values.values("reader")) == {}
+
+
+@pytest.mark.parametrize("saved, kept", [
+    ({"start": "7", "url": "https://ntfy.example/x"}, {"url": "https://ntfy.example/x"}),  # edited by hand
+    ({"start": "22:00", "url": "ntfy.example/x"}, {"start": "22:00"}),  # kept while `url` was a text field
+    ({"start": " 22:00 ", "url": "https://a\nb"}, {"start": "22:00"}),
+])
+def test_a_saved_value_that_does_not_fit_its_declared_type_is_never_handed_to_a_hook(
+    data_dir: DataDir, saved: dict[str, str], kept: dict[str, str]
+) -> None:
+    """A hook may trust a setting's type: a value that fails the page's check counts as not set."""
+    data_dir.plugin_settings.parent.mkdir(parents=True)
+    data_dir.plugin_settings.write_text(json.dumps({"reader": saved}))
+    plugins = Plugins(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    plugins.register(Reader(), "reader")
+    assert [answer.value for answer in call_each(plugins, "on_input", {"message": "hi"}).answers] == [kept]
+    assert dict(plugins.setting_values("reader")) == kept
+
+
+def test_quiet_hours_with_a_time_edited_by_hand_refuse_nothing_and_never_fail(data_dir: DataDir) -> None:
+    from tests.example_plugins import load_example
+
+    data_dir.plugin_settings.parent.mkdir(parents=True)
+    data_dir.plugin_settings.write_text(json.dumps({"quiet_hours": {"start": "22h", "end": "07:00"}}))
+    plugins = Plugins(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    plugins.register(load_example("quiet_hours"), "quiet_hours")
+    outcome = call_each(plugins, "before_toolcall", {"capability": "get_state", "arguments": {},
+                                                     "principal": "household"})
+    assert outcome.answers == [] and outcome.skipped == []
