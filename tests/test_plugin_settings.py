@@ -25,7 +25,7 @@ TEXT = SettingField("topic", "text", {"en": "Topic"})
     (TIME, "00:00", "00:00"), (TIME, " 23:59 ", "23:59"), (TIME, "", ""),
     (URL, "http://192.168.1.5/console", "http://192.168.1.5/console"),
     (URL, "https://ntfy.example/x?y=1", "https://ntfy.example/x?y=1"),
-    (TEXT, "cards", "cards"),
+    (TEXT, "cards", "cards"), (TEXT, "Café 👨\u200d👩\u200d👧 通知", "Café 👨\u200d👩\u200d👧 通知"),
 ])
 def test_a_value_that_fits_its_type_is_kept(field: SettingField, typed: str, kept: str) -> None:
     assert checked_value(field, typed) == kept
@@ -36,6 +36,8 @@ def test_a_value_that_fits_its_type_is_kept(field: SettingField, typed: str, kep
     (URL, "ftp://ntfy.example/"), (URL, "file:///etc/passwd"), (URL, "https://"), (URL, "ntfy.example/x"),
     (URL, "http://[::1"), (URL, "https://a b.example/"),
     (TEXT, "two\nlines"), (TEXT, "x" * 501),
+    (TEXT, "two\u2028lines"), (TEXT, "two\u2029lines"), (TEXT, "next\x85line"), (TEXT, "c1\x9bcontrol"),
+    (TEXT, "cards\u202e"), (TEXT, "\u2066isolate"), (URL, "https://ntfy.example/\u202etopic"),
 ])
 def test_a_value_that_does_not_fit_is_refused_naming_its_field(field: SettingField, typed: str) -> None:
     with pytest.raises(InvalidSettingsChange) as refused:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -39,6 +40,7 @@ _TIME = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 
 TIME_WORDS = Words("Give a time of day as hours and minutes, such as 07:30 or 22:00.")
 URL_WORDS = Words("Give an address that starts with http:// or https://, such as https://ntfy.example/console.")
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _NONE: Mapping[str, str] = MappingProxyType({})
 
 LINE_WORDS = Words("Give one line of text, without line breaks or control characters.")
@@ -100,13 +102,19 @@ def checked_value(field: SettingField, typed: str) -> str:
     value = typed.strip()
     if not value:
         return ""
-    if len(value) > MAX_VALUE_LENGTH or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if len(value) > MAX_VALUE_LENGTH or any(_breaks_the_line(ch) for ch in value):
         raise InvalidSettingsChange(LINE_WORDS, field=field.name)
     if field.type == "time" and not _TIME.match(value):
         raise InvalidSettingsChange(TIME_WORDS, field=field.name)
     if field.type == "url" and not _is_web_address(value):
         raise InvalidSettingsChange(URL_WORDS, field=field.name)
     return value
+
+
+def _breaks_the_line(ch: str) -> bool:
+    """A control character (C0, DEL, C1: U+0085 is a line break too), a line or paragraph separator, or a bidi
+    control, which makes a value read one way on the page and mean another. Joiners stay: emoji need them."""
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS
 
 
 def _is_web_address(value: str) -> bool:
