@@ -165,3 +165,21 @@ def test_no_english_is_left_on_the_page_in_any_other_language(
                     ">Quiet from<", ">Quiet until<", ">Send to (an ntfy", "Back to the settings",
                     "Registered by the Console itself"):
         assert english not in html, english
+
+
+@pytest.mark.parametrize("name", ["acme/front_door", "acme.front-door", "tablet rules"])
+def test_a_plugin_whose_name_holds_a_slash_or_a_space_can_be_turned_off_from_its_form(
+    household: FlaskClient, examples: Console, data_dir: DataDir, name: str
+) -> None:
+    """An entry point's name may hold any character but `=`: the switch's form must reach its route."""
+    class Rules:
+        pass
+
+    examples.plugins.register(Rules(), name)
+    html = household.get(PAGE).get_data(as_text=True)
+    action = re.search(r'<form method="post" action="([^"]+)"[^>]*>\s*<input[^>]*>\s*<input type="hidden" '
+                       rf'name="on" value="off">\s*<button[^>]*aria-label="Turn off {re.escape(name)}"', html)
+    assert action, "no switch form for the plugin"
+    answer = household.post(action.group(1).replace("&amp;", "&"), data={"csrf_token": csrf_from(html), "on": "off"})
+    assert answer.status_code == 303
+    assert json.loads(data_dir.plugin_switches.read_text()) == {"turned_off": [name]}
