@@ -93,5 +93,6 @@ def _render(*, form_error: InvalidSettingsChange | None = None, failed: str = ""
     return render_template(
         "plugins.html", rows=_rows(), form_error=form_error, failed=failed, typed=typed or {},
         error_field=form_error.detail.get("field") if form_error else None,
+        switches_unusable=_plugins().switches_unusable,
         language_code=current_language().code,
     )
