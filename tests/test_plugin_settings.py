@@ -149,3 +149,11 @@ def test_quiet_hours_with_a_time_edited_by_hand_refuse_nothing_and_never_fail(da
     outcome = call_each(plugins, "before_toolcall", {"capability": "get_state", "arguments": {},
                                                      "principal": "household"})
     assert outcome.answers == [] and outcome.skipped == []
+
+
+@pytest.mark.parametrize("field", [URL, TEXT])
+def test_a_value_too_long_is_told_its_length_not_that_it_is_more_than_one_line(field: SettingField) -> None:
+    typed = "https://ntfy.example/" + "t" * 500 if field is URL else "t" * 501
+    with pytest.raises(InvalidSettingsChange) as refused:
+        checked_value(field, typed)
+    assert refused.value.message == "Give at most 500 characters."

@@ -43,6 +43,7 @@ URL_WORDS = Words("Give an address that starts with http:// or https://, such as
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _NONE: Mapping[str, str] = MappingProxyType({})
 
+LENGTH_WORDS = Words("Give at most {count} characters.", count=MAX_VALUE_LENGTH)
 LINE_WORDS = Words("Give one line of text, without line breaks or control characters.")
 
 
@@ -102,7 +103,9 @@ def checked_value(field: SettingField, typed: str) -> str:
     value = typed.strip()
     if not value:
         return ""
-    if len(value) > MAX_VALUE_LENGTH or any(_breaks_the_line(ch) for ch in value):
+    if len(value) > MAX_VALUE_LENGTH:
+        raise InvalidSettingsChange(LENGTH_WORDS, field=field.name)
+    if any(_breaks_the_line(ch) for ch in value):
         raise InvalidSettingsChange(LINE_WORDS, field=field.name)
     if field.type == "time" and not _TIME.match(value):
         raise InvalidSettingsChange(TIME_WORDS, field=field.name)
