@@ -185,18 +185,33 @@ def api_token_revoke(args: argparse.Namespace) -> int:
 def plugins(args: argparse.Namespace) -> int:
     """List the installed plugins: each one's version, its hooks, whether the household turned it off, and the
     settings it declares with the household's values (as the plugins page shows them, credentials in a URL hidden)."""
-    from console_ha.plugins.plugin_registry import Plugins
+    from console_ha.plugins.plugin_registry import Plugins, broken_plugins
     from console_ha.plugins.plugin_settings import PluginSettings
     from console_ha.store.plugin_switches import PluginSwitches
     from console_ha.store.plugin_values import PluginValuesFile
 
     data_dir = _data_dir(args)
-    found = Plugins.installed(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    switches = PluginSwitches(data_dir)
+    try:
+        found = Plugins.installed(switches, PluginSettings(PluginValuesFile(data_dir)))
+    except Exception:  # a plugin's import error, its hooks or settings declared wrongly: which plugin?
+        broken = broken_plugins()
+        if not broken:
+            raise
+        for one in broken:
+            print(f"{one.name}  {one.version or 'no version'}  cannot be loaded: {one.error}")
+        names = ", ".join(one.distribution or one.name for one in broken)
+        print(f"The Console does not start while a plugin cannot be loaded: fix or uninstall {names}.",
+              file=sys.stderr)
+        return 1
     installed = found.describe()
     if not installed:
         print("No plugin is installed.")
+    # A damaged file turns every plugin off (plugin_switches.py); the household turned none of them off.
+    off = (f"off ({switches.path} cannot be read: every plugin is off until turned on on the plugins page)"
+           if found.switches_unusable else "off (turned off by the household)")
     for plugin in installed:
-        switch = "on" if plugin.on else "off (turned off by the household)"
+        switch = "on" if plugin.on else off
         print(f"{plugin.name}  {plugin.version or 'no version'}  {switch}  hooks: {', '.join(plugin.hooks) or 'none'}")
         values = found.setting_values(plugin.name)
         for field in found.setting_fields(plugin.name):

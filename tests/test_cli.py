@@ -375,6 +375,52 @@ def test_plugins_lists_each_installed_plugin_with_its_version_hooks_and_switch(
     assert "quiet_hours_test  0.3.0  on  hooks: before_toolcall" in lines
 
 
+def test_plugins_says_the_switches_file_is_damaged_not_that_the_household_turned_them_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A switches file damaged by hand turns every plugin off; the list says why, and names no false cause."""
+    from tests.tiny_plugin import install_plugin
+
+    data_dir = DataDir(tmp_path / "data")
+    install_plugin(tmp_path / "site", monkeypatch, name="notify_test", version="2.0.1", source="""
+        from console_ha.hooks import hookimpl
+
+        @hookimpl
+        def on_card(event):
+            return None
+    """)
+    data_dir.plugin_switches.parent.mkdir(parents=True)
+    data_dir.plugin_switches.write_text('{"turned_off": "notify_test"')
+
+    assert cli.main(["plugins", "--data-dir", str(data_dir.root)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("notify_test  2.0.1  off (") and "by the household" not in line
+    assert f"{data_dir.plugin_switches} cannot be read: every plugin is off" in line
+
+
+@pytest.mark.parametrize("source, error", [
+    ("import not_there_at_all\n", "ModuleNotFoundError: No module named 'not_there_at_all'"),
+    ("raise RuntimeError('no config')\n", "RuntimeError: no config"),
+    ("from console_ha.hooks import hookimpl\n\n@hookimpl\ndef on_card(evnt):\n    return None\n",
+     "PluginValidationError"),
+    ("CONSOLE_HA_SETTINGS = [{'name': 'url'}]\n", "InvalidDeclaration"),
+])
+def test_plugins_names_a_plugin_that_cannot_be_loaded_and_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], source: str, error: str
+) -> None:
+    """The command the household runs when the Console will not start: the broken plugin named, not a traceback."""
+    from tests.tiny_plugin import install_plugin
+
+    install_plugin(tmp_path / "site", monkeypatch, name="broken_test", version="0.1.0", source=source)
+    install_plugin(tmp_path / "site", monkeypatch, name="fine_test", version="1.0.0", source="")
+
+    assert cli.main(["plugins", "--data-dir", str(tmp_path / "data")]) == 1
+    out, err = capsys.readouterr()
+    [line] = out.splitlines()
+    assert line.startswith(f"broken_test  0.1.0  cannot be loaded: {error}")
+    assert "The Console does not start" in err and "broken_test" in err and "Traceback" not in out + err
+
+
 def test_plugins_says_when_none_is_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Without a plugin: one line that says so, and no data dir made."""
     assert cli.main(["plugins", "--data-dir", str(tmp_path / "data")]) == 0

@@ -25,7 +25,7 @@ TEXT = SettingField("topic", "text", {"en": "Topic"})
     (TIME, "00:00", "00:00"), (TIME, " 23:59 ", "23:59"), (TIME, "", ""),
     (URL, "http://192.168.1.5/console", "http://192.168.1.5/console"),
     (URL, "https://ntfy.example/x?y=1", "https://ntfy.example/x?y=1"),
-    (TEXT, "cards", "cards"),
+    (TEXT, "cards", "cards"), (TEXT, "Café 👨\u200d👩\u200d👧 通知", "Café 👨\u200d👩\u200d👧 通知"),
 ])
 def test_a_value_that_fits_its_type_is_kept(field: SettingField, typed: str, kept: str) -> None:
     assert checked_value(field, typed) == kept
@@ -36,6 +36,8 @@ def test_a_value_that_fits_its_type_is_kept(field: SettingField, typed: str, kep
     (URL, "ftp://ntfy.example/"), (URL, "file:///etc/passwd"), (URL, "https://"), (URL, "ntfy.example/x"),
     (URL, "http://[::1"), (URL, "https://a b.example/"),
     (TEXT, "two\nlines"), (TEXT, "x" * 501),
+    (TEXT, "two\u2028lines"), (TEXT, "two\u2029lines"), (TEXT, "next\x85line"), (TEXT, "c1\x9bcontrol"),
+    (TEXT, "cards\u202e"), (TEXT, "\u2066isolate"), (URL, "https://ntfy.example/\u202etopic"),
 ])
 def test_a_value_that_does_not_fit_is_refused_naming_its_field(field: SettingField, typed: str) -> None:
     with pytest.raises(InvalidSettingsChange) as refused:
@@ -118,3 +120,40 @@ def test_a_damaged_values_file_reads_as_nothing_set(data_dir: DataDir, damaged: 
     values = PluginSettings(PluginValuesFile(data_dir))
     Plugins(PluginSwitches(data_dir), values).register(Reader(), "reader")
     assert dict(values.values("reader")) == {}
+
+
+@pytest.mark.parametrize("saved, kept", [
+    ({"start": "7", "url": "https://ntfy.example/x"}, {"url": "https://ntfy.example/x"}),  # edited by hand
+    ({"start": "22:00", "url": "ntfy.example/x"}, {"start": "22:00"}),  # kept while `url` was a text field
+    ({"start": " 22:00 ", "url": "https://a\nb"}, {"start": "22:00"}),
+])
+def test_a_saved_value_that_does_not_fit_its_declared_type_is_never_handed_to_a_hook(
+    data_dir: DataDir, saved: dict[str, str], kept: dict[str, str]
+) -> None:
+    """A hook may trust a setting's type: a value that fails the page's check counts as not set."""
+    data_dir.plugin_settings.parent.mkdir(parents=True)
+    data_dir.plugin_settings.write_text(json.dumps({"reader": saved}))
+    plugins = Plugins(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    plugins.register(Reader(), "reader")
+    assert [answer.value for answer in call_each(plugins, "on_input", {"message": "hi"}).answers] == [kept]
+    assert dict(plugins.setting_values("reader")) == kept
+
+
+def test_quiet_hours_with_a_time_edited_by_hand_refuse_nothing_and_never_fail(data_dir: DataDir) -> None:
+    from tests.example_plugins import load_example
+
+    data_dir.plugin_settings.parent.mkdir(parents=True)
+    data_dir.plugin_settings.write_text(json.dumps({"quiet_hours": {"start": "22h", "end": "07:00"}}))
+    plugins = Plugins(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    plugins.register(load_example("quiet_hours"), "quiet_hours")
+    outcome = call_each(plugins, "before_toolcall", {"capability": "get_state", "arguments": {},
+                                                     "principal": "household"})
+    assert outcome.answers == [] and outcome.skipped == []
+
+
+@pytest.mark.parametrize("field", [URL, TEXT])
+def test_a_value_too_long_is_told_its_length_not_that_it_is_more_than_one_line(field: SettingField) -> None:
+    typed = "https://ntfy.example/" + "t" * 500 if field is URL else "t" * 501
+    with pytest.raises(InvalidSettingsChange) as refused:
+        checked_value(field, typed)
+    assert refused.value.message == "Give at most 500 characters."

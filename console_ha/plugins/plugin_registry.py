@@ -10,14 +10,14 @@ import functools
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import Distribution
+from importlib.metadata import Distribution, entry_points
 from typing import Any
 
 import pluggy
 from pluggy import HookImpl
 
 from console_ha.hooks import HOOK_NAMES, PROJECT, StageHooks, settings_context
-from console_ha.plugins.plugin_settings import PluginSettings, SettingField
+from console_ha.plugins.plugin_settings import PluginSettings, SettingField, declared_settings
 from console_ha.store.plugin_switches import PluginSwitches, Switches
 
 
@@ -33,6 +33,39 @@ class PluginInfo:
     version: str | None  # its distribution's version; None for one registered in code (the tests')
     hooks: tuple[str, ...]  # the hooks it implements, in `HOOK_NAMES` order
     on: bool  # False: the household turned it off; it stays installed and its hooks are not called
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """An installed plugin that stops the Console's start: its entry point's name, its distribution, its error."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    error: str  # the exception's type and the first line of its message
+
+
+def broken_plugins() -> list[BrokenPlugin]:
+    """Each plugin installed under the entry point group `console_ha` that `Plugins.installed` would stop at.
+
+    Loaded one by one, as `installed` does all at once: its import, its hooks checked against the specs, its
+    settings' declaration. For `console-ha plugins`, the command a household runs when the Console will not
+    start: it names the plugin to fix or uninstall where the start's traceback names a file.
+    """
+    broken = []
+    for entry in sorted(entry_points(group=PROJECT), key=lambda entry: entry.name):
+        trial = pluggy.PluginManager(PROJECT)
+        trial.add_hookspecs(StageHooks)
+        try:
+            plugin = entry.load()
+            declared_settings(plugin, entry.name)
+            trial.register(plugin, name=entry.name)
+        except Exception as err:  # whatever its import raises
+            first_line = (str(err).splitlines() or [""])[0][:200]
+            dist = entry.dist
+            broken.append(BrokenPlugin(entry.name, dist.name if dist else None, dist.version if dist else None,
+                                       f"{type(err).__name__}: {first_line}" if first_line else type(err).__name__))
+    return broken
 
 
 class Plugins:
@@ -114,6 +147,11 @@ class Plugins:
                 settings_context().reset(token)
 
         return call
+
+    @property
+    def switches_unusable(self) -> bool:
+        """Whether the switches file could not be used, so every plugin is off until the household turns one on."""
+        return self._switches.all_off
 
     def set_on(self, name: str, on: bool) -> None:
         """Turn an installed plugin on or off, without uninstalling it; saved for the next start too."""

@@ -14,8 +14,10 @@ language the plugin has none in). The plugins page shows and saves them; a hook 
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -27,6 +29,8 @@ from console_ha.hooks import SETTINGS_ATTRIBUTE
 from console_ha.language import Words
 from console_ha.store.plugin_values import PluginValuesFile
 
+log = logging.getLogger(__name__)
+
 SettingType = Literal["time", "url", "text"]
 SETTING_TYPES: tuple[SettingType, ...] = ("time", "url", "text")
 MAX_SETTINGS = 16  # a plugin's fields on the page; more is a declaration gone wrong
@@ -36,6 +40,10 @@ _TIME = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 
 TIME_WORDS = Words("Give a time of day as hours and minutes, such as 07:30 or 22:00.")
 URL_WORDS = Words("Give an address that starts with http:// or https://, such as https://ntfy.example/console.")
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+LENGTH_WORDS = Words("Give at most {count} characters.", count=MAX_VALUE_LENGTH)
 LINE_WORDS = Words("Give one line of text, without line breaks or control characters.")
 
 
@@ -95,13 +103,21 @@ def checked_value(field: SettingField, typed: str) -> str:
     value = typed.strip()
     if not value:
         return ""
-    if len(value) > MAX_VALUE_LENGTH or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if len(value) > MAX_VALUE_LENGTH:
+        raise InvalidSettingsChange(LENGTH_WORDS, field=field.name)
+    if any(_breaks_the_line(ch) for ch in value):
         raise InvalidSettingsChange(LINE_WORDS, field=field.name)
     if field.type == "time" and not _TIME.match(value):
         raise InvalidSettingsChange(TIME_WORDS, field=field.name)
     if field.type == "url" and not _is_web_address(value):
         raise InvalidSettingsChange(URL_WORDS, field=field.name)
     return value
+
+
+def _breaks_the_line(ch: str) -> bool:
+    """A control character (C0, DEL, C1: U+0085 is a line break too), a line or paragraph separator, or a bidi
+    control, which makes a value read one way on the page and mean another. Joiners stay: emoji need them."""
+    return unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in _BIDI_CONTROLS
 
 
 def _is_web_address(value: str) -> bool:
@@ -120,14 +136,17 @@ class PluginSettings:
         self._store = store
         self._fields: dict[str, tuple[SettingField, ...]] = {}
         self._saving = threading.Lock()
-        saved = store.read() if store is not None else {}
-        self._values = {plugin: MappingProxyType(values) for plugin, values in saved.items()}
+        self._values = store.read() if store is not None else {}
+        # What hooks are handed, per plugin: its saved values that fit its declaration (`_fitting`), made again
+        # at each declare and save, so a hook call reads a ready mapping.
+        self._handed: dict[str, Mapping[str, str]] = {}
 
     def declare(self, plugin: object, name: str) -> None:
         """Note what the plugin registered as `name` declares (InvalidDeclaration: it cannot be registered)."""
         fields = declared_settings(plugin, name)
         if fields:
             self._fields[name] = fields
+            self._handed[name] = self._fitting(name)
 
     def fields(self, plugin: str) -> tuple[SettingField, ...]:
         """The settings `plugin` declared, in its order; none for a plugin that declares none."""
@@ -135,9 +154,26 @@ class PluginSettings:
 
     def values(self, plugin: str) -> Mapping[str, str]:
         """The saved values of `plugin`'s declared settings (one not set is absent), as its hooks see them."""
-        names = {field.name for field in self.fields(plugin)}
-        return MappingProxyType({key: value for key, value in self._values.get(plugin, {}).items()
-                                 if key in names and value})
+        return self._handed.get(plugin, _NONE)
+
+    def _fitting(self, plugin: str) -> Mapping[str, str]:
+        """`plugin`'s saved values that pass the page's check of their declared type.
+
+        A hook may trust a setting's type: a value edited by hand, or saved while the plugin declared another
+        type, counts as not set (logged by field, never with the value: a URL may hold a topic's secret name).
+        """
+        saved, kept = self._values.get(plugin, {}), {}
+        for field in self.fields(plugin):
+            value = saved.get(field.name, "")
+            try:
+                value = checked_value(field, value)
+            except InvalidSettingsChange:
+                log.warning("the saved value of the setting %s of the plugin %s does not fit its type; not set",
+                            field.name, plugin)
+                continue
+            if value:
+                kept[field.name] = value
+        return MappingProxyType(kept)
 
     def save(self, plugin: str, typed: Mapping[str, str]) -> Mapping[str, str]:
         """Check every declared field of `plugin` in `typed` and save them all, or nothing on the first refusal."""
@@ -145,6 +181,6 @@ class PluginSettings:
         if self._store is None:
             raise RuntimeError("these plugins' settings have no file to be saved in")
         with self._saving:
-            saved = self._store.save(plugin, {name: value for name, value in kept.items() if value})
-            self._values = {name: MappingProxyType(values) for name, values in saved.items()}
+            self._values = self._store.save(plugin, {name: value for name, value in kept.items() if value})
+            self._handed = {name: self._fitting(name) for name in self._fields}
         return self.values(plugin)

@@ -58,7 +58,7 @@ def page() -> str:
     return _render()
 
 
-@bp.post("/settings/plugins/<name>/switch")
+@bp.post("/settings/plugins/<path:name>/switch")
 def switch(name: str) -> ResponseReturnValue:
     """Turn one plugin on (`on=on`) or off (anything else), without uninstalling it."""
     on = request.form.get("on") == "on"
@@ -73,7 +73,7 @@ def switch(name: str) -> ResponseReturnValue:
     return redirect(url_for(".page"), 303)
 
 
-@bp.post("/settings/plugins/<name>/settings")
+@bp.post("/settings/plugins/<path:name>/settings")
 def save_settings(name: str) -> ResponseReturnValue:
     """Check and save every setting the plugin declares; nothing is saved when one is refused."""
     try:
@@ -93,5 +93,6 @@ def _render(*, form_error: InvalidSettingsChange | None = None, failed: str = ""
     return render_template(
         "plugins.html", rows=_rows(), form_error=form_error, failed=failed, typed=typed or {},
         error_field=form_error.detail.get("field") if form_error else None,
+        switches_unusable=_plugins().switches_unusable,
         language_code=current_language().code,
     )

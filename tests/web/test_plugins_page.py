@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 import pytest
 from flask import Flask
@@ -13,7 +14,7 @@ from console_ha.console import Console
 from console_ha.store.datadir import DataDir
 from tests.example_plugins import load_example
 
-from .conftest import csrf_from
+from .conftest import csrf_from, household_client
 
 PAGE = "/settings/plugins"
 FRENCH = {"Accept-Language": "fr"}
@@ -165,3 +166,41 @@ def test_no_english_is_left_on_the_page_in_any_other_language(
                     ">Quiet from<", ">Quiet until<", ">Send to (an ntfy", "Back to the settings",
                     "Registered by the Console itself"):
         assert english not in html, english
+
+
+@pytest.mark.parametrize("name", ["acme/front_door", "acme.front-door", "tablet rules"])
+def test_a_plugin_whose_name_holds_a_slash_or_a_space_can_be_turned_off_from_its_form(
+    household: FlaskClient, examples: Console, data_dir: DataDir, name: str
+) -> None:
+    """An entry point's name may hold any character but `=`: the switch's form must reach its route."""
+    class Rules:
+        pass
+
+    examples.plugins.register(Rules(), name)
+    html = household.get(PAGE).get_data(as_text=True)
+    action = re.search(r'<form method="post" action="([^"]+)"[^>]*>\s*<input[^>]*>\s*<input type="hidden" '
+                       rf'name="on" value="off">\s*<button[^>]*aria-label="Turn off {re.escape(name)}"', html)
+    assert action, "no switch form for the plugin"
+    answer = household.post(action.group(1).replace("&amp;", "&"), data={"csrf_token": csrf_from(html), "on": "off"})
+    assert answer.status_code == 303
+    assert json.loads(data_dir.plugin_switches.read_text()) == {"turned_off": [name]}
+
+
+def test_a_damaged_switches_file_is_told_on_the_page_and_turning_one_on_writes_it_again(
+    make_app: Callable[..., Flask], data_dir: DataDir
+) -> None:
+    """Every plugin is off while the file cannot be read: the page says why, and no other plugin comes back on."""
+    data_dir.plugin_switches.parent.mkdir(parents=True)
+    data_dir.plugin_switches.write_text('{"turned_off": "notify"')
+    app = make_app()
+    console = console_of(app)
+    console.plugins.register(load_example("quiet_hours"), "quiet_hours")
+    console.plugins.register(load_example("notify"), "notify")
+    household = household_client(app, data_dir)
+    words = text_of(household.get(PAGE).get_data(as_text=True))
+    assert "The file of the plugins’ switches cannot be read, so every plugin is off." in words
+    assert 'aria-label="Turn on quiet_hours"' in household.get(PAGE).get_data(as_text=True)
+
+    post_form(household, f"{PAGE}/quiet_hours/switch", on="on")
+    assert json.loads(data_dir.plugin_switches.read_text()) == {"turned_off": ["notify"]}
+    assert "cannot be read" not in text_of(household.get(PAGE).get_data(as_text=True))
