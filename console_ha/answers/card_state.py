@@ -18,7 +18,7 @@ from typing import Any
 from console_ha.capabilities.cards import CARD_FOR_THE_ASKING_PROGRAM, destination_for
 from console_ha.capabilities.confirmations import PendingConfirmation
 from console_ha.capabilities.executor import Proposal
-from console_ha.errors import CapabilityError
+from console_ha.errors import CapabilityError, ConfirmationInvalid, ConfirmationReason, TokenRevoked
 from console_ha.language import Words
 from console_ha.store.audit import AuditEvent
 from console_ha.store.console_secrets import DEFAULT_PATIENCE_SECONDS
@@ -205,3 +205,33 @@ class Verdict:
 
 
 NOT_YET = Verdict()
+
+
+# The `on_card` event of each state a card's move reaches; a held read is an allowed one (the household said yes).
+CARD_EVENT: Mapping[CardState, str] = MappingProxyType({
+    CardState.WAITING: "waiting", CardState.ALLOWED: "allowed", CardState.HELD: "allowed",
+    CardState.DENIED: "denied", CardState.EXPIRED: "expired", CardState.WITHDRAWN: "withdrawn"})
+
+
+# What a card's end tells the call that asks for it (the queue raises them).
+
+def expired() -> ConfirmationInvalid:
+    return ConfirmationInvalid(ConfirmationReason.EXPIRED, "The household did not answer in time; nothing was read.")
+
+
+def abandoned() -> ConfirmationInvalid:
+    # The household did answer: a held read ends because its program did not come back, not for want of an answer.
+    return ConfirmationInvalid(ConfirmationReason.EXPIRED, "The household allowed this read, but the program did not "
+                               "ask for it again before the request expired; nothing was read.")
+
+
+def hung_up() -> ConfirmationInvalid:
+    return ConfirmationInvalid(None, "The program hung up before its read ran; nothing was read.")
+
+
+def withdrawn() -> ConfirmationInvalid:
+    return ConfirmationInvalid(ConfirmationReason.UNKNOWN, "The program withdrew that request; nothing was read.")
+
+
+def revoked() -> TokenRevoked:
+    return TokenRevoked("This program's API token was revoked while the read waited; nothing was read.")

@@ -27,13 +27,19 @@ from typing import Any
 from console_ha.answers.card_events import StageHookRunner, Sweeper, program_principal
 from console_ha.answers.card_state import (
     AUDITED,
+    CARD_EVENT,
     ENDED,
     GONE,
     NOT_YET,
     Attachment,
     CardState,
     Verdict,
+    abandoned,
     always,
+    expired,
+    hung_up,
+    revoked,
+    withdrawn,
 )
 
 # page_watch, the front ends and the tests name the card and its asker from here, beside the queue that moves it.
@@ -48,7 +54,6 @@ from console_ha.errors import (
     ConfirmationDenied,
     ConfirmationInvalid,
     ConfirmationReason,
-    TokenRevoked,
 )
 from console_ha.language import Words
 from console_ha.secret import find_by_token
@@ -77,10 +82,6 @@ NOT_ALLOWED = Words("Not allowed: nothing was read.")
 CHANGED_SINCE_SHOWN = Words("Allowed, but your Home Assistant settings or your devices' names changed after this "
                             "card was shown, so nothing will be read. The program is told to ask again.")
 
-
-# The `on_card` event of each state a card's move reaches; a held read is an allowed one (the household said yes).
-_CARD_EVENT = {CardState.WAITING: "waiting", CardState.ALLOWED: "allowed", CardState.HELD: "allowed",
-               CardState.DENIED: "denied", CardState.EXPIRED: "expired", CardState.WITHDRAWN: "withdrawn"}
 
 
 class StillWaiting(Exception):  # a verdict, not a failure (hence no -Error suffix)
@@ -112,28 +113,6 @@ def join_key(token_id: str, capability: object, arguments: object) -> tuple[str,
         return token_id, capability, canonical_arguments(arguments)
     except (TypeError, ValueError):  # not JSON (stage 2 will say so)
         return None
-
-
-def _expired() -> ConfirmationInvalid:
-    return ConfirmationInvalid(ConfirmationReason.EXPIRED, "The household did not answer in time; nothing was read.")
-
-
-def _abandoned() -> ConfirmationInvalid:
-    # The household did answer: a held read ends because its program did not come back, not for want of an answer.
-    return ConfirmationInvalid(ConfirmationReason.EXPIRED, "The household allowed this read, but the program did not "
-                               "ask for it again before the request expired; nothing was read.")
-
-
-def _hung_up() -> ConfirmationInvalid:
-    return ConfirmationInvalid(None, "The program hung up before its read ran; nothing was read.")
-
-
-def _withdrawn() -> ConfirmationInvalid:
-    return ConfirmationInvalid(ConfirmationReason.UNKNOWN, "The program withdrew that request; nothing was read.")
-
-
-def _revoked() -> TokenRevoked:
-    return TokenRevoked("This program's API token was revoked while the read waited; nothing was read.")
 
 
 class HouseholdQueue:
@@ -278,7 +257,7 @@ class HouseholdQueue:
     def _verdict(self, card: WaitingRead, call: Attachment | None, now: float) -> Verdict:
         """What `call` gets from `card` now (under the lock): the one place a call's outcome is decided."""
         if card.state is CardState.WAITING and now >= card.deadline:
-            self._move(card, CardState.EXPIRED, now, error=_expired())
+            self._move(card, CardState.EXPIRED, now, error=expired())
         if card.state in ENDED:
             assert card.error is not None  # each end names its error (`_move`)
             return Verdict(error=card.error.reworded(card.error.message))  # a copy: one raise each
@@ -292,8 +271,8 @@ class HouseholdQueue:
             return self._let_go(card, call, now)
         if not card.still_allowed():
             # Revoked while it waited: the token is refused from then on, an allowed read included.
-            self._move(card, CardState.WITHDRAWN, now, error=_revoked())
-            return Verdict(error=_revoked())
+            self._move(card, CardState.WITHDRAWN, now, error=revoked())
+            return Verdict(error=revoked())
         self._move(card, CardState.READING, now)
         return Verdict(read=card.taken)
 
@@ -301,8 +280,8 @@ class HouseholdQueue:
         if card.joins is None:
             # A conversation message cannot be called again for its read: its card goes (audited as withdrawn),
             # and an answer the household gives later is told so.
-            self._move(card, CardState.WITHDRAWN, now, error=_hung_up())
-            return Verdict(error=_hung_up())
+            self._move(card, CardState.WITHDRAWN, now, error=hung_up())
+            return Verdict(error=hung_up())
         self._detach(card, call, now)
         return NOT_YET
 
@@ -324,7 +303,7 @@ class HouseholdQueue:
         with self._lock:
             now = self._timer()
             if attachment in waiting.calls and attachment.present():
-                self._withdraw(waiting, now, _withdrawn())
+                self._withdraw(waiting, now, withdrawn())
             else:
                 self._detach(waiting, attachment, now)
 
@@ -357,13 +336,13 @@ class HouseholdQueue:
             now = self._timer()
             card = self._find(token)
             if card is not None and card.state is CardState.WAITING and now >= card.deadline:
-                self._move(card, CardState.EXPIRED, now, error=_expired())  # this answer came too late
+                self._move(card, CardState.EXPIRED, now, error=expired())  # this answer came too late
             if card is None or card.state is not CardState.WAITING:
                 raise self._not_open(token)
             if not card.still_allowed():
                 # Revoked while its card waited (on the page, or with the CLI in another process): nothing is
                 # read for it, whether its call waits or returned early, and the household is told so.
-                self._move(card, CardState.WITHDRAWN, now, error=_revoked())
+                self._move(card, CardState.WITHDRAWN, now, error=revoked())
                 raise ConfirmationInvalid(ConfirmationReason.UNKNOWN,
                                           Words("That program's API token was revoked; nothing was read."))
             # A call whose program hung up a moment ago is not a live one (its verdict would find it so too).
@@ -371,7 +350,7 @@ class HouseholdQueue:
             if card.joins is None and not live:
                 # A card no call can join (a program's conversation message) whose program hung up: it can
                 # never be collected, so it goes now rather than being held for a return that cannot come.
-                self._move(card, CardState.WITHDRAWN, now, error=_hung_up())
+                self._move(card, CardState.WITHDRAWN, now, error=hung_up())
                 raise ConfirmationInvalid(ConfirmationReason.UNKNOWN,
                                           Words("The program hung up before its read ran; nothing was read."))
             to = (CardState.ALLOWED if live else CardState.HELD) if approve else CardState.DENIED
@@ -407,7 +386,7 @@ class HouseholdQueue:
         was = card.state
         if card.state is CardState.WAITING and not self._take(card, to, now):
             # Not in the store any more (swept at the same expiry by another call's look): the card ends unanswered.
-            to, error = CardState.EXPIRED, _expired()
+            to, error = CardState.EXPIRED, expired()
         if to is CardState.DENIED:
             assert card.taken is not None
             error = self._executor.deny(card.taken)
@@ -432,7 +411,7 @@ class HouseholdQueue:
 
     def _tell(self, card: WaitingRead, state: CardState) -> None:
         """Tell the plugins of a card's move (`on_card`); queued for them, never waited for."""
-        event = _CARD_EVENT.get(state)
+        event = CARD_EVENT.get(state)
         if self._hooks is not None and event is not None:
             self._hooks.card(event, card.proposal, program_principal(card.client), client=card.client)
 
@@ -453,9 +432,9 @@ class HouseholdQueue:
         # it at once), held reads nobody came back for are abandoned, denials are forgotten.
         for card in [w for w in self._waiting.values() if now >= w.deadline]:
             if card.state is CardState.WAITING:
-                self._move(card, CardState.EXPIRED, now, error=_expired())
+                self._move(card, CardState.EXPIRED, now, error=expired())
             elif card.state is CardState.HELD:
-                self._move(card, CardState.ABANDONED, now, error=_abandoned())
+                self._move(card, CardState.ABANDONED, now, error=abandoned())
             elif card.state is CardState.DENIED:
                 del self._waiting[card.token]
 
