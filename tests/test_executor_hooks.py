@@ -191,6 +191,17 @@ def test_an_answer_of_another_type_is_dropped_and_the_call_goes_on_as_asked(data
     assert plugin_lines(data_dir) == [("plugin_dropped", "odd", "before_toolcall", 3)]
 
 
+def test_an_entity_posing_as_an_allowlisted_one_is_dropped_before_the_allowlist(data_dir, stub_ha):
+    """Text equal to (and hashing as) an allowlisted id passed stage 3's `in`, and the card then asked about the
+    entity its own text names."""
+    executor = executor_with(data_dir, stub_ha, poser=Returns({**HISTORY_ARGS, "entity_id": Posing(
+        "lock.front_door", DOOR)}))
+    proposal = executor.propose(GET_HISTORY, HISTORY_ARGS, conversation_id="c")
+    assert proposal.arguments == HISTORY_ARGS and type(proposal.arguments["entity_id"]) is str
+    assert "lock.front_door" not in json.dumps(proposal.to_dict())
+    assert plugin_lines(data_dir) == [("plugin_dropped", "poser", "before_toolcall", 3)]
+
+
 def test_the_same_arguments_back_are_no_change(data_dir, stub_ha):
     executor = executor_with(data_dir, stub_ha, same=Returns(dict(HISTORY_ARGS)))
     executor.propose(GET_HISTORY, HISTORY_ARGS, conversation_id="c")

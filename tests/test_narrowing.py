@@ -191,6 +191,10 @@ def test_a_key_posing_as_one_of_the_originals_is_refused() -> None:
 @pytest.mark.parametrize(("value", "expected"), [
     ({"entity_id": "sensor.kitchen"}, True), ({}, True), ({1: "x"}, False), ([("entity_id", "x")], False),
     ("no reads at night", False), (None, False),
+    ({"entity_id": Posing("lock.front_door", "sensor.kitchen")}, False),
+    ({"entity_ids": ["sensor.kitchen", Posing("lock.front_door", "sensor.kitchen")]}, False),
+    ({"filter": {"area": Posing("x", "y")}}, False), ({"limit": float("nan")}, False), ({"limit": (1,)}, False),
+    ({"a": {"b": [1, 2.5, None, True, "c"]}}, True), ({"a": {1: "x"}}, False),
 ])
 def test_arguments_a_hook_returns_are_a_dict_with_text_keys(value: object, expected: bool) -> None:
     assert is_arguments(value) is expected

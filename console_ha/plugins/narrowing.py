@@ -56,9 +56,31 @@ def _list_narrows(original: list[Any], candidate: list[Any]) -> bool:
 
 
 def is_arguments(value: object) -> TypeGuard[dict[str, Any]]:
-    """Whether what `before_toolcall` returned can stand as arguments: a dict with text keys.
+    """Whether what `before_toolcall` returned can stand as arguments: a dict with text keys, of JSON values only.
 
-    No more is asked here: the executor validates them again from stage 2 (the capability's argument schema)
-    and checks them at stage 3 (the allowlist), as if the model had asked for them.
+    JSON values of their exact types (text, numbers, true/false, null, lists and objects with text keys), as
+    the model's own arguments are: a str subclass could compare and hash as an allowlisted entity (stage 3's
+    `in`) while its text, which the card shows and the read asks for, is another. No more is asked here: the
+    executor validates them again from stage 2 (the capability's argument schema) and checks them at stage 3
+    (the allowlist), as if the model had asked for them.
     """
-    return type(value) is dict and all(type(key) is str for key in value)
+    return type(value) is dict and _plain(value, MAX_ARGUMENT_DEPTH)
+
+
+# How deep arguments a hook returns may nest (the capabilities' own go two levels down): past it they are no
+# arguments, rather than a RecursionError.
+MAX_ARGUMENT_DEPTH = 16
+
+
+def _plain(value: object, depth: int) -> bool:
+    if type(value) in (str, int, bool) or value is None:
+        return True
+    if isinstance(value, float) and type(value) is float:
+        return math.isfinite(value)
+    if depth <= 0:
+        return False
+    if isinstance(value, list) and type(value) is list:
+        return all(_plain(item, depth - 1) for item in value)
+    if isinstance(value, dict) and type(value) is dict:
+        return all(type(key) is str and _plain(item, depth - 1) for key, item in value.items())
+    return False
