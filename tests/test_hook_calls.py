@@ -66,6 +66,21 @@ def test_each_answer_comes_per_plugin_and_one_that_raises_does_not_stop_the_othe
                                Skipped("raises", "before_toolcall", "raised")]
 
 
+@pytest.mark.parametrize("kind", [KeyboardInterrupt, GeneratorExit, BaseException, SystemExit, RecursionError])
+def test_an_implementation_raising_any_base_exception_is_skipped(data_dir: DataDir, kind: type[BaseException]) -> None:
+    """Raised on its worker thread, never a signal: re-raised on the caller's it ended the read (or the server's
+    worker) with no audit line."""
+
+    class RaisesIt:
+        @hookimpl
+        def before_toolcall(self, arguments):
+            raise kind()
+
+    outcome = call_each(plugins_with(data_dir, refuses=Refuses(), raising=RaisesIt()), "before_toolcall", ARGUMENTS)
+    assert outcome.skipped == [Skipped("raising", "before_toolcall", "raised")]
+    assert outcome.answers == [Answer("refuses", "no get_state at night")]
+
+
 def test_a_late_implementation_is_skipped_at_its_deadline_and_the_next_still_runs(data_dir: DataDir) -> None:
     late = Late()
     plugins = plugins_with(data_dir, refuses=Refuses(), late=late)

@@ -72,14 +72,32 @@ def call_one(impl: HookImpl, hook: str, arguments: Mapping[str, Any], *,
     Console's.
     """
     given = {name: copy.deepcopy(arguments[name]) for name in impl.argnames}
+
+    def run() -> object:
+        try:
+            return impl.function(**given)
+        except BaseException as err:  # any kind: see `_Raised`
+            return _Raised(type(err).__name__)
+
     try:
-        return Deadline(seconds).call(lambda: impl.function(**given), abandon=_ignore)
+        answered = Deadline(seconds).call(run, abandon=_ignore)
     except DeadlinePassed:
         log.warning("the plugin %s took longer than %g s in %s; skipped", impl.plugin_name, seconds, hook)
         return Skipped(impl.plugin_name, hook, "late")
-    except (Exception, SystemExit) as err:  # SystemExit too: a plugin's sys.exit() must not end a request
-        log.warning("the plugin %s raised %s in %s; skipped", impl.plugin_name, type(err).__name__, hook)
+    if isinstance(answered, _Raised):
+        log.warning("the plugin %s raised %s in %s; skipped", impl.plugin_name, answered.kind, hook)
         return Skipped(impl.plugin_name, hook, "raised")
+    return answered
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """An implementation raised, whatever it raised: an Exception, and its own SystemExit, KeyboardInterrupt,
+    GeneratorExit or bare BaseException too. Caught on the worker thread it ran on, where no signal is delivered:
+    none of them is the Console's (a Ctrl-C reaches the main thread, and still ends a caller waiting there), and
+    re-raised on the caller's thread they would end the request, or a server's worker, past every audit line."""
+
+    kind: str  # the type's name, for the log; never the exception, which may hold what the plugin was handed
 
 
 def _ignore(_value: object) -> None:
