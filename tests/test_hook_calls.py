@@ -91,6 +91,33 @@ def test_a_late_implementation_is_skipped_at_its_deadline_and_the_next_still_run
     assert outcome.answers == [Answer("refuses", "no get_state at night")]
 
 
+def test_a_plugin_that_never_returns_holds_one_thread_however_many_reads(data_dir: DataDir) -> None:
+    """Each call given up on keeps its worker thread until the plugin returns: one that never returns, called
+    again for each read, held one more thread (and the read one more deadline) each time."""
+    entered: list[int] = []
+
+    class Hangs:
+        def __init__(self) -> None:
+            self.release = threading.Event()
+
+        @hookimpl
+        def before_toolcall(self, arguments):
+            entered.append(1)
+            self.release.wait()
+
+    hangs = Hangs()
+    plugins = plugins_with(data_dir, refuses=Refuses(), hangs=hangs)
+    threads = threading.active_count()
+    try:
+        outcomes = [call_each(plugins, "before_toolcall", ARGUMENTS, seconds=0.05) for _ in range(200)]
+    finally:
+        hangs.release.set()
+    assert len(entered) == 1
+    assert threading.active_count() <= threads + 1
+    assert all(outcome.skipped == [Skipped("hangs", "before_toolcall", "late")] and
+               outcome.answers == [Answer("refuses", "no get_state at night")] for outcome in outcomes)
+
+
 def test_the_deadline_is_one_second_by_default(data_dir: DataDir) -> None:
     late = Late()
     plugins = plugins_with(data_dir, late=late)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
+import threading
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -71,17 +74,26 @@ def call_one(impl: HookImpl, hook: str, arguments: Mapping[str, Any], *,
     changing what it was handed in place, now or from a thread it left running, changes nothing of the
     Console's.
     """
+    if OVERDUE.holds(impl):
+        # Not called again while a call given up on still runs: one that never returns would hold one more
+        # thread, and the read one more second, each time.
+        log.warning("the plugin %s has not yet ended a call in %s it was late for; skipped", impl.plugin_name, hook)
+        return Skipped(impl.plugin_name, hook, "late")
     given = {name: copy.deepcopy(arguments[name]) for name in impl.argnames}
+    call = _Call()
 
     def run() -> object:
         try:
             return impl.function(**given)
         except BaseException as err:  # any kind: see `_Raised`
             return _Raised(type(err).__name__)
+        finally:
+            OVERDUE.ended(impl, call)
 
     try:
         answered = Deadline(seconds).call(run, abandon=_ignore)
     except DeadlinePassed:
+        OVERDUE.given_up(impl, call)
         log.warning("the plugin %s took longer than %g s in %s; skipped", impl.plugin_name, seconds, hook)
         return Skipped(impl.plugin_name, hook, "late")
     if isinstance(answered, _Raised):
@@ -98,6 +110,57 @@ class _Raised:
     re-raised on the caller's thread they would end the request, or a server's worker, past every audit line."""
 
     kind: str  # the type's name, for the log; never the exception, which may hold what the plugin was handed
+
+
+class _Call:
+    """One call of an implementation: whether it has ended, and whether its caller gave up on it (`_Overdue`)."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self.given_up = False
+
+
+class _Overdue:
+    """The implementations with a call their caller gave up on (late) that is still running, by how many.
+
+    Python cannot stop a thread: each such call keeps its worker thread until the plugin returns. While one
+    runs, the implementation is skipped at once, so a plugin that never returns holds one thread, not one per
+    read. Once it ends, the implementation is called again.
+    """
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Start afresh (a forked child runs none of its parent's threads)."""
+        self._lock = threading.Lock()
+        self._running: Counter[HookImpl] = Counter()  # a HookImpl is hashed by identity
+
+    def holds(self, impl: HookImpl) -> bool:
+        """Whether a call of `impl` given up on still runs."""
+        with self._lock:
+            return self._running[impl] > 0
+
+    def given_up(self, impl: HookImpl, call: _Call) -> None:
+        """Its caller gave up on `call` at its deadline: counted until it ends (unless it just has)."""
+        with self._lock:
+            if not call.ended:
+                call.given_up = True
+                self._running[impl] += 1
+
+    def ended(self, impl: HookImpl, call: _Call) -> None:
+        """`call` returned or raised, on time or not."""
+        with self._lock:
+            call.ended = True
+            if call.given_up:
+                self._running[impl] -= 1
+                if self._running[impl] <= 0:
+                    del self._running[impl]
+
+
+# The process's: the calls given up on run on threads of the process's `deadline.WORKERS`.
+OVERDUE = _Overdue()
+os.register_at_fork(after_in_child=OVERDUE.forget)
 
 
 def _ignore(_value: object) -> None:
