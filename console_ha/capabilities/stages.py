@@ -31,7 +31,7 @@ from console_ha.errors import (
     ResultTooLarge,
     UnknownCapability,
 )
-from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig, shown_name
 from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.store.ha_token import TokenLookup
 from console_ha.unknown_keys import first_unknown
@@ -204,6 +204,8 @@ BEFORE_TOOLCALL = "before_toolcall"
 AFTER_TOOLCALL = "after_toolcall"
 # How much of a plugin's refusal reason the model is told: a sentence, not a document.
 REASON_CHARACTERS = 200
+# How much of a plugin's name the model is told (as Activity shows it): a plugin names itself.
+PLUGIN_NAME_CHARACTERS = 64
 
 
 def principal_of(client: str | None) -> str:
@@ -214,10 +216,13 @@ def principal_of(client: str | None) -> str:
 def refused_by_plugin(plugin: str, reason: str) -> RefusedByPlugin:
     """The refusal `before_toolcall` answered with, at stage 3: the model is told which plugin and its reason
     (on one line, at most `REASON_CHARACTERS`), so it can tell the household why; the audit keeps the name only."""
-    said = " ".join(reason.split())
+    # Control and format characters (bidi overrides, an escape) dropped as a card drops them, whitespace folded;
+    # only the start is looked at, so a reason of megabytes costs no more than one of a page.
+    said = shown_name(reason[:REASON_CHARACTERS * 16], REASON_CHARACTERS + 1)
     if len(said) > REASON_CHARACTERS:
         said = said[:REASON_CHARACTERS - 1] + "…"
-    told = MODEL_WORDS["REFUSED_BY_PLUGIN"].format(plugin=plugin, reason=said or "(no reason given)")
+    named = shown_name(plugin[:PLUGIN_NAME_CHARACTERS * 16], PLUGIN_NAME_CHARACTERS) or "?"
+    told = MODEL_WORDS["REFUSED_BY_PLUGIN"].format(plugin=named, reason=said or "(no reason given)")
     refused = RefusedByPlugin(told, plugin=plugin)
     refused.stage = Stage.POLICY
     return refused
