@@ -334,6 +334,30 @@ def test_a_result_with_a_field_renamed_by_a_key_posing_as_its_name_is_dropped(da
     assert plugin_lines(data_dir) == [("plugin_dropped", "renamer", "after_toolcall", 6)]
 
 
+class Touchy:
+    """Raises when compared."""
+
+    def __eq__(self, other):
+        raise RuntimeError("compared")
+
+    __ne__ = __eq__
+    __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("field", ["instance", "total"])
+def test_a_result_holding_a_value_that_raises_when_compared_is_dropped_and_the_read_kept(data_dir, stub_ha, field):
+    """Compared with the original's `instance` before `narrows` looked at its type, it made the read the household
+    allowed an internal error, naming no plugin."""
+    class Answers:
+        @hookimpl
+        def after_toolcall(self, result):
+            return {**result, field: Touchy()}
+
+    plain = read(executor_with(data_dir, stub_ha), LIST_ENTITIES, {})
+    assert read(executor_with(data_dir, stub_ha, touchy=Answers()), LIST_ENTITIES, {}) == plain
+    assert plugin_lines(data_dir) == [("plugin_dropped", "touchy", "after_toolcall", 6)]
+
+
 def test_the_result_kept_is_a_copy_the_plugin_cannot_change_after(data_dir, stub_ha):
     class KeepsHold:
         answer: dict[str, Any] = {}

@@ -469,8 +469,10 @@ def _narrower_result(capability: Capability, original: dict[str, Any], answered:
     if type(answered) is not dict:
         return None
     answer = _own_copy(answered)
-    if (not isinstance(answer, dict) or answer.get(INSTANCE) != original.get(INSTANCE)
-            or not narrows(original, answer) or capability.result_problems(answer)):
+    # `narrows` first: it compares only values of the original's exact types, so the `instance` check after it
+    # cannot call a plugin's own `__ne__` (one that raised made the allowed read an internal error).
+    if (not isinstance(answer, dict) or not narrows(original, answer)
+            or answer.get(INSTANCE) != original.get(INSTANCE) or capability.result_problems(answer)):
         return None
     return answer
 
