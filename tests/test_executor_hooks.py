@@ -151,7 +151,7 @@ def test_a_long_reason_reaches_the_model_on_one_line_and_cut(data_dir, stub_ha):
 
 def test_the_model_is_told_the_plugin_and_its_reason_on_one_bounded_line_with_nothing_invisible(data_dir, stub_ha):
     """A plugin names itself (an entry point's name may be 10 KB, with escapes and bidi overrides) and words its
-    reason: the model is told both as a card shows text, the audit keeps the name as registered."""
+    reason: the model is told both as a card shows text."""
     name = "loud\x1b[2J\u202e" + "n" * 10_000
     reason = "no\x00 reads\u202e\u2066 at\x1b[31m night\r\n" + "why " * 10_000
     executor = executor_with(data_dir, stub_ha, **{name: Returns(reason)})
@@ -159,7 +159,7 @@ def test_the_model_is_told_the_plugin_and_its_reason_on_one_bounded_line_with_no
     assert err.message.isprintable() and len(err.message) < 400
     assert "(loud[2J" + "n" * 57 + ")" in err.message and "no reads at[31m night why why" in err.message
     assert err.message.endswith("…")
-    assert audit_lines(data_dir)[-1]["plugin"] == name
+    assert "why" not in data_dir.audit_log.read_text()  # the reason stays the model's
 
 
 def test_narrower_arguments_are_what_the_card_shows_and_what_is_read(data_dir, stub_ha):
