@@ -375,6 +375,17 @@ def test_the_result_kept_is_a_copy_the_plugin_cannot_change_after(data_dir, stub
     assert json.dumps(result) == kept
 
 
+def test_after_toolcall_is_never_called_for_a_read_the_household_denied_or_that_was_withdrawn(data_dir, stub_ha):
+    seer = Sees()
+    executor = executor_with(data_dir, stub_ha, seer=seer)
+    denied = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    refusal(lambda: executor.answer(denied.token, approve=False, conversation_id="c"))
+    withdrawn = executor.propose(LIST_ENTITIES, {}, conversation_id="c")
+    executor.withdraw(withdrawn.token, conversation_id="c")
+    assert [sorted(seen) for seen in seer.seen] == [["arguments", "capability", "principal"]] * 2
+    assert stub_ha.requests == []
+
+
 def test_each_plugins_result_is_what_the_next_is_handed(data_dir, stub_ha):
     seer = Sees()
     plain = read(executor_with(data_dir, stub_ha), LIST_ENTITIES, {})
