@@ -358,6 +358,45 @@ def test_a_result_holding_a_value_that_raises_when_compared_is_dropped_and_the_r
     assert plugin_lines(data_dir) == [("plugin_dropped", "touchy", "after_toolcall", 6)]
 
 
+class CopiesAs:
+    """A value whose deep copy raises, or is another value (what the Console keeps is the copy it checked)."""
+
+    def __init__(self, copy: object) -> None:
+        self.copy = copy
+
+    def __deepcopy__(self, memo):
+        if isinstance(self.copy, BaseException):
+            raise self.copy
+        return self.copy
+
+
+@pytest.mark.parametrize("copy", [RuntimeError("no copy"), RecursionError(), "lock.front_door", DOOR])
+def test_arguments_whose_copy_raises_or_is_another_value_are_judged_by_the_copy(data_dir, stub_ha, copy):
+    executor = executor_with(data_dir, stub_ha, copier=Returns({**HISTORY_ARGS, "entity_id": CopiesAs(copy)}))
+    if copy == "lock.front_door":
+        assert refusal(lambda: executor.propose(GET_HISTORY, HISTORY_ARGS, conversation_id="c")).code == (
+            "ENTITY_NOT_ALLOWLISTED")
+        return
+    proposal = executor.propose(GET_HISTORY, HISTORY_ARGS, conversation_id="c")
+    if copy == DOOR:
+        assert proposal.arguments == {**HISTORY_ARGS, "entity_id": DOOR}
+    else:
+        assert proposal.arguments == HISTORY_ARGS
+        assert plugin_lines(data_dir) == [("plugin_dropped", "copier", "before_toolcall", 3)]
+
+
+@pytest.mark.parametrize("copy", [RuntimeError("no copy"), "hacked", None])
+def test_a_result_whose_copy_raises_or_widens_is_dropped(data_dir, stub_ha, copy):
+    class Answers:
+        @hookimpl
+        def after_toolcall(self, result):
+            return {**result, "entities": [{**result["entities"][0], "state": CopiesAs(copy)}]}
+
+    plain = read(executor_with(data_dir, stub_ha), LIST_ENTITIES, {})
+    assert read(executor_with(data_dir, stub_ha, copier=Answers()), LIST_ENTITIES, {}) == plain
+    assert plugin_lines(data_dir) == [("plugin_dropped", "copier", "after_toolcall", 6)]
+
+
 def test_the_result_kept_is_a_copy_the_plugin_cannot_change_after(data_dir, stub_ha):
     class KeepsHold:
         answer: dict[str, Any] = {}
