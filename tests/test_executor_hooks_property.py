@@ -8,6 +8,7 @@ Assistant, nothing the read did not return reaches the caller, and the audit hol
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,7 @@ from console_ha.store.instances import Instances
 from console_ha.store.plugin_switches import PluginSwitches
 from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
+from tests.test_narrowing import Posing
 
 ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door", "binary_sensor.hallway_motion"]
 OFF_LIST = ["lock.front_door", "person.alice", "sensor.kitchen_temperature", "light.kitchen"]
@@ -102,6 +104,57 @@ def _change_value(field: str, value: object) -> Behaviour:
     return change
 
 
+def _renamed_key(field: str) -> Behaviour:
+    """Each list's first item with `field` under a key that compares and hashes as it, written as another name;
+    and the last item dropped, so the answer is not equal to what the hook was handed."""
+    def rename(result: dict[str, Any]) -> object:
+        def renamed(items: list[Any]) -> list[Any]:
+            if items and isinstance(items[0], dict) and field in items[0]:
+                first = {(Posing(SENTINEL, field) if k == field else k): v for k, v in items[0].items()}
+                return [first, *items[1:-1]]
+            return items
+        return _each_list(result, renamed)
+    return rename
+
+
+def _nudged(kind: type, at: int) -> Behaviour:
+    """One value of `kind` (true/false, a whole number, a number with a point, text), the `at`-th there is
+    (counted round), changed to another of its type (`0.0` to `-0.0`): only the equality in `narrows` can refuse
+    it, so a fault there for any one type is seen. `instance` is left: its change is refused whatever."""
+    def nudge(result: dict[str, Any]) -> object:
+        found = 0
+        count = _count(result, kind)
+
+        def changed(value: Any) -> Any:
+            nonlocal found
+            if isinstance(value, dict):
+                return {k: v if k == "instance" else changed(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [changed(item) for item in value]
+            if type(value) is not kind:
+                return value
+            found += 1
+            if found - 1 != at % count:
+                return value
+            if isinstance(value, bool):
+                return not value
+            if isinstance(value, int):
+                return value + 1
+            if isinstance(value, float):
+                return -value if value else math.copysign(0.0, -math.copysign(1.0, value))
+            return f"{value}~"
+        return changed(result) if count else result
+    return nudge
+
+
+def _count(value: Any, kind: type) -> int:
+    if isinstance(value, dict):
+        return sum(_count(v, kind) for k, v in value.items() if k != "instance")
+    if isinstance(value, list):
+        return sum(_count(item, kind) for item in value)
+    return int(type(value) is kind)
+
+
 def _in_place(result: dict[str, Any]) -> object:
     result.clear()  # its own copy: the Console's result is untouched
     result[SENTINEL] = SENTINEL
@@ -112,12 +165,15 @@ after_behaviour: st.SearchStrategy[Behaviour] = st.one_of(
     st.tuples(key, junk).map(lambda kv: _add_key(*kv)),
     entity.map(_add_item),
     st.tuples(st.sampled_from(["state", "friendly_name", "entity_id", "total", "unit_of_measurement", "area"]),
-              st.sampled_from([SENTINEL, f"{OFF_LIST[0]}", 10**9, None])).map(lambda fv: _change_value(*fv)),
+              st.sampled_from([SENTINEL, f"{OFF_LIST[0]}", 10**9, None, 0, 1, True, False, -0.0, ""])).map(
+                  lambda fv: _change_value(*fv)),
+    st.sampled_from(["state", "entity_id", "friendly_name"]).map(_renamed_key),
     st.just(lambda result: _each_list(result, lambda items: items[1:])),  # an honest narrowing
     st.sampled_from(["instance", "entities", "total", "state"]).map(
         lambda gone: lambda result: {k: v for k, v in result.items() if k != gone}),
     wrong_type.map(lambda value: lambda result: value),
     st.just(_in_place),
+    st.tuples(st.sampled_from([bool, int, float, str]), st.integers(0, 40)).map(lambda kind_at: _nudged(*kind_at)),
     st.just(_raise),
 )
 
@@ -160,6 +216,27 @@ def late_released():
 
 def named_entities(text: str) -> set[str]:
     return {eid for eid in ENTITIES if eid in text}
+
+
+def removed_only(original: dict[str, Any], result: dict[str, Any]) -> bool:
+    """The rule as the JSON the model is sent shows it, apart from `narrows` (so a fault there is seen): each key
+    of the result is the original's, with the same JSON text, or a list whose items' texts are a subsequence of
+    the original's (what an honest hook here does: drop keys, drop list items)."""
+    def text(value: object) -> str:
+        return json.dumps(value, sort_keys=True)
+
+    sent, read = json.loads(text(result)), json.loads(text(original))
+    for key, value in sent.items():
+        if key not in read:
+            return False
+        if text(value) == text(read[key]):
+            continue
+        if not (isinstance(value, list) and isinstance(read[key], list)):
+            return False
+        remaining = iter([text(item) for item in read[key]])
+        if not all(any(item == left for left in remaining) for item in map(text, value)):
+            return False
+    return True
 
 
 def strings_in(value: object) -> set[str]:
@@ -208,7 +285,8 @@ def test_hostile_hooks_never_widen_what_is_read_returned_or_audited(
     if result is not None:
         # Nothing the read did not return reaches the caller: a narrowing of what the read gave, on its schema.
         (original,) = recorder.results
-        assert narrows(original, result) and not capability.result_problems(result)
+        assert narrows(original, result) and removed_only(original, result)
+        assert not capability.result_problems(result)
         assert result["instance"] == original["instance"] == "home"
         assert SENTINEL not in json.dumps(result)
         assert named_entities(json.dumps(result)) <= set(ALLOWED)
@@ -218,3 +296,29 @@ def test_hostile_hooks_never_widen_what_is_read_returned_or_audited(
     for line in map(json.loads, text.splitlines()):
         assert set(line) <= set(AuditLine.__dataclass_fields__)
         assert line.get("plugin") in (None, "recorder", *(f"hostile_{n}" for n in range(3)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=st.sampled_from(CALLS), kind=st.sampled_from([bool, int, float, str]), at=st.integers(0, 40),
+       fewer=st.booleans())
+def test_a_value_changed_to_another_of_its_type_never_reaches_the_caller(
+        tmp_path: Path, stub_ha: StubHomeAssistant, call, kind, at, fewer) -> None:
+    """Only the equality at the bottom of `narrows` stands between such an answer and the model: judged here by
+    the JSON the caller gets, apart from `narrows` (break it for one type, and this fails)."""
+    data_dir = DataDir(tmp_path / "data")
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED},
+                  token=stub_ha.token)
+    plugins = Plugins(PluginSwitches(data_dir))
+    nudge = _nudged(kind, at)
+    # Some with a list item dropped too: a change beside an honest narrowing.
+    plugins.register(Hostile(None, lambda result: nudge(_each_list(result, lambda items: items[1:]) if fewer
+                                                        else result)), "nudges")
+    recorder = Recorder()
+    plugins.register(recorder, "recorder")
+    executor = Executor(Instances(data_dir), audit=AuditLog(data_dir), confirmations=ConfirmationStore(),
+                        plugins=plugins)
+    name, arguments = call
+    proposal = executor.propose(name, dict(arguments), conversation_id="c")
+    result = executor.answer(proposal.token, approve=True, conversation_id="c")
+    (original,) = recorder.results
+    assert removed_only(original, result)

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from console_ha.hooks import hookimpl
-from console_ha.plugins.hook_calls import HOOK_SECONDS, Answer, Skipped, call_each
+from console_ha.plugins.hook_calls import HOOK_SECONDS, MAX_LATE_CALLS, Answer, Skipped, call_each
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.datadir import DataDir
 from console_ha.store.plugin_switches import PluginSwitches
@@ -66,6 +66,21 @@ def test_each_answer_comes_per_plugin_and_one_that_raises_does_not_stop_the_othe
                                Skipped("raises", "before_toolcall", "raised")]
 
 
+@pytest.mark.parametrize("kind", [KeyboardInterrupt, GeneratorExit, BaseException, SystemExit, RecursionError])
+def test_an_implementation_raising_any_base_exception_is_skipped(data_dir: DataDir, kind: type[BaseException]) -> None:
+    """Raised on its worker thread, never a signal: re-raised on the caller's it ended the read (or the server's
+    worker) with no audit line."""
+
+    class RaisesIt:
+        @hookimpl
+        def before_toolcall(self, arguments):
+            raise kind()
+
+    outcome = call_each(plugins_with(data_dir, refuses=Refuses(), raising=RaisesIt()), "before_toolcall", ARGUMENTS)
+    assert outcome.skipped == [Skipped("raising", "before_toolcall", "raised")]
+    assert outcome.answers == [Answer("refuses", "no get_state at night")]
+
+
 def test_a_late_implementation_is_skipped_at_its_deadline_and_the_next_still_runs(data_dir: DataDir) -> None:
     late = Late()
     plugins = plugins_with(data_dir, refuses=Refuses(), late=late)
@@ -74,6 +89,33 @@ def test_a_late_implementation_is_skipped_at_its_deadline_and_the_next_still_run
     # The late one is held until released, so only the deadline can have ended its call: told by order.
     assert outcome.skipped == [Skipped("late", "before_toolcall", "late")]
     assert outcome.answers == [Answer("refuses", "no get_state at night")]
+
+
+def test_a_plugin_that_never_returns_holds_a_bounded_number_of_threads_however_many_reads(data_dir: DataDir) -> None:
+    """Each call given up on keeps its worker thread until the plugin returns: one that never returns, called
+    again for each read, held one more thread (and the read one more deadline) each time."""
+    entered: list[int] = []
+
+    class Hangs:
+        def __init__(self) -> None:
+            self.release = threading.Event()
+
+        @hookimpl
+        def before_toolcall(self, arguments):
+            entered.append(1)
+            self.release.wait()
+
+    hangs = Hangs()
+    plugins = plugins_with(data_dir, refuses=Refuses(), hangs=hangs)
+    threads = threading.active_count()
+    try:
+        outcomes = [call_each(plugins, "before_toolcall", ARGUMENTS, seconds=0.05) for _ in range(200)]
+    finally:
+        hangs.release.set()
+    assert len(entered) == MAX_LATE_CALLS
+    assert threading.active_count() <= threads + MAX_LATE_CALLS
+    assert all(outcome.skipped == [Skipped("hangs", "before_toolcall", "late")] and
+               outcome.answers == [Answer("refuses", "no get_state at night")] for outcome in outcomes)
 
 
 def test_the_deadline_is_one_second_by_default(data_dir: DataDir) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ def reference(original: Any, candidate: Any) -> bool:
     if isinstance(original, list):
         return any(all(reference(original[i], item) for i, item in zip(kept, candidate, strict=True))
                    for kept in itertools.combinations(range(len(original)), len(candidate)))
-    return bool(candidate == original)
+    return bool(candidate == original) and repr(candidate) == repr(original)  # 0.0 and -0.0 are written apart
 
 
 def narrowing(draw: st.DrawFn, original: Any) -> Any:
@@ -141,6 +142,7 @@ def test_a_widening_at_the_top_never_passes(original: Any, data: st.DataObject) 
     ([{"a": 1, "b": 2}, {"a": 1}], [{"a": 1}, {"a": 1, "b": 2}], False),
     ([{"a": 1, "b": 2}, {"a": 1}], [{"a": 1}, {"a": 1}], True),
     ([[1, 2]], [[2, 1]], False), ({"a": [1]}, {"a": (1,)}, False), ([1], (1,), False),
+    (0.0, -0.0, False), (-0.0, 0.0, False), ({"t": [0.0]}, {"t": [-0.0]}, False), (-0.0, -0.0, True),
 ], ids=repr)
 def test_the_rule_on_cases_written_out(original: Any, candidate: Any, expected: bool) -> None:
     assert narrows(original, candidate) is expected
@@ -156,9 +158,43 @@ def test_a_subclass_answering_equal_to_everything_is_refused() -> None:
     assert not narrows({"a": 1}, Agreeable(a=1, secret=2))
 
 
+class Posing(str):
+    """Text that compares and hashes as `posing_as`, but is written (JSON, an f-string) as its own text."""
+
+    def __new__(cls, text: str, posing_as: str) -> Posing:
+        posing = super().__new__(cls, text)
+        posing.posing_as = posing_as  # type: ignore[attr-defined]
+        return posing
+
+    def __eq__(self, other: object) -> bool:
+        return other == self.posing_as  # type: ignore[attr-defined,no-any-return]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.posing_as)  # type: ignore[attr-defined]
+
+    def __reduce_ex__(self, protocol: object) -> tuple[type[Posing], tuple[str, str]]:
+        return Posing, (str.__str__(self), self.posing_as)  # type: ignore[attr-defined]
+
+
+def test_a_key_posing_as_one_of_the_originals_is_refused() -> None:
+    """A str subclass equal to `state` (and of its hash) is found in the original, but JSON writes its own text:
+    the field would reach the model renamed."""
+    renamed = {Posing("secret_state", "state"): "on"}
+    assert renamed == {"state": "on"} and json.dumps(renamed) == '{"secret_state": "on"}'
+    assert not narrows({"state": "on", "area": None}, renamed)
+    assert narrows({"state": "on", "area": None}, {"state": "on"})
+
+
 @pytest.mark.parametrize(("value", "expected"), [
     ({"entity_id": "sensor.kitchen"}, True), ({}, True), ({1: "x"}, False), ([("entity_id", "x")], False),
     ("no reads at night", False), (None, False),
+    ({"entity_id": Posing("lock.front_door", "sensor.kitchen")}, False),
+    ({"entity_ids": ["sensor.kitchen", Posing("lock.front_door", "sensor.kitchen")]}, False),
+    ({"filter": {"area": Posing("x", "y")}}, False), ({"limit": float("nan")}, False), ({"limit": (1,)}, False),
+    ({"a": {"b": [1, 2.5, None, True, "c"]}}, True), ({"a": {1: "x"}}, False),
 ])
 def test_arguments_a_hook_returns_are_a_dict_with_text_keys(value: object, expected: bool) -> None:
     assert is_arguments(value) is expected

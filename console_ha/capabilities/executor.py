@@ -377,7 +377,7 @@ class Executor:
                          invocation: str, *, client: str | None) -> dict[str, Any]:
         """Between stages 2 and 3: each plugin's `before_toolcall`, handed what the one before it left.
 
-        A str refuses the call (`REFUSED_BY_PLUGIN`, raised). Arguments (a dict with text keys) are validated
+        A str refuses the call (`REFUSED_BY_PLUGIN`, raised). Arguments (`is_arguments`) are validated
         again from stage 2, as if the model had asked for them, and stage 3 then checks them as it checks any
         (the allowlist of the instance they name): invalid ones refuse the call, naming the plugin, rather than
         let the read go ahead with arguments the plugin wanted changed. Any other answer is dropped. Each line

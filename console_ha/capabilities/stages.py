@@ -33,7 +33,7 @@ from console_ha.errors import (
     UnknownCapability,
 )
 from console_ha.plugins.narrowing import narrows
-from console_ha.store.config import HomeAssistantConfig
+from console_ha.store.config import HomeAssistantConfig, shown_name
 from console_ha.store.datadir import HOME_INSTANCE
 from console_ha.store.ha_token import TokenLookup
 from console_ha.unknown_keys import first_unknown
@@ -213,6 +213,8 @@ BEFORE_TOOLCALL = "before_toolcall"
 AFTER_TOOLCALL = "after_toolcall"
 # How much of a plugin's refusal reason the model is told: a sentence, not a document.
 REASON_CHARACTERS = 200
+# How much of a plugin's name the model is told (as Activity shows it): a plugin names itself.
+PLUGIN_NAME_CHARACTERS = 64
 
 
 def principal_of(client: str | None) -> str:
@@ -223,10 +225,13 @@ def principal_of(client: str | None) -> str:
 def refused_by_plugin(plugin: str, reason: str) -> RefusedByPlugin:
     """The refusal `before_toolcall` answered with, at stage 3: the model is told which plugin and its reason
     (on one line, at most `REASON_CHARACTERS`), so it can tell the household why; the audit keeps the name only."""
-    said = " ".join(reason.split())
+    # Control and format characters (bidi overrides, an escape) dropped as a card drops them, whitespace folded;
+    # only the start is looked at, so a reason of megabytes costs no more than one of a page.
+    said = shown_name(reason[:REASON_CHARACTERS * 16], REASON_CHARACTERS + 1)
     if len(said) > REASON_CHARACTERS:
         said = said[:REASON_CHARACTERS - 1] + "…"
-    told = MODEL_WORDS["REFUSED_BY_PLUGIN"].format(plugin=plugin, reason=said or "(no reason given)")
+    named = shown_name(plugin[:PLUGIN_NAME_CHARACTERS * 16], PLUGIN_NAME_CHARACTERS) or "?"
+    told = MODEL_WORDS["REFUSED_BY_PLUGIN"].format(plugin=named, reason=said or "(no reason given)")
     refused = RefusedByPlugin(told, plugin=plugin)
     refused.stage = Stage.POLICY
     return refused
@@ -247,8 +252,10 @@ def narrower_result(capability: Capability, original: dict[str, Any], answered: 
     if type(answered) is not dict:
         return None
     answer = own_copy(answered)
-    if (not isinstance(answer, dict) or answer.get(INSTANCE) != original.get(INSTANCE)
-            or not narrows(original, answer) or capability.result_problems(answer)):
+    # `narrows` first: it compares only values of the original's exact types, so the `instance` check after it
+    # cannot call a plugin's own `__ne__` (one that raised made the allowed read an internal error).
+    if (not isinstance(answer, dict) or not narrows(original, answer)
+            or answer.get(INSTANCE) != original.get(INSTANCE) or capability.result_problems(answer)):
         return None
     return answer
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -36,6 +37,10 @@ class _LateCalls:
     """The calls still running past their deadline, per plugin object (a module: one for every Console)."""
 
     def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Start afresh (a forked child runs none of its parent's threads)."""
         self._lock = threading.Lock()
         self._running: Counter[int] = Counter()
 
@@ -59,6 +64,7 @@ class _LateCalls:
 
 
 LATE = _LateCalls()
+os.register_at_fork(after_in_child=LATE.forget)
 
 
 def _always() -> bool:
@@ -124,14 +130,25 @@ def call_one(impl: HookImpl, hook: str, arguments: Mapping[str, Any], *,
     given = {name: copy.deepcopy(arguments[name]) for name in impl.argnames}
     call = _Call(impl.plugin)
     try:
-        return Deadline(seconds).call(lambda: call.run(lambda: impl.function(**given)), abandon=_ignore)
+        answered = Deadline(seconds).call(lambda: call.run(lambda: impl.function(**given)), abandon=_ignore)
     except DeadlinePassed:
         call.given_up()
         log.warning("the plugin %s took longer than %g s in %s; skipped", impl.plugin_name, seconds, hook)
         return Skipped(impl.plugin_name, hook, "late")
-    except (Exception, SystemExit) as err:  # SystemExit too: a plugin's sys.exit() must not end a request
-        log.warning("the plugin %s raised %s in %s; skipped", impl.plugin_name, type(err).__name__, hook)
+    if isinstance(answered, _Raised):
+        log.warning("the plugin %s raised %s in %s; skipped", impl.plugin_name, answered.kind, hook)
         return Skipped(impl.plugin_name, hook, "raised")
+    return answered
+
+
+@dataclass(frozen=True)
+class _Raised:
+    """An implementation raised, whatever it raised: an Exception, and its own SystemExit, KeyboardInterrupt,
+    GeneratorExit or bare BaseException too. Caught on the worker thread it ran on, where no signal is delivered:
+    none of them is the Console's (a Ctrl-C reaches the main thread, and still ends a caller waiting there), and
+    re-raised on the caller's thread they would end the request, or a server's worker, past every audit line."""
+
+    kind: str  # the type's name, for the log; never the exception, which may hold what the plugin was handed
 
 
 class _Call:
@@ -146,6 +163,8 @@ class _Call:
     def run(self, function: Callable[[], object]) -> object:
         try:
             return function()
+        except BaseException as err:  # any kind: see `_Raised`
+            return _Raised(type(err).__name__)
         finally:
             with self._lock:
                 self._ended = True

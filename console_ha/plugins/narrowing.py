@@ -7,6 +7,7 @@ together keep a plugin from widening what reaches the model, a program or the au
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeGuard
 
 
@@ -15,8 +16,9 @@ def narrows(original: object, candidate: object) -> bool:
 
     A dict may only lose keys, each kept value narrowing the original's; a list may only lose items, those
     kept in their original order, each narrowing its original; any other value must be equal and of the same
-    type (`1`, `True` and `1.0` differ). Exact types throughout: a subclass could answer `==` or `keys()` as
-    it likes.
+    type (`1`, `True` and `1.0` differ; so do `0.0` and `-0.0`, which JSON writes apart). Exact types
+    throughout, a dict's keys too (exact text): a subclass could answer `==`, `hash` or `keys()` as it likes,
+    so a key equal to one of the original's could be written as another name.
 
     Linear in the two sizes, whatever the candidate: each original item is compared with at most one candidate
     item, and the recursion goes no deeper than the original does (a hook's answer cannot make it slow).
@@ -27,11 +29,14 @@ def narrows(original: object, candidate: object) -> bool:
         return _dict_narrows(original, candidate)
     if isinstance(original, list) and isinstance(candidate, list):
         return _list_narrows(original, candidate)
+    if isinstance(original, float) and isinstance(candidate, float):
+        return candidate == original and math.copysign(1.0, candidate) == math.copysign(1.0, original)
     return bool(candidate == original)
 
 
 def _dict_narrows(original: dict[Any, Any], candidate: dict[Any, Any]) -> bool:
-    return all(key in original and narrows(original[key], value) for key, value in candidate.items())
+    return all(type(key) is str and key in original and narrows(original[key], value)
+               for key, value in candidate.items())
 
 
 def _list_narrows(original: list[Any], candidate: list[Any]) -> bool:
@@ -51,9 +56,31 @@ def _list_narrows(original: list[Any], candidate: list[Any]) -> bool:
 
 
 def is_arguments(value: object) -> TypeGuard[dict[str, Any]]:
-    """Whether what `before_toolcall` returned can stand as arguments: a dict with text keys.
+    """Whether what `before_toolcall` returned can stand as arguments: a dict with text keys, of JSON values only.
 
-    No more is asked here: the executor validates them again from stage 2 (the capability's argument schema)
-    and checks them at stage 3 (the allowlist), as if the model had asked for them.
+    JSON values of their exact types (text, numbers, true/false, null, lists and objects with text keys), as
+    the model's own arguments are: a str subclass could compare and hash as an allowlisted entity (stage 3's
+    `in`) while its text, which the card shows and the read asks for, is another. No more is asked here: the
+    executor validates them again from stage 2 (the capability's argument schema) and checks them at stage 3
+    (the allowlist), as if the model had asked for them.
     """
-    return type(value) is dict and all(type(key) is str for key in value)
+    return type(value) is dict and _plain(value, MAX_ARGUMENT_DEPTH)
+
+
+# How deep arguments a hook returns may nest (the capabilities' own go two levels down): past it they are no
+# arguments, rather than a RecursionError.
+MAX_ARGUMENT_DEPTH = 16
+
+
+def _plain(value: object, depth: int) -> bool:
+    if type(value) in (str, int, bool) or value is None:
+        return True
+    if isinstance(value, float) and type(value) is float:
+        return math.isfinite(value)
+    if depth <= 0:
+        return False
+    if isinstance(value, list) and type(value) is list:
+        return all(_plain(item, depth - 1) for item in value)
+    if isinstance(value, dict) and type(value) is dict:
+        return all(type(key) is str and _plain(item, depth - 1) for key, item in value.items())
+    return False
