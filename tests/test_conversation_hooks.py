@@ -15,6 +15,8 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.conversation.activity import PLUGIN_EVENT_GENERAL, UNKNOWN_CAPABILITY, summarise
+from console_ha.conversation.conversations import ConversationStore
+from console_ha.conversation.model import MAX_REPLY_CHARS
 from console_ha.conversation.stage_hooks import (
     MAX_PLUGIN_LINE_CHARS,
     MAX_PLUGIN_LINES,
@@ -25,6 +27,7 @@ from console_ha.conversation.turn_loop import STOPPED_REPLY
 from console_ha.hooks import hookimpl
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditEvent, AuditLog
+from console_ha.store.conversation_files import ConversationFiles
 from console_ha.store.plugin_switches import PluginSwitches
 from tests.executors import executor_over
 from tests.fake_model import FakeModel, text, tool_call
@@ -229,6 +232,33 @@ def test_a_reply_hook_answering_something_other_than_text_changes_nothing(data_d
     model.script(text("It is 21 °C."))
     service = service_with(data_dir, executor, model, runner(data_dir, wrong=Wrong()))
     assert service.send(None, "how warm?").reply == "It is 21 °C."
+
+
+@pytest.mark.parametrize("hook", ["on_input", "post_action", "before_output"])
+def test_a_plugin_s_reply_is_kept_as_text_a_restart_reads_back_bounded_as_the_model_s(data_dir, executor, model,
+                                                                                      hook):
+    # Half a UTF-16 pair is no UTF-8: kept as it came, the turn's save raised (a 500, and every later message
+    # of the conversation too). 17 MiB: the file was set aside at the next start, the conversation with it.
+    class Replies:
+        pass
+
+    def answer(self, message="", reply=""):
+        return "Half \ud800 pair, <script>alert(1)</script>, \x00 and " + "x" * (17 * 1024 * 1024)
+
+    answer.__name__ = hook
+    setattr(Replies, hook, hookimpl(answer))
+    model.script(text("It is 21 °C."))
+    data_dir.ensure()
+    store = ConversationStore(files=ConversationFiles(data_dir))
+    service = service_with(data_dir, executor, model, runner(data_dir, replies=Replies()), store=store)
+    result = service.send(None, "how warm?")
+    assert result.reply is not None
+    assert result.reply.startswith("Half \ufffd pair, <script>alert(1)</script>, \x00 and xxx")
+    assert result.reply.endswith("x …") and len(result.reply) == MAX_REPLY_CHARS + 2
+    restarted = ConversationStore(files=ConversationFiles(data_dir))
+    assert restarted.load() == 1
+    kept = restarted.get(result.conversation_id)
+    assert kept is not None and kept.transcript()[-1] == {"role": "assistant", "content": result.reply}
 
 
 @pytest.mark.parametrize("hook", ["on_input", "after_output"])

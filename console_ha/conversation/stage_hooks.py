@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner, program_principal
 from console_ha.answers.household_queue import Asker
-from console_ha.conversation.model import ModelReply
+from console_ha.conversation.model import MAX_REPLY_CHARS, ModelReply
 from console_ha.plugins.hook_calls import Skipped, call_each, call_one
 from console_ha.store.config import shown_name
 
@@ -44,6 +45,24 @@ def plugin_lines(lines: Sequence[str]) -> str:
     return PLUGIN_LINES_INTRO + "".join(kept) if kept else ""
 
 
+def plugin_reply(text: str) -> str:
+    """A plugin's reply (`on_input`, `post_action`, `before_output`) as the conversation may keep it: text.
+
+    Bounded as the model's words are (`MAX_REPLY_CHARS`, cut with " …"): the chat is kept on disk, and a file
+    past its bound is set aside at the next start, the household's conversation with it. Half a UTF-16 pair is
+    no UTF-8 at all: kept, no file, page or later request of the conversation could hold it (the model's own
+    answer is refused for one); it shows as U+FFFD, as `shown_name` shows it. Made a plain str, too.
+    """
+    text = str.__str__(text)
+    if len(text) > MAX_REPLY_CHARS:
+        text = text[:MAX_REPLY_CHARS] + " …"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if unicodedata.category(c) == "Cs" else c for c in text)
+    return text
+
+
 def principal(asker: Asker | None) -> str:
     """Who a hook is told asks: the household's page, or a program by its API token's name."""
     return HOUSEHOLD_PRINCIPAL if asker is None else program_principal(asker.client)
@@ -69,7 +88,7 @@ class ConversationHooks:
             if isinstance(answered, Skipped):
                 skipped.append(answered)
             elif isinstance(answered, str) and answered.strip():
-                answer = answered  # the first answer wins: the plugins after it are not asked
+                answer = plugin_reply(answered)  # the first answer wins: the plugins after it are not asked
                 break
         self.runner.record(skipped, client=_client(asker))
         return answer
@@ -120,7 +139,7 @@ class ConversationHooks:
             if isinstance(answered, Skipped):
                 skipped.append(answered)
             elif isinstance(answered, str):
-                reply = answered
+                reply = plugin_reply(answered)
             elif answered is not None:
                 log.warning("the plugin %s answered %s with a %s, not a text; ignored",
                             impl.plugin_name, hook, type(answered).__name__)
