@@ -25,6 +25,7 @@ from console_ha.conversation.stage_hooks import (
 )
 from console_ha.conversation.turn_loop import STOPPED_REPLY
 from console_ha.hooks import hookimpl
+from console_ha.language import Words, by_code
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditEvent, AuditLog
 from console_ha.store.conversation_files import ConversationFiles
@@ -302,8 +303,8 @@ def test_activity_lists_a_conversation_hook_skipped_without_counting_it_under_an
     service = service_with(data_dir, executor, model, runner(data_dir, breaks=Breaks(), second=AnswersToo()))
     service.send(None, "hello")
     activity = summarise(AuditLog(data_dir).events())
-    assert [event.event for event in activity.latest] == [AuditEvent.PLUGIN_SKIPPED]
-    assert activity.latest[0].words == ("The plugin breaks failed or took longer than a second at on_input, so the "
+    assert [event.event for event in activity.latest] == [AuditEvent.PLUGIN_CHANGED, AuditEvent.PLUGIN_SKIPPED]
+    assert activity.latest[1].words == ("The plugin breaks failed or took longer than a second at on_input, so the "
                                         "Console went on without it.")
     assert all(not row.counts for row in activity.capabilities)
     assert UNKNOWN_CAPABILITY not in [row.capability for row in activity.capabilities]
@@ -335,3 +336,51 @@ def test_activity_names_a_skipped_plugin_in_one_bounded_line_and_a_damaged_line_
                            "on_card, so the Console went on without it.")
     assert general.words == PLUGIN_EVENT_GENERAL[AuditEvent.PLUGIN_SKIPPED]
     assert "rm -rf" not in str(general.words) and "quiet" not in str(general.words)
+
+
+def test_activity_names_each_plugin_that_answered_the_message_changed_the_reply_or_gave_what_it_may_not(
+        data_dir, executor, model):
+    # Issue 30: "Activity names the plugin for every refusal or change it made". The conversation's hooks wrote
+    # a line only for a skipped implementation: a message answered by a plugin, or a reply it rewrote, left none.
+    class Rewrites:
+        @hookimpl
+        def post_action(self, reply):
+            return reply.replace("21", "twenty-one")
+
+        @hookimpl
+        def before_output(self, reply):
+            return reply  # the same words: no change to name
+
+    class Shouts:
+        @hookimpl
+        def before_output(self, reply):
+            return reply.upper()
+
+    class Wrong:
+        @hookimpl
+        def pre_action(self):
+            return "not a list"
+
+    model.script(text("It is 21 °C."))
+    answers = Answers("Reads are off tonight.")
+    service = service_with(data_dir, executor, model, runner(data_dir, rewrites=Rewrites(), shouts=Shouts(),
+                                                             wrong=Wrong()))
+    assert service.send(None, "how warm?").reply == "IT IS TWENTY-ONE °C."
+    service_with(data_dir, executor, model, runner(data_dir, answers=answers)).send(None, "how warm?")
+    lines = [(e["event"], e["plugin"], e["hook"], e["capability"]) for e in AuditLog(data_dir).events()]
+    assert lines == [("plugin_dropped", "wrong", "pre_action", ""), ("plugin_changed", "rewrites", "post_action", ""),
+                     ("plugin_changed", "shouts", "before_output", ""), ("plugin_changed", "answers", "on_input", "")]
+    activity = summarise(AuditLog(data_dir).events())
+    assert [str(event.words) for event in activity.latest] == [
+        "The plugin answers answered the message itself at on_input, so the assistant was not asked.",
+        "The plugin shouts changed the assistant’s words at before_output.",
+        "The plugin rewrites changed the assistant’s words at post_action.",
+        "The plugin wrong answered at pre_action with something it may not give, so the Console ignored it."]
+    french = by_code("fr")
+    assert french is not None
+    answered = activity.latest[0].words
+    assert isinstance(answered, Words) and answered.in_language(french) == (
+        "Le plugin answers a répondu lui-même au message à l’étape on_input, donc l’assistant n’a pas été "
+        "interrogé.")
+    assert all(not row.counts for row in activity.capabilities)
+    assert UNKNOWN_CAPABILITY not in [row.capability for row in activity.capabilities]

@@ -81,6 +81,12 @@ class StageHookRunner:
             self._audit.record(AuditEvent.PLUGIN_SKIPPED, capability=capability, classification="", stage=0,
                                invocation=secrets.token_hex(8), client=client, plugin=each.plugin, hook=each.hook)
 
+    def noted(self, event: AuditEvent, plugin: str, hook: str, *, client: str | None = None) -> None:
+        """An audit line of one plugin's answer at a conversation hook (no read): `plugin_changed` when it answered
+        the message or changed the reply, `plugin_dropped` when its answer was not one it may give."""
+        self._audit.record(event, capability="", classification="", stage=0, invocation=secrets.token_hex(8),
+                           client=client, plugin=plugin, hook=hook)
+
     def card(self, event: str, proposal: Proposal, principal: str, *, client: str | None = None) -> None:
         """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once."""
         if event not in CARD_EVENTS:

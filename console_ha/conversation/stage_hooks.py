@@ -15,6 +15,7 @@ from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner,
 from console_ha.answers.household_queue import Asker
 from console_ha.conversation.model import MAX_REPLY_CHARS, ModelReply
 from console_ha.plugins.hook_calls import Skipped, call_each, call_one
+from console_ha.store.audit import AuditEvent
 from console_ha.store.config import shown_name
 
 log = logging.getLogger(__name__)
@@ -82,15 +83,17 @@ class ConversationHooks:
         """The first plugin's reply to the message (a non-blank str), sent without the model; None: ask the model."""
         if self.runner is None or self.runner.plugins is None:
             return None
-        skipped, answer = [], None
+        answer = None
         for impl in self.runner.plugins.implementations("on_input"):
             answered = call_one(impl, "on_input", {"message": text, "principal": principal(asker)})
-            if isinstance(answered, Skipped):
-                skipped.append(answered)
+            if isinstance(answered, Skipped):  # in the audit in the order it happened, as each change is
+                self.runner.record([answered], client=_client(asker))
             elif isinstance(answered, str) and answered.strip():
                 answer = plugin_reply(answered)  # the first answer wins: the plugins after it are not asked
+                self.runner.noted(AuditEvent.PLUGIN_CHANGED, impl.plugin_name, "on_input", client=_client(asker))
                 break
-        self.runner.record(skipped, client=_client(asker))
+            elif answered is not None and not isinstance(answered, str):
+                self.runner.noted(AuditEvent.PLUGIN_DROPPED, impl.plugin_name, "on_input", client=_client(asker))
         return answer
 
     def pre_action(self, messages: list[dict[str, Any]], asker: Asker | None) -> str:
@@ -101,6 +104,8 @@ class ConversationHooks:
         plain = json.loads(json.dumps(messages, ensure_ascii=False))
         called = call_each(self.runner.plugins, "pre_action", {"messages": plain, "principal": principal(asker)})
         self.runner.record(called.skipped, client=_client(asker))
+        for dropped in (answer for answer in called.answers if not isinstance(answer.value, list)):
+            self.runner.noted(AuditEvent.PLUGIN_DROPPED, dropped.plugin, "pre_action", client=_client(asker))
         lines = [line for answer in called.answers if isinstance(answer.value, list)
                  for line in answer.value if isinstance(line, str) and line.strip()]
         return plugin_lines(lines)
@@ -133,15 +138,18 @@ class ConversationHooks:
         Handed as plain text (the Console's own reply is a `Words`; the turn loop keeps it when the text is unchanged).
         """
         assert self.runner is not None and self.runner.plugins is not None
-        reply, skipped = first, []
+        reply = first
         for impl in self.runner.plugins.implementations(hook):
             answered = call_one(impl, hook, {**arguments, "reply": str(reply), "principal": principal(asker)})
-            if isinstance(answered, Skipped):
-                skipped.append(answered)
+            if isinstance(answered, Skipped):  # in the audit in the order it happened, as each change is
+                self.runner.record([answered], client=_client(asker))
             elif isinstance(answered, str):
-                reply = plugin_reply(answered)
+                replaced = plugin_reply(answered)
+                if replaced != str(reply):  # Activity names each plugin that changed the reply
+                    reply = replaced
+                    self.runner.noted(AuditEvent.PLUGIN_CHANGED, impl.plugin_name, hook, client=_client(asker))
             elif answered is not None:
                 log.warning("the plugin %s answered %s with a %s, not a text; ignored",
                             impl.plugin_name, hook, type(answered).__name__)
-        self.runner.record(skipped, client=_client(asker))
+                self.runner.noted(AuditEvent.PLUGIN_DROPPED, impl.plugin_name, hook, client=_client(asker))
         return reply
