@@ -183,3 +183,39 @@ def test_console_open_hands_the_same_plugins_to_the_conversation_and_the_househo
     console.stage_hooks.settled()
     assert [(event, principal) for event, _, principal in watcher.told] == [
         ("waiting", "household"), ("waiting", "program:desk")]
+
+
+@pytest.mark.parametrize("expired", [False, True])
+def test_a_card_a_restart_closed_is_told_withdrawn_or_expired_once_with_its_card(data_dir, stub_ha, model, expired):
+    """The conversation store closes a card left open at start (the chat says so): the plugins, told it was
+    waiting, are told it ended; they were never told before."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
+    environment = {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": 5}
+
+    def opened(watcher: Watcher) -> Console:
+        plugins = Plugins(PluginSwitches(data_dir))
+        plugins.register(watcher, "watcher")
+        return Console.open(data_dir, ConsoleOptions(plugins=plugins, model_environment=lambda: environment))
+
+    before = Watcher()
+    console = opened(before)
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    paused = console.conversation.send(None, "how warm?")
+    assert paused.pending_confirmation is not None
+    console.stage_hooks.settled()
+    [(_, waiting, _)] = before.told
+    if expired:  # the Console was down past the card's expiry
+        kept = data_dir.root / "conversations" / f"{paused.conversation_id}.json"
+        record = json.loads(kept.read_text())
+        record["open"]["card"]["expires_at"] = "2026-01-01T00:00:00Z"
+        kept.write_text(json.dumps(record))
+    after = Watcher()
+    restarted = opened(after)
+    restarted.stage_hooks.settled()
+    ended = "expired" if expired else "withdrawn"
+    assert after.told == [(ended, {**waiting, "expires_at": "2026-01-01T00:00:00Z"} if expired else waiting,
+                           "household")]
+    again = Watcher()
+    opened(again).stage_hooks.settled()  # the file now says the card is closed: told once
+    assert again.told == []

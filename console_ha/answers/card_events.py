@@ -19,6 +19,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from console_ha.capabilities.executor import Proposal
@@ -40,21 +41,37 @@ def program_principal(token_name: str) -> str:
     return f"program:{token_name}"
 
 
-def card_for_plugins(proposal: Proposal, language: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CardTold:
+    """What the plugins may learn of a card (`card_for_plugins`): kept with a conversation's open card on disk, so
+    a card a restart closed can still be told (`ConversationStore.load`)."""
+
+    title: str
+    capability: str
+    instance: str
+    expires_at: str
+
+    @classmethod
+    def of(cls, proposal: Proposal) -> CardTold:
+        return cls(proposal.card.title, proposal.capability, instance_of(proposal.arguments), proposal.expires_at)
+
+
+def card_for_plugins(proposal: Proposal | CardTold, language: str) -> dict[str, Any]:
     """What `on_card` is handed of a card: its title in English and in `language`, its capability, instance, expiry.
 
     The title is the card's own words: what a notification may say. The arguments are not handed, not even the
     entity ids (a title names devices by their names as the card shows them).
     """
-    title = proposal.card.title
+    card = proposal if isinstance(proposal, CardTold) else CardTold.of(proposal)
+    title = card.title
     shown = by_code(language)
     return {
         "title": str(title),
         "title_in_language": title.in_language(shown) if isinstance(title, Words) and shown else str(title),
         "language": shown.code if shown else "en",
-        "capability": proposal.capability,
-        "instance": instance_of(proposal.arguments),
-        "expires_at": proposal.expires_at,
+        "capability": card.capability,
+        "instance": card.instance,
+        "expires_at": card.expires_at,
     }
 
 
@@ -87,7 +104,7 @@ class StageHookRunner:
         self._audit.record(event, capability="", classification="", stage=0, invocation=secrets.token_hex(8),
                            client=client, plugin=plugin, hook=hook)
 
-    def card(self, event: str, proposal: Proposal, principal: str, *, client: str | None = None) -> None:
+    def card(self, event: str, proposal: Proposal | CardTold, principal: str, *, client: str | None = None) -> None:
         """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once."""
         if event not in CARD_EVENTS:
             raise ValueError(f"not a card event: {event}")

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from console_ha.answers.card_events import CardTold
 from console_ha.answers.household_queue import Asker
 from console_ha.capabilities.executor import Proposal
 from console_ha.capabilities.stages import Turn
@@ -106,8 +107,14 @@ class Conversation:
                                   "touched": self.touched, "messages": messages, "open": None}
         if self.pending is not None:
             call, proposal = self.pending
+            told = CardTold.of(proposal)
             record["open"] = {"title": proposal.card.title, "calls": [c.id for c in (call, *self.queue)],
-                              "expiry_said": self.expiry_noted == proposal.token}
+                              "expiry_said": self.expiry_noted == proposal.token,
+                              # What the plugins are told of it, and whether its end was (`on_card`): a restart
+                              # closes it, and tells them so unless they know it ended.
+                              "card": {"capability": told.capability, "instance": told.instance,
+                                       "expires_at": told.expires_at},
+                              "end_told": self.end_told == proposal.token}
             if isinstance(proposal.card.title, Words):
                 record["open"]["title_words"] = proposal.card.title.to_record()
         return record
@@ -127,6 +134,19 @@ class Conversation:
                 title = Words.from_record(open_card.get("title_words")) or open_card["title"]
                 conversation.note(Words(CHAT_RESTARTED, title=title))
         return conversation
+
+
+def _closed_card(open_card: dict[str, Any]) -> CardTold | None:
+    """What the plugins are told of a kept open card a restart closed; None when they need not be (its end was
+    told, its expiry said) or cannot be (kept by a release before plugins, or damaged)."""
+    facts = open_card.get("card")
+    if open_card["expiry_said"] or open_card.get("end_told") is not False or not isinstance(facts, dict):
+        return None
+    capability, instance, expires_at = facts.get("capability"), facts.get("instance"), facts.get("expires_at")
+    if not (isinstance(capability, str) and isinstance(instance, str) and isinstance(expires_at, str)):
+        return None
+    title = Words.from_record(open_card.get("title_words")) or open_card["title"]
+    return CardTold(title, capability, instance, expires_at)
 
 
 def _kept(message: dict[str, Any]) -> dict[str, Any]:
@@ -246,8 +266,12 @@ class ConversationStore:
         finally:
             self.save(conversation)
 
-    def load(self) -> int:
-        """Take up the household's kept conversations (at Console.open); those past the bounds are forgotten."""
+    def load(self, closed: Callable[[CardTold], None] = lambda card: None) -> int:
+        """Take up the household's kept conversations (at Console.open); those past the bounds are forgotten.
+
+        Each card a conversation still had open is closed (the chat says so), and handed to `closed` for the
+        plugins (`on_card`), unless they were told of its end before the restart.
+        """
         if self._files is None:
             return 0
         now, wall = self._clock(), self._wall_clock()
@@ -266,6 +290,9 @@ class ConversationStore:
                 self._items[conversation.id] = conversation
                 if record["open"] is not None:
                     self._write(conversation)  # the file now says what the chat says
+                    card = _closed_card(record["open"])
+                    if card is not None:
+                        closed(card)
             self._evict_beyond_cap(True, room_for=0)
             return sum(1 for c in self._items.values() if c.owner == HOUSEHOLD)
 
