@@ -231,3 +231,32 @@ def test_a_card_a_restart_closed_is_told_withdrawn_or_expired_once_with_its_card
     again = Watcher()
     opened(again).stage_hooks.settled()  # the file now says the card is closed: told once
     assert again.told == []
+
+
+def test_a_card_answered_the_moment_it_is_asked_is_still_told_waiting_first(data_dir, queue_executor):
+    """`waiting` is told under the queue's lock, as every later move is: an answer (or a program's cancel) on
+    another thread the moment the card is asked, before its `waiting` was handed on, is told after it."""
+    told: list[str] = []
+    tokens: list[str] = []
+    entered, go = threading.Event(), threading.Event()
+
+    class Runner(StageHookRunner):
+        def card(self, event, proposal, principal, *, client=None):
+            if event == "waiting":
+                tokens.append(proposal.token)
+                entered.set()
+                go.wait(5)  # a hang guard only: the test sets it
+            told.append(event)
+
+    queue = HouseholdQueue(queue_executor, hooks=Runner(None, AuditLog(data_dir)))
+    asked: list[Any] = []
+    asking = threading.Thread(target=lambda: asked.append(queue.ask("desk", GET_HISTORY, HISTORY_ARGS)))
+    asking.start()
+    assert entered.wait(5)
+    answering = threading.Thread(target=lambda: queue.answer(tokens[0], False))  # `waiting` is being handed on
+    answering.start()
+    answering.join(0.5)  # with `waiting` told outside the lock, the denial is told now; else it waits for it
+    go.set()
+    asking.join(5)
+    answering.join(5)
+    assert told == ["waiting", "denied"]

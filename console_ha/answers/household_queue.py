@@ -181,7 +181,8 @@ class HouseholdQueue:
                                   joins=joins, still_allowed=still_allowed, token_id=token_id)
             waiting.attach(Attachment(present))
             self._waiting[proposal.token] = waiting
-        self._tell(waiting, CardState.WAITING)
+            # Under the lock, as every move's: an answer or a cancel the moment it is open is told after it.
+            self._tell(waiting, CardState.WAITING)
         return waiting
 
     def call(self, asker: Asker, capability: object, arguments: object) -> Call:
