@@ -384,3 +384,22 @@ def test_activity_names_each_plugin_that_answered_the_message_changed_the_reply_
         "interrogé.")
     assert all(not row.counts for row in activity.capabilities)
     assert UNKNOWN_CAPABILITY not in [row.capability for row in activity.capabilities]
+
+
+def test_a_pre_action_line_with_nothing_visible_is_no_note_and_takes_none_of_the_eight_places(data_dir, executor,
+                                                                                              model):
+    # Before: "\x00" passed the blank check, became `- ""` and took a place: eight such pushed every real note out.
+    class Invisible:
+        @hookimpl(tryfirst=True)
+        def pre_action(self):
+            return ["\x00\u200b\u202e"] * MAX_PLUGIN_LINES
+
+    class Notes:
+        @hookimpl
+        def pre_action(self):
+            return ["The heating is off for the summer."]
+
+    model.script(text("Fine."))
+    service_with(data_dir, executor, model, runner(data_dir, notes=Notes(), invisible=Invisible())).send(None, "hi")
+    system = model.requests[0].messages[0]["content"]
+    assert system.endswith(PLUGIN_LINES_INTRO + '- "The heating is off for the summer."\n')

@@ -37,8 +37,9 @@ def plugin_lines(lines: Sequence[str]) -> str:
     """
     kept: list[str] = []
     size = 0
-    for line in lines[:MAX_PLUGIN_LINES]:
-        quoted = f"- {json.dumps(shown_name(line, MAX_PLUGIN_LINE_CHARS), ensure_ascii=False)}\n"
+    # A line with nothing visible (control or format characters only) is no note: it takes none of the places.
+    for shown in [shown for line in lines if (shown := shown_name(line, MAX_PLUGIN_LINE_CHARS))][:MAX_PLUGIN_LINES]:
+        quoted = f"- {json.dumps(shown, ensure_ascii=False)}\n"
         size += len(quoted.encode("utf-8"))
         if size > MAX_PLUGIN_LINES_BYTES:
             break
