@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner
+from console_ha.answers.card_events import StageHookRunner
 from console_ha.answers.household_queue import MAX_WAITING, HouseholdQueue
 from console_ha.answers.page_watch import HouseholdWatch
 from console_ha.capabilities.card_facts import CardMemory
@@ -43,7 +43,6 @@ from console_ha.store.model_config import ModelStore
 from console_ha.store.plugin_switches import PluginSwitches
 from console_ha.store.plugin_values import PluginValuesFile
 from console_ha.store.review import ReviewStore
-from console_ha.timestamps import utc_z_now
 
 # Everything the Console reads from Home Assistant, as its parts declare it: the capabilities (the registry),
 # the picker and the connection test. The Console's client reads these and nothing else.
@@ -167,10 +166,9 @@ class Console:
         hooks = StageHookRunner(plugins, audit, language=console_settings.language)
         household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting, hooks=hooks)
         # The household's conversations as the last run left them (a card that was open is closed, and said so).
-        conversations = ConversationStore(files=ConversationFiles(data_dir))
-        # Each card a restart closed is told to the plugins: `withdrawn`, or `expired` once its time had come.
-        conversations.load(lambda card: hooks.card(
-            "expired" if card.expires_at <= utc_z_now() else "withdrawn", card, HOUSEHOLD_PRINCIPAL))
+        # Each card a restart or an eviction closed is told to the plugins (`StageHookRunner.closed`).
+        conversations = ConversationStore(files=ConversationFiles(data_dir), closed=hooks.closed)
+        conversations.load()
         return cls(
             data_dir=data_dir,
             instances=instances,

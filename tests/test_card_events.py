@@ -16,6 +16,7 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
+from console_ha.conversation.conversations import ConversationStore
 from console_ha.hooks import hookimpl
 from console_ha.plugins.hook_calls import call_each
 from console_ha.plugins.plugin_registry import Plugins
@@ -260,3 +261,22 @@ def test_a_card_answered_the_moment_it_is_asked_is_still_told_waiting_first(data
     asking.join(5)
     answering.join(5)
     assert told == ["waiting", "denied"]
+
+
+def test_a_card_whose_conversation_is_evicted_is_told_withdrawn_once(configured, data_dir, executor, model):
+    """Its conversation gone (past the store's count), the card can never be answered: the plugins, told it was
+    waiting, are told it ended. Before, they never were."""
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    store = ConversationStore(max_conversations=1, closed=hooks.closed)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=hooks, store=store)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), text("Hello."), text("Hello again."))
+    paused = service.send(None, "how warm?")
+    assert paused.pending_confirmation is not None
+    service.send(None, "something else")  # a new conversation pushes the first out
+    service.send(None, "and another")  # and that one, which had no card, tells nothing
+    hooks.settled()
+    [(_, waiting, _), *ended] = watcher.told
+    assert ended == [("withdrawn", waiting, "household")]
+    assert waiting["title"] == paused.pending_confirmation.card.title

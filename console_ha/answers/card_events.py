@@ -29,6 +29,7 @@ from console_ha.language import Words, by_code
 from console_ha.plugins.hook_calls import Skipped, call_each
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditEvent, AuditLog
+from console_ha.timestamps import utc_z_now
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,11 @@ class StageHookRunner:
         # The card is put in words on the worker: the caller may hold the queue's lock, and the Language is a file.
         self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(proposal, self._language()),
                                          "principal": principal}, capability=proposal.capability, client=client)
+
+    def closed(self, card: CardTold) -> None:
+        """Tell the plugins that a household page's card ended unanswered with its conversation (a restart closed
+        it, or the conversation was evicted): `expired` once its time had come, else `withdrawn`."""
+        self.card("expired" if card.expires_at <= utc_z_now() else "withdrawn", card, HOUSEHOLD_PRINCIPAL)
 
     def later(self, hook: str, arguments: dict[str, Any], *, capability: str = "", client: str | None = None) -> None:
         """Call an observe-only hook on the Console's one worker thread, after the events told before it."""

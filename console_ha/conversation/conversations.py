@@ -203,13 +203,16 @@ class ConversationStore:
     def __init__(self, *, max_conversations: int = MAX_CONVERSATIONS,
                  max_program_conversations: int = MAX_PROGRAM_CONVERSATIONS, max_idle_seconds: float = MAX_IDLE_SECONDS,
                  clock: Callable[[], float] = time.monotonic, files: ConversationFiles | None = None,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time,
+                 closed: Callable[[CardTold], None] | None = None) -> None:
         self._max = max_conversations
         self._max_programs = max_program_conversations
         self._max_idle = max_idle_seconds
         self._clock = clock
         self._files = files
         self._wall_clock = wall_clock
+        # Told of each open card a conversation takes with it, unanswered: closed at start, or evicted (`on_card`).
+        self._closed = closed
         self._items: OrderedDict[str, Conversation] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -266,7 +269,7 @@ class ConversationStore:
         finally:
             self.save(conversation)
 
-    def load(self, closed: Callable[[CardTold], None] = lambda card: None) -> int:
+    def load(self) -> int:
         """Take up the household's kept conversations (at Console.open); those past the bounds are forgotten.
 
         Each card a conversation still had open is closed (the chat says so), and handed to `closed` for the
@@ -291,8 +294,8 @@ class ConversationStore:
                 if record["open"] is not None:
                     self._write(conversation)  # the file now says what the chat says
                     card = _closed_card(record["open"])
-                    if card is not None:
-                        closed(card)
+                    if card is not None and self._closed is not None:
+                        self._closed(card)
             self._evict_beyond_cap(True, room_for=0)
             return sum(1 for c in self._items.values() if c.owner == HOUSEHOLD)
 
@@ -326,8 +329,25 @@ class ConversationStore:
 
     def _forget(self, conversation_id: str) -> None:
         conversation = self._items.pop(conversation_id)
+        self._close_card(conversation)
         if conversation.owner == HOUSEHOLD:
             self._remove_file(conversation_id)
+
+    def _close_card(self, conversation: Conversation) -> None:
+        """An evicted conversation's open card can no longer be answered: `closed` is told, unless its end was.
+
+        Not while a turn holds the conversation: that turn settles its card itself (an answer tells allowed or
+        denied, a new message withdraws it), and the plugins are told once.
+        """
+        if self._closed is None or conversation.pending is None or not conversation.lock.acquire(blocking=False):
+            return
+        try:
+            proposal = conversation.pending[1]
+            if proposal.token not in (conversation.end_told, conversation.expiry_noted):
+                conversation.end_told = proposal.token
+                self._closed(CardTold.of(proposal))
+        finally:
+            conversation.lock.release()
 
     def _remove_file(self, conversation_id: str) -> None:
         if self._files is None:
