@@ -12,7 +12,9 @@ import pytest
 
 from console_ha.answers.card_events import StageHookRunner
 from console_ha.answers.household_queue import Asker, HouseholdQueue
+from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Proposal
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
@@ -280,3 +282,21 @@ def test_a_card_whose_conversation_is_evicted_is_told_withdrawn_once(configured,
     [(_, waiting, _), *ended] = watcher.told
     assert ended == [("withdrawn", waiting, "household")]
     assert waiting["title"] == paused.pending_confirmation.card.title
+
+
+def test_a_broken_on_card_is_recorded_under_the_home_assistant_its_card_reads(data_dir):
+    """With several Home Assistants, Activity shows each line under its own: a skipped on_card of a card of the
+    cabin's was written with no instance, so it showed under `home`, and not at all when the cabin's were chosen."""
+    class Broken:
+        @hookimpl
+        def on_card(self):
+            raise RuntimeError("broken plugin")
+
+    hooks = runner(data_dir, broken=Broken())
+    card = Proposal("t" * 43, GET_HISTORY, {**HISTORY_ARGS, "instance": "cabin"},
+                    Card(title="Cabin: Read the history of Living room temperature?", body=""), "2026-12-05T08:00:00Z")
+    hooks.card("waiting", card, "household")
+    hooks.settled()
+    [line] = AuditLog(data_dir).events()
+    assert (line["event"], line["plugin"], line["hook"], line.get("instance")) == (
+        "plugin_skipped", "broken", "on_card", "cabin")

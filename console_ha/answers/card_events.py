@@ -93,11 +93,14 @@ class StageHookRunner:
         """Whether any plugin that is on implements `hook` (no plugin: every hook call is skipped at no cost)."""
         return self.plugins is not None and bool(self.plugins.implementations(hook))
 
-    def record(self, skipped: list[Skipped], *, capability: str = "", client: str | None = None) -> None:
-        """An audit line `plugin_skipped` for each implementation that raised or was late, naming plugin and hook."""
+    def record(self, skipped: list[Skipped], *, capability: str = "", client: str | None = None,
+               instance: str | None = None) -> None:
+        """An audit line `plugin_skipped` for each implementation that raised or was late, naming plugin and hook
+        (and for a card's hook, the Home Assistant the card reads: Activity shows each line under its own)."""
         for each in skipped:
             self._audit.record(AuditEvent.PLUGIN_SKIPPED, capability=capability, classification="", stage=0,
-                               invocation=secrets.token_hex(8), client=client, plugin=each.plugin, hook=each.hook)
+                               invocation=secrets.token_hex(8), client=client, plugin=each.plugin, hook=each.hook,
+                               instance=instance)
 
     def noted(self, event: AuditEvent, plugin: str, hook: str, *, client: str | None = None) -> None:
         """An audit line of one plugin's answer at a conversation hook (no read): `plugin_changed` when it answered
@@ -109,9 +112,13 @@ class StageHookRunner:
         """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once."""
         if event not in CARD_EVENTS:
             raise ValueError(f"not a card event: {event}")
+        if not self.implemented("on_card"):
+            return
         # The card is put in words on the worker: the caller may hold the queue's lock, and the Language is a file.
-        self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(proposal, self._language()),
-                                         "principal": principal}, capability=proposal.capability, client=client)
+        told = proposal if isinstance(proposal, CardTold) else CardTold.of(proposal)
+        self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(told, self._language()),
+                                         "principal": principal}, capability=told.capability, client=client,
+                     instance=told.instance)
 
     def closed(self, card: CardTold) -> None:
         """Tell the plugins that a household page's card ended unanswered with its conversation (a restart closed
@@ -123,7 +130,7 @@ class StageHookRunner:
         self._submit(hook, lambda: arguments, capability=capability, client=client)
 
     def _submit(self, hook: str, arguments: Callable[[], dict[str, Any]], *, capability: str,
-                client: str | None) -> None:
+                client: str | None, instance: str | None = None) -> None:
         if not self.implemented(hook):
             return
         assert self.plugins is not None
@@ -131,7 +138,8 @@ class StageHookRunner:
 
         def tell() -> None:
             try:
-                self.record(call_each(plugins, hook, arguments()).skipped, capability=capability, client=client)
+                self.record(call_each(plugins, hook, arguments()).skipped, capability=capability, client=client,
+                            instance=instance)
             except Exception:  # a worker's failure must not stop the events after it
                 log.exception("could not tell the plugins of %s", hook)
 

@@ -26,6 +26,7 @@ from console_ha.conversation.model import ToolCall
 from console_ha.errors import ConfirmationInvalid, error_body
 from console_ha.language import Words
 from console_ha.store.conversation_files import ConversationFiles
+from console_ha.store.datadir import is_instance_id
 from console_ha.timestamps import utc_z_now
 from console_ha.words import CHAT_RESTARTED
 
@@ -143,7 +144,8 @@ def _closed_card(open_card: dict[str, Any]) -> CardTold | None:
     if open_card["expiry_said"] or open_card.get("end_told") is not False or not isinstance(facts, dict):
         return None
     capability, instance, expires_at = facts.get("capability"), facts.get("instance"), facts.get("expires_at")
-    if not (isinstance(capability, str) and isinstance(instance, str) and isinstance(expires_at, str)):
+    if not (isinstance(capability, str) and isinstance(instance, str) and is_instance_id(instance)
+            and isinstance(expires_at, str)):
         return None
     title = Words.from_record(open_card.get("title_words")) or open_card["title"]
     return CardTold(title, capability, instance, expires_at)
