@@ -18,6 +18,7 @@ from console_ha.capabilities.executor import Proposal
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
+from console_ha.conversation.activity import summarise
 from console_ha.conversation.conversations import ConversationStore
 from console_ha.hooks import hookimpl
 from console_ha.plugins.hook_calls import call_each
@@ -300,3 +301,7 @@ def test_a_broken_on_card_is_recorded_under_the_home_assistant_its_card_reads(da
     [line] = AuditLog(data_dir).events()
     assert (line["event"], line["plugin"], line["hook"], line.get("instance")) == (
         "plugin_skipped", "broken", "on_card", "cabin")
+    names = {"home": "Home", "cabin": "Cabin"}
+    [shown] = summarise(AuditLog(data_dir).events(), names=names, instance="cabin").latest
+    assert shown.instance_name == "Cabin"
+    assert summarise(AuditLog(data_dir).events(), names=names, instance="home").latest == []
