@@ -202,7 +202,7 @@ class ActivityEvent:
     """One audit line as the page shows it: what happened and why, in words, never values (the log holds none)."""
 
     time: str
-    capability: str
+    capability: str  # "" for a line about no read (a plugin at a conversation hook): the page shows no "Read"
     event: str
     words: str
     stage: int | None
@@ -297,8 +297,9 @@ def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] =
             approved.add(invocation)
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
         if kind in PLUGIN_EVENTS and not event.get("capability"):
-            # A conversation hook's (issue 30): no read to count it under; it is listed, not tallied as `unknown`.
-            recent.append((name, kind, event, False, place))
+            # A conversation hook's (issue 30): no read to count it under; it is listed, not tallied as `unknown`,
+            # and names no read (its capability "": the page shows no "Read").
+            recent.append(("", kind, event, False, place))
             continue
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
