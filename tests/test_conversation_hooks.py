@@ -403,3 +403,24 @@ def test_a_pre_action_line_with_nothing_visible_is_no_note_and_takes_none_of_the
     service_with(data_dir, executor, model, runner(data_dir, notes=Notes(), invisible=Invisible())).send(None, "hi")
     system = model.requests[0].messages[0]["content"]
     assert system.endswith(PLUGIN_LINES_INTRO + '- "The heating is off for the summer."\n')
+
+
+def test_a_save_that_raises_leaves_the_conversation_free_for_the_next_message(data_dir, executor, model,
+                                                                             monkeypatch):
+    # A plugin's half UTF-16 pair made the turn's save raise, and the lock was never let go: the household's next
+    # message to that conversation waited for ever. Whatever a save does, the lock is released.
+    model.script(text("One."), text("Two."))
+    store = ConversationStore()
+    service = service_with(data_dir, executor, model, runner(data_dir), store=store)
+    failing = [RuntimeError("the disk said no")]
+
+    def save(conversation):
+        if failing:
+            raise failing.pop()
+
+    monkeypatch.setattr(store, "save", save)
+    with pytest.raises(RuntimeError):
+        service.send(None, "first")
+    [conversation] = store.recent()
+    assert not conversation.lock.locked()
+    assert service.send(conversation.id, "second").reply is not None
