@@ -171,7 +171,8 @@ class Console:
         hooks = StageHookRunner(plugins, audit, language=console_settings.language)
         household = HouseholdQueue(household_executor, max_waiting=options.household_max_waiting, hooks=hooks)
         # The household's conversations as the last run left them (a card that was open is closed, and said so).
-        conversations = ConversationStore(files=ConversationFiles(data_dir))
+        # Each card a restart or an eviction closed is told to the plugins (`StageHookRunner.closed`).
+        conversations = ConversationStore(files=ConversationFiles(data_dir), closed=hooks.closed)
         conversations.load()
         return cls(
             data_dir=data_dir,

@@ -12,10 +12,14 @@ import pytest
 
 from console_ha.answers.card_events import StageHookRunner
 from console_ha.answers.household_queue import Asker, HouseholdQueue
+from console_ha.capabilities.cards import Card
 from console_ha.capabilities.confirmations import ConfirmationStore
+from console_ha.capabilities.executor import Proposal
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.console import Console, ConsoleOptions
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
+from console_ha.conversation.activity import summarise
+from console_ha.conversation.conversations import ConversationStore
 from console_ha.hooks import hookimpl
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditLog
@@ -196,3 +200,109 @@ def test_console_open_hands_the_same_plugins_to_the_conversation_and_the_househo
     console.stage_hooks.settled()
     assert [(event, principal) for event, _, principal in watcher.told] == [
         ("waiting", "household"), ("waiting", "program:desk")]
+
+
+@pytest.mark.parametrize("expired", [False, True])
+def test_a_card_a_restart_closed_is_told_withdrawn_or_expired_once_with_its_card(data_dir, stub_ha, model, expired):
+    """The conversation store closes a card left open at start (the chat says so): the plugins, told it was
+    waiting, are told it ended; they were never told before."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
+    environment = {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": 5}
+
+    def opened(watcher: Watcher) -> Console:
+        plugins = Plugins(PluginSwitches(data_dir))
+        plugins.register(watcher, "watcher")
+        return Console.open(data_dir, ConsoleOptions(plugins=plugins, model_environment=lambda: environment))
+
+    before = Watcher()
+    console = opened(before)
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    paused = console.conversation.send(None, "how warm?")
+    assert paused.pending_confirmation is not None
+    console.stage_hooks.settled()
+    [(_, waiting, _)] = before.told
+    if expired:  # the Console was down past the card's expiry
+        kept = data_dir.root / "conversations" / f"{paused.conversation_id}.json"
+        record = json.loads(kept.read_text())
+        record["open"]["card"]["expires_at"] = "2026-01-01T00:00:00Z"
+        kept.write_text(json.dumps(record))
+    after = Watcher()
+    restarted = opened(after)
+    restarted.stage_hooks.settled()
+    ended = "expired" if expired else "withdrawn"
+    assert after.told == [(ended, {**waiting, "expires_at": "2026-01-01T00:00:00Z"} if expired else waiting,
+                           "household")]
+    again = Watcher()
+    opened(again).stage_hooks.settled()  # the file now says the card is closed: told once
+    assert again.told == []
+
+
+def test_a_card_answered_the_moment_it_is_asked_is_still_told_waiting_first(data_dir, queue_executor):
+    """`waiting` is told under the queue's lock, as every later move is: an answer (or a program's cancel) on
+    another thread the moment the card is asked, before its `waiting` was handed on, is told after it."""
+    told: list[str] = []
+    tokens: list[str] = []
+    entered, go = threading.Event(), threading.Event()
+
+    class Runner(StageHookRunner):
+        def card(self, event, proposal, principal, *, client=None):
+            if event == "waiting":
+                tokens.append(proposal.token)
+                entered.set()
+                go.wait(5)  # a hang guard only: the test sets it
+            told.append(event)
+
+    queue = HouseholdQueue(queue_executor, hooks=Runner(None, AuditLog(data_dir)))
+    asked: list[Any] = []
+    asking = threading.Thread(target=lambda: asked.append(queue.ask("desk", GET_HISTORY, HISTORY_ARGS)))
+    asking.start()
+    assert entered.wait(5)
+    answering = threading.Thread(target=lambda: queue.answer(tokens[0], False))  # `waiting` is being handed on
+    answering.start()
+    answering.join(0.5)  # with `waiting` told outside the lock, the denial is told now; else it waits for it
+    go.set()
+    asking.join(5)
+    answering.join(5)
+    assert told == ["waiting", "denied"]
+
+
+def test_a_card_whose_conversation_is_evicted_is_told_withdrawn_once(configured, data_dir, executor, model):
+    """Its conversation gone (past the store's count), the card can never be answered: the plugins, told it was
+    waiting, are told it ended. Before, they never were."""
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    store = ConversationStore(max_conversations=1, closed=hooks.closed)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=hooks, store=store)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), text("Hello."), text("Hello again."))
+    paused = service.send(None, "how warm?")
+    assert paused.pending_confirmation is not None
+    service.send(None, "something else")  # a new conversation pushes the first out
+    service.send(None, "and another")  # and that one, which had no card, tells nothing
+    hooks.settled()
+    [(_, waiting, _), *ended] = watcher.told
+    assert ended == [("withdrawn", waiting, "household")]
+    assert waiting["title"] == paused.pending_confirmation.card.title
+
+
+def test_a_broken_on_card_is_recorded_under_the_home_assistant_its_card_reads(data_dir):
+    """With several Home Assistants, Activity shows each line under its own: a skipped on_card of a card of the
+    cabin's was written with no instance, so it showed under `home`, and not at all when the cabin's were chosen."""
+    class Broken:
+        @hookimpl
+        def on_card(self):
+            raise RuntimeError("broken plugin")
+
+    hooks = runner(data_dir, broken=Broken())
+    card = Proposal("t" * 43, GET_HISTORY, {**HISTORY_ARGS, "instance": "cabin"},
+                    Card(title="Cabin: Read the history of Living room temperature?", body=""), "2026-12-05T08:00:00Z")
+    hooks.card("waiting", card, "household")
+    hooks.settled()
+    [line] = AuditLog(data_dir).events()
+    assert (line["event"], line["plugin"], line["hook"], line.get("instance")) == (
+        "plugin_skipped", "broken", "on_card", "cabin")
+    names = {"home": "Home", "cabin": "Cabin"}
+    [shown] = summarise(AuditLog(data_dir).events(), names=names, instance="cabin").latest
+    assert shown.instance_name == "Cabin"
+    assert summarise(AuditLog(data_dir).events(), names=names, instance="home").latest == []

@@ -15,6 +15,8 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.conversation import ConversationService, ModelSettings, OpenAICompatibleModel, function_name
 from console_ha.conversation.activity import PLUGIN_EVENT_GENERAL, UNKNOWN_CAPABILITY, summarise
+from console_ha.conversation.conversations import ConversationStore
+from console_ha.conversation.model import MAX_REPLY_CHARS
 from console_ha.conversation.stage_hooks import (
     MAX_PLUGIN_LINE_CHARS,
     MAX_PLUGIN_LINES,
@@ -23,8 +25,10 @@ from console_ha.conversation.stage_hooks import (
 )
 from console_ha.conversation.turn_loop import STOPPED_REPLY
 from console_ha.hooks import hookimpl
+from console_ha.language import Words, by_code
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditEvent, AuditLog
+from console_ha.store.conversation_files import ConversationFiles
 from console_ha.store.plugin_switches import PluginSwitches
 from tests.executors import executor_over
 from tests.fake_model import FakeModel, text, tool_call
@@ -231,6 +235,33 @@ def test_a_reply_hook_answering_something_other_than_text_changes_nothing(data_d
     assert service.send(None, "how warm?").reply == "It is 21 °C."
 
 
+@pytest.mark.parametrize("hook", ["on_input", "post_action", "before_output"])
+def test_a_plugin_s_reply_is_kept_as_text_a_restart_reads_back_bounded_as_the_model_s(data_dir, executor, model,
+                                                                                      hook):
+    # Half a UTF-16 pair is no UTF-8: kept as it came, the turn's save raised (a 500, and every later message
+    # of the conversation too). 17 MiB: the file was set aside at the next start, the conversation with it.
+    class Replies:
+        pass
+
+    def answer(self, message="", reply=""):
+        return "Half \ud800 pair, <script>alert(1)</script>, \x00 and " + "x" * (17 * 1024 * 1024)
+
+    answer.__name__ = hook
+    setattr(Replies, hook, hookimpl(answer))
+    model.script(text("It is 21 °C."))
+    data_dir.ensure()
+    store = ConversationStore(files=ConversationFiles(data_dir))
+    service = service_with(data_dir, executor, model, runner(data_dir, replies=Replies()), store=store)
+    result = service.send(None, "how warm?")
+    assert result.reply is not None
+    assert result.reply.startswith("Half \ufffd pair, <script>alert(1)</script>, \x00 and xxx")
+    assert result.reply.endswith("x …") and len(result.reply) == MAX_REPLY_CHARS + 2
+    restarted = ConversationStore(files=ConversationFiles(data_dir))
+    assert restarted.load() == 1
+    kept = restarted.get(result.conversation_id)
+    assert kept is not None and kept.transcript()[-1] == {"role": "assistant", "content": result.reply}
+
+
 @pytest.mark.parametrize("hook", ["on_input", "after_output"])
 def test_a_program_s_conversation_message_is_told_as_the_program_s_by_its_token_name(data_dir, stub_ha, clock,
                                                                                    model, hook):
@@ -272,8 +303,8 @@ def test_activity_lists_a_conversation_hook_skipped_without_counting_it_under_an
     service = service_with(data_dir, executor, model, runner(data_dir, breaks=Breaks(), second=AnswersToo()))
     service.send(None, "hello")
     activity = summarise(AuditLog(data_dir).events())
-    assert [event.event for event in activity.latest] == [AuditEvent.PLUGIN_SKIPPED]
-    assert activity.latest[0].words == ("The plugin breaks failed or took longer than a second at on_input, so the "
+    assert [event.event for event in activity.latest] == [AuditEvent.PLUGIN_CHANGED, AuditEvent.PLUGIN_SKIPPED]
+    assert activity.latest[1].words == ("The plugin breaks failed or took longer than a second at on_input, so the "
                                         "Console went on without it.")
     assert all(not row.counts for row in activity.capabilities)
     assert UNKNOWN_CAPABILITY not in [row.capability for row in activity.capabilities]
@@ -305,3 +336,91 @@ def test_activity_names_a_skipped_plugin_in_one_bounded_line_and_a_damaged_line_
                            "on_card, so the Console went on without it.")
     assert general.words == PLUGIN_EVENT_GENERAL[AuditEvent.PLUGIN_SKIPPED]
     assert "rm -rf" not in str(general.words) and "quiet" not in str(general.words)
+
+
+def test_activity_names_each_plugin_that_answered_the_message_changed_the_reply_or_gave_what_it_may_not(
+        data_dir, executor, model):
+    # Issue 30: "Activity names the plugin for every refusal or change it made". The conversation's hooks wrote
+    # a line only for a skipped implementation: a message answered by a plugin, or a reply it rewrote, left none.
+    class Rewrites:
+        @hookimpl
+        def post_action(self, reply):
+            return reply.replace("21", "twenty-one")
+
+        @hookimpl
+        def before_output(self, reply):
+            return reply  # the same words: no change to name
+
+    class Shouts:
+        @hookimpl
+        def before_output(self, reply):
+            return reply.upper()
+
+    class Wrong:
+        @hookimpl
+        def pre_action(self):
+            return "not a list"
+
+    model.script(text("It is 21 °C."))
+    answers = Answers("Reads are off tonight.")
+    service = service_with(data_dir, executor, model, runner(data_dir, rewrites=Rewrites(), shouts=Shouts(),
+                                                             wrong=Wrong()))
+    assert service.send(None, "how warm?").reply == "IT IS TWENTY-ONE °C."
+    service_with(data_dir, executor, model, runner(data_dir, answers=answers)).send(None, "how warm?")
+    lines = [(e["event"], e["plugin"], e["hook"], e["capability"]) for e in AuditLog(data_dir).events()]
+    assert lines == [("plugin_dropped", "wrong", "pre_action", ""), ("plugin_changed", "rewrites", "post_action", ""),
+                     ("plugin_changed", "shouts", "before_output", ""), ("plugin_changed", "answers", "on_input", "")]
+    activity = summarise(AuditLog(data_dir).events())
+    assert [str(event.words) for event in activity.latest] == [
+        "The plugin answers answered the message itself at on_input, so the assistant was not asked.",
+        "The plugin shouts changed the assistant’s words at before_output.",
+        "The plugin rewrites changed the assistant’s words at post_action.",
+        "The plugin wrong answered at pre_action with something it may not give, so the Console ignored it."]
+    french = by_code("fr")
+    assert french is not None
+    answered = activity.latest[0].words
+    assert isinstance(answered, Words) and answered.in_language(french) == (
+        "Le plugin answers a répondu lui-même au message à l’étape on_input, donc l’assistant n’a pas été "
+        "interrogé.")
+    assert all(not row.counts for row in activity.capabilities)
+    assert UNKNOWN_CAPABILITY not in [row.capability for row in activity.capabilities]
+
+
+def test_a_pre_action_line_with_nothing_visible_is_no_note_and_takes_none_of_the_eight_places(data_dir, executor,
+                                                                                              model):
+    # Before: "\x00" passed the blank check, became `- ""` and took a place: eight such pushed every real note out.
+    class Invisible:
+        @hookimpl(tryfirst=True)
+        def pre_action(self):
+            return ["\x00\u200b\u202e"] * MAX_PLUGIN_LINES
+
+    class Notes:
+        @hookimpl
+        def pre_action(self):
+            return ["The heating is off for the summer."]
+
+    model.script(text("Fine."))
+    service_with(data_dir, executor, model, runner(data_dir, notes=Notes(), invisible=Invisible())).send(None, "hi")
+    system = model.requests[0].messages[0]["content"]
+    assert system.endswith(PLUGIN_LINES_INTRO + '- "The heating is off for the summer."\n')
+
+
+def test_a_save_that_raises_leaves_the_conversation_free_for_the_next_message(data_dir, executor, model,
+                                                                             monkeypatch):
+    # A plugin's half UTF-16 pair made the turn's save raise, and the lock was never let go: the household's next
+    # message to that conversation waited for ever. Whatever a save does, the lock is released.
+    model.script(text("One."), text("Two."))
+    store = ConversationStore()
+    service = service_with(data_dir, executor, model, runner(data_dir), store=store)
+    failing = [RuntimeError("the disk said no")]
+
+    def save(conversation):
+        if failing:
+            raise failing.pop()
+
+    monkeypatch.setattr(store, "save", save)
+    with pytest.raises(RuntimeError):
+        service.send(None, "first")
+    [conversation] = store.recent()
+    assert not conversation.lock.locked()
+    assert service.send(conversation.id, "second").reply is not None

@@ -36,6 +36,7 @@ from console_ha.language import Words, by_code
 from console_ha.plugins.hook_calls import HOOK_SECONDS, Skipped, call_each
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditEvent, AuditLog
+from console_ha.timestamps import utc_z_now
 
 log = logging.getLogger(__name__)
 
@@ -59,21 +60,37 @@ def program_principal(token_name: str) -> str:
     return f"program:{token_name}"
 
 
-def card_for_plugins(proposal: Proposal, language: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CardTold:
+    """What the plugins may learn of a card (`card_for_plugins`): kept with a conversation's open card on disk, so
+    a card a restart closed can still be told (`ConversationStore.load`)."""
+
+    title: str
+    capability: str
+    instance: str
+    expires_at: str
+
+    @classmethod
+    def of(cls, proposal: Proposal) -> CardTold:
+        return cls(proposal.card.title, proposal.capability, instance_of(proposal.arguments), proposal.expires_at)
+
+
+def card_for_plugins(proposal: Proposal | CardTold, language: str) -> dict[str, Any]:
     """What `on_card` is handed of a card: its title in English and in `language`, its capability, instance, expiry.
 
     The title is the card's own words: what a notification may say. The arguments are not handed, not even the
     entity ids (a title names devices by their names as the card shows them).
     """
-    title = proposal.card.title
+    card = proposal if isinstance(proposal, CardTold) else CardTold.of(proposal)
+    title = card.title
     shown = by_code(language)
     return {
         "title": str(title),
         "title_in_language": title.in_language(shown) if isinstance(title, Words) and shown else str(title),
         "language": shown.code if shown else "en",
-        "capability": proposal.capability,
-        "instance": instance_of(proposal.arguments),
-        "expires_at": proposal.expires_at,
+        "capability": card.capability,
+        "instance": card.instance,
+        "expires_at": card.expires_at,
     }
 
 
@@ -115,19 +132,37 @@ class StageHookRunner:
         """Whether any plugin that is on implements `hook` (no plugin: every hook call is skipped at no cost)."""
         return self.plugins is not None and bool(self.plugins.implementations(hook))
 
-    def record(self, skipped: list[Skipped], *, capability: str = "", client: str | None = None) -> None:
-        """An audit line `plugin_skipped` for each implementation that raised or was late, naming plugin and hook."""
+    def record(self, skipped: list[Skipped], *, capability: str = "", client: str | None = None,
+               instance: str | None = None) -> None:
+        """An audit line `plugin_skipped` for each implementation that raised or was late, naming plugin and hook
+        (and for a card's hook, the Home Assistant the card reads: Activity shows each line under its own)."""
         for each in skipped:
             self._audit.record(AuditEvent.PLUGIN_SKIPPED, capability=capability, classification="", stage=0,
-                               invocation=secrets.token_hex(8), client=client, plugin=each.plugin, hook=each.hook)
+                               invocation=secrets.token_hex(8), client=client, plugin=each.plugin, hook=each.hook,
+                               instance=instance)
 
-    def card(self, event: str, proposal: Proposal, principal: str, *, client: str | None = None) -> None:
+    def noted(self, event: AuditEvent, plugin: str, hook: str, *, client: str | None = None) -> None:
+        """An audit line of one plugin's answer at a conversation hook (no read): `plugin_changed` when it answered
+        the message or changed the reply, `plugin_dropped` when its answer was not one it may give."""
+        self._audit.record(event, capability="", classification="", stage=0, invocation=secrets.token_hex(8),
+                           client=client, plugin=plugin, hook=hook)
+
+    def card(self, event: str, proposal: Proposal | CardTold, principal: str, *, client: str | None = None) -> None:
         """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once."""
         if event not in CARD_EVENTS:
             raise ValueError(f"not a card event: {event}")
+        if not self.implemented("on_card"):
+            return
         # The card is put in words on the worker: the caller may hold the queue's lock, and the Language is a file.
-        self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(proposal, self._language()),
-                                         "principal": principal}, capability=proposal.capability, client=client)
+        told = proposal if isinstance(proposal, CardTold) else CardTold.of(proposal)
+        self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(told, self._language()),
+                                         "principal": principal}, capability=told.capability, client=client,
+                     instance=told.instance)
+
+    def closed(self, card: CardTold) -> None:
+        """Tell the plugins that a household page's card ended unanswered with its conversation (a restart closed
+        it, or the conversation was evicted): `expired` once its time had come, else `withdrawn`."""
+        self.card("expired" if card.expires_at <= utc_z_now() else "withdrawn", card, HOUSEHOLD_PRINCIPAL)
 
     def later(self, hook: str, arguments: dict[str, Any], *, capability: str = "", client: str | None = None) -> None:
         """Call an observe-only hook on the Console's one worker thread, after the events told before it."""
@@ -140,7 +175,7 @@ class StageHookRunner:
             self._wake.notify()
 
     def _submit(self, hook: str, arguments: Callable[[], dict[str, Any]], *, capability: str,
-                client: str | None) -> None:
+                client: str | None, instance: str | None = None) -> None:
         if not self.implemented(hook):
             return
         assert self.plugins is not None
@@ -149,7 +184,8 @@ class StageHookRunner:
         def tell() -> None:
             try:
                 self.record(call_each(plugins, hook, arguments(), seconds=self._hook_seconds,
-                                      go_on=self._open).skipped, capability=capability, client=client)
+                                      go_on=self._open).skipped, capability=capability, client=client,
+                            instance=instance)
             except Exception:  # a worker's failure must not stop the events after it
                 log.exception("could not tell the plugins of %s", hook)
 
@@ -171,7 +207,7 @@ class StageHookRunner:
         if first:
             # One audit line per run of drops, per plugin that misses the event (the audit appends under its own lock).
             self.record([Skipped(impl.plugin_name, hook, "late") for impl in plugins.implementations(hook)],
-                        capability=capability, client=client)
+                        capability=capability, client=client, instance=instance)
 
     def _open(self) -> bool:
         return not self._closed

@@ -151,7 +151,6 @@ class HouseholdQueue:
         with self._lock:
             waiting = self._issue(prepared, client, turn=turn, joins=joins, present=present,
                                   still_allowed=still_allowed, token_id=token_id)
-        self._tell(waiting, CardState.WAITING)
         return waiting
 
     def prepare(self, client: str, capability: object, arguments: object) -> Prepared:
@@ -178,6 +177,8 @@ class HouseholdQueue:
                               still_allowed=still_allowed, token_id=token_id)
         waiting.attach(Attachment(present))
         self._waiting[proposal.token] = waiting
+        # Under the lock, as every move's: an answer or a cancel the moment it is open is told after it.
+        self._tell(waiting, CardState.WAITING)
         return waiting
 
     def join(self, asker: Asker, capability: object, arguments: object) -> Call | None:
@@ -213,9 +214,7 @@ class HouseholdQueue:
                 return joined
             waiting = self._issue(prepared, asker.client, turn=None, joins=key, present=asker.present,
                                   still_allowed=asker.still_allowed, token_id=asker.token_id)
-            call = Call(waiting, waiting.calls[0])
-        self._tell(waiting, CardState.WAITING)
-        return call
+            return Call(waiting, waiting.calls[0])
 
     def _joined(self, key: tuple[str, str, str], asker: Asker, now: float) -> Call | None:
         # Under the lock. Not a card whose allowed read runs (or ran) for another call: given once, it is a new

@@ -85,6 +85,12 @@ CONVERSATION_PAGE = Words("Conversation page")
 # the same `rejected` event, told apart by its invocation having been approved earlier in the log.
 # Translators: {plugin} is an installed plugin's name; it refused the read in its before_toolcall hook.
 REFUSED_BY_A_PLUGIN = Words("Refused by the plugin {plugin} before you were asked.")
+# A plugin's change at a conversation hook (no read): it answered the message itself, or changed the reply.
+# Translators: {plugin} is an installed plugin's name, {hook} the stage it acts at ("on_input").
+ANSWERED_BY_A_PLUGIN = Words("The plugin {plugin} answered the message itself at {hook}, so the assistant was not "
+                             "asked.")
+# Translators: {plugin} is an installed plugin's name, {hook} the stage it acts at ("before_output").
+REPLY_CHANGED_BY_A_PLUGIN = Words("The plugin {plugin} changed the assistant’s words at {hook}.")
 REFUSED_AFTER_YOU_ALLOWED = Words("You allowed it, but the Console then refused it, so nothing was read.")
 # A card of the conversation page withdrawn because the household sent another message instead.
 WITHDRAWN_BY_A_NEW_MESSAGE = Words("Withdrawn: you asked something else.")
@@ -105,6 +111,10 @@ HOME_ONLY: Mapping[str, str] = MappingProxyType({HOME_INSTANCE: HOME_NAME})
 
 # The events whose words name a plugin and its hook (issue 30).
 PLUGIN_EVENTS = frozenset({AuditEvent.PLUGIN_CHANGED, AuditEvent.PLUGIN_DROPPED, AuditEvent.PLUGIN_SKIPPED})
+# What a plugin's change at a conversation hook did, by the hook (the executor's hooks narrow a read).
+CONVERSATION_CHANGES: Mapping[str, Words] = MappingProxyType({
+    "on_input": ANSWERED_BY_A_PLUGIN, "post_action": REPLY_CHANGED_BY_A_PLUGIN,
+    "before_output": REPLY_CHANGED_BY_A_PLUGIN})
 
 # The events whose code says why, in the household's words (`reason`).
 EXPLAINED = (AuditEvent.REJECTED, AuditEvent.FAILED)
@@ -192,7 +202,7 @@ class ActivityEvent:
     """One audit line as the page shows it: what happened and why, in words, never values (the log holds none)."""
 
     time: str
-    capability: str
+    capability: str  # "" for a line about no read (a plugin at a conversation hook): the page shows no "Read"
     event: str
     words: str
     stage: int | None
@@ -259,7 +269,6 @@ class Activity:
 
 # Read once: the log may hold many thousand lines, and an enum member is looked up on its class each time.
 _APPROVED = AuditEvent.APPROVED
-_PLUGIN_SKIPPED = AuditEvent.PLUGIN_SKIPPED
 
 
 def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] = HOME_ONLY,
@@ -287,9 +296,10 @@ def summarise(events: Iterable[Mapping[str, Any]], *, names: Mapping[str, str] =
         if kind is _APPROVED and invocation:
             approved.add(invocation)
         name = str(event.get("capability") or UNKNOWN_CAPABILITY)
-        if kind is _PLUGIN_SKIPPED and not event.get("capability"):
-            # A conversation hook's (issue 30): no read to count it under; it is listed, not tallied as `unknown`.
-            recent.append((name, kind, event, False, place))
+        if kind in PLUGIN_EVENTS and not event.get("capability"):
+            # A conversation hook's (issue 30): no read to count it under; it is listed, not tallied as `unknown`,
+            # and names no read (its capability "": the page shows no "Read").
+            recent.append(("", kind, event, False, place))
             continue
         # Every name this Console does not register is counted as one: each would be headed by the same words.
         counted = name if name in REGISTRY else UNKNOWN_CAPABILITY
@@ -335,8 +345,9 @@ def _shown(capability: str, kind: AuditEvent | None, event: Mapping[str, Any], *
     plugin = (shown_name(named_plugin, MAX_PLUGIN_NAME_SHOWN) or None) if isinstance(named_plugin, str) else None
     hook = event.get("hook") if event.get("hook") in HOOK_NAMES else None
     if kind in PLUGIN_EVENTS:
+        said = CONVERSATION_CHANGES.get(hook or "") if kind is AuditEvent.PLUGIN_CHANGED else None
         words = (PLUGIN_EVENT_GENERAL[kind] if plugin is None or hook is None
-                 else Words(EVENT_WORDS[kind].msgid, plugin=plugin, hook=hook))
+                 else Words((said or EVENT_WORDS[kind]).msgid, plugin=plugin, hook=hook))
     elif kind is AuditEvent.REJECTED and plugin is not None:
         words = Words(REFUSED_BY_A_PLUGIN.msgid, plugin=plugin)
     elif kind is AuditEvent.CANCELLED and client is None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from console_ha.answers.card_events import CardTold
 from console_ha.answers.household_queue import Asker
 from console_ha.capabilities.executor import Proposal
 from console_ha.capabilities.stages import Turn
@@ -25,6 +26,7 @@ from console_ha.conversation.model import ToolCall
 from console_ha.errors import ConfirmationInvalid, error_body
 from console_ha.language import Words
 from console_ha.store.conversation_files import ConversationFiles
+from console_ha.store.datadir import is_instance_id
 from console_ha.timestamps import utc_z_now
 from console_ha.words import CHAT_RESTARTED
 
@@ -106,8 +108,14 @@ class Conversation:
                                   "touched": self.touched, "messages": messages, "open": None}
         if self.pending is not None:
             call, proposal = self.pending
+            told = CardTold.of(proposal)
             record["open"] = {"title": proposal.card.title, "calls": [c.id for c in (call, *self.queue)],
-                              "expiry_said": self.expiry_noted == proposal.token}
+                              "expiry_said": self.expiry_noted == proposal.token,
+                              # What the plugins are told of it, and whether its end was (`on_card`): a restart
+                              # closes it, and tells them so unless they know it ended.
+                              "card": {"capability": told.capability, "instance": told.instance,
+                                       "expires_at": told.expires_at},
+                              "end_told": self.end_told == proposal.token}
             if isinstance(proposal.card.title, Words):
                 record["open"]["title_words"] = proposal.card.title.to_record()
         return record
@@ -127,6 +135,20 @@ class Conversation:
                 title = Words.from_record(open_card.get("title_words")) or open_card["title"]
                 conversation.note(Words(CHAT_RESTARTED, title=title))
         return conversation
+
+
+def _closed_card(open_card: dict[str, Any]) -> CardTold | None:
+    """What the plugins are told of a kept open card a restart closed; None when they need not be (its end was
+    told, its expiry said) or cannot be (kept by a release before plugins, or damaged)."""
+    facts = open_card.get("card")
+    if open_card["expiry_said"] or open_card.get("end_told") is not False or not isinstance(facts, dict):
+        return None
+    capability, instance, expires_at = facts.get("capability"), facts.get("instance"), facts.get("expires_at")
+    if not (isinstance(capability, str) and isinstance(instance, str) and is_instance_id(instance)
+            and isinstance(expires_at, str)):
+        return None
+    title = Words.from_record(open_card.get("title_words")) or open_card["title"]
+    return CardTold(title, capability, instance, expires_at)
 
 
 def _kept(message: dict[str, Any]) -> dict[str, Any]:
@@ -224,13 +246,16 @@ class ConversationStore:
     def __init__(self, *, max_conversations: int = MAX_CONVERSATIONS,
                  max_program_conversations: int = MAX_PROGRAM_CONVERSATIONS, max_idle_seconds: float = MAX_IDLE_SECONDS,
                  clock: Callable[[], float] = time.monotonic, files: ConversationFiles | None = None,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time,
+                 closed: Callable[[CardTold], None] | None = None) -> None:
         self._max = max_conversations
         self._max_programs = max_program_conversations
         self._max_idle = max_idle_seconds
         self._clock = clock
         self._files = files
         self._wall_clock = wall_clock
+        # Told of each open card a conversation takes with it, unanswered: closed at start, or evicted (`on_card`).
+        self._closed = closed
         self._items: OrderedDict[str, Conversation] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -293,7 +318,11 @@ class ConversationStore:
             self.save(conversation)
 
     def load(self) -> int:
-        """Take up the household's kept conversations (at Console.open); those past the bounds are forgotten."""
+        """Take up the household's kept conversations (at Console.open); those past the bounds are forgotten.
+
+        Each card a conversation still had open is closed (the chat says so), and handed to `closed` for the
+        plugins (`on_card`), unless they were told of its end before the restart.
+        """
         if self._files is None:
             return 0
         now, wall = self._clock(), self._wall_clock()
@@ -312,6 +341,9 @@ class ConversationStore:
                 self._items[conversation.id] = conversation
                 if record["open"] is not None:
                     self._write(conversation)  # the file now says what the chat says
+                    card = _closed_card(record["open"])
+                    if card is not None and self._closed is not None:
+                        self._closed(card)
             self._evict_beyond_cap(True, room_for=0)
             return sum(1 for c in self._items.values() if c.owner == HOUSEHOLD)
 
@@ -345,8 +377,25 @@ class ConversationStore:
 
     def _forget(self, conversation_id: str) -> None:
         conversation = self._items.pop(conversation_id)
+        self._close_card(conversation)
         if conversation.owner == HOUSEHOLD:
             self._remove_file(conversation_id)
+
+    def _close_card(self, conversation: Conversation) -> None:
+        """An evicted conversation's open card can no longer be answered: `closed` is told, unless its end was.
+
+        Not while a turn holds the conversation: that turn settles its card itself (an answer tells allowed or
+        denied, a new message withdraws it), and the plugins are told once.
+        """
+        if self._closed is None or conversation.pending is None or not conversation.lock.acquire(blocking=False):
+            return
+        try:
+            proposal = conversation.pending[1]
+            if proposal.token not in (conversation.end_told, conversation.expiry_noted):
+                conversation.end_told = proposal.token
+                self._closed(CardTold.of(proposal))
+        finally:
+            conversation.lock.release()
 
     def _remove_file(self, conversation_id: str) -> None:
         if self._files is None:

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner, program_principal
 from console_ha.answers.household_queue import Asker
-from console_ha.conversation.model import ModelReply
+from console_ha.conversation.model import MAX_REPLY_CHARS, ModelReply
 from console_ha.plugins.hook_calls import Skipped, call_each, call_one
+from console_ha.store.audit import AuditEvent
 from console_ha.store.config import shown_name
 
 log = logging.getLogger(__name__)
@@ -35,13 +37,32 @@ def plugin_lines(lines: Sequence[str]) -> str:
     """
     kept: list[str] = []
     size = 0
-    for line in lines[:MAX_PLUGIN_LINES]:
-        quoted = f"- {json.dumps(shown_name(line, MAX_PLUGIN_LINE_CHARS), ensure_ascii=False)}\n"
+    # A line with nothing visible (control or format characters only) is no note: it takes none of the places.
+    for shown in [shown for line in lines if (shown := shown_name(line, MAX_PLUGIN_LINE_CHARS))][:MAX_PLUGIN_LINES]:
+        quoted = f"- {json.dumps(shown, ensure_ascii=False)}\n"
         size += len(quoted.encode("utf-8"))
         if size > MAX_PLUGIN_LINES_BYTES:
             break
         kept.append(quoted)
     return PLUGIN_LINES_INTRO + "".join(kept) if kept else ""
+
+
+def plugin_reply(text: str) -> str:
+    """A plugin's reply (`on_input`, `post_action`, `before_output`) as the conversation may keep it: text.
+
+    Bounded as the model's words are (`MAX_REPLY_CHARS`, cut with " …"): the chat is kept on disk, and a file
+    past its bound is set aside at the next start, the household's conversation with it. Half a UTF-16 pair is
+    no UTF-8 at all: kept, no file, page or later request of the conversation could hold it (the model's own
+    answer is refused for one); it shows as U+FFFD, as `shown_name` shows it. Made a plain str, too.
+    """
+    text = str.__str__(text)
+    if len(text) > MAX_REPLY_CHARS:
+        text = text[:MAX_REPLY_CHARS] + " …"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if unicodedata.category(c) == "Cs" else c for c in text)
+    return text
 
 
 def principal(asker: Asker | None) -> str:
@@ -63,15 +84,17 @@ class ConversationHooks:
         """The first plugin's reply to the message (a non-blank str), sent without the model; None: ask the model."""
         if self.runner is None or self.runner.plugins is None:
             return None
-        skipped, answer = [], None
+        answer = None
         for impl in self.runner.plugins.implementations("on_input"):
             answered = call_one(impl, "on_input", {"message": text, "principal": principal(asker)})
-            if isinstance(answered, Skipped):
-                skipped.append(answered)
+            if isinstance(answered, Skipped):  # in the audit in the order it happened, as each change is
+                self.runner.record([answered], client=_client(asker))
             elif isinstance(answered, str) and answered.strip():
-                answer = answered  # the first answer wins: the plugins after it are not asked
+                answer = plugin_reply(answered)  # the first answer wins: the plugins after it are not asked
+                self.runner.noted(AuditEvent.PLUGIN_CHANGED, impl.plugin_name, "on_input", client=_client(asker))
                 break
-        self.runner.record(skipped, client=_client(asker))
+            elif answered is not None and not isinstance(answered, str):
+                self.runner.noted(AuditEvent.PLUGIN_DROPPED, impl.plugin_name, "on_input", client=_client(asker))
         return answer
 
     def pre_action(self, messages: list[dict[str, Any]], asker: Asker | None) -> str:
@@ -82,6 +105,8 @@ class ConversationHooks:
         plain = json.loads(json.dumps(messages, ensure_ascii=False))
         called = call_each(self.runner.plugins, "pre_action", {"messages": plain, "principal": principal(asker)})
         self.runner.record(called.skipped, client=_client(asker))
+        for dropped in (answer for answer in called.answers if not isinstance(answer.value, list)):
+            self.runner.noted(AuditEvent.PLUGIN_DROPPED, dropped.plugin, "pre_action", client=_client(asker))
         lines = [line for answer in called.answers if isinstance(answer.value, list)
                  for line in answer.value if isinstance(line, str) and line.strip()]
         return plugin_lines(lines)
@@ -114,15 +139,18 @@ class ConversationHooks:
         Handed as plain text (the Console's own reply is a `Words`; the turn loop keeps it when the text is unchanged).
         """
         assert self.runner is not None and self.runner.plugins is not None
-        reply, skipped = first, []
+        reply = first
         for impl in self.runner.plugins.implementations(hook):
             answered = call_one(impl, hook, {**arguments, "reply": str(reply), "principal": principal(asker)})
-            if isinstance(answered, Skipped):
-                skipped.append(answered)
+            if isinstance(answered, Skipped):  # in the audit in the order it happened, as each change is
+                self.runner.record([answered], client=_client(asker))
             elif isinstance(answered, str):
-                reply = answered
+                replaced = plugin_reply(answered)
+                if replaced != str(reply):  # Activity names each plugin that changed the reply
+                    reply = replaced
+                    self.runner.noted(AuditEvent.PLUGIN_CHANGED, impl.plugin_name, hook, client=_client(asker))
             elif answered is not None:
                 log.warning("the plugin %s answered %s with a %s, not a text; ignored",
                             impl.plugin_name, hook, type(answered).__name__)
-        self.runner.record(skipped, client=_client(asker))
+                self.runner.noted(AuditEvent.PLUGIN_DROPPED, impl.plugin_name, hook, client=_client(asker))
         return reply

@@ -177,8 +177,12 @@ class ConversationService:
                 checkpoint.restore(conversation)
                 raise
         finally:
-            self.store.save(conversation)  # whatever the turn came to, as the page now shows it
-            conversation.lock.release()
+            try:
+                self.store.save(conversation)  # whatever the turn came to, as the page now shows it
+            finally:
+                # Whatever the save does: a save that raised held the lock for ever, and every later message
+                # of the conversation waited for it (a plugin's half UTF-16 pair did so, before `plugin_reply`).
+                conversation.lock.release()
 
     def _own(self, conversation_id: str | None, owner: str) -> Conversation:
         """The live conversation of that id if it is `owner`'s, else a new one of theirs."""

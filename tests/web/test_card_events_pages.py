@@ -99,3 +99,25 @@ def on_card(event):
     assert page.status_code == 200
     assert ("The plugin broken_card failed or took longer than a second at on_card, so the Console went on without it."
             in page.get_data(as_text=True))
+
+
+def test_activity_shows_a_message_a_plugin_answered_as_no_read(tmp_path, monkeypatch, make_app, password, configured,
+                                                                model):
+    # A conversation hook's line is about no read: its card said "Read: Something the Console does not know".
+    install_plugin(tmp_path / "site", monkeypatch, name="night", version="0.1", source="""
+from console_ha.hooks import hookimpl
+
+
+@hookimpl
+def on_input(message):
+    return "Reads are off tonight."
+""")
+    app = make_app(CONSOLE_HA_LLM_URL=model.url, CONSOLE_HA_LLM_MODEL="fake-model", CONSOLE_HA_LLM_TIMEOUT=5)
+    household = household_of(app, password)
+    assert ask(household).get_json()["reply"] == "Reads are off tonight."
+    page = household.get("/activity").get_data(as_text=True)
+    event = page[page.index('<li class="event-card"'):]
+    event = event[:event.index("</li>")]
+    assert "The plugin night answered the message itself at on_input, so the assistant was not asked." in event
+    assert "Something the Console does not know" not in event and "<dt>Read</dt>" not in event
+    assert "<dt>Asked by</dt><dd>Conversation page</dd>" in event
