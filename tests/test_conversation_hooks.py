@@ -235,6 +235,26 @@ def test_a_reply_hook_answering_something_other_than_text_changes_nothing(data_d
     assert service.send(None, "how warm?").reply == "It is 21 °C."
 
 
+@pytest.mark.parametrize("hook", ["post_action", "before_output"])
+def test_a_blank_replacement_reply_is_dropped_and_named_so_the_household_never_reads_an_empty_reply(
+        data_dir, executor, model, hook: str) -> None:
+    class Blank:
+        pass
+
+    def blank(reply):
+        return " \n "
+
+    setattr(Blank, hook, hookimpl(blank))
+    model.script(text("It is 21 °C."))
+    service = service_with(data_dir, executor, model, runner(data_dir, blank=Blank()))
+    result = service.send(None, "how warm?")
+    assert result.reply == "It is 21 °C."
+    shown = service.transcript(result.conversation_id)
+    assert shown is not None and shown[0][-1] == {"role": "assistant", "content": "It is 21 °C."}
+    assert [(e["event"], e["plugin"], e["hook"]) for e in AuditLog(data_dir).events()
+            if e["event"].startswith("plugin_")] == [("plugin_dropped", "blank", hook)]
+
+
 @pytest.mark.parametrize("hook", ["on_input", "post_action", "before_output"])
 def test_a_plugin_s_reply_is_kept_as_text_a_restart_reads_back_bounded_as_the_model_s(data_dir, executor, model,
                                                                                       hook):

@@ -134,7 +134,8 @@ class ConversationHooks:
                               client=_client(asker))
 
     def _chained(self, hook: str, first: str, arguments: dict[str, Any], asker: Asker | None) -> str:
-        """Each plugin's str answer replaces the reply, and the next is handed what the last left.
+        """Each plugin's str answer replaces the reply, and the next is handed what the last left; a blank one is
+        dropped (the household would read nothing).
 
         Handed as plain text (the Console's own reply is a `Words`; the turn loop keeps it when the text is unchanged).
         """
@@ -144,13 +145,14 @@ class ConversationHooks:
             answered = call_one(impl, hook, {**arguments, "reply": str(reply), "principal": principal(asker)})
             if isinstance(answered, Skipped):  # in the audit in the order it happened, as each change is
                 self.runner.record([answered], client=_client(asker))
-            elif isinstance(answered, str):
+            elif isinstance(answered, str) and answered.strip():
                 replaced = plugin_reply(answered)
                 if replaced != str(reply):  # Activity names each plugin that changed the reply
                     reply = replaced
                     self.runner.noted(AuditEvent.PLUGIN_CHANGED, impl.plugin_name, hook, client=_client(asker))
             elif answered is not None:
-                log.warning("the plugin %s answered %s with a %s, not a text; ignored",
+                # A blank text too: the household would be left an empty reply, with nothing to say what happened.
+                log.warning("the plugin %s answered %s with a %s, not a text to read; ignored",
                             impl.plugin_name, hook, type(answered).__name__)
                 self.runner.noted(AuditEvent.PLUGIN_DROPPED, impl.plugin_name, hook, client=_client(asker))
         return reply
