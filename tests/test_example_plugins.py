@@ -136,6 +136,7 @@ class RecordingServer:
     status: int = 200
     location: str = ""
     trickle: float = 0.0
+    raw: bytes = b""  # sent as the whole answer, when set
     arrived: threading.Event = field(default_factory=threading.Event)
 
 
@@ -155,6 +156,9 @@ def _recording_server() -> tuple[ThreadingHTTPServer, RecordingServer]:
                                            dict(self.headers.items())))
             state.arrived.set()
             time.sleep(state.delay)
+            if state.raw:
+                self.wfile.write(state.raw)
+                return
             if state.trickle:
                 for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
                     self.wfile.write(bytes([byte]))
@@ -290,6 +294,19 @@ def test_an_answer_that_is_not_2xx_is_logged_and_nothing_else_breaks(
     assert outcome.skipped == again.skipped == [] and len(recorder.requests) == 2
     assert [record.getMessage() for record in caplog.records] == [
         f"notify: the waiting card was answered {status}, not sent on"] * 2
+
+
+def test_an_answer_that_is_not_http_is_logged_and_never_raised(
+    data_dir: DataDir, recorder: RecordingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder.raw = b"FOO 200 OK\r\n\r\n"
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url})
+    with caplog.at_level(logging.WARNING):
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.skipped == [] and len(recorder.requests) == 1
+    assert [record.getMessage() for record in caplog.records] == [
+        "notify: the waiting card could not be sent (ValueError)"]
 
 
 def test_notify_sends_no_header_beyond_the_requests_own(data_dir: DataDir, recorder: RecordingServer) -> None:

@@ -68,6 +68,8 @@ def post(url: str, text: str) -> int:
     connection = kind(parts.hostname or "", parts.port, timeout=TIMEOUT_SECONDS)
     body, content_type = body_for(parts, text)
     try:
+        connection.connect()
+        connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))  # the sending: what is left
         connection.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body=body,
                            headers={"Content-Type": content_type})
         return status_of(connection.sock, deadline)
