@@ -67,16 +67,26 @@ def test_the_instances_benchmark_prints_each_read_with_one_and_two_instances(
     assert {"/api/states", "/api/states/sensor.living_room_temperature"} <= paths
 
 
-def test_the_plugins_benchmark_prints_both_ratios(capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 30: one short pass reads through both executors and prints the wall and CPU ratios (not judged)."""
+def test_the_plugins_benchmark_prints_each_kind_against_before(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, stub_ha: StubHomeAssistant) -> None:
+    """Issue 30: one short pass against a stub in place of the real core reads through the three kinds (before, no
+    plugin, the two examples) and prints each ratio against its target (the figures are not judged here); notify
+    posted once a read, and quiet hours (set away from now) let every read through."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location("bench_plugins", BENCHMARKS / "bench_plugins.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "bench_plugins", module)
     spec.loader.exec_module(module)
-    module.main(["--reads", "3"])
+    figures = module.main(["--rounds", "2"], core=module.Core(stub_ha.base_url, stub_ha.token))
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(",")[0] for line in lines if line.startswith("a read's")] == [
-        "a read's wall time", "a read's CPU time"]
+    assert "notify's POSTs received 2 (one a read: True)" in lines[0], lines
+    assert [(figure.label, figure.target) for figure in figures if figure.target] == [
+        ("no plugin against before, wall (paired median)", "<= 1.02x"),
+        ("  ... CPU against before (paired median)", "<= 1.02x"),
+        ("two examples against before, wall (paired median)", "<= 1.10x"),
+        ("  ... CPU against before (paired median)", "<= 1.10x")]
+    assert [line.split(":")[0].strip() for line in lines if ": a read (median)" in line] == [
+        "before", "no plugin", "two examples"]
+    # Every read of every kind reached the core: 2 warm reads and 2 rounds, three kinds.
+    assert sum(request.path == "/api/states/sensor.living_room_temperature" for request in stub_ha.requests) == 12

@@ -118,29 +118,56 @@ class Recorded:
     path: str
     content_type: str
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass
 class RecordingServer:
-    """An HTTP server on loopback that keeps every request it gets, and answers after `delay` seconds."""
+    """An HTTP server on loopback that keeps every request it gets, and answers after `delay` seconds.
+
+    It answers `status` (with `location` as the Location header, when set), or, with `trickle`, sends its
+    status line a byte at a time, each byte `trickle` seconds after the one before: a server that never
+    stops answering within a socket's timeout.
+    """
 
     url: str
     requests: list[Recorded] = field(default_factory=list)
     delay: float = 0.0
+    status: int = 200
+    location: str = ""
+    trickle: float = 0.0
+    raw: bytes = b""  # sent as the whole answer, when set
     arrived: threading.Event = field(default_factory=threading.Event)
 
 
-@pytest.fixture
-def recorder() -> Iterator[RecordingServer]:
+def _recording_server() -> tuple[ThreadingHTTPServer, RecordingServer]:
     state: RecordingServer
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
+            self.record()
+
+        def do_GET(self) -> None:
+            self.record()
+
+        def record(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            state.requests.append(Recorded("POST", self.path, self.headers.get("Content-Type", ""), body))
+            state.requests.append(Recorded(self.command, self.path, self.headers.get("Content-Type", ""), body,
+                                           dict(self.headers.items())))
             state.arrived.set()
             time.sleep(state.delay)
-            self.send_response(200)
+            if state.raw:
+                self.wfile.write(state.raw)
+                return
+            if state.trickle:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(state.trickle)
+                return
+            self.send_response(state.status)
+            if state.location:
+                self.send_header("Location", state.location)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"{}")
@@ -150,8 +177,22 @@ def recorder() -> Iterator[RecordingServer]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     state = RecordingServer(f"http://127.0.0.1:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, state
+
+
+@pytest.fixture
+def recorder() -> Iterator[RecordingServer]:
+    server, state = _recording_server()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def other_host() -> Iterator[RecordingServer]:
+    """A second recording server, another origin a redirect could lead to."""
+    server, state = _recording_server()
     yield state
     server.shutdown()
     server.server_close()
@@ -196,18 +237,89 @@ def test_notify_sends_nothing_until_a_url_is_set(data_dir: DataDir, recorder: Re
 def test_a_slow_notification_server_is_given_up_on_within_the_hooks_second_and_logged(
     data_dir: DataDir, recorder: RecordingServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The POST's own timeout ends it before the Console's 1 s: never raised, never skipped, a warning logged."""
+    """The POST's own timeout ends it before the Console's 1 s (told by order: a later end would be skipped as
+    late), never raised, a warning logged."""
     recorder.delay = 3.0
     plugins = plugins_with(data_dir, notify=load_example("notify"))
     plugins.save_settings("notify", {"url": recorder.url + "/secret-topic-name"})
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING):
         outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
-    assert time.monotonic() - started < 1.0
     assert outcome.skipped == [] and recorder.arrived.is_set()
     assert any("notify" in record.getMessage() and "TimeoutError" in record.getMessage()
                for record in caplog.records)
     assert "secret-topic-name" not in caplog.text
+
+
+def test_a_server_that_answers_a_byte_at_a_time_is_given_up_on_within_the_hooks_second(
+    data_dir: DataDir, recorder: RecordingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each byte comes well within the socket's timeout, the answer as a whole never does: notify's watchdog ends
+    the POST before the Console's 1 s (a later end would be skipped as late), and a warning is logged."""
+    recorder.trickle = 0.3
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url + "/secret-topic-name"})
+    with caplog.at_level(logging.WARNING):
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.skipped == [] and recorder.arrived.is_set()
+    assert any("could not be sent" in record.getMessage() for record in caplog.records)
+    assert "secret-topic-name" not in caplog.text
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_never_followed(
+    data_dir: DataDir, recorder: RecordingServer, other_host: RecordingServer, caplog: pytest.LogCaptureFixture,
+    status: int,
+) -> None:
+    """A server that answers "elsewhere" is an answer that is not 2xx: logged, and the other host hears nothing."""
+    recorder.status, recorder.location = status, other_host.url + "/collect"
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url + "/api/webhook/card"})
+    with caplog.at_level(logging.WARNING):
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.skipped == [] and len(recorder.requests) == 1
+    assert other_host.requests == []
+    assert any(f"answered {status}" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("status", [400, 404, 500, 503])
+def test_an_answer_that_is_not_2xx_is_logged_and_nothing_else_breaks(
+    data_dir: DataDir, recorder: RecordingServer, caplog: pytest.LogCaptureFixture, status: int
+) -> None:
+    recorder.status = status
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url + "/secret-topic-name"})
+    with caplog.at_level(logging.WARNING):
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+        again = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.skipped == again.skipped == [] and len(recorder.requests) == 2
+    assert [record.getMessage() for record in caplog.records] == [
+        f"notify: the waiting card was answered {status}, not sent on"] * 2
+
+
+def test_an_answer_that_is_not_http_is_logged_and_never_raised(
+    data_dir: DataDir, recorder: RecordingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder.raw = b"FOO 200 OK\r\n\r\n"
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url})
+    with caplog.at_level(logging.WARNING):
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.skipped == [] and len(recorder.requests) == 1
+    assert [record.getMessage() for record in caplog.records] == [
+        "notify: the waiting card could not be sent (ValueError)"]
+
+
+def test_notify_sends_no_header_beyond_the_requests_own(data_dir: DataDir, recorder: RecordingServer) -> None:
+    """No credential, cookie or name of the Console's: the server learns the title and no more (the real Home
+    Assistant test, tests/real_ha/test_notify_webhook_real.py, looks for the Console's secrets on the wire)."""
+    plugins = plugins_with(data_dir, notify=load_example("notify"))
+    plugins.save_settings("notify", {"url": recorder.url + "/api/webhook/card"})
+    call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    [sent] = recorder.requests
+    body = json.dumps({"message": CARD["title_in_language"]}).encode("utf-8")
+    assert sent.headers == {"Host": recorder.url.removeprefix("http://"), "Accept-Encoding": "identity",
+                            "Content-Type": "application/json", "Content-Length": str(len(body))}
+    assert sent.body == body
 
 
 def test_a_notification_server_that_is_down_is_logged_never_raised(

@@ -177,8 +177,11 @@ input_boolean:
     name: Night motion
     initial: false
 
-# Driven by tests/real_ha/test_logbook_real.py only.
+# The webhook trigger's integration (default_config would load it; this core has none).
+webhook:
+
 automation:
+  # Driven by tests/real_ha/test_logbook_real.py only.
   - id: console_ha_test_night_hall_light
     alias: Night hall light
     triggers:
@@ -189,6 +192,23 @@ automation:
       - action: input_boolean.turn_on
         target:
           entity_id: input_boolean.hall_light
+  # Issue 30: the household's own automation that the notify plugin's POST reaches
+  # (tests/real_ha/test_notify_webhook_real.py). It keeps what came as a persistent notification: the title
+  # as its title, and the whole JSON body and the query's names as its message.
+  - id: console_ha_test_card_waiting
+    alias: A card waits on the Console
+    mode: queued
+    triggers:
+      - trigger: webhook
+        webhook_id: {notify_webhook_id}
+        allowed_methods: [POST]
+        local_only: true
+    actions:
+      - action: persistent_notification.create
+        data:
+          notification_id: {notify_notification_id}
+          title: "{{{{ trigger.json.message }}}}"
+          message: "{{{{ {{'json': trigger.json, 'query': trigger.query | list}} | to_json }}}}"
 
 script:
   hall_light_off:
@@ -313,7 +333,12 @@ class Site:
     values: Mapping[str, str] = field(default_factory=dict)
 
 
-HOUSE = Site(LOCATION_NAME, _HOUSE_YAML, ENTITIES, AREAS)
+# Issue 30: the house's webhook automation (above) and the persistent notification it writes.
+NOTIFY_WEBHOOK_ID = "console-card-waiting-test"
+NOTIFY_NOTIFICATION_ID = "console_card_waiting"
+
+HOUSE = Site(LOCATION_NAME, _HOUSE_YAML, ENTITIES, AREAS,
+             {"notify_webhook_id": NOTIFY_WEBHOOK_ID, "notify_notification_id": NOTIFY_NOTIFICATION_ID})
 
 # Issue 29: a second core beside the house. Its living room shares an entity_id with the house's and reads
 # another temperature, so a test can tell which core answered; the rest is its own.
