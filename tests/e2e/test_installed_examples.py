@@ -1,0 +1,316 @@
+"""The two example plugins installed by pip as docs/plugins.md says, in a Console served by `console-ha serve`, met
+by clients nobody here wrote: Chromium in French and in Chinese on the plugins page, the official MCP TypeScript
+SDK reading during quiet hours and outside them, and `console-ha plugins` in a terminal.
+
+Quiet hours' clock: the served Console's zone is UTC (CONSOLE_HA_TIME_ZONE), and each test sets a window that
+holds now (an hour either side) or one that does not (starting an hour from now): never a wait for the night.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from playwright.sync_api import Browser, expect
+
+from console_ha.store.console_secrets import ConsoleSecrets
+from console_ha.store.console_settings import ConsoleSettingsStore
+from console_ha.store.datadir import DataDir
+from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, log_in_in_any_language, serious_violations
+from tests.example_plugins import pip_install_examples
+from tests.mcp.conftest import ALLOWED, CLIENT_NAME, ServedConsole
+from tests.mcp.conftest import log_in as household_logs_in
+from tests.mcp.sdk_clients import start_program
+from tests.moving_clock import PATIENCE, wait_for
+from tests.seed import seed_settings
+from tests.stub_ha import StubHomeAssistant
+
+PAGE = "/settings/plugins"
+HISTORY = "home_assistant_get_history"
+ENTITY = "sensor.living_room_temperature"
+
+
+@pytest.fixture(scope="module")
+def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both examples installed by pip, as a household installs them into the Console's environment."""
+    site = tmp_path_factory.mktemp("site-packages")
+    pip_install_examples(site)
+    return site
+
+
+def environment(site: Path) -> dict[str, str]:
+    """The Console's environment with the examples installed in it, and the household's zone UTC."""
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1", "CONSOLE_HA_TIME_ZONE": "UTC"}
+
+
+@dataclass
+class Served:
+    """`console-ha serve` in its own process: its URL (no trailing slash) and data dir."""
+
+    url: str
+    data_dir: DataDir
+
+    def at(self, path: str) -> str:
+        return self.url + path
+
+
+@pytest.fixture
+def served(example_site: Path, data_dir: DataDir, stub_ha: StubHomeAssistant) -> Iterator[Served]:
+    """The Console served with both examples installed, set up for the stub Home Assistant, in French."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": ALLOWED},
+                  token=stub_ha.token)
+    ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
+    ConsoleSettingsStore(data_dir).set_language("fr")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console_ha", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--data-dir", str(data_dir.root)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment(example_site),
+    )
+    assert process.stdout is not None
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("Console listening on http://127.0.0.1:"), line
+        yield Served(line.split()[-1].rstrip("/"), data_dir)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+@dataclass
+class Phone:
+    """A recording HTTP server on loopback standing in for the household's ntfy server: every request it gets."""
+
+    url: str
+    requests: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
+    arrived: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def phone() -> Iterator[Phone]:
+    recorded = Phone("")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            recorded.requests.append(("POST", self.path, dict(self.headers.items()), body))
+            recorded.arrived.set()
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            recorded.requests.append(("GET", self.path, dict(self.headers.items()), b""))
+            recorded.arrived.set()
+            self.send_response(405)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="phone")
+    thread.start()
+    recorded.url = f"http://127.0.0.1:{server.server_port}/console"
+    try:
+        yield recorded
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def window(around_now: bool) -> dict[str, str]:
+    """Quiet hours holding now (an hour either side, in UTC, the served zone), or starting an hour from now."""
+    now = datetime.now(UTC)
+    start, end = (now - timedelta(hours=1), now + timedelta(hours=1)) if around_now else \
+        (now + timedelta(hours=1), now + timedelta(hours=2))
+    return {"start": start.strftime("%H:%M"), "end": end.strftime("%H:%M")}
+
+
+def household(served: Served) -> requests.Session:
+    browser = household_logs_in(ServedConsole(None, served.data_dir, served.url))  # type: ignore[arg-type]
+    browser.trust_env = False
+    return browser
+
+
+def save(browser: requests.Session, served: Served, plugin: str, values: dict[str, str]) -> None:
+    """Save a plugin's settings through the plugins page's form, as the household's browser posts it."""
+    answer = browser.post(served.at(f"{PAGE}/{plugin}/settings"), data=values, allow_redirects=False, timeout=5)
+    assert answer.status_code in (302, 303), answer.text
+
+
+# --- the plugins page in Chromium, in French and in Chinese -------------------------------------------------
+
+
+WORDS = {
+    "fr-FR": {"from": "Silence à partir de", "until": "Silence jusqu’à", "url": "Envoyer à (un sujet ntfy ou un "
+              "webhook Home Assistant)", "save": "Enregistrer les réglages de {}", "off": "Désactiver {}",
+              "on": "Activer {}", "version": "Version 1.0.0."},
+    "zh-CN": {"from": "安静开始时间", "until": "安静结束时间", "url": "发送到(ntfy 主题或 Home Assistant webhook)",
+              "save": "保存 {} 的设置", "off": "关闭 {}", "on": "开启 {}", "version": "版本 1.0.0。"},
+}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("javascript", [True, False], ids=["with-javascript", "without-javascript"])
+@pytest.mark.parametrize("locale", ["fr-FR", "zh-CN"])
+def test_the_installed_examples_on_the_plugins_page_in_the_browser_s_language(
+        browser: Browser, served: Served, locale: str, javascript: bool) -> None:
+    ConsoleSettingsStore(served.data_dir).set_language("automatic")  # the browser's language, then
+    words = WORDS[locale]
+    context = browser.new_context(locale=locale, java_script_enabled=javascript, viewport=DESKTOP)
+    page = context.new_page()
+    try:
+        log_in_in_any_language(page, served)  # type: ignore[arg-type]  # it needs only `at`
+        page.goto(served.at(PAGE))
+        expect(page.locator("html")).to_have_attribute("lang", "fr" if locale == "fr-FR" else "zh-Hans")
+        quiet, notify = page.get_by_role("region", name="quiet_hours"), page.get_by_role("region", name="notify")
+        expect(quiet).to_contain_text(words["version"])
+        expect(quiet).to_contain_text("before_toolcall")
+        expect(notify).to_contain_text(words["version"])
+        expect(notify).to_contain_text("on_card")
+
+        quiet.get_by_label(words["from"], exact=True).fill("22:00")
+        quiet.get_by_label(words["until"], exact=True).fill("07:30")
+        quiet.get_by_role("button", name=words["save"].format("quiet_hours")).click()
+        expect(page.get_by_role("status")).to_contain_text("quiet_hours")
+        quiet = page.get_by_role("region", name="quiet_hours")
+        expect(quiet.get_by_label(words["from"], exact=True)).to_have_value("22:00")
+        expect(quiet.get_by_label(words["until"], exact=True)).to_have_value("07:30")
+
+        notify = page.get_by_role("region", name="notify")
+        notify.get_by_label(words["url"], exact=True).fill("https://ntfy.example/console")
+        notify.get_by_role("button", name=words["save"].format("notify")).click()
+        expect(page.get_by_role("status")).to_contain_text("notify")
+        expect(page.get_by_label(words["url"], exact=True)).to_have_value("https://ntfy.example/console")
+
+        page.get_by_role("button", name=words["off"].format("notify")).click()
+        expect(page.get_by_role("status")).to_contain_text("notify")
+        expect(page.get_by_role("button", name=words["on"].format("notify"))).to_be_visible()
+        page.get_by_role("button", name=words["on"].format("notify")).click()
+        expect(page.get_by_role("button", name=words["off"].format("notify"))).to_be_visible()
+        if javascript:  # axe runs as a script
+            assert serious_violations(page) == []
+    finally:
+        context.close()
+    values = json.loads(served.data_dir.plugin_settings.read_text())
+    assert values == {"quiet_hours": {"start": "22:00", "end": "07:30"},
+                      "notify": {"url": "https://ntfy.example/console"}}, values
+    assert json.loads(served.data_dir.plugin_switches.read_text()) == {"turned_off": []}
+
+
+# --- the official MCP TypeScript SDK ------------------------------------------------------------------------
+
+
+def activity_in_french(browser: requests.Session, served: Served) -> str:
+    answer = browser.get(served.at("/activity"), headers={"Accept-Language": "fr"}, timeout=5)
+    assert answer.status_code == 200
+    return answer.text
+
+
+def test_a_read_in_quiet_hours_is_refused_by_the_plugin_with_no_card_and_activity_names_it(
+        served: Served, phone: Phone) -> None:
+    browser = household(served)
+    save(browser, served, "quiet_hours", window(around_now=True))
+    save(browser, served, "notify", {"url": phone.url})
+    token = ConsoleSecrets(served.data_dir).create_api_token(CLIENT_NAME)
+
+    program = start_program("typescript", served.at("/mcp"), token, HISTORY, {"entity_id": ENTITY, "period": "day"})
+    try:
+        outcome = program.next_result(60)
+        assert program.next_result(10) == {"done": True}
+    finally:
+        if program.process.poll() is None:
+            program.kill()
+    result = outcome["result"]
+    assert result["isError"] is True, result
+    error = result["structuredContent"]["error"]
+    assert error["code"] == "REFUSED_BY_PLUGIN", error
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    assert "quiet_hours" in json.dumps(error)
+    assert browser.get(served.at("/api/v1/confirmations"), timeout=5).json()["pending"] == []
+    page = activity_in_french(browser, served)
+    assert "quiet_hours" in page
+    assert phone.requests == []
+
+
+def test_outside_quiet_hours_the_card_waits_and_the_phone_gets_its_title_only(
+        served: Served, phone: Phone, stub_ha: StubHomeAssistant) -> None:
+    browser = household(served)
+    save(browser, served, "quiet_hours", window(around_now=False))
+    save(browser, served, "notify", {"url": phone.url})
+    token = ConsoleSecrets(served.data_dir).create_api_token(CLIENT_NAME)
+
+    program = start_program("typescript", served.at("/mcp"), token, HISTORY, {"entity_id": ENTITY, "period": "day"})
+    try:
+        cards: list[dict[str, Any]] = []
+
+        def a_card_waits() -> bool:
+            cards[:] = browser.get(served.at("/api/v1/confirmations"), timeout=5).json()["pending"]
+            return len(cards) == 1
+
+        wait_for(a_card_waits, "a waiting card")
+        assert phone.arrived.wait(PATIENCE)
+        (card,) = cards
+        french = browser.get(served.at("/api/v1/confirmations"), headers={"Accept-Language": "fr"},
+                             timeout=5).json()["pending"][0]
+        ((method, path, headers, body),) = phone.requests
+        assert (method, path) == ("POST", "/console")
+        text = body.decode("utf-8")
+        assert text == french["card"]["title"], (text, french["card"]["title"])
+        sent = text + json.dumps({name: value for name, value in headers.items() if name != "Host"})
+        for secret in (ENTITY, stub_ha.token, token, served.url, "127.0.0.1", card["token"]):
+            assert secret not in sent
+
+        answer = browser.post(served.at(f"/api/v1/confirmations/{card['token']}"), json={"approve": False},
+                              timeout=5)
+        assert answer.status_code == 200, answer.text
+        outcome = program.next_result(60)
+        assert outcome["result"]["isError"] is True
+    finally:
+        if program.process.poll() is None:
+            program.kill()
+    # After Deny nothing more is sent. Told by order, not by waiting: the denial is told to notify on the
+    # plugins' one worker before the next card's "waiting", so once that next card's title has arrived, whatever
+    # the denial sent would have arrived before it.
+    again = start_program("typescript", served.at("/mcp"), token, HISTORY, {"entity_id": ENTITY, "period": "week"})
+    try:
+        wait_for(lambda: len(phone.requests) >= 2, "the next card's notification")
+        (waiting,) = browser.get(served.at("/api/v1/confirmations"), timeout=5).json()["pending"]
+    finally:
+        again.kill()
+    assert [body.decode("utf-8") for _, _, _, body in phone.requests] == [
+        french["card"]["title"], waiting["card"]["title"]]
+
+
+# --- the terminal ------------------------------------------------------------------------------------------
+
+
+def test_console_ha_plugins_lists_both_with_versions_hooks_switches_and_settings(
+        example_site: Path, data_dir: DataDir) -> None:
+    ran = subprocess.run([sys.executable, "-m", "console_ha", "plugins", "--data-dir", str(data_dir.root)],
+                         env=environment(example_site), capture_output=True, text=True, timeout=60, check=True)
+    assert ran.stdout.splitlines() == [
+        "notify  1.0.0  on  hooks: on_card",
+        '  url (url, "Send to (an ntfy topic or a Home Assistant webhook)"): not set',
+        "quiet_hours  1.0.0  on  hooks: before_toolcall",
+        '  start (time, "Quiet from"): not set',
+        '  end (time, "Quiet until"): not set',
+    ]
