@@ -10,11 +10,12 @@ waits whether or not the phone heard of it.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import urllib.request
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from console_ha.hooks import hookimpl, settings
 
@@ -42,12 +43,21 @@ def message(card: dict[str, Any]) -> str:
 
 
 def request_for(url: str, text: str) -> urllib.request.Request:
-    """The POST for `url`: JSON for a Home Assistant webhook, the text itself for ntfy (and anything else)."""
-    if urlsplit(url).path.startswith("/api/webhook/"):
-        body, kind = json.dumps({"message": text}).encode("utf-8"), "application/json"
-    else:
-        body, kind = text.encode("utf-8"), "text/plain; charset=utf-8"
-    return urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": kind})
+    """The POST for `url`: JSON for a Home Assistant webhook, the text itself for ntfy (and anything else).
+
+    A user name and password in the URL (ntfy's access control: `https://user:password@server/topic`) are sent
+    as Basic authentication, as curl sends them; urllib would take them for part of the host's name.
+    """
+    parts = urlsplit(url)
+    headers = {"Content-Type": "text/plain; charset=utf-8"}
+    if parts.username is not None or parts.password is not None:
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+        parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+    body = text.encode("utf-8")
+    if parts.path.startswith("/api/webhook/"):
+        body, headers["Content-Type"] = json.dumps({"message": text}).encode("utf-8"), "application/json"
+    return urllib.request.Request(urlunsplit(parts), data=body, method="POST", headers=headers)
 
 
 @hookimpl

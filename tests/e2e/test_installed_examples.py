@@ -8,6 +8,7 @@ holds now (an hour either side) or one that does not (starting an hour from now)
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -314,3 +315,24 @@ def test_console_ha_plugins_lists_both_with_versions_hooks_switches_and_settings
         '  start (time, "Quiet from"): not set',
         '  end (time, "Quiet until"): not set',
     ]
+
+
+def test_an_ntfy_topic_behind_a_user_name_and_password_gets_the_title_with_them_as_basic_auth(
+        served: Served, phone: Phone) -> None:
+    """ntfy's access control takes `https://user:password@server/topic`, the form `console-ha plugins` hides as
+    `***@`. urllib sends no credentials from a URL: it handed the whole `user:password@host` to the resolver as
+    a host name, and the phone never heard."""
+    browser = household(served)
+    address = phone.url.replace("http://", "http://household:s%C3%A9same%40home@")
+    save(browser, served, "notify", {"url": address})
+    token = ConsoleSecrets(served.data_dir).create_api_token(CLIENT_NAME)
+
+    program = start_program("typescript", served.at("/mcp"), token, HISTORY, {"entity_id": ENTITY, "period": "day"})
+    try:
+        wait_for(lambda: len(phone.requests) >= 1, "the waiting card's notification")
+        (waiting,) = browser.get(served.at("/api/v1/confirmations"), timeout=5).json()["pending"]
+    finally:
+        program.kill()
+    ((method, path, headers, body),) = phone.requests
+    assert (method, path, body.decode("utf-8")) == ("POST", "/console", waiting["card"]["title"])
+    assert headers["Authorization"] == "Basic " + base64.b64encode("household:sésame@home".encode()).decode()
