@@ -60,6 +60,17 @@ def request_for(url: str, text: str) -> urllib.request.Request:
     return urllib.request.Request(urlunsplit(parts), data=body, method="POST", headers=headers)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follow no redirect: urllib would send the request's headers (the household's password too) to whatever
+    server the answer names. A 3xx is then an HTTPError, logged as any failure."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
+
+
 @hookimpl
 def on_card(event: str, card: dict[str, Any]) -> None:
     """A card is waiting: send its title to the household's URL, once, and never raise."""
@@ -67,7 +78,7 @@ def on_card(event: str, card: dict[str, Any]) -> None:
     if event != "waiting" or not url or urlsplit(url).scheme not in ("http", "https"):
         return
     try:
-        with urllib.request.urlopen(request_for(url, message(card)), timeout=TIMEOUT_SECONDS) as answer:
+        with _OPENER.open(request_for(url, message(card)), timeout=TIMEOUT_SECONDS) as answer:
             answer.read(1024)
     except (OSError, ValueError) as err:  # URLError, HTTPError, a timeout, a refused connection: all OSError
         # Never the URL: an ntfy topic's name is what lets anyone read it.

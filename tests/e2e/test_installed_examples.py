@@ -25,17 +25,23 @@ import pytest
 import requests
 from playwright.sync_api import Browser, expect
 
+from console_ha.plugins.hook_calls import call_each
+from console_ha.plugins.plugin_registry import Plugins
+from console_ha.plugins.plugin_settings import PluginSettings
 from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.console_settings import ConsoleSettingsStore
 from console_ha.store.datadir import DataDir
+from console_ha.store.plugin_switches import PluginSwitches
+from console_ha.store.plugin_values import PluginValuesFile
 from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, log_in_in_any_language, serious_violations
-from tests.example_plugins import pip_install_examples
+from tests.example_plugins import load_example, pip_install_examples
 from tests.mcp.conftest import ALLOWED, CLIENT_NAME, ServedConsole
 from tests.mcp.conftest import log_in as household_logs_in
 from tests.mcp.sdk_clients import start_program
 from tests.moving_clock import PATIENCE, wait_for
 from tests.seed import seed_settings
 from tests.stub_ha import StubHomeAssistant
+from tests.test_example_plugins import CARD
 
 PAGE = "/settings/plugins"
 HISTORY = "home_assistant_get_history"
@@ -101,10 +107,21 @@ class Phone:
     url: str
     requests: list[tuple[str, str, dict[str, str], bytes]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
+    redirect_to: str = ""  # when set, every request is sent there (302), as a misconfigured reverse proxy might
 
 
 @pytest.fixture
 def phone() -> Iterator[Phone]:
+    yield from recording_phone()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Phone]:
+    """Another recording server: where a redirect points."""
+    yield from recording_phone()
+
+
+def recording_phone() -> Iterator[Phone]:
     recorded = Phone("")
 
     class Handler(BaseHTTPRequestHandler):
@@ -112,14 +129,18 @@ def phone() -> Iterator[Phone]:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             recorded.requests.append(("POST", self.path, dict(self.headers.items()), body))
             recorded.arrived.set()
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self.answer(200)
 
         def do_GET(self) -> None:
             recorded.requests.append(("GET", self.path, dict(self.headers.items()), b""))
             recorded.arrived.set()
-            self.send_response(405)
+            self.answer(405)
+
+        def answer(self, status: int) -> None:
+            self.send_response(302 if recorded.redirect_to else status)
+            if recorded.redirect_to:
+                self.send_header("Location", recorded.redirect_to)
+            self.send_header("Content-Length", "0")
             self.end_headers()
 
         def log_message(self, *args: Any) -> None:
@@ -336,3 +357,18 @@ def test_an_ntfy_topic_behind_a_user_name_and_password_gets_the_title_with_them_
     ((method, path, headers, body),) = phone.requests
     assert (method, path, body.decode("utf-8")) == ("POST", "/console", waiting["card"]["title"])
     assert headers["Authorization"] == "Basic " + base64.b64encode("household:sésame@home".encode()).decode()
+
+
+def test_notify_follows_no_redirect_so_the_household_s_credentials_go_nowhere_else(
+        data_dir: DataDir, phone: Phone, elsewhere: Phone) -> None:
+    """urllib follows a 302 with the request's own headers, Authorization too: the household's ntfy password
+    would reach whatever server the answer names. A notification has no reason to be redirected: it fails, logged."""
+    plugins = Plugins(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+    plugins.register(load_example("notify"), "notify")
+    phone.redirect_to = elsewhere.url
+    plugins.save_settings("notify", {"url": phone.url.replace("http://", "http://household:secret@")})
+    outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    assert outcome.skipped == []
+    assert [(method, body) for method, _, _, body in phone.requests] == [
+        ("POST", CARD["title_in_language"].encode("utf-8"))]
+    assert elsewhere.requests == []
