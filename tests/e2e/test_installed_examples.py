@@ -372,3 +372,45 @@ def test_notify_follows_no_redirect_so_the_household_s_credentials_go_nowhere_el
     assert [(method, body) for method, _, _, body in phone.requests] == [
         ("POST", CARD["title_in_language"].encode("utf-8"))]
     assert elsewhere.requests == []
+
+
+def test_quiet_hours_turned_off_on_the_page_let_the_read_wait_for_its_card_and_on_again_refuse_it(
+        served: Served) -> None:
+    browser = household(served)
+    save(browser, served, "quiet_hours", window(around_now=True))
+    switched = browser.post(served.at(f"{PAGE}/quiet_hours/switch"), data={"on": "off"}, allow_redirects=False,
+                            timeout=5)
+    assert switched.status_code in (302, 303)
+    token = ConsoleSecrets(served.data_dir).create_api_token(CLIENT_NAME)
+    program = start_program("typescript", served.at("/mcp"), token, HISTORY, {"entity_id": ENTITY, "period": "day"})
+    try:
+        wait_for(lambda: len(browser.get(served.at("/api/v1/confirmations"), timeout=5).json()["pending"]) == 1,
+                 "the card of a read no plugin refuses")
+    finally:
+        program.kill()
+    switched = browser.post(served.at(f"{PAGE}/quiet_hours/switch"), data={"on": "on"}, allow_redirects=False,
+                            timeout=5)
+    assert switched.status_code in (302, 303)
+    program = start_program("typescript", served.at("/mcp"), token, HISTORY, {"entity_id": ENTITY, "period": "week"})
+    try:
+        outcome = program.next_result(60)
+    finally:
+        program.kill()
+    assert outcome["result"]["structuredContent"]["error"]["code"] == "REFUSED_BY_PLUGIN"
+
+
+def test_console_ha_plugins_shows_the_values_saved_on_the_page_without_the_url_s_credentials(
+        served: Served, example_site: Path) -> None:
+    browser = household(served)
+    save(browser, served, "quiet_hours", {"start": "22:00", "end": "07:00"})
+    save(browser, served, "notify", {"url": "https://household:secret@ntfy.example/console?auth=tk_secret"})
+    browser.post(served.at(f"{PAGE}/notify/switch"), data={"on": "off"}, allow_redirects=False, timeout=5)
+    ran = subprocess.run([sys.executable, "-m", "console_ha", "plugins", "--data-dir", str(served.data_dir.root)],
+                         env=environment(example_site), capture_output=True, text=True, timeout=60, check=True)
+    assert ran.stdout.splitlines() == [
+        "notify  1.0.0  off (turned off by the household)  hooks: on_card",
+        '  url (url, "Send to (an ntfy topic or a Home Assistant webhook)"): https://***@ntfy.example/console?***',
+        "quiet_hours  1.0.0  on  hooks: before_toolcall",
+        '  start (time, "Quiet from"): 22:00',
+        '  end (time, "Quiet until"): 07:00',
+    ]
