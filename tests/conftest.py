@@ -181,6 +181,17 @@ def self_signed_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
 
 # --- fixtures several modules share (one definition each: tests/test_fixture_copies.py) ----------------
 
+
+@pytest.fixture(scope="session")
+def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both example plugins installed by pip into a folder, as a household installs them (tests/example_plugins.py)."""
+    from tests.example_plugins import pip_install_examples
+
+    site = tmp_path_factory.mktemp("site-packages")
+    pip_install_examples(site)
+    return site
+
+
 # What the conversation tests allow: a thermometer and a door sensor.
 CONVERSATION_ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]
 

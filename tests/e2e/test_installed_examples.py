@@ -34,7 +34,7 @@ from console_ha.store.datadir import DataDir
 from console_ha.store.plugin_switches import PluginSwitches
 from console_ha.store.plugin_values import PluginValuesFile
 from tests.e2e.conftest import DESKTOP, FAST_HASH, PASSWORD, log_in_in_any_language, serious_violations
-from tests.example_plugins import load_example, pip_install_examples
+from tests.example_plugins import load_example
 from tests.mcp.conftest import ALLOWED, CLIENT_NAME, ServedConsole
 from tests.mcp.conftest import log_in as household_logs_in
 from tests.mcp.sdk_clients import start_program
@@ -46,14 +46,6 @@ from tests.test_example_plugins import CARD
 PAGE = "/settings/plugins"
 HISTORY = "home_assistant_get_history"
 ENTITY = "sensor.living_room_temperature"
-
-
-@pytest.fixture(scope="module")
-def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both examples installed by pip, as a household installs them into the Console's environment."""
-    site = tmp_path_factory.mktemp("site-packages")
-    pip_install_examples(site)
-    return site
 
 
 def environment(site: Path) -> dict[str, str]:
