@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -416,3 +417,35 @@ def test_console_ha_plugins_shows_the_values_saved_on_the_page_without_the_url_s
         '  start (time, "Quiet from"): 22:00',
         '  end (time, "Quiet until"): 07:00',
     ]
+
+
+def test_notify_is_done_once_the_server_has_answered_without_waiting_for_its_body(data_dir: DataDir) -> None:
+    """A server that answers in 0.4 s but holds its body back (a buffering proxy): notify read the body it never
+    uses, 0.8 s more, and so ran past the Console's 1 s and was skipped, named in Activity, for a notification
+    the server had taken."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    got: list[bytes] = []
+    body_sent = threading.Event()
+
+    def answer_then_trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            got.append(connection.recv(65536))
+            body_sent.wait(0.4)  # a slowish answer, well inside the hook's second
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+            body_sent.wait(10)  # the body only once the call is over (or never, in the time that matters)
+            connection.sendall(b"{}")
+
+    server = threading.Thread(target=answer_then_trickle, daemon=True)
+    server.start()
+    try:
+        plugins = Plugins(PluginSwitches(data_dir), PluginSettings(PluginValuesFile(data_dir)))
+        plugins.register(load_example("notify"), "notify")
+        plugins.save_settings("notify", {"url": f"http://127.0.0.1:{listener.getsockname()[1]}/console"})
+        outcome = call_each(plugins, "on_card", {"event": "waiting", "card": CARD, "principal": "household"})
+    finally:
+        body_sent.set()
+        server.join(10)
+        listener.close()
+    assert outcome.skipped == []
+    assert got and got[0].startswith(b"POST /console ")
