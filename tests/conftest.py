@@ -163,6 +163,19 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture
+def queue_executor(data_dir: DataDir, stub_ha: StubHomeAssistant, clock: Clock) -> Any:
+    """An executor for a household queue whose cards live on `clock`, over the stub with the living room allowed
+    (the card events' tests, issue 30)."""
+    from console_ha.capabilities.confirmations import ConfirmationStore
+    from tests.executors import executor_over
+    from tests.seed import seed_settings
+
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url,
+                             "allowlisted_entities": ["sensor.living_room_temperature"]}, token=stub_ha.token)
+    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
+
+
 @pytest.fixture(scope="session")
 def self_signed_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     """A self-signed certificate for 127.0.0.1 and its key, which nothing trusts unless told to."""
@@ -180,6 +193,17 @@ def self_signed_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
 
 
 # --- fixtures several modules share (one definition each: tests/test_fixture_copies.py) ----------------
+
+
+@pytest.fixture(scope="session")
+def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both example plugins installed by pip into a folder, as a household installs them (tests/example_plugins.py)."""
+    from tests.example_plugins import pip_install_examples
+
+    site = tmp_path_factory.mktemp("site-packages")
+    pip_install_examples(site)
+    return site
+
 
 # What the conversation tests allow: a thermometer and a door sensor.
 CONVERSATION_ALLOWED = ["sensor.living_room_temperature", "binary_sensor.front_door"]

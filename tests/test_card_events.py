@@ -13,7 +13,6 @@ import pytest
 from console_ha.answers.card_events import StageHookRunner
 from console_ha.answers.household_queue import Asker, HouseholdQueue
 from console_ha.capabilities.cards import Card
-from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Proposal
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.console import Console, ConsoleOptions
@@ -24,7 +23,6 @@ from console_ha.hooks import hookimpl
 from console_ha.plugins.plugin_registry import Plugins
 from console_ha.store.audit import AuditLog
 from console_ha.store.plugin_switches import PluginSwitches
-from tests.executors import executor_over
 from tests.fake_model import text, tool_call
 from tests.household_cards import withdraw
 from tests.moving_clock import PATIENCE
@@ -53,13 +51,6 @@ def runner(data_dir, language: str = "en", **given: object) -> StageHookRunner:
     for name, plugin in given.items():
         plugins.register(plugin, name)
     return StageHookRunner(plugins, AuditLog(data_dir), language=lambda: language)
-
-
-@pytest.fixture
-def queue_executor(data_dir, stub_ha, clock):
-    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
-                  token=stub_ha.token)
-    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
 
 
 def test_the_conversation_page_s_cards_are_told_in_order_waiting_allowed_denied_withdrawn_expired(

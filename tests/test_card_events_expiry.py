@@ -82,13 +82,6 @@ def runner(data_dir: Any, **given: object) -> StageHookRunner:
 
 
 @pytest.fixture
-def queue_executor(data_dir, stub_ha, clock):
-    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
-                  token=stub_ha.token)
-    return executor_over(data_dir, confirmations=ConfirmationStore(clock=clock), clock=clock)
-
-
-@pytest.fixture
 def hooks(data_dir):
     made: list[StageHookRunner] = []
 
