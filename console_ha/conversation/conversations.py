@@ -196,9 +196,12 @@ def owner_of(asker: Asker | None) -> str:
 
 @dataclass(frozen=True)
 class OpenCard:
-    """A card of the household's page still open: its conversation, its proposal and its expiry (the store's timer)."""
+    """A card of the household's page still open: its conversation, its proposal and its expiry (the store's timer).
 
-    conversation_id: str
+    The conversation itself, not its id: pushed out of the store, it still says whether its card's end was told
+    (`end_told`, set by the eviction's `closed`), so the expiry is not told after it."""
+
+    conversation: Conversation
     proposal: Proposal
     deadline: float
 

@@ -348,7 +348,7 @@ class ConversationService:
             issued = self.executor.confirmations.peek(proposal.token, conversation.id)
             if issued is not None and self._hooks is not None and self._hooks.implemented("on_card"):
                 # Before it is told: the worker telling `waiting` then finds its expiry to wake at.
-                self._open_cards.add(OpenCard(conversation.id, proposal, issued.deadline))
+                self._open_cards.add(OpenCard(conversation, proposal, issued.deadline))
             self._tell_card("waiting", proposal)
             return proposal
         return None
@@ -431,14 +431,12 @@ class ConversationService:
     def _expire_due(self) -> None:
         """The page's cards whose expiry came while nobody looked: said in the chat and told `expired`, once."""
         for card in self._open_cards.due(self.executor.confirmations.timer()):
-            token, conversation = card.proposal.token, self.store.peek(card.conversation_id)
-            if conversation is None:  # pushed out of memory with its card open: nobody else will tell its end
-                self.executor.sweep_expired()  # Activity first, as `_note_expiry` does
-                self._open_cards.told_ended(token)
-                self._tell_card("expired", card.proposal)
-            elif not self._note_expiry(conversation) and (conversation.pending is None
-                                                           or conversation.pending[1].token != token):
-                self._open_cards.told_ended(token)  # it ended another way, told where it did
+            # The card's own conversation, in the store or pushed out of it with its card open (then nobody else
+            # looks at it): its end is told once either way (`end_told`: the eviction's `closed` sets it too).
+            conversation, token = card.conversation, card.proposal.token
+            pending = conversation.pending
+            if self._note_expiry(conversation) or pending is None or pending[1].token != token:
+                self._open_cards.told_ended(token)  # told now, or it ended another way, told where it did
 
     def _offer(self) -> tuple[str, list[dict[str, Any]]]:
         """This turn's system prompt and tools: the reads an allowlisted entity of any instance can answer, the
