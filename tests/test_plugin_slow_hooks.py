@@ -21,6 +21,7 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.errors import ConfirmationInvalid
 from console_ha.hooks import hookimpl
 from console_ha.mcp.server import _call
 from console_ha.plugins.plugin_registry import Plugins
@@ -244,4 +245,26 @@ def test_a_call_whose_program_hung_up_while_its_plugin_was_held_makes_no_card_an
 
     result = run_to_end(scenario())
     assert result.isError and queue.pending() == []
+    assert [(line["event"], line["stage"]) for line in lines(data_dir)] == [("proposed", 1), ("cancelled", 3)]
+
+
+def test_a_program_s_message_whose_program_hung_up_while_its_plugin_was_held_asks_the_household_nothing(
+        data_dir, stub_ha, clock, monkeypatch):
+    """The same for a program's conversation message (`HouseholdQueue.ask`): before, its card was made (and told
+    `waiting` to the plugins: a phone rang) only to be withdrawn the moment its turn looked."""
+    hold_past_the_deadline(monkeypatch)
+    held = Held("program:desk")
+    queue = HouseholdQueue(executor_with(data_dir, stub_ha, clock, held=held))
+    gone = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        asked = pool.submit(queue.ask, "desk", LIST_ENTITIES, {}, present=lambda: not gone.is_set(),
+                            token_id=DESK.token_id)
+        try:
+            assert held.entered.wait(PATIENCE)
+            gone.set()
+        finally:
+            held.release.set()
+        with pytest.raises(ConfirmationInvalid):
+            asked.result(timeout=PATIENCE)
+    assert queue.pending() == []
     assert [(line["event"], line["stage"]) for line in lines(data_dir)] == [("proposed", 1), ("cancelled", 3)]

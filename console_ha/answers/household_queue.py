@@ -145,9 +145,13 @@ class HouseholdQueue:
 
         `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
         rule holds: at most MAX_CARDS_PER_TOOL open cards per capability per client. The caller is the
-        card's one live call (`detach` when it goes). The plugins' `before_toolcall` runs first, outside the lock.
+        card's one live call (`detach` when it goes). The plugins' `before_toolcall` runs first, outside the lock;
+        a program that hung up meanwhile gets no card (the household is asked nothing for nobody).
         """
         prepared = self.prepare(client, capability, arguments)
+        if not present():
+            self.drop(prepared)
+            raise hung_up()
         with self._lock:
             waiting = self._issue(prepared, client, turn=turn, joins=joins, present=present,
                                   still_allowed=still_allowed, token_id=token_id)
