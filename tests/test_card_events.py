@@ -184,6 +184,25 @@ def test_with_no_plugin_no_thread_is_made(data_dir, queue_executor):
     assert threading.active_count() == before
 
 
+def test_with_no_plugin_the_conversation_page_s_card_takes_no_look_at_the_confirmation_store(
+        configured, data_dir, executor, model, monkeypatch):
+    """A read of the household's page with no plugin costs what it did before the hooks (docs/benchmarks.md): the
+    look at the store for its expiry (a lock) is only for the plugins' worker. Before, every card took it."""
+    looked: list[str] = []
+    peek = executor.confirmations.peek
+
+    def looking(token: str, conversation_id: str) -> object:
+        looked.append(token)
+        return peek(token, conversation_id)
+
+    monkeypatch.setattr(executor.confirmations, "peek", looking)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=runner(data_dir))
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    assert service.send(None, "how warm?").pending_confirmation is not None
+    assert looked == []
+
+
 def test_console_open_hands_the_same_plugins_to_the_conversation_and_the_household_queue(data_dir, stub_ha, model):
     """The composition root: a Console's own plugins are told of the household page's cards and a program's."""
     seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},

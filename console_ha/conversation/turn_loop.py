@@ -345,8 +345,10 @@ class ConversationService:
                 conversation.note(chat_line(err))
                 continue
             conversation.pending = (call, proposal)
-            issued = self.executor.confirmations.peek(proposal.token, conversation.id)
-            if issued is not None and self._hooks is not None and self._hooks.implemented("on_card"):
+            # Looked up only for the plugins' worker: with no plugin, a read takes no lock more than before them.
+            issued = (self.executor.confirmations.peek(proposal.token, conversation.id)
+                      if self._hooks is not None and self._hooks.implemented("on_card") else None)
+            if issued is not None:
                 # Before it is told: the worker telling `waiting` then finds its expiry to wake at.
                 self._open_cards.add(OpenCard(conversation, proposal, issued.deadline))
             self._tell_card("waiting", proposal)
