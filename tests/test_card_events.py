@@ -257,6 +257,39 @@ def test_a_card_a_restart_closed_is_told_withdrawn_or_expired_once_with_its_card
     assert again.told == []
 
 
+def test_a_console_closed_with_cards_waiting_tells_nothing_more_and_the_next_start_tells_the_page_s_only(
+        data_dir, stub_ha, model):
+    """docs/plugins.md, "Ends with the Console": a program's card still waiting at the close is never told its end
+    (the queue is in memory; its program's call ends with the server), the household page's is told `withdrawn`
+    at the next start, from its conversation's file."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
+    environment = {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": 5}
+
+    def opened(watcher: Watcher) -> Console:
+        plugins = Plugins(PluginSwitches(data_dir))
+        plugins.register(watcher, "watcher")
+        return Console.open(data_dir, ConsoleOptions(plugins=plugins, model_environment=lambda: environment))
+
+    before = Watcher()
+    console = opened(before)
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    console.conversation.send(None, "how warm?")
+    program_s = console.household.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting
+    console.stage_hooks.settled()
+    console.close()
+    console.household.answer(program_s.token, False)  # a front end still serving after the close: told nothing
+    assert [(event, principal) for event, _, principal in before.told] == [
+        ("waiting", "household"), ("waiting", "program:desk")]
+    after = Watcher()
+    restarted = opened(after)
+    try:
+        restarted.stage_hooks.settled()
+        assert [(event, principal) for event, _, principal in after.told] == [("withdrawn", "household")]
+    finally:
+        restarted.close()
+
+
 def test_a_card_answered_the_moment_it_is_asked_is_still_told_waiting_first(data_dir, queue_executor):
     """`waiting` is told under the queue's lock, as every later move is: an answer (or a program's cancel) on
     another thread the moment the card is asked, before its `waiting` was handed on, is told after it."""
