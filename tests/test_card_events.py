@@ -176,6 +176,40 @@ def test_a_slow_or_broken_on_card_never_holds_a_card_up_and_is_recorded(data_dir
                        for plugin in ("broken", "slow")]
 
 
+def test_a_plugin_turned_on_while_a_program_s_card_waits_is_not_told_its_end_alone(data_dir, queue_executor):
+    """Each card is told `waiting` first: a plugin turned on after a card was made (it was off, so not told it
+    waits) is told nothing of that card, not an end alone; the next card it is told whole."""
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    queue = HouseholdQueue(queue_executor, hooks=hooks)
+    assert hooks.plugins is not None
+    hooks.plugins.set_on("watcher", False)
+    unseen = queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
+    hooks.plugins.set_on("watcher", True)
+    queue.answer(unseen.token, False)
+    queue.answer(queue.ask("desk", GET_HISTORY, HISTORY_ARGS).token, False)
+    hooks.settled()
+    assert [event for event, _, _ in watcher.told] == ["waiting", "denied"]
+
+
+def test_a_plugin_turned_on_while_a_page_s_card_waits_is_not_told_its_end_alone(
+        configured, data_dir, executor, model):
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    store = ConversationStore(max_conversations=1, closed=hooks.closed)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=hooks, store=store)
+    assert hooks.plugins is not None
+    hooks.plugins.set_on("watcher", False)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), tool_call(HISTORY, HISTORY_ARGS), tool_call(HISTORY, HISTORY_ARGS))
+    first = service.send(None, "how warm?")
+    hooks.plugins.set_on("watcher", True)
+    service.send(first.conversation_id, "and now?")  # withdraws the first card, makes a second
+    service.send(None, "something else")  # pushes that conversation out, its second card open
+    hooks.settled()
+    assert [event for event, _, _ in watcher.told] == ["waiting", "withdrawn", "waiting"]
+
+
 def test_with_no_plugin_no_thread_is_made(data_dir, queue_executor):
     hooks = runner(data_dir)
     before = threading.active_count()
@@ -304,6 +338,7 @@ def test_a_card_answered_the_moment_it_is_asked_is_still_told_waiting_first(data
                 entered.set()
                 go.wait(5)  # a hang guard only: the test sets it
             told.append(event)
+            return True  # handed to a plugin
 
     queue = HouseholdQueue(queue_executor, hooks=Runner(None, AuditLog(data_dir)))
     asked: list[Any] = []

@@ -70,7 +70,8 @@ class Conversation:
     touched: float = field(default_factory=time.time)
     # The token of the open card whose expiry the chat already says (`ConversationService._note_expiry`).
     expiry_noted: str | None = None
-    # The token of the card whose end (allowed, denied, expired, withdrawn) the plugins were told (`on_card`).
+    # The token of the card whose end (allowed, denied, expired, withdrawn) the plugins were told (`on_card`), or
+    # are never to be: none was on to be told it waits.
     end_told: str | None = None
 
     def transcript(self) -> list[dict[str, str]]:

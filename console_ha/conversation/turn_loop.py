@@ -351,7 +351,8 @@ class ConversationService:
             if issued is not None:
                 # Before it is told: the worker telling `waiting` then finds its expiry to wake at.
                 self._open_cards.add(OpenCard(conversation, proposal, issued.deadline))
-            self._tell_card("waiting", proposal)
+            if not self._tell_card("waiting", proposal):
+                conversation.end_told = proposal.token  # no plugin on to tell it waits: none is told its end alone
             return proposal
         return None
 
@@ -416,10 +417,9 @@ class ConversationService:
         self._plugins.after_output(reply, asker)
         return TurnResult(conversation.id, reply)
 
-    def _tell_card(self, event: str, proposal: Proposal) -> None:
-        """`on_card` for a card of the household's own conversation page."""
-        if self._hooks is not None:
-            self._hooks.card(event, proposal, HOUSEHOLD_PRINCIPAL)
+    def _tell_card(self, event: str, proposal: Proposal) -> bool:
+        """`on_card` for a card of the household's own conversation page; whether a plugin was there to tell."""
+        return self._hooks is not None and self._hooks.card(event, proposal, HOUSEHOLD_PRINCIPAL)
 
     def _card_ended(self, conversation: Conversation, event: str) -> None:
         """`on_card` for the end of the conversation's open card, once (an expiry is noticed in several places)."""
