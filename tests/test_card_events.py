@@ -167,12 +167,65 @@ def test_a_slow_or_broken_on_card_never_holds_a_card_up_and_is_recorded(data_dir
                        for plugin in ("broken", "slow")]
 
 
+def test_a_plugin_turned_on_while_a_program_s_card_waits_is_not_told_its_end_alone(data_dir, queue_executor):
+    """Each card is told `waiting` first: a plugin turned on after a card was made (it was off, so not told it
+    waits) is told nothing of that card, not an end alone; the next card it is told whole."""
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    queue = HouseholdQueue(queue_executor, hooks=hooks)
+    assert hooks.plugins is not None
+    hooks.plugins.set_on("watcher", False)
+    unseen = queue.ask("desk", GET_HISTORY, HISTORY_ARGS)
+    hooks.plugins.set_on("watcher", True)
+    queue.answer(unseen.token, False)
+    queue.answer(queue.ask("desk", GET_HISTORY, HISTORY_ARGS).token, False)
+    hooks.settled()
+    assert [event for event, _, _ in watcher.told] == ["waiting", "denied"]
+
+
+def test_a_plugin_turned_on_while_a_page_s_card_waits_is_not_told_its_end_alone(
+        configured, data_dir, executor, model):
+    watcher = Watcher()
+    hooks = runner(data_dir, watcher=watcher)
+    store = ConversationStore(max_conversations=1, closed=hooks.closed)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=hooks, store=store)
+    assert hooks.plugins is not None
+    hooks.plugins.set_on("watcher", False)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), tool_call(HISTORY, HISTORY_ARGS), tool_call(HISTORY, HISTORY_ARGS))
+    first = service.send(None, "how warm?")
+    hooks.plugins.set_on("watcher", True)
+    service.send(first.conversation_id, "and now?")  # withdraws the first card, makes a second
+    service.send(None, "something else")  # pushes that conversation out, its second card open
+    hooks.settled()
+    assert [event for event, _, _ in watcher.told] == ["waiting", "withdrawn", "waiting"]
+
+
 def test_with_no_plugin_no_thread_is_made(data_dir, queue_executor):
     hooks = runner(data_dir)
     before = threading.active_count()
     queue = HouseholdQueue(queue_executor, hooks=hooks)
     queue.answer(queue.ask("desk", GET_HISTORY, HISTORY_ARGS).token, False)
     assert threading.active_count() == before
+
+
+def test_with_no_plugin_the_conversation_page_s_card_takes_no_look_at_the_confirmation_store(
+        configured, data_dir, executor, model, monkeypatch):
+    """A read of the household's page with no plugin costs what it did before the hooks (docs/benchmarks.md): the
+    look at the store for its expiry (a lock) is only for the plugins' worker. Before, every card took it."""
+    looked: list[str] = []
+    peek = executor.confirmations.peek
+
+    def looking(token: str, conversation_id: str) -> object:
+        looked.append(token)
+        return peek(token, conversation_id)
+
+    monkeypatch.setattr(executor.confirmations, "peek", looking)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=runner(data_dir))
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    assert service.send(None, "how warm?").pending_confirmation is not None
+    assert looked == []
 
 
 def test_console_open_hands_the_same_plugins_to_the_conversation_and_the_household_queue(data_dir, stub_ha, model):
@@ -229,6 +282,39 @@ def test_a_card_a_restart_closed_is_told_withdrawn_or_expired_once_with_its_card
     assert again.told == []
 
 
+def test_a_console_closed_with_cards_waiting_tells_nothing_more_and_the_next_start_tells_the_page_s_only(
+        data_dir, stub_ha, model):
+    """docs/plugins.md, "Ends with the Console": a program's card still waiting at the close is never told its end
+    (the queue is in memory; its program's call ends with the server), the household page's is told `withdrawn`
+    at the next start, from its conversation's file."""
+    seed_settings(data_dir, {"enabled": True, "base_url": stub_ha.base_url, "allowlisted_entities": [ENTITY]},
+                  token=stub_ha.token)
+    environment = {"CONSOLE_HA_LLM_URL": model.url, "CONSOLE_HA_LLM_MODEL": "m", "CONSOLE_HA_LLM_TIMEOUT": 5}
+
+    def opened(watcher: Watcher) -> Console:
+        plugins = Plugins(PluginSwitches(data_dir))
+        plugins.register(watcher, "watcher")
+        return Console.open(data_dir, ConsoleOptions(plugins=plugins, model_environment=lambda: environment))
+
+    before = Watcher()
+    console = opened(before)
+    model.script(tool_call(HISTORY, HISTORY_ARGS))
+    console.conversation.send(None, "how warm?")
+    program_s = console.household.call(DESK, GET_HISTORY, HISTORY_ARGS).waiting
+    console.stage_hooks.settled()
+    console.close()
+    console.household.answer(program_s.token, False)  # a front end still serving after the close: told nothing
+    assert [(event, principal) for event, _, principal in before.told] == [
+        ("waiting", "household"), ("waiting", "program:desk")]
+    after = Watcher()
+    restarted = opened(after)
+    try:
+        restarted.stage_hooks.settled()
+        assert [(event, principal) for event, _, principal in after.told] == [("withdrawn", "household")]
+    finally:
+        restarted.close()
+
+
 def test_a_card_answered_the_moment_it_is_asked_is_still_told_waiting_first(data_dir, queue_executor):
     """`waiting` is told under the queue's lock, as every later move is: an answer (or a program's cancel) on
     another thread the moment the card is asked, before its `waiting` was handed on, is told after it."""
@@ -243,6 +329,7 @@ def test_a_card_answered_the_moment_it_is_asked_is_still_told_waiting_first(data
                 entered.set()
                 go.wait(5)  # a hang guard only: the test sets it
             told.append(event)
+            return True  # handed to a plugin
 
     queue = HouseholdQueue(queue_executor, hooks=Runner(None, AuditLog(data_dir)))
     asked: list[Any] = []

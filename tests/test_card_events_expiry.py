@@ -206,6 +206,29 @@ def test_a_page_s_card_whose_conversation_was_pushed_out_is_told_expired_all_the
     assert [e["event"] for e in AuditLog(data_dir).events()][-1] == "expired"  # Activity said it first
 
 
+def test_a_page_s_card_told_withdrawn_when_its_conversation_was_pushed_out_is_not_told_expired_too(
+        hooks, configured, data_dir, executor, model, clock):
+    """As the Console builds its store (`closed=hooks.closed`): the eviction tells the card's end; its expiry later
+    tells nothing more. Before, the worker still swept it by its conversation's id and told `expired` too."""
+    watcher = Watcher()
+    runner_ = hooks(watcher=watcher)
+    store = ConversationStore(max_conversations=1, closed=runner_.closed)
+    service = ConversationService(executor, OpenAICompatibleModel(ModelSettings((model.url,), "m", timeout=5)),
+                                  hooks=runner_, store=store)
+    model.script(tool_call(HISTORY, HISTORY_ARGS), text("Hello."))
+    service.send(None, "how warm?")
+    service.send(None, "hello")  # a new conversation pushes the first out, its card open
+    runner_.settled()
+    assert watcher.events() == ["waiting", "withdrawn"]
+    clock.now += 301
+    looks = Looks(clock)
+    runner_.watch(looks.sweeper())
+    looks.another_pass()
+    runner_.settled()
+    assert watcher.events() == ["waiting", "withdrawn"]
+    assert [e["event"] for e in AuditLog(data_dir).events()][-1] == "expired"  # Activity still records its expiry
+
+
 def test_the_worker_s_look_does_not_count_as_the_household_using_a_conversation(
         hooks, configured, executor, model, clock):
     watcher = Watcher()

@@ -125,6 +125,22 @@ class DropsFirstEntity:
 # --- before_toolcall ------------------------------------------------------------------------------
 
 
+def test_a_proposal_sweeps_the_expired_cards_once_as_before_its_two_steps(data_dir, stub_ha, monkeypatch):
+    """`propose` is `prepare` then `issue`; each swept the confirmation store (its lock) before, so every read of
+    the household's page took one look more than before issue 30, with no plugin too (docs/benchmarks.md)."""
+    executor = executor_with(data_dir, stub_ha)
+    expire = executor.confirmations.expire
+    swept: list[list[Any]] = []
+
+    def sweeping() -> list[Any]:
+        swept.append(expire())
+        return swept[-1]
+
+    monkeypatch.setattr(executor.confirmations, "expire", sweeping)
+    executor.propose(GET_HISTORY, HISTORY_ARGS, conversation_id="c")
+    assert len(swept) == 1
+
+
 def test_a_refusal_ends_the_call_at_stage_3_before_any_card_and_names_the_plugin(data_dir, stub_ha):
     executor = executor_with(data_dir, stub_ha, quiet_hours=Refuses())
     err = refusal(lambda: executor.propose(GET_HISTORY, HISTORY_ARGS, conversation_id="c"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,6 +21,7 @@ from console_ha.capabilities.confirmations import ConfirmationStore
 from console_ha.capabilities.executor import Executor
 from console_ha.capabilities.get_history import NAME as GET_HISTORY
 from console_ha.capabilities.list_entities import NAME as LIST_ENTITIES
+from console_ha.errors import ConfirmationInvalid
 from console_ha.hooks import hookimpl
 from console_ha.mcp.server import _call
 from console_ha.plugins.plugin_registry import Plugins
@@ -218,3 +220,51 @@ def test_two_identical_calls_of_a_program_at_once_share_one_card(data_dir, stub_
     assert joined.waiting is second.waiting and queue.pending() == [second.waiting]
     assert second.waiting.asked == 2
     assert [line["event"] for line in lines(data_dir)].count("confirmation_requested") == 1
+
+
+def test_a_call_whose_program_hung_up_while_its_plugin_was_held_makes_no_card_and_is_audited_cancelled(
+        data_dir, stub_ha, clock, monkeypatch):
+    """waitress says the program hung up (its response is not closed yet, so nothing cancels the task): once its
+    plugins are done, the call ends before any card (docs/architecture.md, "A slow plugin holds nobody up").
+    Before, it made the card and let go of it: the household was asked, until its expiry, for nobody."""
+    hold_past_the_deadline(monkeypatch)
+    held = Held("program:desk")
+    queue = HouseholdQueue(executor_with(data_dir, stub_ha, clock, held=held))
+    gone = threading.Event()
+    asker = Asker("desk", token_id=DESK.token_id, present=lambda: not gone.is_set(), answer_url=DESK.answer_url,
+                  patience=0.0)
+
+    async def scenario() -> Any:
+        call = asyncio.create_task(_call(queue, asker, LIST_ENTITIES, {}, _no_report, 15.0))
+        try:
+            assert await asyncio.to_thread(held.entered.wait, PATIENCE)
+            gone.set()
+        finally:
+            held.release.set()
+        return await asyncio.wait_for(call, PATIENCE)
+
+    result = run_to_end(scenario())
+    assert result.isError and queue.pending() == []
+    assert [(line["event"], line["stage"]) for line in lines(data_dir)] == [("proposed", 1), ("cancelled", 3)]
+
+
+def test_a_program_s_message_whose_program_hung_up_while_its_plugin_was_held_asks_the_household_nothing(
+        data_dir, stub_ha, clock, monkeypatch):
+    """The same for a program's conversation message (`HouseholdQueue.ask`): before, its card was made (and told
+    `waiting` to the plugins: a phone rang) only to be withdrawn the moment its turn looked."""
+    hold_past_the_deadline(monkeypatch)
+    held = Held("program:desk")
+    queue = HouseholdQueue(executor_with(data_dir, stub_ha, clock, held=held))
+    gone = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        asked = pool.submit(queue.ask, "desk", LIST_ENTITIES, {}, present=lambda: not gone.is_set(),
+                            token_id=DESK.token_id)
+        try:
+            assert held.entered.wait(PATIENCE)
+            gone.set()
+        finally:
+            held.release.set()
+        with pytest.raises(ConfirmationInvalid):
+            asked.result(timeout=PATIENCE)
+    assert queue.pending() == []
+    assert [(line["event"], line["stage"]) for line in lines(data_dir)] == [("proposed", 1), ("cancelled", 3)]

@@ -147,17 +147,19 @@ class StageHookRunner:
         self._audit.record(event, capability="", classification="", stage=0, invocation=secrets.token_hex(8),
                            client=client, plugin=plugin, hook=hook)
 
-    def card(self, event: str, proposal: Proposal | CardTold, principal: str, *, client: str | None = None) -> None:
-        """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once."""
+    def card(self, event: str, proposal: Proposal | CardTold, principal: str, *, client: str | None = None) -> bool:
+        """Tell the plugins that a card is now `event` (one of `CARD_EVENTS`); returns at once, whether any plugin
+        that is on implements `on_card` (a card not told `waiting` is told no end: a plugin turned on meanwhile)."""
         if event not in CARD_EVENTS:
             raise ValueError(f"not a card event: {event}")
         if not self.implemented("on_card"):
-            return
+            return False
         # The card is put in words on the worker: the caller may hold the queue's lock, and the Language is a file.
         told = proposal if isinstance(proposal, CardTold) else CardTold.of(proposal)
         self._submit("on_card", lambda: {"event": event, "card": card_for_plugins(told, self._language()),
                                          "principal": principal}, capability=told.capability, client=client,
                      instance=told.instance)
+        return True
 
     def closed(self, card: CardTold) -> None:
         """Tell the plugins that a household page's card ended unanswered with its conversation (a restart closed

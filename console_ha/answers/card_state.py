@@ -141,6 +141,8 @@ class WaitingRead:
     asked: int = 1
     # `held` is audited once, however often the read waits for its program.
     held_noted: bool = False
+    # Whether the plugins were told it waits (`on_card`): only then are they told its end.
+    told_waiting: bool = False
 
     @property
     def token(self) -> str:

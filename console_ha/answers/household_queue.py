@@ -145,9 +145,13 @@ class HouseholdQueue:
 
         `turn` is the asking conversation's own (one read of each capability a turn); without it, MCP's
         rule holds: at most MAX_CARDS_PER_TOOL open cards per capability per client. The caller is the
-        card's one live call (`detach` when it goes). The plugins' `before_toolcall` runs first, outside the lock.
+        card's one live call (`detach` when it goes). The plugins' `before_toolcall` runs first, outside the lock;
+        a program that hung up meanwhile gets no card (the household is asked nothing for nobody).
         """
         prepared = self.prepare(client, capability, arguments)
+        if not present():
+            self.drop(prepared)
+            raise hung_up()
         with self._lock:
             waiting = self._issue(prepared, client, turn=turn, joins=joins, present=present,
                                   still_allowed=still_allowed, token_id=token_id)
@@ -411,8 +415,10 @@ class HouseholdQueue:
     def _tell(self, card: WaitingRead, state: CardState) -> None:
         """Tell the plugins of a card's move (`on_card`); queued for them, never waited for."""
         event = CARD_EVENT.get(state)
-        if self._hooks is not None and event is not None:
-            self._hooks.card(event, card.proposal, program_principal(card.client), client=card.client)
+        if self._hooks is None or event is None or not (card.told_waiting or state is CardState.WAITING):
+            return  # not told it waits (no plugin was on then): told no end alone
+        told = self._hooks.card(event, card.proposal, program_principal(card.client), client=card.client)
+        card.told_waiting = card.told_waiting or told
 
     def _take(self, card: WaitingRead, to: CardState, now: float) -> bool:
         # The household's answer (or the card's end) uses the store's token up at the queue's own reading,

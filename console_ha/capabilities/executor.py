@@ -169,8 +169,8 @@ class Executor:
         like the turn's; `at` its reading of the confirmation store's timer, whence the card's expiry counts.
         """
         self.sweep_expired()  # first, as always: the expiries found are audited before this call's lines
-        return self.issue(self.prepare(name, arguments, client=client), conversation_id=conversation_id,
-                          turn=turn, room=room, at=at)
+        return self._issue(self.prepare(name, arguments, client=client), conversation_id=conversation_id,
+                           turn=turn, room=room, at=at)
 
     def prepare(self, name: object, arguments: object, *, client: str | None = None) -> Prepared:
         """The first step of a proposal: the `proposed` line, stages 1-2 and the plugins' `before_toolcall`.
@@ -202,6 +202,10 @@ class Executor:
         """The rest of a proposal `prepare` let through: stage 3 (policy, the turn's and `room`'s bounds) and stage 4
         (the card), after expired cards are swept (and audited)."""
         self.sweep_expired()
+        return self._issue(prepared, conversation_id=conversation_id, turn=turn, room=room, at=at)
+
+    def _issue(self, prepared: Prepared, *, conversation_id: str, turn: Turn | None, room: Room, at: float | None
+               ) -> Proposal:  # swept by the caller: once per proposal, as before the two steps
         capability, canonical, client = prepared.capability, prepared.arguments, prepared.client
         # Where the read would go: the arguments as the plugins left them name it (a refusal's line says so).
         instance = self.instances.get(instance_of(canonical))
@@ -349,8 +353,7 @@ class Executor:
             result = self._after_toolcall(capability, pending, result)
         except HomeAssistantError as err:
             self._audit(AuditEvent.FAILED, capability.name, Stage.EXECUTE, pending.invocation_id, err.code,
-                        _elapsed_ms(started), client=pending.client,
-                    instance=instance_of(pending.arguments))
+                        _elapsed_ms(started), client=pending.client, instance=instance_of(pending.arguments))
             log.info("capability %s failed: %s", capability.name, err.message)
             told = err.reworded(MODEL_WORDS.get(err.code, MODEL_FALLBACK), detail={})
             told.stage = Stage.EXECUTE

@@ -70,7 +70,8 @@ class Conversation:
     touched: float = field(default_factory=time.time)
     # The token of the open card whose expiry the chat already says (`ConversationService._note_expiry`).
     expiry_noted: str | None = None
-    # The token of the card whose end (allowed, denied, expired, withdrawn) the plugins were told (`on_card`).
+    # The token of the card whose end (allowed, denied, expired, withdrawn) the plugins were told (`on_card`), or
+    # are never to be: none was on to be told it waits.
     end_told: str | None = None
 
     def transcript(self) -> list[dict[str, str]]:
@@ -196,9 +197,12 @@ def owner_of(asker: Asker | None) -> str:
 
 @dataclass(frozen=True)
 class OpenCard:
-    """A card of the household's page still open: its conversation, its proposal and its expiry (the store's timer)."""
+    """A card of the household's page still open: its conversation, its proposal and its expiry (the store's timer).
 
-    conversation_id: str
+    The conversation itself, not its id: pushed out of the store, it still says whether its card's end was told
+    (`end_told`, set by the eviction's `closed`), so the expiry is not told after it."""
+
+    conversation: Conversation
     proposal: Proposal
     deadline: float
 

@@ -345,11 +345,14 @@ class ConversationService:
                 conversation.note(chat_line(err))
                 continue
             conversation.pending = (call, proposal)
-            issued = self.executor.confirmations.peek(proposal.token, conversation.id)
-            if issued is not None and self._hooks is not None and self._hooks.implemented("on_card"):
+            # Looked up only for the plugins' worker: with no plugin, a read takes no lock more than before them.
+            issued = (self.executor.confirmations.peek(proposal.token, conversation.id)
+                      if self._hooks is not None and self._hooks.implemented("on_card") else None)
+            if issued is not None:
                 # Before it is told: the worker telling `waiting` then finds its expiry to wake at.
-                self._open_cards.add(OpenCard(conversation.id, proposal, issued.deadline))
-            self._tell_card("waiting", proposal)
+                self._open_cards.add(OpenCard(conversation, proposal, issued.deadline))
+            if not self._tell_card("waiting", proposal):
+                conversation.end_told = proposal.token  # no plugin on to tell it waits: none is told its end alone
             return proposal
         return None
 
@@ -414,10 +417,9 @@ class ConversationService:
         self._plugins.after_output(reply, asker)
         return TurnResult(conversation.id, reply)
 
-    def _tell_card(self, event: str, proposal: Proposal) -> None:
-        """`on_card` for a card of the household's own conversation page."""
-        if self._hooks is not None:
-            self._hooks.card(event, proposal, HOUSEHOLD_PRINCIPAL)
+    def _tell_card(self, event: str, proposal: Proposal) -> bool:
+        """`on_card` for a card of the household's own conversation page; whether a plugin was there to tell."""
+        return self._hooks is not None and self._hooks.card(event, proposal, HOUSEHOLD_PRINCIPAL)
 
     def _card_ended(self, conversation: Conversation, event: str) -> None:
         """`on_card` for the end of the conversation's open card, once (an expiry is noticed in several places)."""
@@ -431,14 +433,12 @@ class ConversationService:
     def _expire_due(self) -> None:
         """The page's cards whose expiry came while nobody looked: said in the chat and told `expired`, once."""
         for card in self._open_cards.due(self.executor.confirmations.timer()):
-            token, conversation = card.proposal.token, self.store.peek(card.conversation_id)
-            if conversation is None:  # pushed out of memory with its card open: nobody else will tell its end
-                self.executor.sweep_expired()  # Activity first, as `_note_expiry` does
-                self._open_cards.told_ended(token)
-                self._tell_card("expired", card.proposal)
-            elif not self._note_expiry(conversation) and (conversation.pending is None
-                                                           or conversation.pending[1].token != token):
-                self._open_cards.told_ended(token)  # it ended another way, told where it did
+            # The card's own conversation, in the store or pushed out of it with its card open (then nobody else
+            # looks at it): its end is told once either way (`end_told`: the eviction's `closed` sets it too).
+            conversation, token = card.conversation, card.proposal.token
+            pending = conversation.pending
+            if self._note_expiry(conversation) or pending is None or pending[1].token != token:
+                self._open_cards.told_ended(token)  # told now, or it ended another way, told where it did
 
     def _offer(self) -> tuple[str, list[dict[str, Any]]]:
         """This turn's system prompt and tools: the reads an allowlisted entity of any instance can answer, the

@@ -20,6 +20,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 
 from console_ha import __version__
+from console_ha.answers.card_state import hung_up
 from console_ha.answers.household_queue import Asker, Call, HouseholdQueue, StillWaiting, WaitingRead
 from console_ha.capabilities.confirmations import CONFIRMATION_TTL_SECONDS
 from console_ha.capabilities.executor import Prepared
@@ -233,7 +234,8 @@ async def _asked_anew(queue: HouseholdQueue, caller: Asker, capability: str, arg
     arriving meanwhile would lose the card it made, left open with nobody waiting.
 
     A cancellation (or a hang-up) during the first step ends the call before any card is made, so none is lost
-    and the household is never asked: the read the step let through is audited `cancelled` (`_FirstStep.leave`).
+    and the household is never asked: the read the step let through is audited `cancelled` (`_FirstStep.leave`);
+    a hang-up's call answers what a hang-up's later would (`hung_up`), which nobody reads.
     """
     step = _FirstStep(queue, caller.client, capability, arguments)
     try:
@@ -241,6 +243,10 @@ async def _asked_anew(queue: HouseholdQueue, caller: Asker, capability: str, arg
         # The thread's wait is shielded (a plugin's thread cannot be stopped): a cancellation that came meanwhile
         # is delivered here, before the card.
         await anyio.lowlevel.checkpoint()
+        if not caller.present():
+            # Hung up meanwhile (waitress saw it; its response is not closed yet, so nothing cancelled this task): a
+            # card now would ask the household, until its expiry, for nobody.
+            raise hung_up()
     except BaseException:
         step.leave()
         raise
