@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     import requests
 
+    from tests.real_ha.harness import RealHomeAssistant
+
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
@@ -138,3 +140,24 @@ def mib(size: float) -> str:
 def ms(seconds: float) -> str:
     """Seconds as milliseconds for a person."""
     return f"{seconds * 1000:.1f} ms"
+
+
+@contextmanager
+def harness_core(notes: list[str], name: str) -> Iterator[RealHomeAssistant]:
+    """A provisioned Home Assistant 2025.4.4 of the test harness in a temporary directory (`name` in its path),
+    stopped and removed after; how long it took to start goes to `notes`."""
+    import shutil
+    import tempfile
+
+    from tests.real_ha.harness import RealHomeAssistant, default_venv, install_home_assistant
+
+    workdir = Path(tempfile.mkdtemp(prefix=f"console-ha-bench-{name}-ha-"))
+    real_ha = RealHomeAssistant(install_home_assistant(default_venv()), workdir / "ha")
+    try:
+        began = time.monotonic()
+        real_ha.provision()
+        notes.append(f"Home Assistant provisioned in {time.monotonic() - began:.0f} s")
+        yield real_ha
+    finally:
+        real_ha.stop()
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -25,14 +25,13 @@ import secrets
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _measure import Figure, median, ms, timed
+from _measure import Figure, harness_core, median, ms, timed
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for tests.real_ha.harness
@@ -169,19 +168,9 @@ def report(runs: dict[str, list[dict[str, Any]]], notes: Sequence[str]) -> None:
 
 @contextmanager
 def real_core(notes: list[str]) -> Iterator[Core]:
-    """A provisioned Home Assistant 2025.4.4 of the harness in a temporary directory, stopped after."""
-    from tests.real_ha.harness import RealHomeAssistant, default_venv, install_home_assistant
-
-    workdir = Path(tempfile.mkdtemp(prefix="console-ha-bench-instances-ha-"))
-    real_ha = RealHomeAssistant(install_home_assistant(default_venv()), workdir / "ha")
-    try:
-        began = time.monotonic()
-        real_ha.provision()
-        notes.append(f"Home Assistant provisioned in {time.monotonic() - began:.0f} s")
+    """A provisioned Home Assistant 2025.4.4 of the harness (`harness_core`), as this benchmark reads it."""
+    with harness_core(notes, "instances") as real_ha:
         yield Core(real_ha.base_url, real_ha.token, tuple(entity.entity_id for entity in real_ha.entities))
-    finally:
-        real_ha.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None, *, core: Core | None = None) -> None:

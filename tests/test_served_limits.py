@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -20,6 +18,7 @@ from console_ha.store.console_secrets import ConsoleSecrets
 from console_ha.store.datadir import DataDir
 from tests.moving_clock import PATIENCE, wait_for
 from tests.seed import seed_settings
+from tests.served_process import serve_in_process
 from tests.stub_ha import StubHomeAssistant
 
 ENTITIES = "api/v1/conversation/home-assistant/entities"
@@ -94,25 +93,8 @@ def household_session(served: str, data_dir: DataDir) -> dict[str, str]:
 @pytest.fixture
 def served(data_dir: DataDir) -> Iterator[str]:
     """`python -m console_ha serve` with its default threads; yields its URL."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "console_ha", "serve", "--host", "127.0.0.1", "--port", "0",
-         "--data-dir", str(data_dir.root)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-    )
-    assert process.stdout is not None  # stdout=PIPE: Popen has made the pipe
-    try:
-        line = process.stdout.readline()
-        assert line.startswith("Console listening on http://127.0.0.1:"), line
-        yield line.split()[-1]
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+    with serve_in_process(data_dir, {**os.environ, "PYTHONUNBUFFERED": "1"}) as url:
+        yield url
 
 
 def test_twelve_pickers_on_a_hung_home_assistant_leave_health_and_pages_answering(

@@ -42,6 +42,7 @@ from tests.mcp.conftest import log_in as household_logs_in
 from tests.mcp.sdk_clients import start_program
 from tests.moving_clock import PATIENCE, wait_for
 from tests.seed import seed_settings
+from tests.served_process import serve_in_process
 from tests.stub_ha import StubHomeAssistant
 from tests.test_example_plugins import CARD
 
@@ -74,24 +75,8 @@ def served(example_site: Path, data_dir: DataDir, stub_ha: StubHomeAssistant) ->
                   token=stub_ha.token)
     ConsoleSecrets(data_dir).set_password(PASSWORD, method=FAST_HASH)
     ConsoleSettingsStore(data_dir).set_language("fr")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "console_ha", "serve", "--host", "127.0.0.1", "--port", "0",
-         "--data-dir", str(data_dir.root)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment(example_site),
-    )
-    assert process.stdout is not None
-    try:
-        line = process.stdout.readline()
-        assert line.startswith("Console listening on http://127.0.0.1:"), line
-        yield Served(line.split()[-1].rstrip("/"), data_dir)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+    with serve_in_process(data_dir, environment(example_site)) as url:
+        yield Served(url.rstrip("/"), data_dir)
 
 
 @dataclass
