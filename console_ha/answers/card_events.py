@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from console_ha.capabilities.executor import Proposal
-from console_ha.capabilities.stages import instance_of
+from console_ha.capabilities.stages import instance_of, principal_of
 from console_ha.hooks import CARD_EVENTS
 from console_ha.language import Words, by_code
 from console_ha.plugins.hook_calls import HOOK_SECONDS, Skipped, call_each
@@ -51,13 +51,8 @@ RETRY_SECONDS = 0.1
 # How long `close` waits for the worker beyond the running implementation's own deadline (a sweep writing a file).
 CLOSE_SECONDS = 5.0
 
-# The principal of the household's own conversation page (a program's is "program:<token name>").
-HOUSEHOLD_PRINCIPAL = "household"
-
-
-def program_principal(token_name: str) -> str:
-    """The principal a hook is told for a program asking with the API token of that name."""
-    return f"program:{token_name}"
+# The principal of the household's own conversation page (a program's is `principal_of` its token's name).
+HOUSEHOLD_PRINCIPAL = principal_of(None)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
-from console_ha.answers.card_events import StageHookRunner, Sweeper, program_principal
+from console_ha.answers.card_events import StageHookRunner, Sweeper
 from console_ha.answers.card_state import (
     AUDITED,
     CARD_EVENT,
@@ -48,7 +48,7 @@ from console_ha.answers.card_state import WaitingRead as WaitingRead
 from console_ha.capabilities.confirmations import canonical_arguments
 from console_ha.capabilities.executor import Executor, Prepared
 from console_ha.capabilities.spec import Capability
-from console_ha.capabilities.stages import Room, Turn, always_room
+from console_ha.capabilities.stages import Room, Turn, always_room, principal_of
 from console_ha.errors import (
     CapabilityError,
     ConfirmationDenied,
@@ -417,7 +417,7 @@ class HouseholdQueue:
         event = CARD_EVENT.get(state)
         if self._hooks is None or event is None or not (card.told_waiting or state is CardState.WAITING):
             return  # not told it waits (no plugin was on then): told no end alone
-        told = self._hooks.card(event, card.proposal, program_principal(card.client), client=card.client)
+        told = self._hooks.card(event, card.proposal, principal_of(card.client), client=card.client)
         card.told_waiting = card.told_waiting or told
 
     def _take(self, card: WaitingRead, to: CardState, now: float) -> bool:

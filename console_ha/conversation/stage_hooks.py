@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner, program_principal
+from console_ha.answers.card_events import HOUSEHOLD_PRINCIPAL, StageHookRunner
 from console_ha.answers.household_queue import Asker
+from console_ha.capabilities.stages import principal_of
 from console_ha.conversation.model import MAX_REPLY_CHARS, ModelReply
 from console_ha.plugins.hook_calls import Skipped, call_each, call_one
 from console_ha.store.audit import AuditEvent
@@ -67,7 +68,7 @@ def plugin_reply(text: str) -> str:
 
 def principal(asker: Asker | None) -> str:
     """Who a hook is told asks: the household's page, or a program by its API token's name."""
-    return HOUSEHOLD_PRINCIPAL if asker is None else program_principal(asker.client)
+    return HOUSEHOLD_PRINCIPAL if asker is None else principal_of(asker.client)
 
 
 def _client(asker: Asker | None) -> str | None:
